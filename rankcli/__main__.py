@@ -1,0 +1,5 @@
+import sys
+
+from rankcli.cli import main
+
+sys.exit(main())

@@ -1,0 +1,119 @@
+"""The command-line interface: one module per subcommand, joined here, and the one error boundary.
+
+Only typer is imported at start-up; every subcommand imports numpy, pyarrow or LightGBM inside its function body, so
+``rankcli --help`` and ``rankcli --version`` stay fast.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from typing import Annotated, Optional
+
+import typer
+
+from rankcli import __version__
+from rankcli.errors import ExitStatus, RankcliError
+
+app = typer.Typer(
+    name="rankcli",
+    help="Learning-to-rank from the shell: convert LETOR data, train LightGBM rankers with XE-NDCG, LambdaMART, "
+    "ListNet and more, evaluate, simulate clicks and compare runs with significance tests.\n\n"
+    "Exit statuses: 0 success, 1 internal error (a bug), 2 usage error, 3 invalid input data, "
+    "4 output or filesystem problem, 5 compare --fail-if-worse triggered, 130 interrupted.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+_state = {"debug": False}
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"rankcli {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        Optional[bool],
+        typer.Option("--version", callback=_version_callback, is_eager=True, help="Print the version and exit."),
+    ] = None,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show the full traceback for any error (also accepted after a subcommand).")
+    ] = False,
+) -> None:
+    _state["debug"] = _state["debug"] or debug
+
+
+def _register() -> None:
+    from rankcli.cli import (
+        compare,
+        convert,
+        eval as eval_cmd,
+        experiment,
+        export,
+        info,
+        predict,
+        simulate_clicks,
+        train,
+    )
+
+    for module in (convert, info, export, train, predict, eval_cmd, simulate_clicks, compare, experiment):
+        app.command(name=module.NAME, help=module.__doc__, short_help=module.SHORT_HELP)(module.command)
+
+
+_register()
+
+
+def _print_error(message: str) -> None:
+    sys.stderr.write(f"Error: {message}\n")
+    sys.stderr.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI and return the exit status; every failure is mapped here and only here."""
+    from typer._click import exceptions as click_exceptions
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    # --debug is accepted anywhere before "--", so that it can be added to the end of any failing command line.
+    cut = args.index("--") if "--" in args else len(args)
+    debug = "--debug" in args[:cut]
+    if debug:
+        args = [a for i, a in enumerate(args) if not (a == "--debug" and i < cut)]
+    _state["debug"] = debug
+    command = typer.main.get_command(app)
+    try:
+        result = command.main(args=args, prog_name="rankcli", standalone_mode=False)
+        return int(result) if isinstance(result, int) else ExitStatus.SUCCESS
+    except click_exceptions.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except typer.Abort:
+        _print_error("interrupted")
+        return ExitStatus.INTERRUPTED
+    except KeyboardInterrupt:
+        if _state["debug"]:
+            traceback.print_exc()
+        _print_error("interrupted")
+        return ExitStatus.INTERRUPTED
+    except RankcliError as exc:
+        if _state["debug"]:
+            traceback.print_exc()
+        _print_error(str(exc))
+        return exc.exit_status
+    except BrokenPipeError:
+        # The reader went away (e.g. `rankcli eval ... | head`): not our failure, and nothing more to say.
+        sys.stderr.close()
+        return ExitStatus.SUCCESS
+    except MemoryError:
+        traceback.print_exc()
+        _print_error("out of memory")
+        return ExitStatus.INTERNAL_ERROR
+    except Exception:  # noqa: BLE001 - the boundary: anything else is a bug, shown with its traceback
+        traceback.print_exc()
+        _print_error("internal error (a bug in rankcli); the traceback above says where. Please report it.")
+        return ExitStatus.INTERNAL_ERROR

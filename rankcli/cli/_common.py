@@ -1,0 +1,91 @@
+"""Helpers the subcommands share: stderr logging, JSON on stdout, progress bars only on a terminal."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+
+def log(message: str) -> None:
+    """A line of progress or information for humans: always stderr, never mixed into results."""
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+
+
+def _jsonable(value: Any) -> Any:
+    # NaN and infinity are not JSON; null is what a JSON reader can act on.
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        return _jsonable(value.item())
+    return value
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(_jsonable(obj), indent=2) + "\n")
+    sys.stdout.flush()
+
+
+def stdout_console():
+    from rich.console import Console
+
+    return Console(file=sys.stdout, highlight=False, soft_wrap=True)
+
+
+def stderr_console():
+    from rich.console import Console
+
+    return Console(file=sys.stderr, highlight=False)
+
+
+class _NullProgress:
+    def advance(self, n: int = 1, **fields: Any) -> None:
+        pass
+
+    def update(self, **fields: Any) -> None:
+        pass
+
+
+class _RichProgress:
+    def __init__(self, progress, task):
+        self._progress = progress
+        self._task = task
+
+    def advance(self, n: int = 1, **fields: Any) -> None:
+        self._progress.update(self._task, advance=n, **fields)
+
+    def update(self, **fields: Any) -> None:
+        self._progress.update(self._task, **fields)
+
+
+@contextmanager
+def progress_bar(total: float | None, description: str, *, extra: str = "") -> Iterator[_NullProgress | _RichProgress]:
+    """A rich progress bar on stderr when stderr is a terminal; otherwise nothing at all (batch jobs, pipes).
+
+    ``extra`` is a rich format string over task fields (e.g. ``"{task.fields[metric]}"``) shown after the bar.
+    """
+    if not sys.stderr.isatty():
+        yield _NullProgress()
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TimeRemainingColumn()]
+    if extra:
+        columns.append(TextColumn(extra))
+    with Progress(*columns, console=stderr_console(), transient=False) as progress:
+        task = progress.add_task(description, total=total, **_field_defaults(extra))
+        yield _RichProgress(progress, task)
+
+
+def _field_defaults(extra: str) -> dict[str, str]:
+    import re
+
+    return {name: "" for name in re.findall(r"task\.fields\[['\"]?(\w+)['\"]?\]", extra)}

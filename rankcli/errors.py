@@ -1,0 +1,71 @@
+"""Exceptions named by the condition, each carrying the exit status the CLI reports.
+
+The library raises these; one boundary in :mod:`rankcli.cli` turns them into ``Error: <message>`` on stderr and the
+status below. Anything else that escapes is a bug (status 1, traceback shown).
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitStatus(IntEnum):
+    SUCCESS = 0
+    INTERNAL_ERROR = 1
+    USAGE = 2
+    INVALID_INPUT = 3
+    OUTPUT = 4
+    WORSE_THAN_BASELINE = 5
+    INTERRUPTED = 130
+
+
+class RankcliError(Exception):
+    """Base class: an expected failure with a message meant for the user."""
+
+    exit_status: ExitStatus = ExitStatus.INVALID_INPUT
+
+
+class UsageError(RankcliError):
+    """Options that cannot work together, or a value outside its domain."""
+
+    exit_status = ExitStatus.USAGE
+
+
+class InputError(RankcliError):
+    """Input data that is malformed or inconsistent."""
+
+    exit_status = ExitStatus.INVALID_INPUT
+
+
+class InputFormatError(InputError):
+    """A text input that does not parse. Formats as ``path:line: what, got "token"``."""
+
+    def __init__(self, what: str, path: str | None = None, line: int | None = None, token: str | None = None):
+        self.what = what
+        self.path = path
+        self.line = line
+        self.token = token
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = f"{self.path}:{self.line}: " if self.line is not None else f"{self.path}: "
+        got = f", got {self.token!r}" if self.token is not None else ""
+        return f"{where}{self.what}{got}"
+
+
+class SchemaError(InputError):
+    """A dataset or run whose columns are missing, of the wrong type, or inconsistent."""
+
+
+class OutputError(RankcliError):
+    """The output cannot be written: target exists without --overwrite, unwritable directory, disk full."""
+
+    exit_status = ExitStatus.OUTPUT
+
+
+class WorseThanBaseline(RankcliError):
+    """``compare --fail-if-worse``: some run is significantly worse than the baseline."""
+
+    exit_status = ExitStatus.WORSE_THAN_BASELINE

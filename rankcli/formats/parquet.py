@@ -1,0 +1,232 @@
+"""Parquet datasets and runs: the schema of the data model, query-aligned row groups, atomic writes.
+
+Data model (DESIGN.md): ``qid`` int64, ``label`` float64, optional ``docid`` string, ``f1..fN`` float32 (the SVMlight
+feature index is the column's number). Footer key-value metadata records the kind of file, its source, the feature
+count and the rankcli version. Row groups end on query boundaries: a query never spans two row groups, so a reader can
+split work by row group.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from rankcli import __version__
+from rankcli.core.groups import offsets_from_qids
+from rankcli.dataset import Dataset
+from rankcli.errors import InputError, SchemaError
+from rankcli.formats.atomic import atomic_path
+
+META_PREFIX = "rankcli."
+FEATURE_COLUMN = re.compile(r"^f([1-9][0-9]*)$")
+#: Target rows per row group; a query larger than this gets a row group of its own.
+ROW_GROUP_ROWS = 131_072
+
+
+def feature_names(n_features: int) -> list[str]:
+    return [f"f{i}" for i in range(1, n_features + 1)]
+
+
+def feature_columns(names: Iterable[str]) -> list[str]:
+    """The feature columns among ``names``, ordered by their index."""
+    found = [(int(m.group(1)), n) for n in names if (m := FEATURE_COLUMN.match(n))]
+    return [n for _, n in sorted(found)]
+
+
+def dataset_schema(n_features: int, with_docid: bool = False, with_comment: bool = False) -> pa.Schema:
+    fields = [pa.field("qid", pa.int64(), nullable=False), pa.field("label", pa.float64(), nullable=False)]
+    if with_docid:
+        fields.append(pa.field("docid", pa.string()))
+    if with_comment:
+        fields.append(pa.field("comment", pa.string()))
+    fields += [pa.field(name, pa.float32(), nullable=False) for name in feature_names(n_features)]
+    return pa.schema(fields)
+
+
+def encode_metadata(meta: dict[str, object]) -> dict[bytes, bytes]:
+    out = {b"rankcli.version": __version__.encode()}
+    for key, value in meta.items():
+        text = value if isinstance(value, str) else json.dumps(value)
+        out[(META_PREFIX + key).encode()] = text.encode()
+    return out
+
+
+def read_metadata(path: Path | str) -> dict[str, str]:
+    """The ``rankcli.*`` footer keys of a Parquet file, without the prefix."""
+    meta = _open(path).schema_arrow.metadata or {}
+    return {k.decode()[len(META_PREFIX):]: v.decode() for k, v in meta.items() if k.startswith(META_PREFIX.encode())}
+
+
+def query_aligned_groups(offsets: np.ndarray, target_rows: int = ROW_GROUP_ROWS) -> np.ndarray:
+    """Row boundaries (starting with 0, ending with n) of row groups of about ``target_rows`` rows, on query ends."""
+    n = int(offsets[-1])
+    if n == 0:
+        return np.array([0, 0], dtype=np.int64)
+    cuts = [0]
+    # The first query boundary at or after each multiple of target_rows.
+    wanted = np.arange(target_rows, n, target_rows)
+    idx = np.searchsorted(offsets, wanted, side="left")
+    for b in np.unique(offsets[idx]):
+        if b > cuts[-1] and b < n:
+            cuts.append(int(b))
+    cuts.append(n)
+    return np.array(cuts, dtype=np.int64)
+
+
+class QueryAlignedWriter:
+    """Streams tables into one Parquet file, each ``write`` call's queries whole, row groups ending on queries."""
+
+    def __init__(self, path: Path, schema: pa.Schema, metadata: dict[str, object] | None = None,
+                 target_rows: int = ROW_GROUP_ROWS):
+        self._schema = schema.with_metadata(encode_metadata(metadata or {}))
+        self._writer = pq.ParquetWriter(str(path), self._schema, compression="zstd")
+        self._target_rows = target_rows
+        self.rows = 0
+
+    def write(self, table: pa.Table, offsets: np.ndarray | None = None) -> None:
+        """Write ``table`` whose rows are whole queries (``offsets`` computed from ``qid`` when not given)."""
+        if table.num_rows == 0:
+            return
+        if offsets is None:
+            offsets = offsets_from_qids(table.column("qid").to_numpy())
+        table = table.cast(self._schema.remove_metadata()) if table.schema != self._schema.remove_metadata() else table
+        cuts = query_aligned_groups(offsets, self._target_rows)
+        for start, stop in zip(cuts[:-1], cuts[1:]):
+            chunk = table.slice(int(start), int(stop - start))
+            self._writer.write_table(chunk, row_group_size=max(chunk.num_rows, 1))
+        self.rows += table.num_rows
+
+    def close(self) -> None:
+        self._writer.close()
+
+    def __enter__(self) -> "QueryAlignedWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def write_table(path: Path | str, table: pa.Table, *, metadata: dict[str, object] | None = None,
+                overwrite: bool = False, query_aligned: bool = True) -> None:
+    """Write a whole table atomically. With ``query_aligned`` the table must have a contiguous ``qid`` column."""
+    with atomic_path(path, overwrite) as tmp:
+        if query_aligned:
+            with QueryAlignedWriter(tmp, table.schema, metadata) as writer:
+                writer.write(table)
+        else:
+            schema = table.schema.with_metadata(encode_metadata(metadata or {}))
+            pq.write_table(table.replace_schema_metadata(schema.metadata), str(tmp), compression="zstd")
+
+
+def dataset_table(ds: Dataset, extra_columns: dict[str, np.ndarray] | None = None) -> pa.Table:
+    """The Arrow table of a :class:`Dataset` in the data model's column order."""
+    columns: dict[str, pa.Array] = {
+        "qid": pa.array(ds.qids, pa.int64()),
+        "label": pa.array(ds.labels, pa.float64()),
+    }
+    if ds.docids is not None:
+        columns["docid"] = pa.array(ds.docids, pa.string())
+    for name, values in (extra_columns or {}).items():
+        columns[name] = pa.array(values)
+    if ds.features is not None:
+        for j, name in enumerate(ds.feature_names):
+            columns[name] = pa.array(np.ascontiguousarray(ds.features[:, j], dtype=np.float32))
+    return pa.table(columns)
+
+
+def write_dataset(path: Path | str, ds: Dataset, *, metadata: dict[str, object] | None = None,
+                  overwrite: bool = False, extra_columns: dict[str, np.ndarray] | None = None) -> None:
+    meta = {"kind": "dataset", "num_features": ds.n_features, **(metadata or {})}
+    write_table(path, dataset_table(ds, extra_columns), metadata=meta, overwrite=overwrite)
+
+
+def _open(path: Path | str) -> pq.ParquetFile:
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such file")
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory, expected a Parquet file")
+    try:
+        return pq.ParquetFile(str(path))
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
+
+
+def read_table(path: Path | str, columns: list[str] | None = None) -> pa.Table:
+    pf = _open(path)
+    try:
+        return pf.read(columns=columns)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"{path}: cannot read ({exc})") from None
+
+
+def column_names(path: Path | str) -> list[str]:
+    return list(_open(path).schema_arrow.names)
+
+
+def require_columns(path: Path | str, names: list[str], required: Iterable[str]) -> None:
+    missing = [c for c in required if c not in names]
+    if missing:
+        raise SchemaError(f"{path}: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+                          f"(found: {', '.join(names[:12])}{', ...' if len(names) > 12 else ''})")
+
+
+def features_matrix(table: pa.Table, names: list[str]) -> np.ndarray:
+    """Stack feature columns into a Fortran-ordered float32 matrix (column fills are contiguous; LightGBM takes it)."""
+    out = np.empty((table.num_rows, len(names)), dtype=np.float32, order="F")
+    for j, name in enumerate(names):
+        out[:, j] = table.column(name).to_numpy()
+    return out
+
+
+def read_dataset(path: Path | str, *, features: bool = True, label_required: bool = True,
+                 extra_columns: Iterable[str] = ()) -> Dataset:
+    """Read a dataset in the data model; ``features=False`` skips the feature matrix (metrics need none)."""
+    names = column_names(path)
+    require_columns(path, names, ["qid", "label"] if label_required else ["qid"])
+    fnames = feature_columns(names)
+    wanted = ["qid"] + (["label"] if "label" in names else []) + (["docid"] if "docid" in names else [])
+    wanted += [c for c in extra_columns if c in names and c not in wanted]
+    if features:
+        wanted += fnames
+    table = read_table(path, wanted)
+    qids = table.column("qid").to_numpy()
+    if not np.issubdtype(qids.dtype, np.integer):
+        raise SchemaError(f"{path}: column qid must be integer, got {table.schema.field('qid').type}")
+    labels = (table.column("label").to_numpy().astype(np.float64) if "label" in names
+              else np.full(qids.shape[0], np.nan))
+    docids = table.column("docid").to_numpy(zero_copy_only=False) if "docid" in names else None
+    try:
+        offsets = offsets_from_qids(qids)
+    except InputError as exc:
+        raise SchemaError(f"{path}: {exc}") from None
+    return Dataset(
+        qids=qids.astype(np.int64, copy=False),
+        labels=labels,
+        features=features_matrix(table, fnames) if features else None,
+        feature_names=fnames,
+        docids=docids,
+        offsets=offsets,
+        metadata=read_metadata(path),
+        extra={c: table.column(c).to_numpy(zero_copy_only=False) for c in extra_columns if c in names},
+    )
+
+
+def check_query_aligned(path: Path | str) -> None:
+    """Refuse a file in which some query spans two row groups (a distributed reader could split it)."""
+    pf = _open(path)
+    last_qid = None
+    for i in range(pf.num_row_groups):
+        qids = pf.read_row_group(i, columns=["qid"]).column("qid").to_numpy()
+        if qids.shape[0] == 0:
+            continue
+        if last_qid is not None and qids[0] == last_qid:
+            raise SchemaError(f"{path}: qid {int(last_qid)} spans row groups {i - 1} and {i}; "
+                              "rewrite the file with `rankcli convert` or a query-aligned writer")
+        last_qid = qids[-1]

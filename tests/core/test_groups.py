@@ -1,0 +1,73 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rankcli.core import groups
+from tests import reference
+
+
+def random_batch(rng, n_queries=50, max_size=40, tie_levels=4):
+    sz = rng.integers(1, max_size + 1, n_queries)
+    offsets = np.concatenate(([0], np.cumsum(sz))).astype(np.int64)
+    scores = rng.integers(0, tie_levels, offsets[-1]).astype(np.float64)  # tie-heavy on purpose
+    return scores, offsets
+
+
+def test_offsets_from_contiguous_qids():
+    qids = np.array([7, 7, 3, 3, 3, 9])
+    assert groups.offsets_from_qids(qids).tolist() == [0, 2, 5, 6]
+    assert groups.offsets_from_qids(np.array([], dtype=np.int64)).tolist() == [0]
+
+
+def test_reappearing_qid_names_both_rows():
+    with pytest.raises(groups.NonContiguousQueryError) as err:
+        groups.offsets_from_qids(np.array([1, 1, 2, 3, 2, 4, 1]))
+    assert (err.value.qid, err.value.row, err.value.first_row) == (2, 4, 2)
+
+
+def test_order_within_matches_stable_reference_on_ties():
+    rng = np.random.default_rng(0)
+    scores, offsets = random_batch(rng)
+    np.testing.assert_array_equal(groups.order_within(scores, offsets), reference.order_within(scores, offsets))
+    np.testing.assert_array_equal(groups.order_within(scores, offsets, descending=False),
+                                  reference.order_within(scores, offsets, descending=False))
+
+
+def test_rank_within_and_topk():
+    scores = np.array([0.1, 0.9, 0.9, 0.5, 2.0, 1.0])
+    offsets = np.array([0, 4, 6])
+    assert groups.rank_within(scores, offsets).tolist() == [4, 1, 2, 3, 1, 2]
+    assert groups.topk_mask(scores, offsets, 2).tolist() == [False, True, True, False, True, True]
+
+
+def test_segment_softmax_matches_reference_and_is_shift_invariant():
+    rng = np.random.default_rng(1)
+    scores, offsets = random_batch(rng)
+    scores = scores + rng.normal(size=scores.shape) * 50
+    p = groups.segment_softmax(scores, offsets)
+    np.testing.assert_allclose(p, reference.softmax(scores, offsets), rtol=1e-12)
+    np.testing.assert_allclose(groups.segment_sum(p, offsets), 1.0)
+    shift = groups.broadcast(rng.normal(size=len(offsets) - 1) * 1e3, offsets)
+    np.testing.assert_allclose(groups.segment_softmax(scores + shift, offsets), p, atol=1e-12)
+
+
+def test_segment_reductions():
+    v = np.array([1.0, 5.0, 2.0, -1.0, 3.0])
+    offsets = np.array([0, 3, 5])
+    assert groups.segment_sum(v, offsets).tolist() == [8.0, 2.0]
+    assert groups.segment_max(v, offsets).tolist() == [5.0, 3.0]
+    assert groups.segment_min(v, offsets).tolist() == [1.0, -1.0]
+    assert groups.query_index(offsets).tolist() == [0, 0, 0, 1, 1]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 3), min_size=1, max_size=70), min_size=1, max_size=12))
+def test_order_within_property(lists):
+    scores = np.array([s for q in lists for s in q], dtype=np.float64)
+    offsets = np.concatenate(([0], np.cumsum([len(q) for q in lists]))).astype(np.int64)
+    perm = groups.order_within(scores, offsets)
+    np.testing.assert_array_equal(perm, reference.order_within(scores, offsets))
+    # Every query's rows stay within the query.
+    qi = groups.query_index(offsets)
+    np.testing.assert_array_equal(qi[perm], qi)
