@@ -71,3 +71,13 @@ def test_order_within_property(lists):
     # Every query's rows stay within the query.
     qi = groups.query_index(offsets)
     np.testing.assert_array_equal(qi[perm], qi)
+
+
+def test_label_grades_mapping():
+    from rankcli.core.labels import is_integer_grades, require_integer_grades, to_grades, NonIntegerLabelsError
+
+    grades, values = to_grades(np.array([0.14, 0.0, 0.5, 0.14]))
+    assert grades.tolist() == [1, 0, 2, 1] and values.tolist() == [0.0, 0.14, 0.5]
+    assert is_integer_grades(np.array([0.0, 3.0])) and not is_integer_grades(np.array([0.0, 0.5]))
+    with pytest.raises(NonIntegerLabelsError, match="--label-grades"):
+        require_integer_grades(np.array([0.0, 0.07]), "lambdamart")
