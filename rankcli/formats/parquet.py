@@ -230,3 +230,18 @@ def check_query_aligned(path: Path | str) -> None:
             raise SchemaError(f"{path}: qid {int(last_qid)} spans row groups {i - 1} and {i}; "
                               "rewrite the file with `rankcli convert` or a query-aligned writer")
         last_qid = qids[-1]
+
+
+def row_group_rows(path: Path | str) -> np.ndarray:
+    """The number of rows in each row group of a Parquet file (from the footer; no data is read)."""
+    meta = _open(path).metadata
+    return np.array([meta.row_group(i).num_rows for i in range(meta.num_row_groups)], dtype=np.int64)
+
+
+def read_row_groups(path: Path | str, row_groups: Iterable[int], columns: list[str] | None = None) -> pa.Table:
+    """Read only the given row groups (in order) of a Parquet file: a distributed reader's unit of work."""
+    pf = _open(path)
+    try:
+        return pf.read_row_groups(list(row_groups), columns=columns)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"{path}: cannot read row groups ({exc})") from None
