@@ -1,0 +1,275 @@
+"""Listwise and pairwise ranking losses: value, gradient and hessian for a whole batch of queries at once.
+
+Every function takes flat per-document arrays sorted by query plus ``offsets`` (length ``n_queries + 1``; see
+:mod:`rankcli.core.groups`) and never loops over queries in Python (RankNet loops over padded *blocks* of queries,
+see below). Values are returned per query; gradients and hessians per document. Scores are raw model outputs.
+
+Losses
+------
+``xendcg``
+    XE-NDCG (Bruch, WWW 2021). ``rho = softmax(scores)`` and ``phi_i = (2^y_i - gamma_i) / sum_j (2^y_j - gamma_j)``
+    within the query; ``loss = -sum_i phi_i log rho_i``; exact gradient ``rho - phi``. For boosting,
+    :func:`xendcg_grad_hess` returns the paper's Newton-corrected step: with ``H = D (I - S)``,
+    ``D = diag(rho (1 - rho))``, ``S_ij = rho_j / (1 - rho_i)`` (``i != j``), ``H^-1 ~ (I + S + S^2) D^-1`` and the
+    "gradient" passed to the booster is ``D (I + S + S^2) D^-1 g`` (the numerator of the Newton direction), the
+    "hessian" ``rho (1 - rho)``; the leaf value ``-sum grad / sum hess`` is then the approximate Newton step. This is
+    what LightGBM's ``rank_xendcg`` computes, but labels may be real (``2^y - gamma`` is defined for any ``y >= 0``;
+    LightGBM casts labels to int).
+``listnet``
+    ``phi = softmax(labels)``, ``loss = -sum_i phi_i log rho_i``, gradient ``rho - phi``, hessian ``rho (1 - rho)``
+    (the diagonal of the softmax cross-entropy Hessian).
+``ranknet``
+    ``sum over pairs (i, j) of the query with y_i > y_j of log(1 + exp(-(s_i - s_j)))`` (sigma 1, no
+    normalisation), exact gradient and exact diagonal of the Hessian.
+
+Degenerate queries
+------------------
+A query with one document carries no ranking information: its value, gradient and hessian are zero (as LightGBM's
+``rank_xendcg``). For XE-NDCG a query whose target mass ``sum_j (2^y_j - gamma_j)`` is zero (all labels 0 and
+``gamma = 1``) has no defined target distribution and is treated the same way.
+
+Memory bound of RankNet
+-----------------------
+All pairs of a query are formed in padded ``(q, r, m)`` blocks: queries are grouped by size (powers of two, at most
+2x padding), ``m`` is the bucket's width, and each block holds at most :data:`MAX_PAIR_ELEMENTS` cells (queries per
+block ``q = MAX_PAIR_ELEMENTS // m^2``; a query longer than ``sqrt(MAX_PAIR_ELEMENTS)`` is cut into row tiles of
+``r = MAX_PAIR_ELEMENTS // m`` documents against all ``m``). With a handful of float64 temporaries per cell the
+working memory is about ``8 * 8 * MAX_PAIR_ELEMENTS`` bytes (~64 MiB), whatever the list lengths.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from rankcli.core.groups import broadcast, padded_rows, segment_max, segment_softmax, segment_sum, size_buckets, sizes
+from rankcli.errors import UsageError
+
+#: Cells of one padded pair block in RankNet (bounds its working memory; see the module docstring).
+MAX_PAIR_ELEMENTS = 1 << 20
+#: ``1 - rho`` is floored here so that a document holding (numerically) all of the softmax mass does not divide by 0.
+_TINY = 1e-12
+
+
+# --------------------------------------------------------------------------------------------------------------- gamma
+@dataclass(frozen=True)
+class GammaStrategy:
+    """How XE-NDCG's ``gamma`` is chosen: ``uniform`` (redrawn per document per iteration), ``fixed:<g>``, ``mean``."""
+
+    kind: str  # "uniform" | "fixed"
+    value: float = 0.5  # for "fixed"
+
+    def __str__(self) -> str:
+        return "uniform" if self.kind == "uniform" else f"fixed:{self.value:g}"
+
+    @property
+    def random(self) -> bool:
+        return self.kind == "uniform"
+
+    def draw(self, n: int, rng: np.random.Generator | None) -> np.ndarray | float:
+        """Gamma for ``n`` documents: an array for ``uniform`` (needs ``rng``), a constant otherwise."""
+        if self.kind == "uniform":
+            if rng is None:
+                raise ValueError("gamma strategy 'uniform' needs a random generator")
+            return rng.random(n)
+        return self.value
+
+
+def parse_gamma(text: str) -> GammaStrategy:
+    """``uniform`` | ``mean`` (= ``fixed:0.5``) | ``fixed:<g>`` with ``0 <= g <= 1``; raises :class:`UsageError`."""
+    t = text.strip().lower()
+    if t == "uniform":
+        return GammaStrategy("uniform")
+    if t == "mean":
+        return GammaStrategy("fixed", 0.5)
+    if t.startswith("fixed:"):
+        try:
+            g = float(t[len("fixed:"):])
+        except ValueError:
+            g = float("nan")
+        if not (0.0 <= g <= 1.0):
+            raise UsageError(f"--gamma fixed:<g> needs a number g in [0, 1], got {text!r}")
+        return GammaStrategy("fixed", g)
+    raise UsageError(f"--gamma must be uniform, mean or fixed:<g> with g in [0, 1], got {text!r}")
+
+
+# ------------------------------------------------------------------------------------------------------------- helpers
+def _log_softmax(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    s = np.asarray(scores, dtype=np.float64)
+    shifted = s - broadcast(segment_max(s, offsets), offsets)
+    return shifted - broadcast(np.log(segment_sum(np.exp(shifted), offsets)), offsets)
+
+
+def _single(offsets: np.ndarray) -> np.ndarray:
+    """Per-row mask of documents alone in their query."""
+    return broadcast(sizes(offsets) <= 1, offsets)
+
+
+def xendcg_targets(labels: np.ndarray, offsets: np.ndarray, gamma: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
+    """``phi_i = (2^y_i - gamma_i) / sum_j (2^y_j - gamma_j)`` per document, and the per-row mask of usable rows.
+
+    A row is unusable when its query has one document or no target mass (see the module docstring); its ``phi`` is 0.
+    """
+    numer = np.exp2(np.asarray(labels, dtype=np.float64)) - gamma
+    total = segment_sum(numer, offsets)
+    usable_q = (total > 0) & (sizes(offsets) > 1)
+    usable = broadcast(usable_q, offsets)
+    denom = broadcast(np.where(usable_q, total, 1.0), offsets)
+    return np.where(usable, numer / denom, 0.0), usable
+
+
+# -------------------------------------------------------------------------------------------------------------- xendcg
+def xendcg_value(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
+                 gamma: np.ndarray | float = 0.5) -> np.ndarray:
+    """XE-NDCG per query, ``-sum_i phi_i(gamma) log rho_i`` (0 for degenerate queries)."""
+    phi, usable = xendcg_targets(labels, offsets, gamma)
+    return -segment_sum(np.where(usable, phi * _log_softmax(scores, offsets), 0.0), offsets)
+
+
+def xendcg_gradient(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
+                    gamma: np.ndarray | float = 0.5) -> np.ndarray:
+    """The exact gradient of :func:`xendcg_value` with respect to the scores: ``rho - phi``."""
+    phi, usable = xendcg_targets(labels, offsets, gamma)
+    return np.where(usable, segment_softmax(scores, offsets) - phi, 0.0)
+
+
+def xendcg_grad_hess(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
+                     gamma: np.ndarray | float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+    """The Newton-corrected XE-NDCG step for gradient boosting: ``(D (I + S + S^2) D^-1 g, rho (1 - rho))``.
+
+    Per document ``k`` of a query (``g = rho - phi``):
+    ``grad_k = g_k + rho_k sum_{i != k} g_i / (1 - rho_i) + rho_k sum_{i != k} rho_i (S D^-1 g)_i`` with
+    ``(S D^-1 g)_i = sum_{j != i} g_j / (1 - rho_j) / (1 - rho_i)``; ``hess_k = rho_k (1 - rho_k)``.
+    Each ``sum_{i != k}`` is the query's total minus the own term, so the whole step is three segment sums.
+    """
+    phi, usable = xendcg_targets(labels, offsets, gamma)
+    rho = segment_softmax(scores, offsets)
+    g = rho - phi
+    one_minus = np.maximum(1.0 - rho, _TINY)
+    a = g / one_minus                                            # D^-1 g scaled by rho: g_i / (1 - rho_i)
+    t1 = rho * (broadcast(segment_sum(a, offsets), offsets) - a)   # rho_k sum_{i!=k} g_i / (1 - rho_i)
+    b = t1 / one_minus                                           # rho_i (S D^-1 g)_i
+    t2 = rho * (broadcast(segment_sum(b, offsets), offsets) - b)   # rho_k sum_{i!=k} rho_i (S D^-1 g)_i
+    grad = np.where(usable, g + t1 + t2, 0.0)
+    hess = np.where(usable, rho * (1.0 - rho), 0.0)
+    return grad, hess
+
+
+# ------------------------------------------------------------------------------------------------------------- listnet
+def listnet_value(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """ListNet (top-one cross entropy) per query: ``-sum_i softmax(y)_i log softmax(s)_i``; 0 for one document."""
+    phi = segment_softmax(labels, offsets)
+    values = -segment_sum(phi * _log_softmax(scores, offsets), offsets)
+    return np.where(sizes(offsets) > 1, values, 0.0)
+
+
+def listnet_gradient(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Exact gradient of :func:`listnet_value`: ``softmax(s) - softmax(y)``."""
+    grad = segment_softmax(scores, offsets) - segment_softmax(labels, offsets)
+    return np.where(_single(offsets), 0.0, grad)
+
+
+def listnet_grad_hess(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """ListNet gradient and the diagonal of its Hessian, ``rho (1 - rho)``."""
+    rho = segment_softmax(scores, offsets)
+    single = _single(offsets)
+    grad = np.where(single, 0.0, rho - segment_softmax(labels, offsets))
+    hess = np.where(single, 0.0, rho * (1.0 - rho))
+    return grad, hess
+
+
+# ------------------------------------------------------------------------------------------------------------- ranknet
+def _ranknet_block(s_i, y_i, v_i, s_j, y_j, v_j):
+    """Pairs of rows ``i`` (``(q, r)``) against rows ``j`` (``(q, m)``) of the same queries.
+
+    Returns the loss of the pairs in which ``i`` is the more relevant document (so every pair is counted once over
+    all tiles) summed per query, and the gradient and Hessian diagonal contributions to the ``i`` rows.
+    """
+    sign = np.sign(y_i[:, :, None] - y_j[:, None, :])
+    sign *= v_i[:, :, None] & v_j[:, None, :]
+    z = sign * (s_i[:, :, None] - s_j[:, None, :])       # margin in the right direction (0 where no pair)
+    with np.errstate(over="ignore"):
+        p = 1.0 / (1.0 + np.exp(z))                       # probability of the wrong order
+    grad = -(sign * p).sum(axis=2)
+    hess = (np.abs(sign) * (p * (1.0 - p))).sum(axis=2)
+    loss = (np.logaddexp(0.0, -z) * (sign > 0)).sum(axis=(1, 2))
+    return loss, grad, hess
+
+
+def _ranknet(scores, labels, offsets, want_grad: bool):
+    s = np.asarray(scores, dtype=np.float64)
+    y = np.asarray(labels, dtype=np.float64)
+    n = s.shape[0]
+    value = np.zeros(offsets.shape[0] - 1)
+    grad = np.zeros(n)
+    hess = np.zeros(n)
+    for qs, width in size_buckets(offsets):
+        if width <= 1:
+            continue
+        per_block = MAX_PAIR_ELEMENTS // (width * width)
+        if per_block >= 1:
+            for start in range(0, qs.shape[0], per_block):
+                chunk = qs[start:start + per_block]
+                rows, valid = padded_rows(offsets, chunk, width)
+                sv, yv = s[rows], y[rows]
+                loss, g, h = _ranknet_block(sv, yv, valid, sv, yv, valid)
+                value[chunk] += loss
+                if want_grad:
+                    grad[rows[valid]] = g[valid]
+                    hess[rows[valid]] = h[valid]
+        else:
+            # Queries longer than sqrt(MAX_PAIR_ELEMENTS): one query at a time, in row tiles against the whole query.
+            tile = max(1, MAX_PAIR_ELEMENTS // width)
+            for q in qs:
+                a, b = int(offsets[q]), int(offsets[q + 1])
+                sj, yj = s[None, a:b], y[None, a:b]
+                vj = np.ones_like(sj, dtype=bool)
+                for t in range(a, b, tile):
+                    u = min(t + tile, b)
+                    loss, g, h = _ranknet_block(s[None, t:u], y[None, t:u], vj[:, : u - t], sj, yj, vj)
+                    value[q] += loss[0]
+                    if want_grad:
+                        grad[t:u] = g[0]
+                        hess[t:u] = h[0]
+    return value, grad, hess
+
+
+def ranknet_value(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """RankNet per query: ``sum_{y_i > y_j} log(1 + exp(-(s_i - s_j)))`` over the query's pairs."""
+    return _ranknet(scores, labels, offsets, want_grad=False)[0]
+
+
+def ranknet_grad_hess(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact RankNet gradient and Hessian diagonal, ``sum_j p_ij (1 - p_ij)`` over the pairs a document is in."""
+    _, grad, hess = _ranknet(scores, labels, offsets, want_grad=True)
+    return grad, hess
+
+
+# ------------------------------------------------------------------------------------------------------------ registry
+#: The losses this module implements (the library's own objectives in ``rankcli train``).
+LIBRARY_LOSSES = ("xendcg", "listnet", "ranknet")
+
+
+def loss_value(name: str, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
+               gamma: np.ndarray | float = 0.5) -> np.ndarray:
+    """Per-query value of a library loss by name (``gamma`` only for ``xendcg``)."""
+    if name == "xendcg":
+        return xendcg_value(scores, labels, offsets, gamma)
+    if name == "listnet":
+        return listnet_value(scores, labels, offsets)
+    if name == "ranknet":
+        return ranknet_value(scores, labels, offsets)
+    raise ValueError(f"unknown library loss {name!r}")
+
+
+def loss_grad_hess(name: str, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
+                   gamma: np.ndarray | float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+    """The boosting step of a library loss by name: (gradient, hessian) per document."""
+    if name == "xendcg":
+        return xendcg_grad_hess(scores, labels, offsets, gamma)
+    if name == "listnet":
+        return listnet_grad_hess(scores, labels, offsets)
+    if name == "ranknet":
+        return ranknet_grad_hess(scores, labels, offsets)
+    raise ValueError(f"unknown library loss {name!r}")

@@ -1,0 +1,495 @@
+"""The LightGBM glue: a loss name -> an objective, early stopping on a rankcli metric, the model directory.
+
+Losses
+------
+``lambdamart`` (LightGBM ``lambdarank``), ``xendcg-native`` (LightGBM ``rank_xendcg``) and ``pointwise`` (LightGBM
+``regression``) are LightGBM's own objectives. ``xendcg``, ``listnet`` and ``ranknet`` are the library's
+(:mod:`rankcli.core.losses`) passed to LightGBM as a callable objective.
+
+Reproducibility
+---------------
+``lightgbm.train`` deep-copies its parameters, a callable objective included, so no state that we need to observe
+may live only in the objective object. The XE-NDCG gamma of iteration ``t`` is drawn from
+``numpy.random.default_rng([seed, t])``: it depends only on the seed and the iteration, never on how many copies of
+the objective exist. LightGBM runs with ``deterministic=True``, ``force_row_wise=True`` and ``seed``; the same data,
+configuration and seed give byte-identical ``model.txt`` (for a given thread count).
+
+Model selection
+---------------
+With a validation set, the metric ``select_by`` (default ``ndcg@5``, the paper convention: queries without a relevant
+document skipped) is computed after every tree with :mod:`rankcli.core.metrics` on LightGBM's incrementally
+maintained validation scores (a ``feval``; no re-prediction), and the whole curve is kept. Training stops after
+``early_stopping`` trees without improvement and the model keeps the trees up to the best iteration. With
+``early_stopping=0`` every tree is trained and kept; without a validation set, too.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from rankcli import __version__
+from rankcli.core import losses
+from rankcli.core.groups import sizes
+from rankcli.core.labels import require_integer_grades, to_grades
+from rankcli.dataset import Dataset
+from rankcli.errors import InputError, SchemaError, UsageError
+from rankcli.formats.atomic import atomic_directory, check_target
+
+#: Loss name -> LightGBM objective (``None``: the library's callable objective).
+LOSSES: dict[str, str | None] = {
+    "lambdamart": "lambdarank",
+    "xendcg": None,
+    "xendcg-native": "rank_xendcg",
+    "listnet": None,
+    "ranknet": None,
+    "pointwise": "regression",
+}
+#: Losses whose LightGBM implementation needs integer grades.
+INTEGER_LABEL_LOSSES = ("lambdamart", "xendcg-native")
+REAL_LABEL_HINT = "--loss xendcg or --loss listnet, which take real-valued labels"
+
+DEFAULT_LEARNING_RATE = 0.05
+DEFAULT_NUM_LEAVES = 31
+DEFAULT_MIN_DATA_IN_LEAF = 20
+
+#: The paper's LightGBM settings (Bruch 2021, section 5): 500 trees at most, early stopping after 50 rounds on
+#: validation NDCG@5 (the TrainConfig defaults), and these parameters.
+PRESETS: dict[str, dict[str, Any]] = {
+    "paper-web30k": {"learning_rate": 0.02, "num_leaves": 400, "min_data_in_leaf": 50,
+                     "params": {"max_bin": 255, "min_sum_hessian_in_leaf": 0.0}},
+    "paper-yahoo": {"learning_rate": 0.02, "num_leaves": 200, "min_data_in_leaf": 100,
+                    "params": {"max_bin": 255, "min_sum_hessian_in_leaf": 0.0}},
+}
+#: LambdaMART settings of the paper presets (sigma 1, no per-query normalisation).
+PRESET_LAMBDARANK = {"sigmoid": 1.0, "lambdarank_norm": False}
+
+MODEL_FILE = "model.txt"
+INFO_FILE = "rankcli.json"
+
+
+@dataclass
+class TrainConfig:
+    """Everything that determines a trained model (with the data and the seed).
+
+    ``learning_rate``, ``num_leaves`` and ``min_data_in_leaf`` left at ``None`` take the preset's value, else 0.05,
+    31 and 20. ``params`` (any LightGBM parameter) override everything else.
+    """
+
+    loss: str = "xendcg"
+    gamma: str = "uniform"
+    trees: int = 500
+    early_stopping: int = 50
+    select_by: str = "ndcg@5"
+    convention: str = "paper"
+    learning_rate: float | None = None
+    num_leaves: int | None = None
+    min_data_in_leaf: int | None = None
+    params: dict = field(default_factory=dict)
+    threads: int | None = None
+    seed: int = 0
+    label_grades: bool = False
+    preset: str | None = None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class TrainResult:
+    booster: Any  # lightgbm.Booster, holding the trees up to best_iteration
+    best_iteration: int  # number of trees the model keeps
+    curve: list[float]  # validation metric (select_by) after each trained tree; [] without a validation set
+    seconds: float
+    params: dict  # every LightGBM parameter used (a callable objective shown as "rankcli:<loss>")
+    trees_trained: int = 0
+    metric: str | None = None  # canonical name of the validation metric
+    label_values: list[float] | None = None  # with label_grades: the label value of each grade
+
+
+# -------------------------------------------------------------------------------------------------- validation
+def check_loss(name: str) -> str:
+    """The loss name, or :class:`UsageError` suggesting the closest known one."""
+    if name in LOSSES:
+        return name
+    close = difflib.get_close_matches(name, list(LOSSES), n=1, cutoff=0.5)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise UsageError(f"unknown loss {name!r}{hint} (choose from {', '.join(LOSSES)})")
+
+
+def check_preset(name: str | None) -> str | None:
+    if name is None or name in PRESETS:
+        return name
+    close = difflib.get_close_matches(name, list(PRESETS), n=1, cutoff=0.5)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise UsageError(f"unknown preset {name!r}{hint} (choose from {', '.join(PRESETS)})")
+
+
+def feature_difference(expected: list[str], got: list[str]) -> str | None:
+    """A human description of how two feature column lists differ, or ``None`` when they are equal."""
+    if list(expected) == list(got):
+        return None
+    exp_set, got_set = set(expected), set(got)
+    missing = [f for f in expected if f not in got_set]
+    extra = [f for f in got if f not in exp_set]
+    parts = []
+
+    def show(names: list[str]) -> str:
+        return ", ".join(names[:8]) + (f", ... ({len(names)} in all)" if len(names) > 8 else "")
+
+    if missing:
+        parts.append(f"missing {show(missing)}")
+    if extra:
+        parts.append(f"unexpected {show(extra)}")
+    if not parts:
+        parts.append("same columns in a different order")
+    return f"{'; '.join(parts)} (expected {len(expected)} features, got {len(got)})"
+
+
+def _check_labels(ds: Dataset, what: str) -> None:
+    labels = np.asarray(ds.labels, dtype=np.float64)
+    bad = ~np.isfinite(labels)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise InputError(f"{what}: label of row {row} is not a finite number, got {labels[row]}")
+
+
+def _training_labels(train: Dataset, config: TrainConfig) -> tuple[np.ndarray, list[float] | None]:
+    _check_labels(train, "training data")
+    labels = np.asarray(train.labels, dtype=np.float64)
+    values = None
+    if config.label_grades:
+        grades, vals = to_grades(labels)
+        labels, values = grades.astype(np.float64), [float(v) for v in vals]
+    if config.loss in INTEGER_LABEL_LOSSES:
+        consumer = f"--loss {config.loss} (LightGBM {LOSSES[config.loss]})"
+        labels = require_integer_grades(labels, consumer, REAL_LABEL_HINT).astype(np.float64)
+    elif config.loss == "xendcg" and (labels < 0).any():
+        raise InputError(f"--loss xendcg needs non-negative labels (2^label - gamma), got {labels.min():g}; "
+                         "pass --label-grades to map the distinct label values to grades 0..n-1")
+    return labels, values
+
+
+# ---------------------------------------------------------------------------------------------------- params
+def resolve_params(config: TrainConfig, max_grade: int | None = None) -> dict[str, Any]:
+    """The LightGBM parameters for ``config`` (objective as a name; the callable is added by :func:`train_model`)."""
+    check_loss(config.loss)
+    preset = PRESETS[check_preset(config.preset)] if config.preset else {}
+
+    def pick(name: str, default: Any) -> Any:
+        value = getattr(config, name)
+        return value if value is not None else preset.get(name, default)
+
+    objective = LOSSES[config.loss]
+    params: dict[str, Any] = {
+        "objective": objective if objective is not None else "none",
+        "learning_rate": float(pick("learning_rate", DEFAULT_LEARNING_RATE)),
+        "num_leaves": int(pick("num_leaves", DEFAULT_NUM_LEAVES)),
+        "min_data_in_leaf": int(pick("min_data_in_leaf", DEFAULT_MIN_DATA_IN_LEAF)),
+        "seed": int(config.seed),
+        "deterministic": True,
+        "force_row_wise": True,
+        "verbosity": -1,
+        "metric": "None",
+        "num_threads": int(config.threads or 0),
+    }
+    params.update(preset.get("params", {}))
+    if config.preset and config.loss == "lambdamart":
+        params.update(PRESET_LAMBDARANK)
+    if config.loss == "lambdamart" and max_grade is not None and max_grade >= 31:
+        # LightGBM's default label_gain has 31 entries (grades 0..30); extend it with the same 2^g - 1 gains.
+        params["label_gain"] = [float(2.0**g - 1.0) for g in range(max_grade + 1)]
+    params.update(config.params)
+    return params
+
+
+# ---------------------------------------------------------------------------------------------------- objective
+class LibraryObjective:
+    """A library loss as a LightGBM callable objective ``(preds, train_data) -> (grad, hess)``.
+
+    ``lightgbm.train`` deep-copies it; ``__deepcopy__`` returns the object itself so that ``iteration`` stays
+    observable, and the gamma of iteration ``t`` comes from ``default_rng([seed, t])`` so that results do not depend
+    on it anyway.
+    """
+
+    def __init__(self, loss: str, labels: np.ndarray, offsets: np.ndarray, gamma: str = "uniform", seed: int = 0):
+        self.loss = loss
+        self.labels = np.asarray(labels, dtype=np.float64)
+        self.offsets = offsets
+        self.gamma = losses.parse_gamma(gamma)
+        self.seed = int(seed)
+        self.iteration = 0
+
+    def __deepcopy__(self, memo: dict) -> "LibraryObjective":
+        return self
+
+    def gamma_for(self, iteration: int) -> np.ndarray | float:
+        if self.loss != "xendcg":
+            return 0.5
+        if self.gamma.random:
+            return self.gamma.draw(self.labels.shape[0], np.random.default_rng([self.seed, iteration]))
+        return self.gamma.value
+
+    def __call__(self, preds: np.ndarray, train_data: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        gamma = self.gamma_for(self.iteration)
+        self.iteration += 1
+        return losses.loss_grad_hess(self.loss, np.asarray(preds, dtype=np.float64), self.labels, self.offsets, gamma)
+
+
+# ---------------------------------------------------------------------------------------------- validation metric
+def _metric_function(select_by: str, convention: str) -> tuple[str, Callable[[np.ndarray, np.ndarray, np.ndarray], float]]:
+    """The canonical metric name and ``f(labels, scores, offsets) -> mean`` from the metrics core."""
+    try:
+        from rankcli.core import metrics
+    except ImportError:  # TEMPORARY until the metrics core lands (issue 3)
+        return _private_ndcg(select_by)
+
+    spec = metrics.parse_metric(select_by)
+    conv = metrics.Convention.preset(convention)
+
+    def f(labels: np.ndarray, scores: np.ndarray, offsets: np.ndarray) -> float:
+        return float(metrics.evaluate([spec], labels, scores, offsets, conv).means[str(spec)])
+
+    return str(spec), f
+
+
+def _private_ndcg(select_by: str):  # TEMPORARY: paper convention NDCG@k (skip queries without relevant docs)
+    from rankcli.core.groups import broadcast, rank_within, segment_sum
+
+    k = int(select_by.split("@")[1]) if "@" in select_by else 10**9
+
+    def f(labels, scores, offsets):
+        gain = np.exp2(labels) - 1
+        disc = lambda r: np.where(r <= k, 1.0 / np.log2(1.0 + r), 0.0)  # noqa: E731
+        dcg = segment_sum(gain * disc(rank_within(scores, offsets)), offsets)
+        ideal = segment_sum(gain * disc(rank_within(labels, offsets)), offsets)
+        ok = ideal > 0
+        return float(np.mean(dcg[ok] / ideal[ok])) if ok.any() else math.nan
+
+    return select_by, f
+
+
+class _Selection:
+    """LightGBM callback: keeps the validation curve, reports progress, stops after ``patience`` flat rounds."""
+
+    order = 40
+
+    def __init__(self, patience: int, on_iteration: Callable | None):
+        self.patience = patience
+        self.on_iteration = on_iteration
+        self.curve: list[float] = []
+        self.best = -math.inf
+        self.best_iter = -1  # 0-based
+        self.best_results: list = []
+
+    def __call__(self, env: Any) -> None:
+        import lightgbm
+
+        value = float(env.evaluation_result_list[0].metric_value) if env.evaluation_result_list else math.nan
+        self.curve.append(value)
+        if not math.isnan(value) and value > self.best:
+            self.best, self.best_iter, self.best_results = value, env.iteration, list(env.evaluation_result_list)
+        if self.on_iteration is not None:
+            self.on_iteration(env.iteration + 1, value, self.best if self.best_iter >= 0 else None)
+        if self.patience > 0 and self.best_iter >= 0 and env.iteration - self.best_iter >= self.patience:
+            raise lightgbm.callback.EarlyStopException(self.best_iter, self.best_results)
+
+
+def _lgb_dataset(ds: Dataset, labels: np.ndarray, params: dict, reference: Any = None) -> Any:
+    import lightgbm
+
+    if ds.features is None:
+        raise SchemaError("the dataset was read without its feature columns")
+    return lightgbm.Dataset(ds.features, label=labels, group=sizes(ds.offsets), feature_name=list(ds.feature_names),
+                            params={k: v for k, v in params.items() if k in ("max_bin", "verbosity", "seed")},
+                            reference=reference, free_raw_data=True)
+
+
+# ----------------------------------------------------------------------------------------------------- training
+def train_model(train: Dataset, valid: Dataset | None, config: TrainConfig,
+                on_iteration: Callable[[int, float | None, float | None], None] | None = None) -> TrainResult:
+    """Train a LightGBM ranker; ``on_iteration(iteration, valid_metric, best_so_far)`` after every tree."""
+    import lightgbm
+
+    check_loss(config.loss)
+    if config.trees < 1:
+        raise UsageError(f"--trees must be at least 1, got {config.trees}")
+    if config.early_stopping < 0:
+        raise UsageError(f"--early-stopping must be 0 (off) or a positive number of trees, got {config.early_stopping}")
+    if config.loss == "xendcg":
+        losses.parse_gamma(config.gamma)
+    if train.n_rows == 0:
+        raise InputError("training data has no rows")
+    if valid is not None:
+        diff = feature_difference(train.feature_names, valid.feature_names)
+        if diff:
+            raise SchemaError(f"validation feature columns differ from the training data's: {diff}")
+        _check_labels(valid, "validation data")
+    labels, label_values = _training_labels(train, config)
+    max_grade = int(labels.max()) if config.loss == "lambdamart" else None
+    params = resolve_params(config, max_grade)
+
+    metric_name, metric_fn = (None, None)
+    callbacks = []
+    selection = None
+    feval = None
+    if valid is not None:
+        metric_name, metric_fn = _metric_function(config.select_by, config.convention)
+        v_labels = np.asarray(valid.labels, dtype=np.float64)
+        v_offsets = valid.offsets
+
+        def feval(preds: np.ndarray, eval_data: Any) -> tuple[str, float, bool]:
+            return metric_name, metric_fn(v_labels, np.asarray(preds, dtype=np.float64), v_offsets), True
+
+        selection = _Selection(config.early_stopping, on_iteration)
+        callbacks.append(selection)
+    elif on_iteration is not None:
+        def _progress(env: Any) -> None:
+            on_iteration(env.iteration + 1, None, None)
+        _progress.order = 40  # type: ignore[attr-defined]
+        callbacks.append(_progress)
+
+    run_params = dict(params)
+    if LOSSES[config.loss] is None:
+        run_params["objective"] = LibraryObjective(config.loss, labels, train.offsets, config.gamma, config.seed)
+    train_set = _lgb_dataset(train, labels, params)
+    valid_sets = [_lgb_dataset(valid, np.asarray(valid.labels, dtype=np.float64), params, train_set)] if valid else None
+    start = time.perf_counter()
+    try:
+        booster = lightgbm.train(run_params, train_set, num_boost_round=int(config.trees), valid_sets=valid_sets,
+                                 valid_names=["valid"] if valid else None, feval=feval, callbacks=callbacks,
+                                 keep_training_booster=True)
+    except lightgbm.basic.LightGBMError as exc:
+        raise InputError(f"LightGBM refused the training data or parameters: {exc}") from None
+    seconds = time.perf_counter() - start
+    trees_trained = booster.current_iteration()
+    if selection is not None and config.early_stopping > 0 and selection.best_iter >= 0:
+        best_iteration = selection.best_iter + 1
+    else:
+        best_iteration = trees_trained
+    booster.best_iteration = best_iteration
+    if best_iteration < trees_trained:
+        # Keep only the selected trees, so that the in-memory booster and model.txt predict alike.
+        booster = lightgbm.Booster(model_str=booster.model_to_string(num_iteration=best_iteration))
+        booster.best_iteration = best_iteration
+    if LOSSES[config.loss] is None:
+        params["objective"] = f"rankcli:{config.loss}"
+    return TrainResult(booster=booster, best_iteration=best_iteration,
+                       curve=list(selection.curve) if selection else [], seconds=seconds, params=params,
+                       trees_trained=trees_trained, metric=metric_name, label_values=label_values)
+
+
+# ----------------------------------------------------------------------------------------------------- artifact
+def file_sha256(path: Path | str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def model_info(result: TrainResult, config: TrainConfig, *, train_path: Path | str | None = None,
+               valid_path: Path | str | None = None, feature_names: list[str]) -> dict:
+    """The content of ``rankcli.json`` for a trained model."""
+    import lightgbm
+
+    loss: dict[str, Any] = {"name": config.loss, "label_grades": config.label_grades}
+    if config.loss == "xendcg":
+        loss["gamma"] = str(losses.parse_gamma(config.gamma))
+    if result.label_values is not None:
+        loss["label_values"] = result.label_values
+    curve = [_finite(v) for v in result.curve]
+    best_value = result.curve[result.best_iteration - 1] if result.curve and result.best_iteration > 0 else None
+    return {
+        "format": "rankcli-model/1",
+        "loss": loss,
+        "params": result.params,
+        "seed": config.seed,
+        "preset": config.preset,
+        "trees": config.trees,
+        "early_stopping": config.early_stopping,
+        "select_by": result.metric or config.select_by,
+        "convention": config.convention,
+        "features": list(feature_names),
+        "data_sha256": {"train": file_sha256(train_path) if train_path else None,
+                        "valid": file_sha256(valid_path) if valid_path else None},
+        "best_iteration": result.best_iteration,
+        "trees_trained": result.trees_trained,
+        "best_valid_metric": _finite(best_value) if best_value is not None else None,
+        "curve": curve,
+        "versions": {"rankcli": __version__, "lightgbm": lightgbm.__version__, "numpy": np.__version__},
+        "seconds": round(result.seconds, 3),
+    }
+
+
+def save_model(result: TrainResult, config: TrainConfig, model_dir: Path | str, *, train_path=None, valid_path=None,
+               feature_names: list[str], overwrite: bool = False) -> dict:
+    """Write ``model.txt`` and ``rankcli.json`` atomically into ``model_dir``; returns the ``rankcli.json`` content."""
+    info = model_info(result, config, train_path=train_path, valid_path=valid_path, feature_names=feature_names)
+    text = result.booster.model_to_string(num_iteration=result.best_iteration)
+    with atomic_directory(model_dir, overwrite) as tmp:
+        (tmp / MODEL_FILE).write_text(text)
+        (tmp / INFO_FILE).write_text(json.dumps(info, indent=2) + "\n")
+    return info
+
+
+class TrainedModel:
+    """A model directory loaded for prediction."""
+
+    def __init__(self, booster: Any, info: dict, path: Path | None = None):
+        self.booster = booster
+        self.info = info
+        self.path = path
+        self.feature_names: list[str] = list(info.get("features") or booster.feature_name())
+
+    def check_features(self, feature_names: list[str], what: str = "data") -> None:
+        diff = feature_difference(self.feature_names, feature_names)
+        if diff:
+            raise SchemaError(f"{what}: feature columns do not match the model's: {diff}")
+
+    def predict(self, ds: Dataset, what: str = "data") -> np.ndarray:
+        """Float64 scores, one per row; :class:`SchemaError` when the feature columns differ from the model's."""
+        self.check_features(ds.feature_names, what)
+        if ds.features is None:
+            raise SchemaError(f"{what}: read without its feature columns")
+        if ds.n_rows == 0:
+            return np.zeros(0)
+        return np.asarray(self.booster.predict(ds.features), dtype=np.float64)
+
+
+def load_model(model_dir: Path | str) -> TrainedModel:
+    import lightgbm
+
+    model_dir = Path(model_dir)
+    info_path, model_path = model_dir / INFO_FILE, model_dir / MODEL_FILE
+    if not model_dir.is_dir():
+        raise InputError(f"{model_dir}: not a model directory (expected {MODEL_FILE} and {INFO_FILE})")
+    for p in (model_path, info_path):
+        if not p.exists():
+            raise InputError(f"{model_dir}: not a model directory, {p.name} is missing")
+    try:
+        info = json.loads(info_path.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"{info_path}: not valid JSON ({exc})") from None
+    try:
+        booster = lightgbm.Booster(model_file=str(model_path))
+    except lightgbm.basic.LightGBMError as exc:
+        raise InputError(f"{model_path}: not a LightGBM model ({exc})") from None
+    return TrainedModel(booster, info, model_dir)
+
+
+__all__ = ["LOSSES", "PRESETS", "TrainConfig", "TrainResult", "TrainedModel", "LibraryObjective", "check_loss",
+           "check_target", "feature_difference", "file_sha256", "load_model", "model_info", "resolve_params",
+           "save_model", "train_model"]
