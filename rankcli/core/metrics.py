@@ -1,0 +1,655 @@
+"""Ranking metrics over a whole batch of queries at once, with every convention explicit.
+
+Metrics (``k`` omitted means the whole list):
+
+- ``ndcg@k``, ``dcg@k``: gain ``2^label - 1`` (``Convention.gain="exponential"``, the paper's and LightGBM's) or
+  ``label`` (``"linear"``, trec_eval's and scikit-learn's); discount ``1 / log2(1 + rank)``, rank 1-based. NDCG divides
+  by the DCG@k of the ideal ordering (labels descending), which counts every judged document of the query, including
+  judged documents that the run did not retrieve (``unranked_labels``, as trec_eval does).
+- ``err@k``: expected reciprocal rank (Chapelle et al. 2009), ``R(g) = (2^g - 1) / 2^max_grade`` (``max_grade``
+  defaults to 4; a label above it is an error). ERR always uses this exponential mapping, whatever ``gain`` says.
+- ``mrr@k`` (alias ``rr@k``): ``1 / rank`` of the first relevant document in the top ``k``, 0 when there is none.
+- ``map@k`` (alias ``ap@k``): sum over relevant documents in the top ``k`` of the precision at their rank, divided by
+  the query's number of relevant documents ``R`` (trec_eval's ``map_cut``; unretrieved relevant documents count in R).
+- ``precision@k``: relevant documents in the top ``k`` divided by ``k`` (trec_eval's ``P_k``: a query shorter than
+  ``k`` is not rewarded for it); without ``k``, divided by the query's length.
+- ``recall@k``: relevant documents in the top ``k`` divided by ``R``.
+
+A document is *relevant* for the binary metrics (mrr, map, precision, recall) when ``label >= relevance_threshold``.
+
+Queries without a relevant document (``Convention.no_relevant``). "Without a relevant document" means, for the graded
+metrics (ndcg, dcg, err), that the ideal DCG is 0, i.e. no label is positive (negative labels have gain 0, as in
+trec_eval); for the binary metrics, that no label reaches ``relevance_threshold``. With integer grades and the default
+threshold 1 the two coincide. Then:
+
+- ``skip`` (the paper's): the query gets NaN and is left out of the mean;
+- ``one`` (LightGBM's): the query counts as perfectly ranked: ndcg, mrr, map, precision and recall score 1;
+- ``zero`` (scikit-learn's, trec_eval's): every metric scores 0.
+
+dcg and err are not normalised; under ``one`` and ``zero`` they keep their actual value, 0.
+
+Ties between equal scores (``Convention.ties``):
+
+- ``input``: documents with equal scores keep their input order (a stable sort by score, descending) — LightGBM's rule.
+  The top ``k`` is exactly the first ``k`` rows of that stable order, also across the cut.
+- ``average``: the expected value of the metric over all orderings of tied documents (McSherry & Najork, ECIR 2008),
+  as scikit-learn's ``ndcg_score`` computes it. It is computed in closed form per tie group: for DCG, precision and
+  recall a group contributes its mean gain (or relevant fraction) times the discounts (or count) of the positions it
+  occupies; for AP and RR the expectation uses the distribution of relevant documents inside the group. ERR has no
+  such closed form here: ``err`` requires ``ties="input"``.
+
+Speed: no Python loop over queries. Queries are laid out in padded matrices per size bucket
+(:func:`rankcli.core.groups.size_buckets`); for a cutoff ``k`` only the top ``k`` of each row is selected
+(``np.partition`` plus an exact tie repair) and sorted, and the ideal DCG comes from per-query counts of each grade
+(labels are small integers in practice; other labels fall back to a per-query sort).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from rankcli.core.groups import padded_rows, query_index, size_buckets
+from rankcli.errors import ExitStatus, InputError, UsageError
+
+GAINS = ("exponential", "linear")
+NO_RELEVANT = ("skip", "one", "zero")
+TIES = ("input", "average")
+PRESETS = ("paper", "lightgbm", "sklearn")
+#: ERR's maximum grade when ``Convention.max_grade`` is None (the five-grade scale 0..4 of LETOR / Web30K / Yahoo).
+DEFAULT_MAX_GRADE = 4.0
+
+
+@dataclass(frozen=True)
+class Convention:
+    """How a metric treats gains, queries without relevant documents, ties, relevance and ERR's scale."""
+
+    gain: str = "exponential"
+    no_relevant: str = "skip"
+    ties: str = "input"
+    relevance_threshold: float = 1.0
+    max_grade: float | None = None
+
+    def __post_init__(self) -> None:
+        for name, value, allowed in (("gain", self.gain, GAINS), ("no_relevant", self.no_relevant, NO_RELEVANT),
+                                     ("ties", self.ties, TIES)):
+            if value not in allowed:
+                raise UsageError(f"unknown {name} {value!r}; expected one of: {', '.join(allowed)}")
+        if not np.isfinite(self.relevance_threshold):
+            raise UsageError(f"relevance threshold must be a finite number, got {self.relevance_threshold}")
+        if self.max_grade is not None and not (np.isfinite(self.max_grade) and self.max_grade > 0):
+            raise UsageError(f"max grade must be a positive number, got {self.max_grade}")
+
+    @classmethod
+    def preset(cls, name: str) -> "Convention":
+        """``paper``: exponential gain, skip, input order; ``lightgbm``: exponential, one, input order;
+        ``sklearn``: linear gain, zero, average over ties."""
+        if name == "paper":
+            return cls(gain="exponential", no_relevant="skip", ties="input")
+        if name == "lightgbm":
+            return cls(gain="exponential", no_relevant="one", ties="input")
+        if name == "sklearn":
+            return cls(gain="linear", no_relevant="zero", ties="average")
+        raise UsageError(f"unknown convention preset {name!r}; expected one of: {', '.join(PRESETS)}")
+
+    def with_(self, **changes) -> "Convention":
+        """A copy with some fields changed (None values are ignored), validated."""
+        fields = {**asdict(self), **{k: v for k, v in changes.items() if v is not None}}
+        return Convention(**fields)
+
+    @property
+    def err_max_grade(self) -> float:
+        return DEFAULT_MAX_GRADE if self.max_grade is None else float(self.max_grade)
+
+    def as_dict(self) -> dict:
+        return {"gain": self.gain, "no_relevant": self.no_relevant, "ties": self.ties,
+                "relevance_threshold": float(self.relevance_threshold), "max_grade": self.err_max_grade}
+
+    def describe(self) -> str:
+        """One line for reports: ``gain=exponential no_relevant=skip ties=input threshold=1 max_grade=4``."""
+        return (f"gain={self.gain} no_relevant={self.no_relevant} ties={self.ties} "
+                f"threshold={self.relevance_threshold:g} max_grade={self.err_max_grade:g}")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Metric names
+
+#: Canonical metric names; the spec's string form is ``name`` or ``name@k``.
+METRICS = ("ndcg", "dcg", "err", "mrr", "map", "precision", "recall")
+ALIASES = {
+    "ndcg": "ndcg", "dcg": "dcg", "err": "err",
+    "mrr": "mrr", "rr": "mrr", "recip_rank": "mrr",
+    "map": "map", "ap": "map",
+    "precision": "precision", "p": "precision", "prec": "precision",
+    "recall": "recall", "r": "recall",
+}
+#: Metrics computed from graded gains; the others are binary (relevant iff label >= threshold).
+GRADED = frozenset({"ndcg", "dcg", "err"})
+#: Metrics whose best possible value is 1; under ``no_relevant="one"`` they score 1 on queries without relevance.
+NORMALISED = frozenset({"ndcg", "mrr", "map", "precision", "recall"})
+
+
+class UnknownMetricError(UsageError):
+    """A metric name that is not known, or a malformed ``name@k``. Bad input: exit status 3 (the issue's contract)."""
+
+    exit_status = ExitStatus.INVALID_INPUT
+
+
+@dataclass(frozen=True, order=True)
+class MetricSpec:
+    """A metric and its cutoff; hashable, and ``str(spec)`` (``"ndcg@10"``, ``"mrr"``) is its canonical name."""
+
+    name: str
+    k: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.name not in METRICS:
+            raise UnknownMetricError(_unknown_message(self.name))
+        if self.k is not None and (not isinstance(self.k, (int, np.integer)) or self.k < 1):
+            raise UnknownMetricError(f"metric {self.name}@{self.k}: the cutoff k must be a positive integer")
+
+    def __str__(self) -> str:
+        return self.name if self.k is None else f"{self.name}@{self.k}"
+
+    @property
+    def graded(self) -> bool:
+        return self.name in GRADED
+
+
+def _unknown_message(name: str) -> str:
+    close = difflib.get_close_matches(name.lower(), list(ALIASES), n=1, cutoff=0.5)
+    hint = f"; did you mean {ALIASES[close[0]]!r}?" if close else ""
+    return f"unknown metric {name!r}{hint} (known: {', '.join(METRICS)}, each optionally @k)"
+
+
+_SPEC = re.compile(r"^\s*([A-Za-z_]+)\s*(?:@\s*([^\s]+))?\s*$")
+
+
+def parse_metric(text: str) -> MetricSpec:
+    """Parse ``ndcg@10``, ``NDCG@10``, ``mrr``, ``rr@5``, ``P@5`` into a :class:`MetricSpec`.
+
+    An unknown name raises :class:`UnknownMetricError` (a :class:`UsageError` with exit status 3) naming the closest
+    known metric.
+    """
+    if isinstance(text, MetricSpec):
+        return text
+    m = _SPEC.match(str(text))
+    if not m:
+        raise UnknownMetricError(f"cannot parse metric {text!r}; expected NAME or NAME@K, e.g. ndcg@10")
+    name, k_text = m.group(1), m.group(2)
+    canonical = ALIASES.get(name.lower())
+    if canonical is None:
+        raise UnknownMetricError(_unknown_message(name))
+    k = None
+    if k_text is not None:
+        if not k_text.isdigit() or int(k_text) < 1:
+            raise UnknownMetricError(f"metric {text!r}: the cutoff after '@' must be a positive integer, got {k_text!r}")
+        k = int(k_text)
+    return MetricSpec(canonical, k)
+
+
+def parse_metrics(texts: Iterable[str] | str) -> list[MetricSpec]:
+    """Parse several metrics; each text may be a comma list. A bare number repeats the previous metric with that
+    cutoff: ``"ndcg@1,3,5,10"`` is ndcg@1, ndcg@3, ndcg@5, ndcg@10; ``"ndcg@5,map"`` is ndcg@5 and map.
+    Duplicates are dropped, first occurrence kept."""
+    if isinstance(texts, str):
+        texts = [texts]
+    out: list[MetricSpec] = []
+    for text in texts:
+        if isinstance(text, MetricSpec):
+            parts, previous = [text], None
+        else:
+            parts, previous = [p.strip() for p in str(text).split(",")], None
+        for part in parts:
+            if isinstance(part, MetricSpec):
+                spec = part
+            elif part == "":
+                raise UnknownMetricError(f"empty metric in {text!r}")
+            elif part.isdigit():
+                if previous is None:
+                    raise UnknownMetricError(f"cutoff {part!r} in {text!r} follows no metric; write e.g. ndcg@1,3,5")
+                spec = parse_metric(f"{previous.name}@{part}")
+            else:
+                spec = parse_metric(part)
+            previous = spec
+            if spec not in out:
+                out.append(spec)
+    if not out:
+        raise UnknownMetricError("no metric given")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Results
+
+
+@dataclass
+class EvalResult:
+    """Means and per-query values of several metrics under one convention.
+
+    ``queries`` counts the queries evaluated by every metric, ``skipped`` those that at least one metric skipped
+    (``no_relevant="skip"``); ``evaluated`` gives the count per metric (they differ only when the graded and the binary
+    notions of "relevant" disagree, e.g. a threshold above the smallest positive label).
+    """
+
+    convention: Convention
+    queries: int
+    skipped: int
+    means: dict[str, float]
+    per_query: dict[str, np.ndarray]
+    evaluated: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def total_queries(self) -> int:
+        return self.queries + self.skipped
+
+    def as_dict(self) -> dict:
+        """``{"convention": {...}, "queries": N, "skipped": K, "metrics": {"ndcg@5": ...}}``"""
+        return {"convention": self.convention.as_dict(), "queries": self.queries, "skipped": self.skipped,
+                "metrics": {name: float(v) for name, v in self.means.items()}}
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Computation
+
+
+def _gain(labels: np.ndarray, gain: str) -> np.ndarray:
+    clipped = np.maximum(labels, 0.0)  # negative labels (e.g. spam judgments) are simply not relevant
+    return np.exp2(clipped) - 1.0 if gain == "exponential" else clipped
+
+
+def _discount_prefix(n: int) -> np.ndarray:
+    """``D[p] = sum_{i < p} 1 / log2(i + 2)``: the total discount of the first ``p`` positions."""
+    out = np.zeros(n + 1)
+    np.cumsum(1.0 / np.log2(np.arange(n, dtype=np.float64) + 2.0), out=out[1:])
+    return out
+
+
+def _harmonic_prefix(n: int) -> np.ndarray:
+    """``H[p] = sum_{i < p} 1 / (i + 1)``."""
+    out = np.zeros(n + 1)
+    np.cumsum(1.0 / (np.arange(n, dtype=np.float64) + 1.0), out=out[1:])
+    return out
+
+
+def _check_inputs(labels, scores, offsets):
+    labels = np.asarray(labels, dtype=np.float64)
+    scores = np.asarray(scores, dtype=np.float64)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    if labels.ndim != 1 or scores.shape != labels.shape:
+        raise InputError(f"labels and scores must be 1-d arrays of equal length, got shapes {labels.shape} and "
+                         f"{scores.shape}")
+    if offsets.ndim != 1 or offsets.shape[0] < 1 or offsets[0] != 0 or offsets[-1] != labels.shape[0]:
+        raise InputError(f"offsets must start at 0 and end at the number of rows ({labels.shape[0]})")
+    if np.any(np.diff(offsets) <= 0):
+        q = int(np.flatnonzero(np.diff(offsets) <= 0)[0])
+        raise InputError(f"query {q} is empty or offsets decrease (offsets must be strictly increasing)")
+    bad = np.isnan(scores)  # +-inf scores sort fine; NaN has no place in an order
+    if bad.any():
+        raise InputError(f"score is NaN at row {int(np.flatnonzero(bad)[0])}")
+    if np.isnan(labels).any():
+        raise InputError(f"label is NaN at row {int(np.flatnonzero(np.isnan(labels))[0])}")
+    return labels, scores, offsets
+
+
+class _Judgments:
+    """Per-query facts that do not depend on the ranking: R, the ideal DCG@k, whether anything is relevant."""
+
+    MAX_COUNTED_GRADE = 64
+
+    def __init__(self, labels, offsets, unranked_labels, unranked_offsets, convention: Convention):
+        self.convention = convention
+        nq = offsets.shape[0] - 1
+        self.nq = nq
+        qidx = query_index(offsets)
+        if unranked_labels is not None:
+            unranked_labels = np.asarray(unranked_labels, dtype=np.float64)
+            unranked_offsets = np.asarray(unranked_offsets, dtype=np.int64)
+            if unranked_offsets.shape[0] != nq + 1 or unranked_offsets[-1] != unranked_labels.shape[0]:
+                raise InputError("unranked_offsets must have one entry per query plus one")
+            if np.isnan(unranked_labels).any():
+                raise InputError("unranked label is NaN")
+            all_labels = np.concatenate([labels, unranked_labels])
+            all_qidx = np.concatenate([qidx, query_index(unranked_offsets)])
+        else:
+            all_labels, all_qidx = labels, qidx
+        self.all_labels, self.all_qidx = all_labels, all_qidx
+        thr = convention.relevance_threshold
+        self.n_relevant = np.bincount(all_qidx, weights=(all_labels >= thr), minlength=nq)
+        self.max_label = self._segment_max(all_labels, all_qidx, nq)
+        self.has_graded = self.max_label > 0
+        self.has_binary = self.n_relevant > 0
+        self.max_len = int(np.max(np.bincount(all_qidx, minlength=nq))) if nq else 0
+        self._counts = None
+        self._sorted_gains = None
+        self._idcg: dict[int | None, np.ndarray] = {}
+
+    @staticmethod
+    def _segment_max(values, qidx, nq):
+        # qidx is sorted within each of the (at most two) concatenated parts; a reduceat per part, then combine.
+        out = np.full(nq, -np.inf)
+        n = values.shape[0]
+        breaks = np.flatnonzero(np.diff(qidx) != 0) + 1
+        starts = np.concatenate(([0], breaks))
+        maxima = np.maximum.reduceat(values, starts) if n else np.zeros(0)
+        np.maximum.at(out, qidx[starts], maxima)
+        return out
+
+    def _grade_counts(self):
+        """``counts[q, g]``: documents of grade ``g`` in query ``q`` (labels clipped at 0), when labels are small
+        integers; None otherwise."""
+        if self._counts is None:
+            g = np.maximum(self.all_labels, 0.0)
+            top = float(g.max()) if g.shape[0] else 0.0
+            if top > self.MAX_COUNTED_GRADE:
+                self._counts = False
+            else:
+                gi = g.astype(np.int64)
+                if not np.array_equal(gi, g):
+                    self._counts = False
+                else:
+                    ng = int(top) + 1
+                    self._counts = np.bincount(self.all_qidx * ng + gi, minlength=self.nq * ng).reshape(self.nq, ng)
+        return None if self._counts is False else self._counts
+
+    def idcg(self, k: int | None) -> np.ndarray:
+        """The ideal DCG@k of every query (all judged documents, labels descending)."""
+        if k in self._idcg:
+            return self._idcg[k]
+        kk = self.max_len if k is None else min(k, self.max_len)
+        D = _discount_prefix(max(self.max_len, 1))
+        counts = self._grade_counts()
+        if counts is not None:
+            ng = counts.shape[1]
+            gains = _gain(np.arange(ng, dtype=np.float64), self.convention.gain)
+            out = np.zeros(self.nq)
+            above = np.zeros(self.nq, dtype=np.int64)  # documents with a higher grade: they come first
+            for g in range(ng - 1, 0, -1):
+                end = above + counts[:, g]
+                out += gains[g] * (D[np.minimum(end, kk)] - D[np.minimum(above, kk)])
+                above = end
+        else:
+            out = self._idcg_by_sort(kk, D)
+        self._idcg[k] = out
+        return out
+
+    def _idcg_by_sort(self, kk, D):
+        if self._sorted_gains is None:
+            order = np.argsort(self.all_qidx, kind="stable")
+            qidx = self.all_qidx[order]
+            gains = _gain(self.all_labels[order], self.convention.gain)
+            offs = np.searchsorted(qidx, np.arange(self.nq + 1))
+            cols = np.arange(self.max_len)
+            mat = np.zeros((self.nq, self.max_len))
+            valid = cols[None, :] < np.diff(offs)[:, None]
+            mat[valid] = gains
+            self._sorted_gains = -np.sort(-mat, axis=1)
+        disc = np.diff(D)[:kk]
+        return self._sorted_gains[:, :kk] @ disc
+
+
+def _topk_input_order(scores_mat: np.ndarray, kk: int) -> np.ndarray:
+    """Column indices of the first ``kk`` cells of each row in the stable descending order of ``scores_mat``.
+
+    Exact tie-break: among equal scores the lower column comes first, across the cut too. Padding cells must hold
+    ``-inf`` and sit after the real cells, so they lose every tie.
+    """
+    q, w = scores_mat.shape
+    if kk >= w or kk * 4 >= w:
+        # Cheap enough to sort everything; a stable argsort of the negation gives exactly the order wanted.
+        return np.argsort(-scores_mat, axis=1, kind="stable")[:, :kk]
+    t = -np.partition(-scores_mat, kk - 1, axis=1)[:, kk - 1]  # the kk-th largest score of each row
+    t = t[:, None]
+    greater = scores_mat > t
+    equal = scores_mat == t
+    need = kk - greater.sum(axis=1)
+    # Of the cells equal to the threshold, only the first `need` (lowest columns) make the cut.
+    chosen = greater | (equal & (np.cumsum(equal, axis=1) <= need[:, None]))
+    cols = np.nonzero(chosen)[1].reshape(q, kk)  # ascending column order within each row
+    sel = np.take_along_axis(scores_mat, cols, axis=1)
+    return np.take_along_axis(cols, np.argsort(-sel, axis=1, kind="stable"), axis=1)
+
+
+def per_query(specs: Sequence[MetricSpec | str], labels, scores, offsets, convention: Convention = Convention(), *,
+              unranked_labels=None, unranked_offsets=None) -> dict[str, np.ndarray]:
+    """One float64 value per query for each metric (key ``str(spec)``); NaN where the query is skipped.
+
+    Parameters
+    ----------
+    specs : metric specs or their names (``"ndcg@10"``).
+    labels, scores : (n_rows,) relevance labels and model scores, rows of a query contiguous.
+    offsets : (n_queries + 1,) int64, query ``q`` is rows ``offsets[q]:offsets[q + 1]``; no query is empty.
+    convention : see :class:`Convention` and the module docstring.
+    unranked_labels, unranked_offsets : judged documents of each query that the ranking does not contain (TREC qrels
+        entries missing from a run): they count in the ideal DCG and in the number of relevant documents ``R``.
+    """
+    specs = [parse_metric(s) for s in specs]
+    labels, scores, offsets = _check_inputs(labels, scores, offsets)
+    if (unranked_labels is None) != (unranked_offsets is None):
+        raise UsageError("unranked_labels and unranked_offsets go together")
+    if convention.ties == "average" and any(s.name == "err" for s in specs):
+        raise UsageError("err has no closed form for averaging over ties; use ties=input for err")
+    nq = offsets.shape[0] - 1
+    judg = _Judgments(labels, offsets, unranked_labels, unranked_offsets, convention)
+    if any(s.name == "err" for s in specs):
+        gmax = convention.err_max_grade
+        top = float(judg.all_labels.max()) if judg.all_labels.shape[0] else 0.0
+        if top > gmax:
+            row = int(np.argmax(judg.all_labels))
+            raise InputError(f"err: label {top:g} (row {row}) exceeds the maximum grade {gmax:g}; pass --max-grade")
+    out = {str(s): np.empty(nq) for s in specs}
+    ks = [s.k for s in specs]
+    need_full = any(k is None for k in ks)
+    kmax = None if need_full else max(ks)
+    width_max = int(np.max(np.diff(offsets))) if nq else 0
+    D = _discount_prefix(max(width_max, 1) + 1)
+    H = _harmonic_prefix(max(width_max, 1) + 1)
+    thr = convention.relevance_threshold
+    for qs, width in size_buckets(offsets):
+        rows, valid = padded_rows(offsets, qs, width)
+        sizes = (offsets[qs + 1] - offsets[qs]).astype(np.float64)
+        if convention.ties == "input":
+            kk = width if kmax is None else min(kmax, width)
+            smat = scores[rows]
+            smat[~valid] = -np.inf
+            cols = _topk_input_order(smat, kk)
+            r_rows = np.take_along_axis(rows, cols, axis=1)
+            r_valid = np.take_along_axis(valid, cols, axis=1)
+            lab = labels[r_rows]
+            values = _input_metrics(specs, lab, r_valid, kk, sizes, judg, qs, D, thr, convention)
+        else:
+            values = _average_metrics(specs, labels, scores, rows, valid, width, sizes, judg, qs, D, H, thr,
+                                      convention)
+        for name, v in values.items():
+            out[name][qs] = v
+    _apply_no_relevant(specs, out, judg, convention)
+    return out
+
+
+def _cut(k: int | None, kk: int) -> int:
+    return kk if k is None else min(k, kk)
+
+
+def _input_metrics(specs, lab, valid, kk, sizes, judg, qs, D, thr, convention) -> dict[str, np.ndarray]:
+    res: dict[str, np.ndarray] = {}
+    disc = np.diff(D[: kk + 1])
+    cache: dict[str, np.ndarray] = {}
+
+    def dcg_cum():
+        if "dcg" not in cache:
+            g = _gain(lab, convention.gain)
+            g[~valid] = 0.0
+            cache["dcg"] = np.cumsum(g * disc[None, :], axis=1)
+        return cache["dcg"]
+
+    def rel():
+        if "rel" not in cache:
+            r = (lab >= thr) & valid
+            cache["rel"] = r
+            cache["relcum"] = np.cumsum(r, axis=1)
+        return cache["rel"], cache["relcum"]
+
+    n_rel = judg.n_relevant[qs]
+    for spec in specs:
+        c = _cut(spec.k, kk)
+        name = spec.name
+        if name in ("dcg", "ndcg"):
+            v = dcg_cum()[:, c - 1].copy()
+            if name == "ndcg":
+                ideal = judg.idcg(spec.k)[qs]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    v = np.where(ideal > 0, v / ideal, 0.0)
+        elif name == "precision":
+            _, relcum = rel()
+            v = relcum[:, c - 1] / (sizes if spec.k is None else float(spec.k))
+        elif name == "recall":
+            _, relcum = rel()
+            with np.errstate(divide="ignore", invalid="ignore"):
+                v = np.where(n_rel > 0, relcum[:, c - 1] / n_rel, 0.0)
+        elif name == "map":
+            r, relcum = rel()
+            prec = relcum[:, :c] / np.arange(1, c + 1, dtype=np.float64)[None, :]
+            s = np.where(r[:, :c], prec, 0.0).sum(axis=1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                v = np.where(n_rel > 0, s / n_rel, 0.0)
+        elif name == "mrr":
+            r, _ = rel()
+            first = np.argmax(r[:, :c], axis=1)
+            hit = r[:, :c][np.arange(r.shape[0]), first]
+            v = np.where(hit, 1.0 / (first + 1.0), 0.0)
+        elif name == "err":
+            gmax = convention.err_max_grade
+            R = (np.exp2(np.maximum(lab[:, :c], 0.0)) - 1.0) / np.exp2(gmax)
+            R[~valid[:, :c]] = 0.0
+            stop = np.cumprod(1.0 - R, axis=1)
+            reach = np.ones_like(R)
+            reach[:, 1:] = stop[:, :-1]
+            v = (R * reach / np.arange(1, c + 1, dtype=np.float64)[None, :]).sum(axis=1)
+        else:  # pragma: no cover - MetricSpec validates names
+            raise AssertionError(name)
+        res[str(spec)] = v
+    return res
+
+
+def _average_metrics(specs, labels, scores, rows, valid, width, sizes, judg, qs, D, H, thr, convention):
+    """Expected metric values over all orderings of tied documents, in closed form per tie group."""
+    nq_b = rows.shape[0]
+    smat = scores[rows]
+    smat[~valid] = -np.inf
+    order = np.argsort(-smat, axis=1, kind="stable")  # padding (-inf, last columns) stays after real -inf scores
+    s_sorted = np.take_along_axis(smat, order, axis=1)
+    v_sorted = np.take_along_axis(valid, order, axis=1)
+    lab = labels[np.take_along_axis(rows, order, axis=1)]
+    pos = np.arange(width, dtype=np.int64)
+    new = np.ones((nq_b, width), dtype=bool)
+    new[:, 1:] = (s_sorted[:, 1:] != s_sorted[:, :-1]) | (v_sorted[:, 1:] != v_sorted[:, :-1])
+    start = np.maximum.accumulate(np.where(new, pos[None, :], 0), axis=1)  # each cell's tie group's first position
+    gid = (np.arange(nq_b, dtype=np.int64)[:, None] * width + start).ravel()  # unique group id over the bucket
+    n_cells = nq_b * width
+    vflat = v_sorted.ravel()
+    gsize = np.bincount(gid, weights=vflat, minlength=n_cells)[gid].reshape(nq_b, width)
+    gsize = np.where(v_sorted, gsize, 1.0)
+    end = start + gsize.astype(np.int64)  # one past the group's last position
+    res: dict[str, np.ndarray] = {}
+    rel = (lab >= thr) & v_sorted
+    relf = rel.astype(np.float64)
+    grel = np.bincount(gid, weights=relf.ravel(), minlength=n_cells)[gid].reshape(nq_b, width)
+    relcum_excl = np.cumsum(relf, axis=1) - relf
+    before = np.take_along_axis(relcum_excl, start, axis=1)  # relevant documents in earlier groups
+    n_rel = judg.n_relevant[qs]
+    gains = _gain(lab, convention.gain)
+    gains[~v_sorted] = 0.0
+    for spec in specs:
+        kk = width if spec.k is None else spec.k
+        s_k = np.minimum(start, kk)
+        e_k = np.minimum(end, kk)
+        m = (e_k - s_k).astype(np.float64)  # positions of the cell's group inside the top k
+        name = spec.name
+        if name in ("dcg", "ndcg"):
+            # Each document's expected discount: the mean discount of the positions its group occupies (in the top k).
+            v = (gains * (D[e_k] - D[s_k]) / gsize).sum(axis=1)
+            if name == "ndcg":
+                ideal = judg.idcg(spec.k)[qs]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    v = np.where(ideal > 0, v / ideal, 0.0)
+        elif name in ("precision", "recall"):
+            hits = (relf * m / gsize).sum(axis=1)  # expected relevant documents in the top k
+            if name == "precision":
+                v = hits / (sizes if spec.k is None else float(spec.k))
+            else:
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    v = np.where(n_rel > 0, hits / n_rel, 0.0)
+        elif name == "map":
+            # A relevant document of a group (start s, size n, r relevant, c relevant before) lands at each of the
+            # group's positions p with probability 1/n, and then has in expectation (r-1)(p-s)/(n-1) relevant group
+            # mates above it: E[prec] = (c + 1 + (r-1)(p-s)/(n-1)) / (p+1). Summed over p in the top k with
+            # sum (p-s)/(p+1) = m - (s+1) * (H[e] - H[s]).
+            dH = H[e_k] - H[s_k]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                mate = np.where(gsize > 1, (grel - 1.0) / (gsize - 1.0), 0.0)
+            term = ((before + 1.0) * dH + mate * (m - (start + 1.0) * dH)) / gsize
+            s = (relf * term).sum(axis=1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                v = np.where(n_rel > 0, s / n_rel, 0.0)
+        elif name == "mrr":
+            # Only the first group holding a relevant document matters. With n documents of which r relevant, the
+            # first relevant one sits at offset j with P(j) = C(n-1-j, r-1) / C(n, r); P(0) = r/n and
+            # P(j+1)/P(j) = (n-r-j)/(n-1-j).
+            has = rel.any(axis=1)
+            first = np.argmax(rel, axis=1)
+            idx = np.arange(nq_b)
+            s0 = start[idx, first].astype(np.float64)
+            n0 = gsize[idx, first]
+            r0 = np.where(has, grel[idx, first], 1.0)  # queries without a relevant document: any r > 0, masked below
+            j = np.arange(width, dtype=np.float64)[None, :]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.where(j + 1.0 <= (n0 - r0)[:, None], (n0[:, None] - r0[:, None] - j) /
+                                 (n0[:, None] - 1.0 - j), 0.0)
+            p = np.empty((nq_b, width))
+            p[:, 0] = r0 / n0
+            if width > 1:
+                p[:, 1:] = p[:, :1] * np.cumprod(ratio[:, :-1], axis=1)
+            rank = s0[:, None] + j + 1.0
+            v = np.where(rank <= kk, p / rank, 0.0).sum(axis=1)
+            v = np.where(has, v, 0.0)
+        else:  # pragma: no cover - err is refused earlier
+            raise AssertionError(name)
+        res[str(spec)] = v
+    return res
+
+
+def _apply_no_relevant(specs, out, judg, convention) -> None:
+    for spec in specs:
+        has = judg.has_graded if spec.graded else judg.has_binary
+        if has.all():
+            continue
+        v = out[str(spec)]
+        if convention.no_relevant == "skip":
+            v[~has] = np.nan
+        elif convention.no_relevant == "zero":
+            v[~has] = 0.0
+        else:
+            v[~has] = 1.0 if spec.name in NORMALISED else 0.0
+
+
+def evaluate(specs: Sequence[MetricSpec | str], labels, scores, offsets, convention: Convention = Convention(), *,
+             unranked_labels=None, unranked_offsets=None) -> EvalResult:
+    """Per-query values and their means (over the queries not skipped) for several metrics."""
+    specs = [parse_metric(s) for s in specs]
+    pq = per_query(specs, labels, scores, offsets, convention, unranked_labels=unranked_labels,
+                   unranked_offsets=unranked_offsets)
+    nq = len(offsets) - 1
+    skipped_any = np.zeros(nq, dtype=bool)
+    means, evaluated = {}, {}
+    for name, v in pq.items():
+        ok = ~np.isnan(v)
+        skipped_any |= ~ok
+        evaluated[name] = int(ok.sum())
+        means[name] = float(v[ok].mean()) if ok.any() else float("nan")
+    skipped = int(skipped_any.sum())
+    return EvalResult(convention=convention, queries=nq - skipped, skipped=skipped, means=means, per_query=pq,
+                      evaluated=evaluated)
