@@ -121,3 +121,80 @@ def metric_per_query(name, k, labels, scores, offsets, *, gain="exponential", no
         vals = [_metric_of_ranking(name, k, r, judged, gain, threshold, max_grade) for r in rankings]
         out.append(sum(vals) / len(vals))
     return np.array(out, dtype=np.float64)
+
+
+# ----------------------------------------------------------------------------------------------- losses (issue 4)
+def xendcg_value(scores, labels, offsets, gamma):
+    """-sum phi log rho per query, phi_i = (2^y_i - gamma_i) / sum_j (...); 0 for one document or no mass."""
+    gamma = np.broadcast_to(np.asarray(gamma, dtype=float), (len(scores),))
+    out = np.zeros(len(offsets) - 1)
+    for q, a, b in queries(offsets):
+        numer = [2.0 ** labels[i] - gamma[i] for i in range(a, b)]
+        total = sum(numer)
+        if b - a <= 1 or total <= 0:
+            continue
+        m = max(scores[a:b])
+        logz = m + math.log(sum(math.exp(s - m) for s in scores[a:b]))
+        out[q] = -sum(numer[i - a] / total * (scores[i] - logz) for i in range(a, b))
+    return out
+
+
+def xendcg_newton_dense(scores, labels, offsets, gamma):
+    """The paper's step built from dense matrices per query: D (I + S + S^2) D^-1 g and diag(D)."""
+    gamma = np.broadcast_to(np.asarray(gamma, dtype=float), (len(scores),))
+    grad = np.zeros(len(scores))
+    hess = np.zeros(len(scores))
+    for _, a, b in queries(offsets):
+        m = b - a
+        y = np.asarray(labels[a:b], dtype=float)
+        numer = 2.0 ** y - gamma[a:b]
+        if m <= 1 or numer.sum() <= 0:
+            continue
+        phi = numer / numer.sum()
+        e = np.exp(np.asarray(scores[a:b], dtype=float) - max(scores[a:b]))
+        rho = e / e.sum()
+        g = rho - phi
+        D = np.diag(rho * (1 - rho))
+        S = np.zeros((m, m))
+        for i in range(m):
+            for j in range(m):
+                if i != j:
+                    S[i, j] = rho[j] / (1 - rho[i])
+        H = -np.outer(rho, rho) + np.diag(rho)
+        assert np.allclose(H, D @ (np.eye(m) - S))
+        step = (np.eye(m) + S + S @ S) @ np.linalg.solve(D, g)
+        grad[a:b] = D @ step
+        hess[a:b] = np.diag(D)
+    return grad, hess
+
+
+def listnet_value(scores, labels, offsets):
+    out = np.zeros(len(offsets) - 1)
+    for q, a, b in queries(offsets):
+        if b - a <= 1:
+            continue
+        my = max(labels[a:b])
+        zy = sum(math.exp(v - my) for v in labels[a:b])
+        ms = max(scores[a:b])
+        logz = ms + math.log(sum(math.exp(s - ms) for s in scores[a:b]))
+        out[q] = -sum(math.exp(labels[i] - my) / zy * (scores[i] - logz) for i in range(a, b))
+    return out
+
+
+def ranknet(scores, labels, offsets):
+    """(value per query, gradient, hessian diagonal) of RankNet by a double loop over each query's pairs."""
+    value = np.zeros(len(offsets) - 1)
+    grad = np.zeros(len(scores))
+    hess = np.zeros(len(scores))
+    for q, a, b in queries(offsets):
+        for i in range(a, b):
+            for j in range(a, b):
+                if labels[i] > labels[j]:
+                    z = scores[i] - scores[j]
+                    value[q] += math.log1p(math.exp(-z)) if z > -30 else -z + math.log1p(math.exp(z))
+                    p = 1.0 / (1.0 + math.exp(z)) if z < 700 else 0.0
+                    grad[i] -= p
+                    grad[j] += p
+                    hess[i] += p * (1 - p)
+                    hess[j] += p * (1 - p)
+    return value, grad, hess

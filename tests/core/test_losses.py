@@ -1,0 +1,198 @@
+"""rankcli.core.losses against finite differences, dense matrix formulas and slow reference loops."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rankcli.core import losses
+from rankcli.errors import UsageError
+from tests import reference as ref
+
+
+def random_batch(rng, n_queries=12, max_size=9, real=False, with_singletons=True):
+    sz = rng.integers(1 if with_singletons else 2, max_size + 1, size=n_queries)
+    offsets = np.concatenate(([0], np.cumsum(sz))).astype(np.int64)
+    n = int(offsets[-1])
+    labels = rng.uniform(0, 4, n) if real else rng.integers(0, 5, n).astype(float)
+    scores = rng.normal(0, 1.5, n)
+    return scores, labels, offsets
+
+
+def fd_gradient(f, scores, eps=1e-6):
+    """Central differences of sum(f(scores)) for every coordinate."""
+    g = np.empty_like(scores)
+    for i in range(scores.shape[0]):
+        up, down = scores.copy(), scores.copy()
+        up[i] += eps
+        down[i] -= eps
+        g[i] = (f(up).sum() - f(down).sum()) / (2 * eps)
+    return g
+
+
+def fd_hess_diag(grad_f, scores, eps=1e-6):
+    h = np.empty_like(scores)
+    for i in range(scores.shape[0]):
+        up, down = scores.copy(), scores.copy()
+        up[i] += eps
+        down[i] -= eps
+        h[i] = (grad_f(up)[i] - grad_f(down)[i]) / (2 * eps)
+    return h
+
+
+GAMMAS = [0.0, 0.5, 1.0]
+
+
+@pytest.mark.parametrize("real", [False, True])
+@pytest.mark.parametrize("gamma", GAMMAS)
+def test_xendcg_gradient_matches_finite_differences(real, gamma):
+    s, y, off = random_batch(np.random.default_rng(1), real=real)
+    fd = fd_gradient(lambda x: losses.xendcg_value(x, y, off, gamma), s)
+    np.testing.assert_allclose(losses.xendcg_gradient(s, y, off, gamma), fd, atol=1e-6)
+    h = fd_hess_diag(lambda x: losses.xendcg_gradient(x, y, off, gamma), s)
+    _, hess = losses.xendcg_grad_hess(s, y, off, gamma)
+    np.testing.assert_allclose(hess, h, atol=1e-6)
+
+
+def test_xendcg_per_document_gamma_gradient():
+    rng = np.random.default_rng(2)
+    s, y, off = random_batch(rng, real=True)
+    gamma = rng.random(s.shape[0])
+    fd = fd_gradient(lambda x: losses.xendcg_value(x, y, off, gamma), s)
+    np.testing.assert_allclose(losses.xendcg_gradient(s, y, off, gamma), fd, atol=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_xendcg_value_matches_reference(seed):
+    rng = np.random.default_rng(seed)
+    s, y, off = random_batch(rng, real=bool(seed % 2))
+    gamma = rng.random(s.shape[0])
+    np.testing.assert_allclose(losses.xendcg_value(s, y, off, gamma), ref.xendcg_value(s, y, off, gamma), atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_xendcg_newton_step_equals_dense_matrix_formula(seed):
+    rng = np.random.default_rng(seed)
+    s, y, off = random_batch(rng, n_queries=15, max_size=12, real=bool(seed % 2))
+    gamma = rng.random(s.shape[0]) if seed % 3 else 0.5
+    grad, hess = losses.xendcg_grad_hess(s, y, off, gamma)
+    dgrad, dhess = ref.xendcg_newton_dense(s, y, off, gamma)
+    np.testing.assert_allclose(grad, dgrad, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(hess, dhess, rtol=1e-12, atol=1e-15)
+
+
+def test_listnet_gradient_hessian_and_reference():
+    rng = np.random.default_rng(3)
+    s, y, off = random_batch(rng, real=True)
+    np.testing.assert_allclose(losses.listnet_value(s, y, off), ref.listnet_value(s, y, off), atol=1e-12)
+    fd = fd_gradient(lambda x: losses.listnet_value(x, y, off), s)
+    np.testing.assert_allclose(losses.listnet_gradient(s, y, off), fd, atol=1e-6)
+    grad, hess = losses.listnet_grad_hess(s, y, off)
+    np.testing.assert_allclose(grad, fd, atol=1e-6)
+    np.testing.assert_allclose(hess, fd_hess_diag(lambda x: losses.listnet_gradient(x, y, off), s), atol=1e-6)
+
+
+@pytest.mark.parametrize("real", [False, True])
+def test_ranknet_gradient_hessian_and_reference(real):
+    rng = np.random.default_rng(4)
+    s, y, off = random_batch(rng, max_size=11, real=real)
+    value, rgrad, rhess = ref.ranknet(s, y, off)
+    np.testing.assert_allclose(losses.ranknet_value(s, y, off), value, rtol=1e-12)
+    grad, hess = losses.ranknet_grad_hess(s, y, off)
+    np.testing.assert_allclose(grad, rgrad, atol=1e-12)
+    np.testing.assert_allclose(hess, rhess, atol=1e-12)
+    fd = fd_gradient(lambda x: losses.ranknet_value(x, y, off), s)
+    np.testing.assert_allclose(grad, fd, atol=1e-6)
+    np.testing.assert_allclose(hess, fd_hess_diag(lambda x: losses.ranknet_grad_hess(x, y, off)[0], s), atol=1e-5)
+
+
+@pytest.mark.parametrize("cap", [16, 64, 1 << 20])
+def test_ranknet_memory_bounded_blocks_and_tiles_agree(monkeypatch, cap):
+    # cap=16: every query of width > 4 goes through the row-tiled path; cap=64: several queries per block and tiles.
+    monkeypatch.setattr(losses, "MAX_PAIR_ELEMENTS", cap)
+    rng = np.random.default_rng(5)
+    s, y, off = random_batch(rng, n_queries=20, max_size=30)
+    value, rgrad, rhess = ref.ranknet(s, y, off)
+    np.testing.assert_allclose(losses.ranknet_value(s, y, off), value, rtol=1e-12)
+    grad, hess = losses.ranknet_grad_hess(s, y, off)
+    np.testing.assert_allclose(grad, rgrad, atol=1e-12)
+    np.testing.assert_allclose(hess, rhess, atol=1e-12)
+
+
+STEPS = {
+    "xendcg": lambda s, y, o: losses.xendcg_grad_hess(s, y, o, 0.3),
+    "listnet": losses.listnet_grad_hess,
+    "ranknet": losses.ranknet_grad_hess,
+}
+VALUES = {
+    "xendcg": lambda s, y, o: losses.xendcg_value(s, y, o, 0.3),
+    "listnet": losses.listnet_value,
+    "ranknet": losses.ranknet_value,
+}
+
+
+@pytest.mark.parametrize("name", list(STEPS))
+def test_one_document_queries_give_zero(name):
+    off = np.arange(6, dtype=np.int64)
+    s = np.array([3.0, -1.0, 0.0, 2.0, 9.0])
+    y = np.array([0.0, 4.0, 1.0, 2.5, 3.0])
+    grad, hess = STEPS[name](s, y, off)
+    assert np.all(grad == 0) and np.all(hess == 0)
+    assert np.all(VALUES[name](s, y, off) == 0)
+
+
+def test_xendcg_query_without_target_mass_is_ignored():
+    # all labels 0 and gamma 1: 2^0 - 1 = 0 everywhere, no target distribution
+    off = np.array([0, 3, 5], dtype=np.int64)
+    s = np.array([0.1, 0.2, 0.3, 1.0, 0.0])
+    y = np.array([0.0, 0.0, 0.0, 1.0, 0.0])
+    grad, hess = losses.xendcg_grad_hess(s, y, off, 1.0)
+    assert np.all(grad[:3] == 0) and np.all(hess[:3] == 0)
+    assert np.all(np.isfinite(grad)) and np.any(grad[3:] != 0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), shift=st.floats(-50, 50))
+def test_invariant_to_a_constant_added_per_query(seed, shift):
+    rng = np.random.default_rng(seed)
+    s, y, off = random_batch(rng, n_queries=6, max_size=8, real=bool(seed % 2))
+    shifts = np.repeat(rng.uniform(-1, 1, off.shape[0] - 1) * shift, np.diff(off))
+    for name in STEPS:
+        g1, h1 = STEPS[name](s, y, off)
+        g2, h2 = STEPS[name](s + shifts, y, off)
+        np.testing.assert_allclose(g1, g2, atol=1e-9, err_msg=name)
+        np.testing.assert_allclose(h1, h2, atol=1e-9, err_msg=name)
+        np.testing.assert_allclose(VALUES[name](s, y, off), VALUES[name](s + shifts, y, off), rtol=1e-9, atol=1e-7)
+
+
+def test_gradients_sum_to_zero_per_query():
+    # softmax losses: sum(rho - phi) = 0 per query; ranknet: every pair adds +p and -p
+    s, y, off = random_batch(np.random.default_rng(6))
+    for name in ("listnet", "ranknet"):
+        g, _ = STEPS[name](s, y, off)
+        np.testing.assert_allclose(np.add.reduceat(g, off[:-1]), 0, atol=1e-12)
+    np.testing.assert_allclose(np.add.reduceat(losses.xendcg_gradient(s, y, off, 0.5), off[:-1]), 0, atol=1e-12)
+
+
+def test_extreme_scores_stay_finite():
+    off = np.array([0, 3], dtype=np.int64)
+    s = np.array([800.0, -800.0, 0.0])
+    y = np.array([0.0, 4.0, 1.0])
+    for name in STEPS:
+        g, h = STEPS[name](s, y, off)
+        assert np.all(np.isfinite(g)) and np.all(np.isfinite(h)), name
+        assert np.all(np.isfinite(VALUES[name](s, y, off))), name
+
+
+def test_parse_gamma():
+    assert losses.parse_gamma("uniform").random
+    assert losses.parse_gamma("mean") == losses.GammaStrategy("fixed", 0.5)
+    assert losses.parse_gamma("fixed:0.25").value == 0.25
+    assert str(losses.parse_gamma("fixed:1")) == "fixed:1"
+    for bad in ("fixed:2", "fixed:x", "fixed:-0.1", "normal"):
+        with pytest.raises(UsageError):
+            losses.parse_gamma(bad)
+    g = losses.parse_gamma("uniform").draw(5, np.random.default_rng(0))
+    assert g.shape == (5,) and np.all((g >= 0) & (g < 1))
