@@ -1,12 +1,261 @@
-"""Run the paper's protocol: repeated splits, losses side by side, robustness sweeps."""
+"""Run the paper's protocol: repeated query-level splits, losses side by side, robustness sweeps, plots.
+
+DATA is one Parquet dataset (its queries are pooled and split at random in every trial, --split train,valid,test)
+or a directory with train/vali/test Parquet files (pooled as well, or used as they are with --use-given-splits).
+Every trial trains every loss on the same split; test metrics use the paper's convention (queries without a relevant
+document are skipped) unless --convention says otherwise.
+
+Results go to EXP_DIR as each (setting, trial, loss) finishes: trials.parquet (trial, setting, loss, metric, value,
+trees, seconds), curves/ (validation metric per tree), config.json. Rerunning the same command resumes an interrupted
+experiment (finished units are skipped; a larger --trials extends it); a different configuration is refused unless
+--overwrite. At the end: summary.md and summary.json (mean and standard error per loss, paired t-tests across trials
+between every pair of losses, corrected), convergence.csv, sweep-<kind>.csv, and PNG plots when matplotlib is
+installed (pip install "rankcli[plot]").
+
+Sweeps (each level is a full set of trials; several sweeps can be combined):
+  --augment-negatives 0,0.2,...  grow each training list by that fraction with documents of other training queries
+                                 labelled 0;
+  --label-noise 0,0.1,...        that fraction of each training query's documents get a random grade,
+                                 p(0..4) = (.5, .2, .15, .1, .05);
+  --click-noise 0.05,0.1,...     train and validate on cascade clicks (10 random rankings per query, click
+                                 probabilities (level, .3, .5, .7, .95) for grades 0..4), test on graded labels.
+
+--jobs N trains in N processes; results are identical for any N (every random step is seeded from --seed, the trial
+and the setting, and each model uses --threads threads, default 1).
+
+Example:
+  rankcli experiment data.parquet -o exp --trials 30 --losses lambdamart,xendcg,listnet --jobs 2
+"""
 
 from __future__ import annotations
 
-from rankcli.errors import UsageError
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
 
 NAME = "experiment"
 SHORT_HELP = "Run the paper's protocol: repeated splits, losses side by side, robustness sweeps."
 
 
-def command() -> None:
-    raise UsageError("rankcli experiment is not implemented yet")
+def _parse_params(items: list[str]) -> dict:
+    from rankcli.errors import UsageError
+
+    out: dict = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--param: expected KEY=VALUE, got {item!r}")
+        value = value.strip()
+        parsed: object = value
+        for cast in (int, float):
+            try:
+                parsed = cast(value)
+                break
+            except ValueError:
+                continue
+        if value.lower() in ("true", "false"):
+            parsed = value.lower() == "true"
+        out[key.strip()] = parsed
+    return out
+
+
+def command(
+    data: Annotated[Path, typer.Argument(help="A Parquet dataset, or a directory with train/vali/test Parquet files.",
+                                         show_default=False)],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The experiment directory (EXP_DIR).",
+                                         show_default=False)],
+    losses: Annotated[str, typer.Option("--losses", help="Comma-separated losses (any loss `train` knows).")]
+    = "lambdamart,xendcg,listnet",
+    trials: Annotated[int, typer.Option("--trials", help="Random splits (trials) per setting.")] = 100,
+    split: Annotated[str, typer.Option("--split", help="Query fractions train,validation,test.")] = "0.6,0.2,0.2",
+    use_given_splits: Annotated[bool, typer.Option("--use-given-splits",
+                                                   help="DATA is a directory: use its train/vali/test files as they "
+                                                        "are in every trial.")] = False,
+    metric: Annotated[str, typer.Option("--metric", help="Test metrics, e.g. ndcg@5,ndcg@10.")] = "ndcg@5,ndcg@10",
+    select_by: Annotated[str, typer.Option("--select-by", help="Validation metric for early stopping and the "
+                                                               "convergence curves.")] = "ndcg@5",
+    early_stopping: Annotated[int, typer.Option("--early-stopping", help="Stop after this many rounds without "
+                                                                         "improvement (0: off).")] = 50,
+    trees: Annotated[int, typer.Option("--trees", help="At most this many trees.")] = 500,
+    learning_rate: Annotated[Optional[float], typer.Option("--learning-rate", help="LightGBM learning rate "
+                                                                                   "(default: train's).")] = None,
+    num_leaves: Annotated[Optional[int], typer.Option("--num-leaves", help="Leaves per tree (default: train's).")]
+    = None,
+    min_data_in_leaf: Annotated[Optional[int], typer.Option("--min-data-in-leaf",
+                                                            help="Minimum documents per leaf (default: train's).")]
+    = None,
+    param: Annotated[Optional[list[str]], typer.Option("--param", help="Any other LightGBM parameter, KEY=VALUE "
+                                                                       "(repeatable).")] = None,
+    preset: Annotated[Optional[str], typer.Option("--preset", help="Hyperparameter preset of `train` "
+                                                                   "(paper-web30k, paper-yahoo).")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of every random step (splits, perturbations, LightGBM).")]
+    = 0,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes (results do not depend on it).")] = 1,
+    threads: Annotated[int, typer.Option("--threads", help="LightGBM threads per model (part of the "
+                                                            "configuration: results may depend on it).")] = 1,
+    augment_negatives: Annotated[Optional[str], typer.Option("--augment-negatives",
+                                                             help="Sweep levels: fractions of extra random "
+                                                                  "negatives per training list.")] = None,
+    label_noise: Annotated[Optional[str], typer.Option("--label-noise", help="Sweep levels: fraction of each "
+                                                                             "training list with random grades.")]
+    = None,
+    click_noise: Annotated[Optional[str], typer.Option("--click-noise", help="Sweep levels: click probability of "
+                                                                             "grade 0 (train on cascade clicks).")]
+    = None,
+    convention: Annotated[str, typer.Option("--convention", help="Metric convention preset for validation and "
+                                                                 "test: paper | lightgbm | sklearn.")] = "paper",
+    correction: Annotated[str, typer.Option("--correction", help="Multiple-testing correction within a setting: "
+                                                                 "holm | bonferroni | bh | none.")] = "holm",
+    plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Write PNG plots (needs matplotlib).")] = True,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an experiment with a different "
+                                                                "configuration in EXP_DIR.")] = False,
+) -> None:
+    import time
+
+    from rankcli.cli._common import log, print_json, progress_bar
+    from rankcli.core.perturb import parse_split
+    from rankcli.errors import UsageError
+    from rankcli.experiment import ExperimentConfig, iter_levels, json_shape, run_experiment
+
+    loss_list = [x.strip() for x in losses.split(",") if x.strip()]
+    if convention not in ("paper", "lightgbm", "sklearn"):
+        raise UsageError(f"--convention: expected paper, lightgbm or sklearn, got {convention!r}")
+    if correction not in ("holm", "bonferroni", "bh", "none"):
+        raise UsageError(f"--correction: expected holm, bonferroni, bh or none, got {correction!r}")
+    config = ExperimentConfig(
+        losses=loss_list, trials=trials, split=parse_split(split), use_given_splits=use_given_splits,
+        metrics=[metric], select_by=select_by, early_stopping=early_stopping, trees=trees,
+        learning_rate=learning_rate, num_leaves=num_leaves, min_data_in_leaf=min_data_in_leaf,
+        params=_parse_params(param or []), preset=preset, seed=seed, convention=convention,
+        augment_negatives=iter_levels(augment_negatives, "--augment-negatives") if augment_negatives else [],
+        label_noise=iter_levels(label_noise, "--label-noise") if label_noise else [],
+        click_noise=iter_levels(click_noise, "--click-noise") if click_noise else [],
+        threads=threads, correction=correction,
+    )
+    _check_losses(loss_list)
+
+    started = time.perf_counter()
+    with progress_bar(None, "experiment") as bar:
+        def on_plan(total: int, done: int) -> None:
+            bar.update(total=total, completed=done)
+            per = f"{len(loss_list)} loss{'es' if len(loss_list) > 1 else ''} x {trials} trials"
+            log(f"experiment: {total} units ({per} x {total // max(1, len(loss_list) * trials)} settings)"
+                + (f", {done} already done (resuming)" if done else "") + f", {jobs} job{'s' if jobs > 1 else ''}")
+
+        result = run_experiment(data, output, config, jobs=jobs, overwrite=overwrite, on_plan=on_plan,
+                                on_unit=lambda u: bar.advance(1))
+    elapsed = time.perf_counter() - started
+
+    plot_files, plot_note = _plots(result, plots)
+    if json_out:
+        print_json(json_shape(result.summary))
+        _render_text(result, to_stderr=True)
+    else:
+        _render_text(result, to_stderr=False)
+    log(f"experiment: {result.ran_units} units trained, {result.resumed_units} resumed, {elapsed:.1f} s; "
+        f"results in {output}/ (trials.parquet, summary.md, convergence.csv"
+        + "".join(f", {p.name}" for p in plot_files) + ")")
+    if plot_note:
+        log(plot_note)
+
+
+def _check_losses(losses: list[str]) -> None:
+    from rankcli.train import check_loss
+
+    for loss in losses:
+        check_loss(loss)
+
+
+def _plots(result, wanted: bool):
+    from rankcli.experiment import primary_metric, sweep_rows
+    from rankcli.plot import INSTALL_HINT, have_matplotlib, plot_convergence, plot_sweep
+
+    if not wanted:
+        return [], ""
+    if not have_matplotlib():
+        return [], (f"experiment: no plots (matplotlib is not installed); the data are in convergence.csv and "
+                    f"sweep-*.csv. For PNG plots: {INSTALL_HINT}, then rerun the same command (it resumes and only "
+                    "redraws).")
+    files = []
+    cfg = result.config
+    base = result.convergence.get("baseline", {})
+    if any(c["mean"] for c in base.values()):
+        files.append(plot_convergence(base, result.exp_dir / "convergence.png", cfg.select_by,
+                                      f"convergence (baseline, {cfg.trials} trials)"))
+    for kind, rows in sweep_rows(result.summary, cfg, result.sweeps).items():
+        files.append(plot_sweep(rows, cfg.losses, result.exp_dir / f"sweep-{kind}.png", kind, primary_metric(cfg)))
+    return files, ""
+
+
+def _fmt(x, digits: int = 4) -> str:
+    import math
+
+    return "n/a" if x is None or not math.isfinite(x) else f"{x:.{digits}f}"
+
+
+def _render_text(result, to_stderr: bool) -> None:
+    """The summary tables (stdout, unless --json) and a sparkline of every curve."""
+    from rich.table import Table
+
+    from rankcli.cli._common import stderr_console, stdout_console
+    from rankcli.experiment import format_level, primary_metric, sweep_rows
+    from rankcli.plot import sparkline
+
+    console = stderr_console() if to_stderr else stdout_console()
+    cfg = result.config
+    if not to_stderr:
+        for s in result.summary["settings"]:
+            t = Table(title=f"{s['setting']}: test metrics, mean ± stderr over {cfg.trials} trials "
+                            f"({cfg.convention} convention)", title_justify="left")
+            t.add_column("loss")
+            for m in cfg.metrics:
+                t.add_column(m, justify="right")
+            for loss in cfg.losses:
+                t.add_row(loss, *[f"{_fmt(v['mean'])} ± {_fmt(v['stderr'])}"
+                                  for v in (s["losses"][loss][m] for m in cfg.metrics)])
+            console.print(t)
+            if s["tests"]:
+                tt = Table(title=f"paired t-tests across trials ({cfg.correction})", title_justify="left")
+                for col in ("a", "b", "metric", "mean a-b", "p", "p adjusted"):
+                    tt.add_column(col, justify="right" if col not in ("a", "b", "metric") else "left")
+                for x in s["tests"]:
+                    tt.add_row(x["a"], x["b"], x["metric"], _fmt(x["mean_diff"]), _fmt(x["p_value"], 3),
+                               _fmt(x["p_adjusted"], 3))
+                console.print(tt)
+    # Convergence: one sparkline per loss on a common scale.
+    base = result.convergence.get("baseline", {})
+    curves = {loss: c["mean"] for loss, c in base.items() if c["mean"]}
+    if curves:
+        vals = [v for c in curves.values() for v in c if v == v]
+        lo, hi = (min(vals), max(vals)) if vals else (0.0, 1.0)
+        console.print(f"convergence (baseline): mean validation {cfg.select_by} per tree, scale {_fmt(lo)}..{_fmt(hi)}")
+        width = max(len(x) for x in curves)
+        for loss, c in curves.items():
+            best = max((v for v in c if v == v), default=float("nan"))
+            console.print(f"  {loss:<{width}} {sparkline(c, lo, hi)}  {len(c)} trees, last {_fmt(c[-1])}, "
+                          f"best {_fmt(best)}", markup=False)
+    metric = primary_metric(cfg)
+    for kind, rows in sweep_rows(result.summary, cfg, result.sweeps).items():
+        if not to_stderr:
+            first = cfg.losses[0]
+            t = Table(title=f"{kind} sweep: mean test {metric}", title_justify="left")
+            t.add_column(kind, justify="right")
+            for loss in cfg.losses:
+                t.add_column(loss, justify="right")
+            for loss in cfg.losses[1:]:
+                t.add_column(f"{loss} - {first}", justify="right")
+            for r in rows:
+                t.add_row(format_level(r["level"]), *[_fmt(r[x]) for x in cfg.losses],
+                          *[_fmt(r[f"{x} - {first}"]) for x in cfg.losses[1:]])
+            console.print(t)
+        vals = [r[x] for r in rows for x in cfg.losses if r[x] == r[x] and r[x] is not None]
+        lo, hi = (min(vals), max(vals)) if vals else (0.0, 1.0)
+        console.print(f"{kind}: test {metric} per level ({', '.join(format_level(r['level']) for r in rows)}), "
+                      f"scale {_fmt(lo)}..{_fmt(hi)}")
+        width = max(len(x) for x in cfg.losses)
+        for loss in cfg.losses:
+            series = [r[loss] for r in rows]
+            console.print(f"  {loss:<{width}} {sparkline(series, lo, hi)}  {' '.join(_fmt(v) for v in series)}",
+                          markup=False)
