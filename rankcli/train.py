@@ -247,10 +247,7 @@ class LibraryObjective:
 # ---------------------------------------------------------------------------------------------- validation metric
 def _metric_function(select_by: str, convention: str) -> tuple[str, Callable[[np.ndarray, np.ndarray, np.ndarray], float]]:
     """The canonical metric name and ``f(labels, scores, offsets) -> mean`` from the metrics core."""
-    try:
-        from rankcli.core import metrics
-    except ImportError:  # TEMPORARY until the metrics core lands (issue 3)
-        return _private_ndcg(select_by)
+    from rankcli.core import metrics
 
     spec = metrics.parse_metric(select_by)
     conv = metrics.Convention.preset(convention)
@@ -259,22 +256,6 @@ def _metric_function(select_by: str, convention: str) -> tuple[str, Callable[[np
         return float(metrics.evaluate([spec], labels, scores, offsets, conv).means[str(spec)])
 
     return str(spec), f
-
-
-def _private_ndcg(select_by: str):  # TEMPORARY: paper convention NDCG@k (skip queries without relevant docs)
-    from rankcli.core.groups import broadcast, rank_within, segment_sum
-
-    k = int(select_by.split("@")[1]) if "@" in select_by else 10**9
-
-    def f(labels, scores, offsets):
-        gain = np.exp2(labels) - 1
-        disc = lambda r: np.where(r <= k, 1.0 / np.log2(1.0 + r), 0.0)  # noqa: E731
-        dcg = segment_sum(gain * disc(rank_within(scores, offsets)), offsets)
-        ideal = segment_sum(gain * disc(rank_within(labels, offsets)), offsets)
-        ok = ideal > 0
-        return float(np.mean(dcg[ok] / ideal[ok])) if ok.any() else math.nan
-
-    return select_by, f
 
 
 class _Selection:
@@ -333,16 +314,15 @@ def train_model(train: Dataset, valid: Dataset | None, config: TrainConfig,
         if diff:
             raise SchemaError(f"validation feature columns differ from the training data's: {diff}")
         _check_labels(valid, "validation data")
+    metric_name, metric_fn = _metric_function(config.select_by, config.convention)  # validates both names early
     labels, label_values = _training_labels(train, config)
     max_grade = int(labels.max()) if config.loss == "lambdamart" else None
     params = resolve_params(config, max_grade)
 
-    metric_name, metric_fn = (None, None)
     callbacks = []
     selection = None
     feval = None
     if valid is not None:
-        metric_name, metric_fn = _metric_function(config.select_by, config.convention)
         v_labels = np.asarray(valid.labels, dtype=np.float64)
         v_offsets = valid.offsets
 
@@ -384,7 +364,8 @@ def train_model(train: Dataset, valid: Dataset | None, config: TrainConfig,
         params["objective"] = f"rankcli:{config.loss}"
     return TrainResult(booster=booster, best_iteration=best_iteration,
                        curve=list(selection.curve) if selection else [], seconds=seconds, params=params,
-                       trees_trained=trees_trained, metric=metric_name, label_values=label_values)
+                       trees_trained=trees_trained, metric=metric_name if valid is not None else None,
+                       label_values=label_values)
 
 
 # ----------------------------------------------------------------------------------------------------- artifact

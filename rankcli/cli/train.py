@@ -1,12 +1,132 @@
-"""Train a LightGBM ranker with a chosen loss."""
+"""Train a LightGBM ranker with a chosen loss.
+
+Reads a Parquet dataset (see `rankcli convert`) and writes a model directory: LightGBM's text model `model.txt` and
+`rankcli.json` (loss and options, every LightGBM parameter, seed, feature names, SHA-256 of the training and
+validation files, best iteration, the validation curve, versions, seconds).
+
+Losses: `lambdamart` (LightGBM lambdarank), `xendcg` (rankcli's XE-NDCG with the paper's Newton step; takes
+real-valued labels), `xendcg-native` (LightGBM rank_xendcg), `listnet`, `ranknet` (all pairs with different labels),
+`pointwise` (regression). `lambdamart` and `xendcg-native` need integer grades: pass `--label-grades` to map the
+distinct label values to 0..n-1 in order.
+
+With `--valid`, the metric `--select-by` (default ndcg@5, paper convention: queries without a relevant document are
+skipped) is computed after every tree; training stops after `--early-stopping` trees without improvement (0: off)
+and the model keeps the trees up to the best one. Without `--valid` all `--trees` trees are trained.
+
+Example: rankcli train train.parquet --valid vali.parquet -o model --loss xendcg --trees 500
+"""
 
 from __future__ import annotations
 
-from rankcli.errors import UsageError
+from pathlib import Path
+from typing import Annotated, List, Optional
+
+import typer
 
 NAME = "train"
 SHORT_HELP = "Train a LightGBM ranker with a chosen loss."
 
 
-def command() -> None:
-    raise UsageError("rankcli train is not implemented yet")
+def parse_param(text: str) -> tuple[str, object]:
+    """``key=value`` -> (key, value) with value as int, float, bool or string."""
+    from rankcli.errors import UsageError
+
+    key, sep, value = text.partition("=")
+    key, value = key.strip(), value.strip()
+    if not sep or not key:
+        raise UsageError(f"--param expects key=value, got {text!r}")
+    low = value.lower()
+    if low in ("true", "false"):
+        return key, low == "true"
+    for cast in (int, float):
+        try:
+            return key, cast(value)
+        except ValueError:
+            pass
+    return key, value
+
+
+def command(
+    train: Annotated[Path, typer.Argument(help="Training data (Parquet).", show_default=False)],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Model directory to write.", show_default=False)],
+    loss: Annotated[str, typer.Option(help="lambdamart | xendcg | xendcg-native | listnet | ranknet | pointwise.")]
+    = "xendcg",
+    gamma: Annotated[str, typer.Option(help="XE-NDCG gamma: uniform (redrawn per document and tree) | mean | "
+                                            "fixed:<g> with g in [0, 1].")] = "uniform",
+    trees: Annotated[Optional[int], typer.Option(help="Maximum number of trees.  [default: 500]",
+                                                 show_default=False)] = None,
+    early_stopping: Annotated[Optional[int], typer.Option(
+        "--early-stopping", help="Stop after this many trees without improvement on --valid (0: off).  "
+                                 "[default: 50 with --valid]", show_default=False)] = None,
+    select_by: Annotated[str, typer.Option("--select-by", help="Validation metric for early stopping and model "
+                                                                "selection.")] = "ndcg@5",
+    convention: Annotated[str, typer.Option(help="Metric convention of --select-by: paper | lightgbm | sklearn.")]
+    = "paper",
+    valid: Annotated[Optional[Path], typer.Option(help="Validation data (Parquet).", show_default=False)] = None,
+    learning_rate: Annotated[Optional[float], typer.Option("--learning-rate", help="[default: 0.05, or the preset's]",
+                                                           show_default=False)] = None,
+    num_leaves: Annotated[Optional[int], typer.Option("--num-leaves", help="[default: 31, or the preset's]",
+                                                      show_default=False)] = None,
+    min_data_in_leaf: Annotated[Optional[int], typer.Option("--min-data-in-leaf", help="[default: 20, or the "
+                                                            "preset's]", show_default=False)] = None,
+    param: Annotated[Optional[List[str]], typer.Option("--param", help="Any other LightGBM parameter, key=value "
+                                                       "(repeatable); overrides everything else.",
+                                                       show_default=False)] = None,
+    threads: Annotated[Optional[int], typer.Option(help="LightGBM threads (default: all cores).",
+                                                   show_default=False)] = None,
+    seed: Annotated[int, typer.Option(help="Seed of every random step (same seed, same model bytes).")] = 0,
+    preset: Annotated[Optional[str], typer.Option(help="paper-web30k | paper-yahoo: the paper's LightGBM "
+                                                       "hyperparameters.", show_default=False)] = None,
+    label_grades: Annotated[bool, typer.Option("--label-grades", help="Map the distinct label values to grades "
+                                                                      "0..n-1 in increasing order.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the model summary as JSON on stdout.")] = False,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing model directory.")] = False,
+) -> None:
+    from rankcli.cli._common import log, print_json, progress_bar
+    from rankcli.errors import UsageError
+    from rankcli.formats.atomic import check_target
+    from rankcli.formats.parquet import read_dataset
+    from rankcli.train import TrainConfig, check_loss, check_preset, save_model, train_model
+
+    check_loss(loss)
+    check_preset(preset)
+    if trees is not None and trees < 1:
+        raise UsageError(f"--trees must be at least 1, got {trees}")
+    if early_stopping is not None and early_stopping < 0:
+        raise UsageError(f"--early-stopping must be 0 (off) or a positive number of trees, got {early_stopping}")
+    if early_stopping and valid is None:
+        raise UsageError(f"--early-stopping {early_stopping} needs a validation set: pass --valid VALID.parquet "
+                         "(or --early-stopping 0)")
+    params = dict(parse_param(p) for p in (param or []))
+    if threads is not None and threads < 1:
+        raise UsageError(f"--threads must be at least 1, got {threads}")
+    config = TrainConfig(loss=loss, gamma=gamma, trees=trees if trees is not None else 500,
+                         early_stopping=early_stopping if early_stopping is not None else 50, select_by=select_by,
+                         convention=convention, learning_rate=learning_rate, num_leaves=num_leaves,
+                         min_data_in_leaf=min_data_in_leaf, params=params, threads=threads, seed=seed,
+                         label_grades=label_grades, preset=preset)
+    check_target(output, overwrite)  # fail before a long training, not after
+
+    train_ds = read_dataset(train)
+    valid_ds = read_dataset(valid) if valid is not None else None
+    log(f"training {loss} on {train}: {train_ds.n_rows} rows, {train_ds.n_queries} queries, "
+        f"{train_ds.n_features} features" + (f"; validating on {valid} ({valid_ds.n_queries} queries)"
+                                             if valid_ds is not None else ""))
+    with progress_bar(config.trees, f"train {loss}", extra="{task.fields[metric]}") as bar:
+        def on_iteration(iteration: int, value: float | None, best: float | None) -> None:
+            text = "" if value is None else f"{select_by} {value:.4f}" + ("" if best is None else f" best {best:.4f}")
+            bar.advance(1, metric=text)
+
+        result = train_model(train_ds, valid_ds, config, on_iteration=on_iteration)
+    info = save_model(result, config, output, train_path=train, valid_path=valid, feature_names=train_ds.feature_names,
+                      overwrite=overwrite)
+    if json_out:
+        print_json({"model_dir": str(output), **info})
+        return
+    line = f"{output}: {loss}, {info['best_iteration']} trees"
+    if valid_ds is not None:
+        best = info["best_valid_metric"]
+        line += (f" (of {info['trees_trained']} trained), validation {info['select_by']} "
+                 f"{'n/a' if best is None else f'{best:.4f}'}")
+    line += f", {info['seconds']:.1f} s"
+    typer.echo(line)
