@@ -299,62 +299,64 @@ def _check_inputs(labels, scores, offsets):
 class _Judgments:
     """Per-query facts that do not depend on the ranking: R, the ideal DCG@k, whether anything is relevant."""
 
-    MAX_COUNTED_GRADE = 64
+    #: Labels that are integers in 0..MAX_COUNTED_GRADE get the ideal DCG from per-grade counts; others a sort.
+    MAX_COUNTED_GRADE = 31
 
     def __init__(self, labels, offsets, unranked_labels, unranked_offsets, convention: Convention):
         self.convention = convention
-        nq = offsets.shape[0] - 1
-        self.nq = nq
-        qidx = query_index(offsets)
-        if unranked_labels is not None:
-            unranked_labels = np.asarray(unranked_labels, dtype=np.float64)
-            unranked_offsets = np.asarray(unranked_offsets, dtype=np.int64)
-            if unranked_offsets.shape[0] != nq + 1 or unranked_offsets[-1] != unranked_labels.shape[0]:
-                raise InputError("unranked_offsets must have one entry per query plus one")
-            if np.isnan(unranked_labels).any():
-                raise InputError("unranked label is NaN")
-            all_labels = np.concatenate([labels, unranked_labels])
-            all_qidx = np.concatenate([qidx, query_index(unranked_offsets)])
-        else:
-            all_labels, all_qidx = labels, qidx
-        self.all_labels, self.all_qidx = all_labels, all_qidx
+        self.nq = nq = offsets.shape[0] - 1
+        self.labels, self.offsets = labels, offsets
         thr = convention.relevance_threshold
-        self.n_relevant = np.bincount(all_qidx, weights=(all_labels >= thr), minlength=nq)
-        self.max_label = self._segment_max(all_labels, all_qidx, nq)
+        starts = offsets[:-1]
+        if nq:
+            self.n_relevant = np.add.reduceat((labels >= thr).view(np.int8), starts, dtype=np.int64)
+            self.max_label = np.maximum.reduceat(labels, starts)
+        else:
+            self.n_relevant, self.max_label = np.zeros(0, dtype=np.int64), np.zeros(0)
+        self.sizes = np.diff(offsets)
+        self.unranked = None
+        if unranked_labels is not None:
+            ul = np.asarray(unranked_labels, dtype=np.float64)
+            uo = np.asarray(unranked_offsets, dtype=np.int64)
+            if uo.shape[0] != nq + 1 or uo[0] != 0 or uo[-1] != ul.shape[0] or np.any(np.diff(uo) < 0):
+                raise InputError("unranked_offsets must run from 0 to len(unranked_labels), one entry per query + 1")
+            if np.isnan(ul).any():
+                raise InputError("unranked label is NaN")
+            if ul.shape[0]:
+                uq = query_index(uo)
+                self.unranked = (ul, uo, uq)
+                self.n_relevant = self.n_relevant + np.bincount(uq, weights=(ul >= thr), minlength=nq).astype(np.int64)
+                umax = np.full(nq, -np.inf)
+                np.maximum.at(umax, uq, ul)
+                self.max_label = np.maximum(self.max_label, umax)
+                self.sizes = self.sizes + np.diff(uo)
         self.has_graded = self.max_label > 0
         self.has_binary = self.n_relevant > 0
-        self.max_len = int(np.max(np.bincount(all_qidx, minlength=nq))) if nq else 0
-        self._counts = None
+        self.max_len = int(self.sizes.max()) if nq else 0
+        self._ge = None
         self._sorted_gains = None
         self._idcg: dict[int | None, np.ndarray] = {}
 
-    @staticmethod
-    def _segment_max(values, qidx, nq):
-        # qidx is sorted within each of the (at most two) concatenated parts; a reduceat per part, then combine.
-        out = np.full(nq, -np.inf)
-        n = values.shape[0]
-        breaks = np.flatnonzero(np.diff(qidx) != 0) + 1
-        starts = np.concatenate(([0], breaks))
-        maxima = np.maximum.reduceat(values, starts) if n else np.zeros(0)
-        np.maximum.at(out, qidx[starts], maxima)
-        return out
-
-    def _grade_counts(self):
-        """``counts[q, g]``: documents of grade ``g`` in query ``q`` (labels clipped at 0), when labels are small
-        integers; None otherwise."""
-        if self._counts is None:
-            g = np.maximum(self.all_labels, 0.0)
-            top = float(g.max()) if g.shape[0] else 0.0
-            if top > self.MAX_COUNTED_GRADE:
-                self._counts = False
-            else:
-                gi = g.astype(np.int64)
-                if not np.array_equal(gi, g):
-                    self._counts = False
-                else:
-                    ng = int(top) + 1
-                    self._counts = np.bincount(self.all_qidx * ng + gi, minlength=self.nq * ng).reshape(self.nq, ng)
-        return None if self._counts is False else self._counts
+    def _grades_at_least(self):
+        """``ge[g][q]``: documents of query ``q`` with label >= g, for g = 0..top+1, when every label (clipped at 0)
+        is an integer up to MAX_COUNTED_GRADE; None otherwise."""
+        if self._ge is None:
+            self._ge = False
+            parts = [(self.labels, self.offsets)] + ([self.unranked[:2]] if self.unranked is not None else [])
+            top = max((float(lab.max()) for lab, _ in parts if lab.shape[0]), default=0.0)
+            integral = all(np.array_equal(lab, np.floor(lab)) for lab, _ in parts)
+            if integral and top <= self.MAX_COUNTED_GRADE:
+                ng = max(int(top), 0) + 1
+                ge = [self.sizes.astype(np.int64)]  # label >= 0 after clipping: every document
+                for g in range(1, ng):
+                    c = np.add.reduceat((self.labels >= g).view(np.int8), self.offsets[:-1], dtype=np.int64)
+                    if self.unranked is not None:
+                        ul, _, uq = self.unranked
+                        c = c + np.bincount(uq, weights=(ul >= g), minlength=self.nq).astype(np.int64)
+                    ge.append(c)
+                ge.append(np.zeros(self.nq, dtype=np.int64))
+                self._ge = ge
+        return None if self._ge is False else self._ge
 
     def idcg(self, k: int | None) -> np.ndarray:
         """The ideal DCG@k of every query (all judged documents, labels descending)."""
@@ -362,16 +364,15 @@ class _Judgments:
             return self._idcg[k]
         kk = self.max_len if k is None else min(k, self.max_len)
         D = _discount_prefix(max(self.max_len, 1))
-        counts = self._grade_counts()
-        if counts is not None:
-            ng = counts.shape[1]
+        ge = self._grades_at_least()
+        if ge is not None:
+            ng = len(ge) - 1
             gains = _gain(np.arange(ng, dtype=np.float64), self.convention.gain)
             out = np.zeros(self.nq)
-            above = np.zeros(self.nq, dtype=np.int64)  # documents with a higher grade: they come first
             for g in range(ng - 1, 0, -1):
-                end = above + counts[:, g]
-                out += gains[g] * (D[np.minimum(end, kk)] - D[np.minimum(above, kk)])
-                above = end
+                # Grade g occupies the ideal positions [#(label > g), #(label >= g)).
+                above, end = np.minimum(ge[g + 1], kk), np.minimum(ge[g], kk)
+                out += gains[g] * (D[end] - D[above])
         else:
             out = self._idcg_by_sort(kk, D)
         self._idcg[k] = out
@@ -379,17 +380,18 @@ class _Judgments:
 
     def _idcg_by_sort(self, kk, D):
         if self._sorted_gains is None:
-            order = np.argsort(self.all_qidx, kind="stable")
-            qidx = self.all_qidx[order]
-            gains = _gain(self.all_labels[order], self.convention.gain)
-            offs = np.searchsorted(qidx, np.arange(self.nq + 1))
-            cols = np.arange(self.max_len)
+            if self.unranked is not None:
+                ul, uo, uq = self.unranked
+                qidx = np.concatenate([query_index(self.offsets), uq])
+                order = np.argsort(qidx, kind="stable")
+                all_labels = np.concatenate([self.labels, ul])[order]
+            else:
+                all_labels = self.labels
             mat = np.zeros((self.nq, self.max_len))
-            valid = cols[None, :] < np.diff(offs)[:, None]
-            mat[valid] = gains
+            valid = np.arange(self.max_len)[None, :] < self.sizes[:, None]
+            mat[valid] = _gain(all_labels, self.convention.gain)
             self._sorted_gains = -np.sort(-mat, axis=1)
-        disc = np.diff(D)[:kk]
-        return self._sorted_gains[:, :kk] @ disc
+        return self._sorted_gains[:, :kk] @ np.diff(D)[:kk]
 
 
 def _topk_input_order(scores_mat: np.ndarray, kk: int) -> np.ndarray:
@@ -402,16 +404,26 @@ def _topk_input_order(scores_mat: np.ndarray, kk: int) -> np.ndarray:
     if kk >= w or kk * 4 >= w:
         # Cheap enough to sort everything; a stable argsort of the negation gives exactly the order wanted.
         return np.argsort(-scores_mat, axis=1, kind="stable")[:, :kk]
-    t = -np.partition(-scores_mat, kk - 1, axis=1)[:, kk - 1]  # the kk-th largest score of each row
-    t = t[:, None]
-    greater = scores_mat > t
-    equal = scores_mat == t
-    need = kk - greater.sum(axis=1)
-    # Of the cells equal to the threshold, only the first `need` (lowest columns) make the cut.
-    chosen = greater | (equal & (np.cumsum(equal, axis=1) <= need[:, None]))
-    cols = np.nonzero(chosen)[1].reshape(q, kk)  # ascending column order within each row
-    sel = np.take_along_axis(scores_mat, cols, axis=1)
-    return np.take_along_axis(cols, np.argsort(-sel, axis=1, kind="stable"), axis=1)
+    neg = -scores_mat
+    cols = np.argpartition(neg, kk - 1, axis=1)[:, :kk]  # a top-kk set; arbitrary among ties at the cut
+    cols.sort(axis=1)
+    sel = np.take_along_axis(neg, cols, axis=1)
+    t = sel.max(axis=1, keepdims=True)  # the kk-th largest score (negated)
+    # The set is the exact one unless some row has a cell equal to the cut score left outside it: repair those rows
+    # by taking, among the cells equal to the cut score, the lowest columns.
+    ties_total = (neg == t).sum(axis=1)
+    ties_taken = (sel == t).sum(axis=1)
+    bad = np.flatnonzero(ties_total != ties_taken)
+    if bad.shape[0]:
+        nb, tb = neg[bad], t[bad]
+        better = nb < tb
+        equal = nb == tb
+        need = kk - better.sum(axis=1)
+        chosen = better | (equal & (np.cumsum(equal, axis=1) <= need[:, None]))
+        cols[bad] = np.nonzero(chosen)[1].reshape(bad.shape[0], kk)
+        sel[bad] = np.take_along_axis(nb, cols[bad], axis=1)
+    # Columns ascend within each row, so a stable sort by score puts equal scores in input order.
+    return np.take_along_axis(cols, np.argsort(sel, axis=1, kind="stable"), axis=1)
 
 
 def per_query(specs: Sequence[MetricSpec | str], labels, scores, offsets, convention: Convention = Convention(), *,
@@ -437,10 +449,12 @@ def per_query(specs: Sequence[MetricSpec | str], labels, scores, offsets, conven
     judg = _Judgments(labels, offsets, unranked_labels, unranked_offsets, convention)
     if any(s.name == "err" for s in specs):
         gmax = convention.err_max_grade
-        top = float(judg.all_labels.max()) if judg.all_labels.shape[0] else 0.0
+        top = float(max(judg.max_label.max(), 0.0)) if judg.nq else 0.0
         if top > gmax:
-            row = int(np.argmax(judg.all_labels))
-            raise InputError(f"err: label {top:g} (row {row}) exceeds the maximum grade {gmax:g}; pass --max-grade")
+            above = np.flatnonzero(labels > gmax)
+            where = f" at row {int(above[0])}" if above.shape[0] else " (an unranked judgment)"
+            raise InputError(f"err: label {top:g}{where} exceeds the maximum grade {gmax:g}; "
+                             "set the maximum grade (--max-grade) to the top of your label scale")
     out = {str(s): np.empty(nq) for s in specs}
     ks = [s.k for s in specs]
     need_full = any(k is None for k in ks)
