@@ -1,12 +1,121 @@
-"""Simulate click logs with a cascade or position-based model."""
+"""Simulate click logs with a cascade or position-based model.
+
+Reads a dataset with graded labels and writes one row per displayed document of every simulated impression: `qid`
+(a new id per impression), `source_qid`, `docid` (or `source_row` when the data has none), `position` (1-based),
+`label` (the click, 0/1), `relevance` (the original label) and all feature columns, so that `rankcli train` trains on
+the clicks directly.
+
+Cascade (default; Craswell et al. 2008, as Bruch 2021 uses it): the user scans the list from the top, clicks a
+document of grade g with probability p[g] and stops at the first click; the impression is the list up to and
+including the click. PBM: the document at position r is examined with probability (1/r)^eta and, if examined,
+clicked with probability p[g]; all clicks are kept.
+
+Impressions without any click carry no preference and are dropped unless --keep-no-click; the summary says how many.
+Click rates in the summary count every simulated impression, dropped ones included.
+
+Example: rankcli simulate-clicks train.parquet -o clicks.parquet --impressions 10 --seed 1
+"""
 
 from __future__ import annotations
 
-from rankcli.errors import UsageError
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
 
 NAME = "simulate-clicks"
 SHORT_HELP = "Simulate click logs with a cascade or position-based model."
 
 
-def command() -> None:
-    raise UsageError("rankcli simulate-clicks is not implemented yet")
+def command(
+    data: Annotated[Path, typer.Argument(help="Dataset with graded labels (Parquet).", show_default=False)],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Click log to write (Parquet).", show_default=False)],
+    model: Annotated[str, typer.Option(help="Click model: cascade | pbm.")] = "cascade",
+    click_probs: Annotated[str, typer.Option("--click-probs", help="Click probability per grade 0, 1, 2, ..., "
+                                             "comma-separated (the paper's default).")] = "0.05,0.3,0.5,0.7,0.95",
+    eta: Annotated[float, typer.Option(help="PBM: examination probability at position r is (1/r)^eta.")] = 1.0,
+    max_rank: Annotated[Optional[int], typer.Option("--max-rank", help="Display only the top N documents of each "
+                                                     "list (default: the whole list).", show_default=False)] = None,
+    impressions: Annotated[int, typer.Option(help="Impressions simulated per query.")] = 10,
+    ranker: Annotated[str, typer.Option(help="Display order: random (a fresh shuffle per impression, the paper's) | "
+                                        "label (ideal order) | input (the data's order) | a model directory "
+                                        "(its scores, ties in input order).")] = "random",
+    keep_no_click: Annotated[bool, typer.Option("--keep-no-click", help="Keep impressions without any click.")]
+    = False,
+    label_grades: Annotated[bool, typer.Option("--label-grades", help="Map the distinct label values to grades "
+                                               "0..n-1 in increasing order (needed for real-valued labels).")] = False,
+    seed: Annotated[int, typer.Option(help="Seed of the simulation (same seed, same output bytes).")] = 0,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output file.")] = False,
+) -> None:
+    import numpy as np
+
+    from rankcli.cli._common import log, print_json
+    from rankcli.core.clicks import MODELS
+    from rankcli.errors import UsageError
+    from rankcli.formats.atomic import check_target
+    from rankcli.formats.parquet import read_dataset, write_dataset
+    from rankcli.simulate import RANKERS, model_scores, parse_click_probs, simulate_clicks
+
+    if model not in MODELS:
+        raise UsageError(f"--model: expected one of {', '.join(MODELS)}, got {model!r}")
+    probs = parse_click_probs(click_probs)
+    if impressions < 1:
+        raise UsageError(f"--impressions: must be at least 1, got {impressions}")
+    if max_rank is not None and max_rank < 1:
+        raise UsageError(f"--max-rank: must be at least 1, got {max_rank}")
+    if eta < 0:
+        raise UsageError(f"--eta: must be non-negative, got {eta:g}")
+    if ranker not in RANKERS and not Path(ranker).is_dir():
+        raise UsageError(f"--ranker: expected random, label, input or a model directory, got {ranker!r}")
+    check_target(output, overwrite)
+
+    ds = read_dataset(data)
+    scores_or_name = model_scores(ds, ranker) if ranker not in RANKERS else ranker
+    rng = np.random.default_rng(seed)
+    clicks, summary = simulate_clicks(ds, model=model, click_probs=probs, eta=eta, max_rank=max_rank,
+                                      impressions=impressions, ranker=scores_or_name, keep_no_click=keep_no_click,
+                                      label_grades=label_grades, rng=rng)
+    summary.ranker = ranker
+    meta = {
+        "source": str(data),
+        "clicks": {"model": model, "ranker": ranker, "seed": seed, **summary.params},
+        "seed": seed,
+    }
+    write_dataset(output, clicks, metadata=meta, overwrite=overwrite, extra_columns=clicks.extra)
+    if json_out:
+        print_json({"output": str(output), "seed": seed, **summary.as_dict()})
+        return
+    _render(summary, output)
+    if summary.dropped and not keep_no_click:
+        log(f"dropped {summary.dropped} impression(s) without a click (--keep-no-click keeps them)")
+
+
+def _render(summary, output: Path) -> None:
+    from rich.table import Table
+
+    from rankcli.cli._common import stdout_console
+
+    con = stdout_console()
+    con.print(f"{summary.model} clicks, ranker {summary.ranker} -> {output}")
+    con.print(f"impressions {summary.impressions}  kept {summary.kept}  dropped (no click) {summary.dropped}  "
+              f"clicks {summary.clicks}  rows {summary.rows}")
+    t = Table(title="click rate per grade (all simulated impressions)")
+    for col in ("grade", "p(click)", "shown", "clicks", "click rate"):
+        t.add_column(col, justify="right")
+    probs = summary.params["click_probs"]
+    for g, (s, c, r) in enumerate(zip(summary.shown_by_grade, summary.clicks_by_grade, summary.click_rate_by_grade)):
+        label = f"{g}" if summary.grade_values is None or g >= len(summary.grade_values) else \
+            f"{g} (label {summary.grade_values[g]:g})"
+        t.add_row(label, f"{probs[g]:g}", str(s), str(c), "-" if r != r else f"{r:.4f}")
+    con.print(t)
+    t = Table(title="click rate per position")
+    for col in ("position", "shown", "clicks", "click rate"):
+        t.add_column(col, justify="right")
+    n = len(summary.shown_by_position)
+    shown = range(n) if n <= 12 else list(range(10)) + [n - 1]
+    for i in shown:
+        r = summary.click_rate_by_position[i]
+        t.add_row(str(i + 1), str(summary.shown_by_position[i]), str(summary.clicks_by_position[i]),
+                  "-" if r != r else f"{r:.4f}")
+    con.print(t)

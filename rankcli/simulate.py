@@ -1,0 +1,177 @@
+"""Click-log simulation: a dataset with graded labels in, a dataset of simulated impressions out.
+
+Orchestration around :mod:`rankcli.core.clicks`: maps labels to grades, turns a ranker into a display order, runs the
+click model and builds the output :class:`~rankcli.dataset.Dataset` (one row per displayed document, ``label`` = the
+click) plus a :class:`ClickSummary`. Never prints and never touches files (except loading a model directory).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from rankcli.core import clicks as core
+from rankcli.core.groups import rank_within, sizes
+from rankcli.core.labels import require_integer_grades, to_grades
+from rankcli.dataset import Dataset
+from rankcli.errors import UsageError
+
+#: The paper's click probabilities for grades 0..4 (Bruch 2021, Robustness 3).
+PAPER_CLICK_PROBS = (0.05, 0.3, 0.5, 0.7, 0.95)
+RANKERS = ("random", "label", "input")
+
+
+@dataclass
+class ClickSummary:
+    """What a simulation produced. Rates are over *all* simulated impressions, dropped ones included."""
+
+    model: str
+    ranker: str
+    impressions: int  # simulated
+    kept: int  # impressions in the output
+    clicks: int  # clicks in the output
+    dropped: int  # impressions without a click that were dropped
+    rows: int  # displayed documents in the output
+    params: dict = field(default_factory=dict)
+    shown_by_grade: list[int] = field(default_factory=list)
+    clicks_by_grade: list[int] = field(default_factory=list)
+    shown_by_position: list[int] = field(default_factory=list)
+    clicks_by_position: list[int] = field(default_factory=list)
+    examined_by_position: list[int] | None = None
+    grade_values: list[float] | None = None  # with label_grades: the label value of each grade
+
+    @property
+    def click_rate_by_grade(self) -> list[float]:
+        return [c / s if s else float("nan") for c, s in zip(self.clicks_by_grade, self.shown_by_grade)]
+
+    @property
+    def click_rate_by_position(self) -> list[float]:
+        return [c / s if s else float("nan") for c, s in zip(self.clicks_by_position, self.shown_by_position)]
+
+    def as_dict(self) -> dict:
+        out = {
+            "model": self.model,
+            "ranker": self.ranker,
+            "params": self.params,
+            "impressions": self.impressions,
+            "kept_impressions": self.kept,
+            "dropped_impressions": self.dropped,
+            "clicks": self.clicks,
+            "rows": self.rows,
+            "by_grade": [
+                {"grade": g, **({"label": self.grade_values[g]}
+                                if self.grade_values is not None and g < len(self.grade_values) else {}),
+                 "shown": s, "clicks": c, "click_rate": r}
+                for g, (s, c, r) in enumerate(zip(self.shown_by_grade, self.clicks_by_grade,
+                                                  self.click_rate_by_grade))
+            ],
+            "by_position": [
+                {"position": i + 1, "shown": s, "clicks": c, "click_rate": r,
+                 **({"examined": self.examined_by_position[i]} if self.examined_by_position is not None else {})}
+                for i, (s, c, r) in enumerate(zip(self.shown_by_position, self.clicks_by_position,
+                                                  self.click_rate_by_position))
+            ],
+        }
+        return out
+
+
+def parse_click_probs(text: str) -> tuple[float, ...]:
+    """``"0.05,0.3,0.5"`` -> a tuple of probabilities in [0, 1]; a clear :class:`UsageError` otherwise."""
+    parts = [p.strip() for p in str(text).split(",")]
+    out = []
+    for p in parts:
+        try:
+            v = float(p)
+        except ValueError:
+            raise UsageError(f"--click-probs: expected comma-separated probabilities like 0.05,0.3,0.5,0.7,0.95, "
+                             f"got {p!r}") from None
+        if not (0.0 <= v <= 1.0):
+            raise UsageError(f"--click-probs: probabilities must be within [0, 1], got {p}")
+        out.append(v)
+    return tuple(out)
+
+
+def display_ranks(ds: Dataset, ranker: str | np.ndarray) -> np.ndarray | None:
+    """0-based display rank of every row for a deterministic ranker; ``None`` for ``"random"``.
+
+    ``label`` shows the ideal order (highest label first), ``input`` the data's order, an array of scores (or a model
+    directory's predictions) the order by descending score. Ties keep the input order (stable).
+    """
+    if isinstance(ranker, str):
+        if ranker == "random":
+            return None
+        if ranker == "input":
+            return np.arange(ds.n_rows, dtype=np.int64) - np.repeat(ds.offsets[:-1], sizes(ds.offsets))
+        if ranker == "label":
+            scores = ds.labels
+        else:
+            raise UsageError(f"unknown ranker {ranker!r}; expected random, label, input or a model directory")
+    else:
+        scores = np.asarray(ranker, dtype=np.float64)
+        if scores.shape != (ds.n_rows,):
+            raise UsageError(f"ranker scores: expected one score per row ({ds.n_rows}), got shape {scores.shape}")
+    return rank_within(scores, ds.offsets, descending=True) - 1
+
+
+def model_scores(ds: Dataset, model_dir: Path | str) -> np.ndarray:
+    """Scores of a trained rankcli model directory on ``ds`` (rank-then-click)."""
+    from rankcli.train import load_model
+
+    return load_model(model_dir).predict(ds)
+
+
+def simulate_clicks(ds: Dataset, *, model: str = "cascade", click_probs=PAPER_CLICK_PROBS, eta: float = 1.0,
+                    max_rank: int | None = None, impressions: int = 10, ranker: str | np.ndarray = "random",
+                    keep_no_click: bool = False, label_grades: bool = False,
+                    rng: np.random.Generator) -> tuple[Dataset, ClickSummary]:
+    """Simulate ``impressions`` impressions per query and return them as a dataset plus a summary.
+
+    The returned dataset has one row per displayed document, impressions in source-query order: ``qids`` a new id per
+    impression (1, 2, ...), ``labels`` the click (0.0/1.0), the features and docids of the shown documents, and
+    ``extra`` columns ``source_qid``, ``position`` (1-based), ``relevance`` (the original label) and, when the data has
+    no docids, ``source_row`` (0-based row in ``ds``).
+
+    ``ranker``: ``"random"`` (a fresh shuffle per impression), ``"label"`` (ideal order), ``"input"`` (the data's
+    order) or one score per row (rank by descending score; ties keep input order).
+    """
+    if model not in core.MODELS:
+        raise UsageError(f"unknown click model {model!r}; expected one of {', '.join(core.MODELS)}")
+    if label_grades:
+        grades, values = to_grades(ds.labels)
+    else:
+        grades = require_integer_grades(ds.labels, "click simulation (one click probability per grade)")
+        values = None
+    ranks = display_ranks(ds, ranker)
+    log = core.simulate(model, grades, ds.offsets, click_probs, impressions, rng, eta=eta, display_rank=ranks,
+                        max_rank=max_rank, keep_no_click=keep_no_click)
+    rows = log.rows
+    n_imp = log.n_kept
+    out = ds.take_rows(rows, log.offsets)
+    out.qids = np.repeat(np.arange(1, n_imp + 1, dtype=np.int64), np.diff(log.offsets))
+    out.labels = log.clicks.astype(np.float64)
+    extra = {
+        "source_qid": ds.qids[rows],
+        "position": log.positions.astype(np.int32),
+        "relevance": ds.labels[rows],
+    }
+    if ds.docids is None:
+        extra["source_row"] = rows
+    out.extra = {**extra, **{k: v for k, v in out.extra.items() if k not in extra}}
+    ranker_name = ranker if isinstance(ranker, str) else "scores"
+    params = {"click_probs": [float(p) for p in click_probs], "impressions": int(impressions),
+              "keep_no_click": bool(keep_no_click), "label_grades": bool(label_grades)}
+    if model == "pbm":
+        params["eta"] = float(eta)
+    if max_rank is not None:
+        params["max_rank"] = int(max_rank)
+    summary = ClickSummary(
+        model=model, ranker=ranker_name, impressions=log.n_impressions, kept=n_imp, clicks=int(log.clicks.sum()),
+        dropped=log.dropped, rows=int(rows.shape[0]), params=params,
+        shown_by_grade=log.shown_by_grade.tolist(), clicks_by_grade=log.clicks_by_grade.tolist(),
+        shown_by_position=log.shown_by_position.tolist(), clicks_by_position=log.clicks_by_position.tolist(),
+        examined_by_position=None if log.examined_by_position is None else log.examined_by_position.tolist(),
+        grade_values=None if values is None else [float(v) for v in values],
+    )
+    return out, summary
