@@ -1,0 +1,116 @@
+"""TREC run and qrels files.
+
+- A run: one line per retrieved document, ``qid Q0 docid rank score tag``, whitespace-separated. The ``Q0`` and ``rank``
+  fields are read but not used: the order comes from ``score`` (descending), ties in file order.
+- Qrels: ``qid iteration docid relevance``, whitespace-separated; the iteration field is ignored.
+
+Query ids are kept as strings (TREC ids need not be numbers). Blank lines and lines starting with ``#`` are skipped.
+Errors name the file and line: ``run.txt:17: expected 6 fields "qid Q0 docid rank score tag", got "301 Q0 d1"``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rankcli.errors import InputError, InputFormatError
+
+
+@dataclass
+class TrecRunLines:
+    """A run file's lines in file order: ``qids``, ``docids`` (object arrays of str) and ``scores`` (float64)."""
+
+    qids: np.ndarray
+    docids: np.ndarray
+    scores: np.ndarray
+    tags: set
+
+
+@dataclass
+class Qrels:
+    """Judgments in file order: ``qids``, ``docids`` (object arrays of str) and ``labels`` (float64)."""
+
+    qids: np.ndarray
+    docids: np.ndarray
+    labels: np.ndarray
+
+
+def _lines(path: Path):
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such file")
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory, expected a file")
+    try:
+        with open(path, "r", encoding="utf-8", errors="strict") as fh:
+            for number, line in enumerate(fh, 1):
+                yield number, line
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def _number(text: str, what: str, path: Path, number: int) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputFormatError(f"{what} must be a number", str(path), number, text) from None
+    if math.isnan(value):
+        raise InputFormatError(f"{what} is NaN", str(path), number, text)
+    return value
+
+
+def read_trec_run(path: Path | str) -> TrecRunLines:
+    """Read a TREC run (``qid Q0 docid rank score tag``). A document listed twice for one query is an error."""
+    path = Path(path)
+    qids, docids, scores, tags = [], [], [], set()
+    seen: dict[tuple[str, str], int] = {}
+    for number, line in _lines(path):
+        parts = line.split()
+        if not parts or parts[0].startswith("#"):
+            continue
+        if len(parts) != 6:
+            raise InputFormatError('expected 6 fields "qid Q0 docid rank score tag"', str(path), number,
+                                   line.rstrip("\n"))
+        qid, _, docid, _, score, tag = parts
+        key = (qid, docid)
+        if key in seen:
+            raise InputFormatError(f"document {docid} appears twice for query {qid} (first at line {seen[key]})",
+                                   str(path), number, line.rstrip("\n"))
+        seen[key] = number
+        qids.append(qid)
+        docids.append(docid)
+        scores.append(_number(score, "score", path, number))
+        tags.add(tag)
+    if not qids:
+        raise InputError(f"{path}: the run is empty")
+    return TrecRunLines(np.array(qids, dtype=object), np.array(docids, dtype=object),
+                        np.array(scores, dtype=np.float64), tags)
+
+
+def read_qrels(path: Path | str) -> Qrels:
+    """Read TREC qrels (``qid iteration docid relevance``). A (qid, docid) pair judged twice is an error."""
+    path = Path(path)
+    qids, docids, labels = [], [], []
+    seen: dict[tuple[str, str], int] = {}
+    for number, line in _lines(path):
+        parts = line.split()
+        if not parts or parts[0].startswith("#"):
+            continue
+        if len(parts) != 4:
+            raise InputFormatError('expected 4 fields "qid iteration docid relevance"', str(path), number,
+                                   line.rstrip("\n"))
+        qid, _, docid, rel = parts
+        key = (qid, docid)
+        if key in seen:
+            raise InputFormatError(f"document {docid} is judged twice for query {qid} (first at line {seen[key]})",
+                                   str(path), number, line.rstrip("\n"))
+        seen[key] = number
+        qids.append(qid)
+        docids.append(docid)
+        labels.append(_number(rel, "relevance", path, number))
+    if not qids:
+        raise InputError(f"{path}: the qrels file is empty")
+    return Qrels(np.array(qids, dtype=object), np.array(docids, dtype=object), np.array(labels, dtype=np.float64))
