@@ -1,0 +1,161 @@
+"""rankcli.train: objectives on LightGBM, model selection, reproducibility, the model directory."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+
+from rankcli.core.labels import NonIntegerLabelsError
+from rankcli.errors import SchemaError, UsageError
+from rankcli.train import (LOSSES, LibraryObjective, TrainConfig, check_loss, load_model, resolve_params, save_model,
+                           train_model)
+from tests.letor_sample import load_letor
+
+FAST = dict(trees=8, threads=1, num_leaves=7, min_data_in_leaf=5)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return load_letor("train", 46), load_letor("vali", 46)
+
+
+@pytest.mark.parametrize("loss", list(LOSSES))
+def test_every_loss_trains_and_beats_a_constant(data, loss):
+    train, valid = data
+    result = train_model(train, valid, TrainConfig(loss=loss, early_stopping=0, **FAST))
+    assert result.best_iteration == result.trees_trained == 8
+    assert len(result.curve) == 8 and all(np.isfinite(result.curve))
+    # a constant score ranks in input order; every loss must do better on validation NDCG@5
+    from rankcli.core.metrics import Convention, evaluate
+    base = evaluate(["ndcg@5"], valid.labels, np.zeros(valid.n_rows), valid.offsets, Convention.preset("paper"))
+    assert max(result.curve) > base.means["ndcg@5"]
+    assert result.params["objective"] == (LOSSES[loss] or f"rankcli:{loss}")
+
+
+def test_same_seed_same_bytes_different_seed_different_model(data, tmp_path):
+    train, valid = data
+    texts = []
+    for i, seed in enumerate((7, 7, 8)):
+        config = TrainConfig(loss="xendcg", seed=seed, **FAST)
+        result = train_model(train, valid, config)
+        save_model(result, config, tmp_path / f"m{i}", feature_names=train.feature_names)
+        texts.append((tmp_path / f"m{i}" / "model.txt").read_bytes())
+    assert texts[0] == texts[1]
+    assert texts[0] != texts[2]
+
+
+def test_objective_survives_deepcopy_and_gamma_depends_on_seed_and_iteration(data):
+    train, _ = data
+    obj = LibraryObjective("xendcg", train.labels, train.offsets, "uniform", seed=3)
+    assert copy.deepcopy({"objective": obj})["objective"] is obj
+    g0, g1 = obj.gamma_for(0), obj.gamma_for(1)
+    assert g0.shape == (train.n_rows,) and not np.array_equal(g0, g1)
+    np.testing.assert_array_equal(g0, LibraryObjective("xendcg", train.labels, train.offsets, "uniform", 3).gamma_for(0))
+    obj(np.zeros(train.n_rows))
+    obj(np.zeros(train.n_rows))
+    assert obj.iteration == 2
+    assert LibraryObjective("xendcg", train.labels, train.offsets, "fixed:0.2").gamma_for(5) == 0.2
+
+
+def test_early_stopping_keeps_the_curve_and_the_best_trees(data, tmp_path):
+    train, valid = data
+    config = TrainConfig(loss="lambdamart", trees=200, early_stopping=3, threads=1, learning_rate=0.3)
+    result = train_model(train, valid, config)
+    curve = np.array(result.curve)
+    assert len(curve) == result.trees_trained < 200
+    assert result.best_iteration == int(np.nanargmax(curve)) + 1
+    assert result.trees_trained - result.best_iteration == 3
+    assert result.booster.num_trees() == result.best_iteration
+    info = save_model(result, config, tmp_path / "m", train_path=None, feature_names=train.feature_names)
+    model = load_model(tmp_path / "m")
+    assert model.booster.num_trees() == result.best_iteration
+    np.testing.assert_allclose(model.predict(valid), result.booster.predict(valid.features))
+    from rankcli.core.metrics import Convention, evaluate
+    got = evaluate(["ndcg@5"], valid.labels, model.predict(valid), valid.offsets, Convention.preset("paper"))
+    assert got.means["ndcg@5"] == pytest.approx(info["best_valid_metric"], abs=1e-6)
+
+
+def test_without_validation_all_trees_and_no_curve(data):
+    train, _ = data
+    result = train_model(train, None, TrainConfig(loss="listnet", **FAST))
+    assert result.curve == [] and result.best_iteration == result.trees_trained == 8
+
+
+def test_progress_callback(data):
+    train, valid = data
+    seen = []
+    train_model(train, valid, TrainConfig(loss="pointwise", **FAST), on_iteration=lambda *a: seen.append(a))
+    assert [s[0] for s in seen] == list(range(1, 9))
+    assert all(s[2] >= s[1] or np.isnan(s[1]) for s in seen)
+
+
+def test_integer_label_losses_refuse_real_labels_and_label_grades_maps_them(data):
+    train, valid = data
+    real = load_letor("train", 46)
+    real.labels = real.labels * 0.07
+    for loss in ("lambdamart", "xendcg-native"):
+        with pytest.raises(NonIntegerLabelsError, match="--label-grades") as err:
+            train_model(real, valid, TrainConfig(loss=loss, **FAST))
+        assert err.value.exit_status == 3
+        assert "0.07" in str(err.value) and "--loss xendcg" in str(err.value)
+    result = train_model(real, valid, TrainConfig(loss="lambdamart", label_grades=True, **FAST))
+    assert result.label_values == pytest.approx([0, 0.07, 0.14, 0.21, 0.28])
+    for loss in ("xendcg", "listnet", "ranknet", "pointwise"):
+        train_model(real, valid, TrainConfig(loss=loss, **FAST))
+
+
+def test_lambdamart_with_grades_beyond_lightgbm_default_label_gain(data):
+    train = load_letor("train", 46)
+    train.labels = train.labels * 10  # grades up to 40; LightGBM's default label_gain stops at 30
+    assert len(resolve_params(TrainConfig(loss="lambdamart"), max_grade=40)["label_gain"]) == 41
+    train_model(train, None, TrainConfig(loss="lambdamart", **FAST))
+
+
+def test_feature_mismatch_and_bad_options(data):
+    train, valid = data
+    narrow = load_letor("vali", 46)
+    narrow.features, narrow.feature_names = narrow.features[:, :45], narrow.feature_names[:45]
+    with pytest.raises(SchemaError, match="missing f46"):
+        train_model(train, narrow, TrainConfig(**FAST))
+    with pytest.raises(UsageError, match="did you mean 'lambdamart'"):
+        check_loss("lambdamrt")
+    with pytest.raises(UsageError):
+        train_model(train, valid, TrainConfig(select_by="ndgc@5", **FAST))
+    with pytest.raises(UsageError):
+        train_model(train, valid, TrainConfig(gamma="fixed:3", **FAST))
+    with pytest.raises(UsageError):
+        train_model(train, valid, TrainConfig(preset="paper-web", **FAST))
+
+
+def test_predict_refuses_other_features(data, tmp_path):
+    train, valid = data
+    config = TrainConfig(loss="pointwise", **FAST)
+    save_model(train_model(train, None, config), config, tmp_path / "m", feature_names=train.feature_names)
+    model = load_model(tmp_path / "m")
+    wide = load_letor("vali", 47)
+    with pytest.raises(SchemaError, match="unexpected f47"):
+        model.predict(wide, what="v.parquet")
+
+
+def test_presets_and_params(data, tmp_path):
+    train, valid = data
+    p = resolve_params(TrainConfig(loss="lambdamart", preset="paper-web30k"))
+    assert (p["learning_rate"], p["num_leaves"], p["min_data_in_leaf"], p["max_bin"]) == (0.02, 400, 50, 255)
+    assert p["min_sum_hessian_in_leaf"] == 0 and p["sigmoid"] == 1 and p["lambdarank_norm"] is False
+    p = resolve_params(TrainConfig(loss="xendcg", preset="paper-yahoo", num_leaves=9, params={"lambda_l2": 1.5}))
+    assert (p["num_leaves"], p["min_data_in_leaf"], p["lambda_l2"]) == (9, 100, 1.5) and "sigmoid" not in p
+    # min_sum_hessian_in_leaf 0 with one-document queries (zero hessian) must not give NaN scores
+    config = TrainConfig(loss="xendcg", preset="paper-yahoo", trees=5, threads=1, min_data_in_leaf=5)
+    single = train.take_queries(np.arange(10))
+    single = single.take_rows(np.concatenate([single.offsets[:5], np.arange(single.offsets[5], single.n_rows)]))
+    result = train_model(single, None, config)
+    assert np.all(np.isfinite(result.booster.predict(valid.features)))
+    info = save_model(result, config, tmp_path / "m", feature_names=train.feature_names)
+    stored = json.loads((tmp_path / "m" / "rankcli.json").read_text())
+    assert stored == json.loads(json.dumps(info))
+    for key in ("loss", "params", "seed", "features", "data_sha256", "best_iteration", "curve", "versions", "seconds"):
+        assert key in stored
+    assert stored["loss"] == {"name": "xendcg", "label_grades": False, "gamma": "uniform"}
