@@ -54,10 +54,10 @@ def plot_convergence(curves: dict[str, dict], path: Path, metric: str, title: st
     """Mean validation metric against the number of trees, one line per loss (the paper's Figure 1)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for loss, c in curves.items():
+    for i, (loss, c) in enumerate(curves.items()):
         mean = c["mean"]
         if mean:
-            ax.plot(range(1, len(mean) + 1), mean, label=loss)
+            ax.plot(range(1, len(mean) + 1), mean, label=loss, color=f"C{i}")
     ax.set_xlabel("number of trees")
     ax.set_ylabel(f"mean validation {metric}")
     ax.set_title(title)
@@ -75,18 +75,19 @@ def plot_sweep(rows: list[dict], losses: list[str], path: Path, kind: str, metri
     levels = [r["level"] for r in rows]
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(6.4, 6.4), sharex=True,
                                       gridspec_kw={"height_ratios": [2, 1]})
-    for loss in losses:
+    for i, loss in enumerate(losses):
         mean = [r[loss] for r in rows]
         err = [r.get(f"{loss} stderr") for r in rows]
         err = [e if e is not None and math.isfinite(e) else 0.0 for e in err]
-        top.errorbar(levels, mean, yerr=err, marker="o", capsize=3, label=loss)
+        top.errorbar(levels, mean, yerr=err, marker="o", capsize=3, label=loss, color=f"C{i}")
     top.set_ylabel(f"mean test {metric}")
     top.set_title(f"{kind} sweep")
     top.grid(alpha=0.3)
     top.legend()
     first = losses[0]
-    for loss in losses[1:]:
-        bottom.plot(levels, [r[f"{loss} - {first}"] for r in rows], marker="o", label=f"{loss} - {first}")
+    for i, loss in enumerate(losses[1:], start=1):
+        bottom.plot(levels, [r[f"{loss} - {first}"] for r in rows], marker="o", label=f"{loss} - {first}",
+                    color=f"C{i}")
     bottom.axhline(0.0, color="grey", linewidth=0.8)
     bottom.set_xlabel(kind)
     bottom.set_ylabel("difference")

@@ -206,7 +206,8 @@ def _render_text(result, to_stderr: bool) -> None:
     console = stderr_console() if to_stderr else stdout_console()
     cfg = result.config
     if not to_stderr:
-        for s in result.summary["settings"]:
+        # Table 1 for the baseline; sweep settings get their sweep table (every setting's full table: summary.md).
+        for s in result.summary["settings"][:1]:
             t = Table(title=f"{s['setting']}: test metrics, mean ± stderr over {cfg.trials} trials "
                             f"({cfg.convention} convention)", title_justify="left")
             t.add_column("loss")
@@ -241,7 +242,7 @@ def _render_text(result, to_stderr: bool) -> None:
         if not to_stderr:
             first = cfg.losses[0]
             t = Table(title=f"{kind} sweep: mean test {metric}", title_justify="left")
-            t.add_column(kind, justify="right")
+            t.add_column("level", justify="right")
             for loss in cfg.losses:
                 t.add_column(loss, justify="right")
             for loss in cfg.losses[1:]:
