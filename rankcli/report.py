@@ -249,3 +249,40 @@ def compare_tsv(report) -> str:
         d = c.as_dict()
         lines.append("\t".join(_tsv_cell(d[k]) for k in _TSV_COLUMNS))
     return "\n".join(lines) + "\n"
+
+
+# =====================================================================================================================
+# eval (rankcli.evaluate.EvalReport)
+
+
+def eval_dict(report) -> dict:
+    """``rankcli eval --json``: exactly ``{"convention": {...}, "queries": N, "skipped": K, "metrics": {...}}``."""
+    return report.as_dict()
+
+
+def eval_table(report):
+    """A rich table of the means, then the number of queries evaluated/skipped and the convention."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    result = report.result
+    counts_differ = len(set(result.evaluated.values())) > 1
+    table = Table(title=f"rankcli eval: {report.source}" if report.source else "rankcli eval", title_justify="left")
+    table.add_column("metric")
+    table.add_column("mean", justify="right")
+    if counts_differ:
+        table.add_column("queries", justify="right")
+    for name, mean in result.means.items():
+        cells = [name, _num(mean)]
+        if counts_differ:
+            cells.append(str(result.evaluated.get(name, 0)))
+        table.add_row(*cells)
+    conv = result.convention
+    skipped_why = {"skip": "skipped: no relevant document", "one": "", "zero": ""}[conv.no_relevant]
+    lines = [f"queries: {result.queries} evaluated, {result.skipped} skipped"
+             + (f" ({skipped_why})" if result.skipped and skipped_why else "")
+             + f"; {report.rows} rows",
+             f"convention: {conv.describe()}"]
+    lines += [f"note: {n}" for n in report.notes]
+    return Group(table, Text("\n".join(lines)))
