@@ -1,12 +1,151 @@
-"""Evaluate a run: NDCG@k and other ranking metrics."""
+"""Evaluate a run: NDCG@k, DCG@k, ERR@k, MRR, MAP@k, precision@k and recall@k, under an explicit convention.
+
+Inputs (one of):
+
+  rankcli eval RUN.parquet                 a run with columns qid, label, score (rows of a query contiguous)
+  rankcli eval --qrels QRELS --run RUN     a TREC run ("qid Q0 docid rank score tag") scored against TREC qrels
+                                           ("qid iter docid rel"), as trec_eval does: documents missing from the
+                                           qrels count as label 0, and relevant documents missing from the run
+                                           still count in the ideal DCG and in R (recall, MAP); only queries both
+                                           in the run and in the qrels are evaluated
+  rankcli eval DATA.parquet --model DIR    score a dataset with a model from `rankcli train`, then evaluate
+
+Metrics: --metric ndcg@5 --metric map; `--metric ndcg@1,3,5,10` is shorthand for four cutoffs; `k` omitted means the
+whole list. Names: ndcg, dcg, err, mrr (rr), map (ap), precision (p), recall (r).
+
+Convention (stated in every report): --convention paper (exponential gain 2^y-1, queries without a relevant document
+skipped, ties in input order; the default), lightgbm (such queries score 1), sklearn (linear gain, such queries score
+0, ties averaged over their permutations). --gain, --no-relevant, --ties, --threshold and --max-grade override single
+parts. For ndcg/dcg/err a query has no relevant document when no label is positive (ideal DCG 0); for mrr, map,
+precision and recall when no label reaches --threshold.
+
+Output: a table of means with the number of queries evaluated and skipped; --json prints {"convention": {...},
+"queries": N, "skipped": K, "metrics": {...}}; --per-query OUT.parquet writes one row per query, a column per metric.
+
+Example: rankcli eval run.parquet --metric ndcg@1,3,5,10 --metric map --json
+"""
 
 from __future__ import annotations
 
-from rankcli.errors import UsageError
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, List, Optional
+
+import typer
 
 NAME = "eval"
 SHORT_HELP = "Evaluate a run: NDCG@k and other ranking metrics."
+DEFAULT_METRICS = ["ndcg@1,3,5,10"]
 
 
-def command() -> None:
-    raise UsageError("rankcli eval is not implemented yet")
+class Preset(str, Enum):
+    paper = "paper"
+    lightgbm = "lightgbm"
+    sklearn = "sklearn"
+
+
+class Gain(str, Enum):
+    exponential = "exponential"
+    linear = "linear"
+
+
+class NoRelevant(str, Enum):
+    skip = "skip"
+    one = "one"
+    zero = "zero"
+
+
+class Ties(str, Enum):
+    input = "input"
+    average = "average"
+
+
+def command(
+    run: Annotated[Optional[Path], typer.Argument(
+        help="Parquet run (qid, label, score); with --model, the dataset to score; with --qrels, a TREC run.",
+        show_default=False)] = None,
+    metric: Annotated[Optional[List[str]], typer.Option(
+        "--metric", "-m", help="Metric to compute, repeatable; comma lists and cutoff lists like ndcg@1,3,5,10. "
+        "[default: ndcg@1,3,5,10]", show_default=False)] = None,
+    qrels: Annotated[Optional[Path], typer.Option(
+        help="TREC qrels (qid iter docid rel). Documents missing from it count as label 0; judged documents missing "
+        "from the run still count in the ideal DCG and in R, as in trec_eval.", show_default=False)] = None,
+    trec_run: Annotated[Optional[Path], typer.Option(
+        "--run", help="TREC run (qid Q0 docid rank score tag) to score against --qrels; ties keep file order.",
+        show_default=False)] = None,
+    model: Annotated[Optional[Path], typer.Option(
+        help="Model directory from `rankcli train`: score the dataset RUN with it, then evaluate.",
+        show_default=False)] = None,
+    convention: Annotated[Preset, typer.Option(
+        help="Preset: paper (exp gain, skip, input order), lightgbm (exp gain, one, input order), sklearn (linear "
+        "gain, zero, average ties).")] = Preset.paper,
+    gain: Annotated[Optional[Gain], typer.Option(help="Override the preset's gain: 2^y-1 or y.",
+                                                 show_default=False)] = None,
+    no_relevant: Annotated[Optional[NoRelevant], typer.Option(
+        help="Override: queries without a relevant document are skipped, score 1 (normalised metrics) or 0.",
+        show_default=False)] = None,
+    ties: Annotated[Optional[Ties], typer.Option(
+        help="Override: equal scores in input order, or averaged over their permutations (not for err).",
+        show_default=False)] = None,
+    threshold: Annotated[Optional[float], typer.Option(
+        help="mrr/map/precision/recall: a document is relevant when label >= this. [default: 1]",
+        show_default=False)] = None,
+    max_grade: Annotated[Optional[float], typer.Option(
+        help="err: the top of the label scale. [default: 4]", show_default=False)] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")] = False,
+    per_query: Annotated[Optional[Path], typer.Option(
+        "--per-query", help="Write one row per query (qid and a column per metric) to this Parquet file.",
+        show_default=False)] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --per-query file.")] = False,
+) -> None:
+    from rankcli.errors import UsageError
+
+    # Validate the command line and the metric names before reading anything.
+    if trec_run is not None and run is not None and qrels is not None:
+        raise UsageError("give the TREC run either as RUN or as --run, not both")
+    if qrels is not None and trec_run is None:
+        trec_run, run = run, None
+        if trec_run is None:
+            raise UsageError("--qrels needs a TREC run: rankcli eval --qrels QRELS --run RUN")
+    if trec_run is not None and qrels is None:
+        raise UsageError("--run is a TREC run and needs --qrels QRELS; a Parquet run is given as RUN")
+    if run is None and trec_run is None:
+        raise UsageError("nothing to evaluate: give a Parquet run (rankcli eval RUN.parquet), a TREC run with "
+                         "--qrels QRELS --run RUN, or a dataset with --model MODEL_DIR")
+    if model is not None and trec_run is not None:
+        raise UsageError("--model scores a Parquet dataset; it cannot be combined with --qrels/--run")
+
+    from rankcli.core.metrics import Convention, parse_metrics
+
+    specs = parse_metrics(metric or DEFAULT_METRICS)
+    conv = Convention.preset(convention.value).with_(
+        gain=gain.value if gain else None, no_relevant=no_relevant.value if no_relevant else None,
+        ties=ties.value if ties else None, relevance_threshold=threshold, max_grade=max_grade)
+    if conv.ties == "average" and any(s.name == "err" for s in specs):
+        raise UsageError("err cannot average over ties; use --ties input (or drop err)")
+    if per_query is not None:
+        from rankcli.formats.atomic import check_target
+
+        check_target(per_query, overwrite)
+
+    from rankcli import evaluate
+
+    if trec_run is not None:
+        report = evaluate.evaluate_trec(trec_run, qrels, specs, conv)
+    elif model is not None:
+        report = evaluate.evaluate_model(run, model, specs, conv)
+    else:
+        report = evaluate.evaluate_path(run, specs, conv)
+
+    if per_query is not None:
+        evaluate.write_per_query(per_query, report, overwrite=overwrite)
+
+    from rankcli import report as render
+    from rankcli.cli._common import log, print_json, stdout_console
+
+    if json_out:
+        for note in report.notes:
+            log(f"note: {note}")
+        print_json(render.eval_dict(report))
+    else:
+        stdout_console().print(render.eval_table(report))
