@@ -288,7 +288,7 @@ def noisy_dataset(ds: Dataset, fraction: float, rng: np.random.Generator) -> Dat
 
 def click_dataset(ds: Dataset, p0: float, impressions: int, rng: np.random.Generator) -> Dataset:
     """Cascade clicks on ``impressions`` random rankings per query, click probabilities (p0, .3, .5, .7, .95)."""
-    from rankcli.core.clicks import simulate_clicks
+    from rankcli.simulate import simulate_clicks
 
     clicks, _ = simulate_clicks(ds, model="cascade", click_probs=(p0,) + CLICK_PROBS[1:], impressions=impressions,
                                 ranker="random", rng=rng)
