@@ -141,6 +141,7 @@ class Report:
             "metrics": list(self.metrics),
             "test": self.test,
             "alpha": self.alpha,
+            "confidence": 1.0 - self.alpha,          # level of ci_low / ci_high (ttest and bootstrap)
             "correction": self.correction,
             "tests": sum(1 for c in self.comparisons if c.result.testable),
             "permutations": self.permutations if self.test in ("permutation", "bootstrap") else None,

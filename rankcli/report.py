@@ -144,7 +144,7 @@ def compare_table(report):
     means = Table(box=None, pad_edge=False, show_edge=False)
     means.add_column("run")
     for m in report.metrics:
-        means.add_column(m, justify="right")
+        means.add_column(m)          # left-justified: the numbers line up, the markers trail
     for n in report.run_names:
         means.add_row(_run_label(report, n),
                       *[_num(report.means[n][m]) + _plain_mark(report, marks[n][m]) for m in report.metrics])

@@ -1,12 +1,122 @@
-"""Compare runs per query with significance tests."""
+"""Compare runs per query with paired significance tests, fit for papers and for CI gates.
+
+Each RUN is a Parquet run (qid, label, score: what `rankcli predict` writes), a TREC run (qid Q0 docid rank score tag)
+together with --qrels, or a per-query metric file from `rankcli eval --per-query` (qid and one column per metric).
+Runs are named by their file name without the extension unless --name is given (once per run, in order).
+
+With --baseline RUN (a name or a path) every other run is tested against it; with exactly two runs the first is the
+baseline; otherwise every pair is tested. Each comparison tests the later run against the earlier one (or the
+baseline): difference = mean(b) - mean(a), W/T/L = queries where b is higher / equal / lower.
+
+Tests (two-sided): ttest (paired t-test, the paper's; default), permutation (paired sign-flip randomization test,
+p = (hits + 1) / (permutations + 1); every sign vector is enumerated, exactly, when 2^queries <= --permutations),
+wilcoxon (signed-rank), bootstrap (resampled queries; percentile interval of the mean difference, and the p-value that
+interval inverts). Fewer than two queries: not testable (n/a). All differences zero: p = 1.
+
+The p-values of every (comparison, metric) test form one family for --correction: holm (default when there is more
+than one test), bonferroni, bh (Benjamini-Hochberg), none. Significant means adjusted p < --alpha (default 0.01, the
+paper's). All runs must cover the same queries with the same labels (exit 3 names the first differing query) unless
+--intersect. Per metric, only queries where every run has a value are used (queries without a relevant document are
+skipped under the default convention).
+
+Output: a table of means with markers (▲/▼ against the baseline, or superscript letters of the runs a run is
+significantly better than) and one row per comparison; --json with every number; --format markdown|latex|tsv. The same
+inputs and --seed give byte-identical output. --fail-if-worse exits with status 5 when any run is significantly worse
+than the baseline on any metric.
+"""
 
 from __future__ import annotations
 
-from rankcli.errors import UsageError
+from pathlib import Path
+from typing import Annotated, List, Optional
+
+import typer
 
 NAME = "compare"
 SHORT_HELP = "Compare runs per query with significance tests."
 
+FORMATS = ("table", "markdown", "latex", "tsv")
 
-def command() -> None:
-    raise UsageError("rankcli compare is not implemented yet")
+
+def command(
+    runs: Annotated[List[Path], typer.Argument(help="Two or more runs or per-query metric files.", show_default=False)],
+    qrels: Annotated[Optional[Path], typer.Option("--qrels", help="TREC qrels for TREC runs.")] = None,
+    name: Annotated[Optional[List[str]], typer.Option("--name", help="Name of a run (repeat once per run, in order).",
+                                                      show_default=False)] = None,
+    metric: Annotated[Optional[List[str]], typer.Option(
+        "--metric", "-m", help="Metric to compare (repeatable; ndcg@1,3,5 is shorthand). Default: ndcg@5 and ndcg@10 "
+        "for runs, every metric column the per-query files share.", show_default=False)] = None,
+    test: Annotated[str, typer.Option("--test", help="ttest | permutation | wilcoxon | bootstrap.")] = "ttest",
+    alpha: Annotated[float, typer.Option("--alpha", help="Significance level for the adjusted p-values.")] = 0.01,
+    correction: Annotated[Optional[str], typer.Option(
+        "--correction", help="holm | bonferroni | bh | none. Default: holm with more than one test, else none.",
+        show_default=False)] = None,
+    baseline: Annotated[Optional[str], typer.Option(
+        "--baseline", help="The run (name or path) every other run is tested against. Default: the first of two "
+        "runs; all pairs for more.", show_default=False)] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the permutation and bootstrap tests.")] = 0,
+    permutations: Annotated[int, typer.Option(
+        "--permutations", help="Sign-flip permutations (permutation test) or resamples (bootstrap).")] = 10000,
+    intersect: Annotated[bool, typer.Option(
+        "--intersect", help="Compare on the queries every run has with identical labels instead of failing.")] = False,
+    convention: Annotated[str, typer.Option(
+        "--convention", help="Metric convention preset: paper | lightgbm | sklearn.")] = "paper",
+    gain: Annotated[Optional[str], typer.Option("--gain", help="exponential (2^label - 1) | linear.",
+                                                show_default=False)] = None,
+    no_relevant: Annotated[Optional[str], typer.Option(
+        "--no-relevant", help="Queries without a relevant document: skip | one | zero.", show_default=False)] = None,
+    ties: Annotated[Optional[str], typer.Option("--ties", help="Equal scores: input (stable) | average.",
+                                                show_default=False)] = None,
+    relevance_threshold: Annotated[Optional[float], typer.Option(
+        "--relevance-threshold", help="Binary metrics: relevant iff label >= this (default 1).",
+        show_default=False)] = None,
+    max_grade: Annotated[Optional[float], typer.Option("--max-grade", help="ERR's maximum grade (default 4).",
+                                                       show_default=False)] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print every number as JSON.")] = False,
+    output_format: Annotated[str, typer.Option("--format", help="table | markdown | latex | tsv.")] = "table",
+    fail_if_worse: Annotated[bool, typer.Option(
+        "--fail-if-worse", help="Exit with status 5 when a run is significantly worse than the baseline.")] = False,
+) -> None:
+    import sys
+
+    from rankcli.errors import UsageError, WorseThanBaseline
+
+    if output_format not in FORMATS:
+        raise UsageError(f"unknown --format {output_format!r}; choose one of {', '.join(FORMATS)}")
+    if json_output and output_format != "table":
+        raise UsageError("--json and --format cannot be used together")
+    if fail_if_worse and baseline is None and len(runs) > 2:
+        raise UsageError("--fail-if-worse needs --baseline when comparing more than two runs")
+    if permutations < 1:
+        raise UsageError(f"--permutations must be at least 1, got {permutations}")
+
+    from rankcli.compare import compare_inputs
+    from rankcli.core.metrics import Convention
+    from rankcli import report as render
+    from rankcli.cli._common import print_json, stdout_console
+
+    conv = Convention.preset(convention).with_(gain=gain, no_relevant=no_relevant, ties=ties,
+                                               relevance_threshold=relevance_threshold, max_grade=max_grade)
+    result = compare_inputs(runs, names=name, metrics=metric, qrels=qrels, convention=conv, test=test, alpha=alpha,
+                            correction=correction, baseline=baseline, seed=seed, permutations=permutations,
+                            intersect=intersect)
+    if json_output:
+        print_json(result.as_dict())
+    elif output_format == "table":
+        # A fixed, generous width: tables never wrap, and the output does not depend on the terminal.
+        console = stdout_console()
+        console.width = 1000
+        console.print(render.compare_table(result))
+    else:
+        text = {"markdown": render.compare_markdown, "latex": render.compare_latex,
+                "tsv": render.compare_tsv}[output_format](result)
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    if fail_if_worse:
+        worse = result.worse_than_baseline()
+        if worse:
+            first = worse[0]
+            raise WorseThanBaseline(
+                f"{len(worse)} comparison{'s' if len(worse) != 1 else ''} significantly worse than the baseline "
+                f"{result.baseline}: {first.b} on {first.metric} ({first.difference:+.4f}, adjusted p "
+                f"{first.p_adjusted:.4g} < {result.alpha:g})")

@@ -1,0 +1,299 @@
+"""rankcli compare end to end, on synthetic runs built with pyarrow."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from scipy import stats as sps
+
+from rankcli.cli import main
+from rankcli.core.metrics import Convention, per_query
+from rankcli.errors import ExitStatus
+
+
+def _labels(n_queries=60, seed=0, first_qid=1):
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(4, 15, n_queries)
+    qid = np.repeat(np.arange(n_queries, dtype=np.int64) * 2 + first_qid, sizes)
+    label = rng.integers(0, 5, qid.shape[0]).astype(np.float64)
+    return qid, label
+
+
+def _write(path, qid, label, score, metadata=None):
+    table = pa.table({"qid": pa.array(qid, pa.int64()), "label": pa.array(label, pa.float64()),
+                      "score": pa.array(score, pa.float64())})
+    if metadata:
+        table = table.replace_schema_metadata(metadata)
+    pq.write_table(table, str(path))
+    return path
+
+
+@pytest.fixture
+def runs(tmp_path):
+    """good: scores close to the labels; bad: much noisier; same queries and labels."""
+    qid, label = _labels()
+    rng = np.random.default_rng(1)
+    good = _write(tmp_path / "good.parquet", qid, label, label + rng.normal(0, 1.0, qid.shape[0]))
+    bad = _write(tmp_path / "bad.parquet", qid, label, label + rng.normal(0, 6.0, qid.shape[0]))
+    return tmp_path, qid, label, good, bad
+
+
+def _run(capsys, *args):
+    status = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def _ndcg(path, k):
+    t = pq.read_table(str(path)).to_pydict()
+    qid = np.asarray(t["qid"])
+    offsets = np.concatenate(([0], np.flatnonzero(np.diff(qid)) + 1, [qid.shape[0]]))
+    return per_query([f"ndcg@{k}"], np.asarray(t["label"]), np.asarray(t["score"]), offsets, Convention())[f"ndcg@{k}"]
+
+
+def test_json_numbers_match_scipy(runs, capsys):
+    _, _, _, good, bad = runs
+    status, out, err = _run(capsys, "compare", good, bad, "--json")
+    assert status == 0, err
+    report = json.loads(out)
+    assert report["baseline"] == "good" and report["metrics"] == ["ndcg@5", "ndcg@10"]
+    assert report["correction"] == "holm" and report["alpha"] == 0.01 and report["queries"] == 60
+    for k, comp in zip((5, 10), report["comparisons"]):
+        a, b = _ndcg(good, k), _ndcg(bad, k)
+        ref = sps.ttest_rel(b, a)
+        assert comp["a"] == "good" and comp["b"] == "bad" and comp["metric"] == f"ndcg@{k}"
+        assert comp["p_value"] == pytest.approx(ref.pvalue, rel=1e-10)
+        assert comp["statistic"] == pytest.approx(ref.statistic, rel=1e-10)
+        assert comp["difference"] == pytest.approx(b.mean() - a.mean())
+        assert comp["mean_a"] == pytest.approx(a.mean()) == report["means"]["good"][f"ndcg@{k}"]
+        assert (comp["wins"], comp["ties"], comp["losses"]) == (
+            int((b > a).sum()), int((b == a).sum()), int((b < a).sum()))
+        assert comp["significant"] is True and comp["decision"] == "worse"
+    p = [c["p_value"] for c in report["comparisons"]]
+    holm = sorted([min(p) * 2, max(p)])
+    assert sorted(c["p_adjusted"] for c in report["comparisons"]) == pytest.approx([holm[0], max(holm)])
+    assert report["worse_than_baseline"] == [{"run": "bad", "metric": "ndcg@5"}, {"run": "bad", "metric": "ndcg@10"}]
+
+
+@pytest.mark.parametrize("test", ["ttest", "permutation", "wilcoxon", "bootstrap"])
+def test_run_against_itself_is_not_significant(runs, capsys, test):
+    tmp, _, _, good, _ = runs
+    copy = shutil.copy(good, tmp / "copy.parquet")
+    status, out, err = _run(capsys, "compare", good, copy, "--test", test, "--json", "--fail-if-worse")
+    assert status == 0, err
+    for comp in json.loads(out)["comparisons"]:
+        assert comp["p_value"] == 1.0 and comp["difference"] == 0.0 and not comp["significant"]
+        assert comp["decision"] == "not significant" and comp["wins"] == comp["losses"] == 0
+
+
+def test_fail_if_worse_both_directions(runs, cli, capsys):
+    _, _, _, good, bad = runs
+    worse = cli("compare", good, bad, "--fail-if-worse")             # a real process: the exit status a CI job sees
+    assert worse.returncode == ExitStatus.WORSE_THAN_BASELINE
+    assert worse.stderr.decode().startswith("Error: 2 comparisons significantly worse than the baseline good: bad on "
+                                            "ndcg@5 (-0.")
+    assert b"bad" in worse.stdout and "\u25bc".encode() in worse.stdout      # the table is still printed
+    status, out, err = _run(capsys, "compare", bad, good, "--fail-if-worse")
+    assert (status, err) == (0, "")
+    assert "\u25b2" in out
+    # With an explicit baseline among three runs, by path.
+    status, _, err = _run(capsys, "compare", bad, good, bad, "--name", "b1", "--name", "g", "--name", "b2",
+                          "--baseline", str(good), "--fail-if-worse")
+    assert status == ExitStatus.WORSE_THAN_BASELINE and err.startswith("Error: 4 comparisons significantly worse")
+    status, _, err = _run(capsys, "compare", bad, good, bad, "--name", "b1", "--name", "g", "--name", "b2",
+                          "--baseline", "b1", "--fail-if-worse")
+    assert (status, err) == (0, "")
+
+
+def test_fail_if_worse_needs_a_baseline_for_more_than_two(runs, capsys):
+    tmp, _, _, good, bad = runs
+    third = shutil.copy(good, tmp / "third.parquet")
+    status, _, err = _run(capsys, "compare", good, bad, third, "--fail-if-worse")
+    assert status == ExitStatus.USAGE
+    assert err == "Error: --fail-if-worse needs --baseline when comparing more than two runs\n"
+
+
+def test_query_mismatch_and_intersect(runs, capsys):
+    tmp, qid, label, good, _ = runs
+    keep = qid != 7                                                # drop query 7 from one run
+    rng = np.random.default_rng(5)
+    other = _write(tmp / "other.parquet", qid[keep], label[keep], label[keep] + rng.normal(0, 1, keep.sum()))
+    status, out, err = _run(capsys, "compare", good, other)
+    assert status == ExitStatus.INVALID_INPUT and out == ""
+    assert err == (f"Error: runs cover different queries: query 7 is in {good} but not in {other}; pass --intersect "
+                   "to compare on the queries every run has\n")
+    status, out, err = _run(capsys, "compare", good, other, "--intersect", "--json")
+    assert status == 0, err
+    report = json.loads(out)
+    assert report["queries"] == 59 and report["dropped"] == 1
+    status, out, _ = _run(capsys, "compare", good, other, "--intersect")
+    assert "59 queries (1 dropped: not in every run or labels differ)" in out
+
+
+def test_label_mismatch_and_intersect(runs, capsys):
+    tmp, qid, label, good, _ = runs
+    label2 = label.copy()
+    rows = np.flatnonzero(qid == 9)
+    label2[rows[0]] = label2[rows[0]] + 1                          # query 9 has other labels
+    label2[np.flatnonzero(qid == 21)[-1]] += 2                     # and query 21
+    other = _write(tmp / "other.parquet", qid, label2, np.random.default_rng(2).random(qid.shape[0]))
+    status, _, err = _run(capsys, "compare", good, other)
+    assert status == ExitStatus.INVALID_INPUT
+    assert err.startswith(f"Error: runs have different labels: query 9 differs between {good} and {other}")
+    status, out, err = _run(capsys, "compare", good, other, "--intersect", "--json")
+    assert status == 0, err
+    assert json.loads(out)["dropped"] == 2 and json.loads(out)["queries"] == 58
+
+
+def test_documents_in_another_order_are_the_same_labels(runs, capsys):
+    tmp, qid, label, good, _ = runs
+    rng = np.random.default_rng(3)
+    order = np.lexsort((rng.random(qid.shape[0]), qid))           # shuffle documents within each query
+    shuffled = _write(tmp / "shuffled.parquet", qid[order], label[order], rng.random(qid.shape[0]))
+    status, _, err = _run(capsys, "compare", good, shuffled)
+    assert status == 0, err
+
+
+def test_output_is_byte_identical_across_processes(runs, cli):
+    tmp, _, _, good, bad = runs
+    third = shutil.copy(good, tmp / "third.parquet")
+    args = ["compare", good, bad, third, "--test", "permutation", "--permutations", "2000", "--seed", "7"]
+    first, second = cli(*args), cli(*args)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == second.stdout and b"permutation (2000 permutations, seed 7)" in first.stdout
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "latex", "tsv", "json"])
+def test_output_is_byte_identical_for_the_same_seed(runs, capsys, fmt):
+    tmp, _, _, good, bad = runs
+    third = shutil.copy(good, tmp / "third.parquet")
+    args = ["compare", good, bad, third, "--test", "bootstrap", "--permutations", "2000", "--seed", "7"]
+    args += ["--json"] if fmt == "json" else ["--format", fmt]
+    first, second = _run(capsys, *args), _run(capsys, *args)
+    assert first[0] == 0, first[2]
+    assert first == second and first[1]
+
+
+def test_permutation_json_is_reproducible_and_seed_dependent(runs, capsys):
+    tmp, qid, label, good, _ = runs
+    close = _write(tmp / "close.parquet", qid, label, label + np.random.default_rng(9).normal(0, 1.0, qid.shape[0]))
+    outs = []
+    for seed in (1, 1, 2):
+        status, out, err = _run(capsys, "compare", good, close, "--test", "permutation", "--permutations", "500",
+                                "--seed", seed, "--json", "--metric", "ndcg@10")
+        assert status == 0, err
+        outs.append(json.loads(out)["comparisons"][0]["p_value"])
+    assert outs[0] == outs[1]
+    assert outs[0] != outs[2]
+    hits = outs[0] * 501 - 1
+    assert hits == pytest.approx(round(hits))
+
+
+def test_all_pairs_letters_and_formats(runs, capsys):
+    tmp, _, _, good, bad = runs
+    third = shutil.copy(bad, tmp / "worse.parquet")
+    status, out, _ = _run(capsys, "compare", bad, good, third, "--name", "B", "--name", "G", "--name", "W")
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("test ttest; alpha 0.01; correction holm over 6 tests; all pairs; 60 queries;")
+    g_row = next(line for line in lines if line.startswith("(b) G"))
+    assert "\u1d43\u1d9c" in g_row                                  # G is better than a (B) and c (W)
+    status, out, _ = _run(capsys, "compare", bad, good, third, "--name", "B", "--name", "G", "--name", "W",
+                          "--format", "latex")
+    assert r"\textsuperscript{ac}" in out and out.count(r"\\") == 4 and r"\begin{tabular}{lrr}" in out
+    status, out, _ = _run(capsys, "compare", bad, good, "--format", "markdown", "--metric", "ndcg@5")
+    assert "| good | **" in out and "\u25b2" in out and "| bad (baseline) |" in out
+    status, out, _ = _run(capsys, "compare", bad, good, "--format", "tsv", "--metric", "ndcg@1,3")
+    rows = [line.split("\t") for line in out.splitlines()]
+    assert rows[0][:3] == ["a", "b", "metric"] and [r[2] for r in rows[1:]] == ["ndcg@1", "ndcg@3"]
+    assert rows[0][12:14] == ["p_value", "p_adjusted"]
+
+
+def test_per_query_metric_files(runs, capsys):
+    tmp, _, _, good, bad = runs
+    files = []
+    for path in (good, bad):
+        t = pq.read_table(str(path))
+        qid = np.unique(t.column("qid").to_numpy())
+        table = pa.table({"qid": qid, "ndcg@5": _ndcg(path, 5), "ndcg@10": _ndcg(path, 10)})
+        table = table.replace_schema_metadata({b"rankcli.kind": b"per-query"})
+        out_path = tmp / f"{path.stem}.pq.parquet"
+        pq.write_table(table, str(out_path))
+        files.append(out_path)
+    status, out_runs, err = _run(capsys, "compare", good, bad, "--json", "--name", "good", "--name", "bad")
+    assert status == 0, err
+    status, out_files, err = _run(capsys, "compare", *files, "--json", "--name", "good", "--name", "bad")
+    assert status == 0, err
+    a, b = json.loads(out_runs), json.loads(out_files)
+    assert a["comparisons"] == b["comparisons"] and a["means"] == b["means"]
+    assert [r["kind"] for r in b["runs"]] == ["per-query", "per-query"]
+    status, _, err = _run(capsys, "compare", *files, "--metric", "map")
+    assert status == ExitStatus.INVALID_INPUT and "has no column map" in err
+
+
+def test_queries_without_a_value_are_left_out(tmp_path, capsys):
+    qid, label = _labels(30, seed=4)
+    label[qid == 3] = 0.0                                          # no relevant document: skipped by default
+    rng = np.random.default_rng(0)
+    a = _write(tmp_path / "a.parquet", qid, label, rng.random(qid.shape[0]))
+    b = _write(tmp_path / "b.parquet", qid, label, rng.random(qid.shape[0]))
+    status, out, err = _run(capsys, "compare", a, b, "--json")
+    assert status == 0, err
+    report = json.loads(out)
+    assert report["queries"] == 30 and report["queries_used"] == {"ndcg@5": 29, "ndcg@10": 29}
+    assert report["comparisons"][0]["n"] == 29
+    status, out, err = _run(capsys, "compare", a, b, "--json", "--convention", "lightgbm")
+    assert json.loads(out)["queries_used"]["ndcg@5"] == 30 and json.loads(out)["convention"]["no_relevant"] == "one"
+
+
+def test_fewer_than_two_queries_is_not_testable(tmp_path, capsys):
+    qid = np.array([1, 1, 1], dtype=np.int64)
+    label = np.array([1.0, 0.0, 2.0])
+    a = _write(tmp_path / "a.parquet", qid, label, np.array([0.1, 0.2, 0.3]))
+    b = _write(tmp_path / "b.parquet", qid, label, np.array([0.3, 0.2, 0.1]))
+    status, out, err = _run(capsys, "compare", a, b, "--json", "--fail-if-worse")
+    assert status == 0, err
+    comp = json.loads(out)["comparisons"][0]
+    assert comp["p_value"] is None and comp["decision"] == "not testable" and comp["n"] == 1
+    status, out, err = _run(capsys, "compare", a, b)
+    assert "2 comparisons not testable (fewer than two queries with a value in every run)." in out
+    assert "n/a" in out
+
+
+def test_usage_errors(runs, capsys, tmp_path):
+    _, _, _, good, bad = runs
+    cases = [
+        (["--test", "tt"], "Error: unknown test 'tt'; choose one of ttest, permutation, wilcoxon, bootstrap\n"),
+        (["--correction", "fdr"], "Error: unknown correction 'fdr'; choose one of holm, bonferroni, bh, none\n"),
+        (["--name", "x"], "Error: --name given 1 times for 2 runs; give one name per run, in order\n"),
+        (["--name", "x", "--name", "x"], "Error: two runs are named 'x'; tell them apart with --name (once per run, "
+                                         "in order)\n"),
+        (["--baseline", "nope"], "Error: --baseline 'nope' is not one of the runs (names: good, bad)\n"),
+        (["--format", "html"], "Error: unknown --format 'html'; choose one of table, markdown, latex, tsv\n"),
+        (["--alpha", "0"], "Error: --alpha must be between 0 and 1, got 0.0\n"),
+    ]
+    for extra, message in cases:
+        status, out, err = _run(capsys, "compare", good, bad, *extra)
+        assert (status, out, err) == (ExitStatus.USAGE, "", message)
+    text = tmp_path / "run.txt"
+    text.write_text("1 Q0 d1 1 0.5 x\n")
+    status, _, err = _run(capsys, "compare", good, text)
+    assert status == ExitStatus.USAGE and err == f"Error: {text}: not a Parquet file; a TREC run needs --qrels QRELS\n"
+    status, _, err = _run(capsys, "compare", good, tmp_path / "missing.parquet")
+    assert status == ExitStatus.INVALID_INPUT and err == f"Error: {tmp_path / 'missing.parquet'}: no such file\n"
+
+
+def test_corrections_in_report(runs, capsys):
+    _, _, _, good, bad = runs
+    status, out, _ = _run(capsys, "compare", good, bad, "--json", "--correction", "bonferroni", "-m", "ndcg@1,3,5")
+    comps = json.loads(out)["comparisons"]
+    assert [c["p_adjusted"] for c in comps] == pytest.approx([min(1.0, 3 * c["p_value"]) for c in comps])
+    status, out, _ = _run(capsys, "compare", good, bad, "--json", "-m", "ndcg@5")
+    report = json.loads(out)
+    assert report["correction"] == "none"
+    assert report["comparisons"][0]["p_adjusted"] == report["comparisons"][0]["p_value"]
