@@ -1,0 +1,364 @@
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rankcli.core import metrics as M
+from rankcli.errors import ExitStatus, InputError, UsageError
+from tests import reference
+from tests.conftest import REPO, SAMPLE
+
+ALL_NAMES = M.METRICS
+
+
+def random_batch(rng, n_queries=60, max_size=30, tie_levels=3, grades=5, min_size=1):
+    sz = rng.integers(min_size, max_size + 1, n_queries)
+    offsets = np.concatenate(([0], np.cumsum(sz))).astype(np.int64)
+    labels = rng.integers(0, grades, offsets[-1]).astype(np.float64)
+    scores = rng.integers(0, tie_levels, offsets[-1]).astype(np.float64)  # tie-heavy on purpose
+    return labels, scores, offsets
+
+
+def ref(name, k, labels, scores, offsets, conv, unranked=None):
+    return reference.metric_per_query(name, k, labels, scores, offsets, gain=conv.gain, no_relevant=conv.no_relevant,
+                                      ties=conv.ties, threshold=conv.relevance_threshold,
+                                      max_grade=conv.err_max_grade, unranked=unranked)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Names
+
+
+def test_parse_metric_canonical_names():
+    assert M.parse_metric("ndcg@10") == M.MetricSpec("ndcg", 10)
+    assert str(M.parse_metric("NDCG@10")) == "ndcg@10"
+    assert str(M.parse_metric("rr@5")) == "mrr@5"
+    assert str(M.parse_metric("P@5")) == "precision@5"
+    assert str(M.parse_metric("mrr")) == "mrr"
+    assert M.parse_metric("map") == M.MetricSpec("map", None)
+    assert hash(M.parse_metric("ndcg@3")) == hash(M.MetricSpec("ndcg", 3))
+
+
+def test_parse_metrics_shorthand_and_dedup():
+    specs = M.parse_metrics(["ndcg@1,3,5,10", "ndcg@5,map", "mrr@10"])
+    assert [str(s) for s in specs] == ["ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "map", "mrr@10"]
+    assert [str(s) for s in M.parse_metrics("err@20")] == ["err@20"]
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("ndgc@10", "did you mean 'ndcg'"),
+    ("recal@5", "did you mean 'recall'"),
+    ("ndcg@0", "positive integer"),
+    ("ndcg@x", "positive integer"),
+    ("zzz", "unknown metric 'zzz'"),
+])
+def test_unknown_metric_suggests_and_exits_3(text, fragment):
+    with pytest.raises(UsageError) as err:
+        M.parse_metrics([text])
+    assert fragment in str(err.value)
+    assert err.value.exit_status == ExitStatus.INVALID_INPUT
+
+
+def test_bare_cutoff_without_metric_is_refused():
+    with pytest.raises(M.UnknownMetricError, match="follows no metric"):
+        M.parse_metrics(["5,ndcg"])
+
+
+def test_convention_presets_and_dict():
+    assert M.Convention.preset("paper") == M.Convention()
+    lgb = M.Convention.preset("lightgbm")
+    assert (lgb.gain, lgb.no_relevant, lgb.ties) == ("exponential", "one", "input")
+    sk = M.Convention.preset("sklearn")
+    assert (sk.gain, sk.no_relevant, sk.ties) == ("linear", "zero", "average")
+    assert M.Convention().as_dict() == {"gain": "exponential", "no_relevant": "skip", "ties": "input",
+                                        "relevance_threshold": 1.0, "max_grade": 4.0}
+    with pytest.raises(UsageError, match="unknown convention preset 'trec'"):
+        M.Convention.preset("trec")
+    with pytest.raises(UsageError, match="unknown ties 'random'"):
+        M.Convention(ties="random")
+    assert M.Convention.preset("sklearn").with_(ties="input", gain=None).ties == "input"
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Against the reference loops
+
+
+@pytest.mark.parametrize("no_relevant", M.NO_RELEVANT)
+@pytest.mark.parametrize("gain", M.GAINS)
+def test_input_ties_match_reference_on_tie_heavy_data(gain, no_relevant):
+    rng = np.random.default_rng([M.GAINS.index(gain), M.NO_RELEVANT.index(no_relevant)])
+    labels, scores, offsets = random_batch(rng, n_queries=80, max_size=40, grades=3)
+    for threshold in (1.0, 2.0):
+        conv = M.Convention(gain=gain, no_relevant=no_relevant, relevance_threshold=threshold)
+        specs = [M.MetricSpec(n, k) for n in ALL_NAMES for k in (None, 1, 3, 5, 10, 50)]
+        got = M.per_query(specs, labels, scores, offsets, conv)
+        for spec in specs:
+            np.testing.assert_allclose(got[str(spec)], ref(spec.name, spec.k, labels, scores, offsets, conv),
+                                       rtol=1e-12, atol=1e-12, err_msg=str(spec))
+
+
+def test_input_ties_exact_across_the_cut_in_wide_queries():
+    # Wide queries (the argpartition path) where many documents tie exactly at the k-th score.
+    rng = np.random.default_rng(7)
+    labels, scores, offsets = random_batch(rng, n_queries=40, max_size=300, min_size=100, tie_levels=4)
+    conv = M.Convention()
+    specs = [M.MetricSpec(n, k) for n in ("ndcg", "err", "map", "mrr") for k in (1, 5, 10, 20)]
+    got = M.per_query(specs, labels, scores, offsets, conv)
+    for spec in specs:
+        np.testing.assert_allclose(got[str(spec)], ref(spec.name, spec.k, labels, scores, offsets, conv),
+                                   rtol=1e-12, atol=1e-12, err_msg=str(spec))
+
+
+@pytest.mark.parametrize("no_relevant", M.NO_RELEVANT)
+@pytest.mark.parametrize("gain", M.GAINS)
+def test_average_ties_match_enumeration_of_all_permutations(gain, no_relevant):
+    rng = np.random.default_rng([M.GAINS.index(gain), M.NO_RELEVANT.index(no_relevant), 1])
+    labels, scores, offsets = random_batch(rng, n_queries=40, max_size=6, tie_levels=2, grades=3)
+    conv = M.Convention(gain=gain, no_relevant=no_relevant, ties="average")
+    specs = [M.MetricSpec(n, k) for n in ALL_NAMES if n != "err" for k in (None, 1, 2, 3, 5)]
+    got = M.per_query(specs, labels, scores, offsets, conv)
+    for spec in specs:
+        np.testing.assert_allclose(got[str(spec)], ref(spec.name, spec.k, labels, scores, offsets, conv),
+                                   rtol=1e-10, atol=1e-12, err_msg=str(spec))
+
+
+def test_unranked_judgments_count_in_ideal_and_recall():
+    rng = np.random.default_rng(3)
+    labels, scores, offsets = random_batch(rng, n_queries=30, max_size=12, grades=3)
+    extra = [list(rng.integers(0, 4, rng.integers(0, 4)).astype(float)) for _ in range(30)]
+    u_off = np.concatenate(([0], np.cumsum([len(e) for e in extra]))).astype(np.int64)
+    u_lab = np.array([y for e in extra for y in e], dtype=np.float64)
+    for ties in M.TIES:
+        conv = M.Convention(ties=ties, no_relevant="zero")
+        specs = [M.MetricSpec(n, k) for n in ("ndcg", "dcg", "map", "recall", "precision", "mrr") for k in (None, 3)]
+        got = M.per_query(specs, labels, scores, offsets, conv, unranked_labels=u_lab, unranked_offsets=u_off)
+        if ties == "average":
+            continue  # tie groups of up to 12 are too many permutations for the reference; input order suffices
+        for spec in specs:
+            np.testing.assert_allclose(got[str(spec)], ref(spec.name, spec.k, labels, scores, offsets, conv, extra),
+                                       rtol=1e-12, atol=1e-12, err_msg=str(spec))
+
+
+def test_real_valued_labels_use_the_sorting_path():
+    rng = np.random.default_rng(11)
+    labels, scores, offsets = random_batch(rng, n_queries=40, max_size=20)
+    labels = labels * 0.37  # not integers: the ideal DCG comes from a per-query sort, not grade counts
+    conv = M.Convention(relevance_threshold=0.5)
+    for spec in M.parse_metrics(["ndcg@1,5", "ndcg", "dcg@3", "recall@5"]):
+        got = M.per_query([spec], labels, scores, offsets, conv)[str(spec)]
+        np.testing.assert_allclose(got, ref(spec.name, spec.k, labels, scores, offsets, conv), rtol=1e-12)
+
+
+def test_hand_computed_values():
+    labels = np.array([0, 2, 1, 0, 0, 1.0])
+    scores = np.array([3, 2, 1, 0.5, 0.9, 0.1])
+    offsets = np.array([0, 4, 6])
+    r = M.per_query(M.parse_metrics(["dcg@2", "ndcg@2", "mrr", "precision@2", "map", "err@2"]), labels, scores,
+                    offsets)
+    assert r["dcg@2"][0] == pytest.approx(3 / np.log2(3))
+    assert r["ndcg@2"][0] == pytest.approx((3 / np.log2(3)) / (3 + 1 / np.log2(3)))
+    assert r["mrr"].tolist() == [0.5, 0.5]
+    assert r["precision@2"].tolist() == [0.5, 0.5]
+    assert r["map"][0] == pytest.approx((1 / 2 + 2 / 3) / 2)
+    assert r["err@2"][0] == pytest.approx(0.5 * (3 / 16))
+
+
+def test_no_relevant_policies():
+    labels = np.array([0, 0, 1, 0.0])
+    scores = np.array([1, 2, 1, 2.0])
+    offsets = np.array([0, 2, 4])
+    specs = M.parse_metrics(["ndcg@2", "dcg@2", "map", "precision@1"])
+    skip = M.evaluate(specs, labels, scores, offsets, M.Convention(no_relevant="skip"))
+    assert np.isnan(skip.per_query["ndcg@2"][0]) and skip.queries == 1 and skip.skipped == 1
+    assert skip.means["precision@1"] == 0.0
+    one = M.per_query(specs, labels, scores, offsets, M.Convention(no_relevant="one"))
+    assert one["ndcg@2"][0] == 1.0 and one["map"][0] == 1.0 and one["dcg@2"][0] == 0.0
+    zero = M.per_query(specs, labels, scores, offsets, M.Convention(no_relevant="zero"))
+    assert zero["ndcg@2"][0] == 0.0
+
+
+def test_graded_and_binary_relevance_can_differ():
+    # label 1 is relevant for ndcg (positive gain) but not for map at threshold 2: counts differ, stated per metric.
+    labels = np.array([1, 0, 2, 0.0])
+    scores = np.array([1, 0, 1, 0.0])
+    offsets = np.array([0, 2, 4])
+    res = M.evaluate(M.parse_metrics(["ndcg", "map"]), labels, scores, offsets, M.Convention(relevance_threshold=2))
+    assert res.evaluated == {"ndcg": 2, "map": 1}
+    assert (res.queries, res.skipped) == (1, 1)
+
+
+def test_err_bounds_and_errors():
+    labels = np.array([5.0, 0.0])
+    with pytest.raises(InputError, match="label 5 at row 0 exceeds the maximum grade 4"):
+        M.per_query(["err@1"], labels, np.array([1.0, 0.0]), np.array([0, 2]))
+    ok = M.per_query(["err@1"], labels, np.array([1.0, 0.0]), np.array([0, 2]), M.Convention(max_grade=5))
+    assert ok["err@1"][0] == pytest.approx(31 / 32)
+    with pytest.raises(UsageError, match="err"):
+        M.per_query(["err"], labels, np.array([1.0, 0.0]), np.array([0, 2]), M.Convention(ties="average"))
+
+
+def test_bad_inputs():
+    with pytest.raises(InputError, match="score is NaN at row 1"):
+        M.per_query(["ndcg"], np.array([1.0, 0.0]), np.array([1.0, np.nan]), np.array([0, 2]))
+    with pytest.raises(InputError, match="empty"):
+        M.per_query(["ndcg"], np.array([1.0, 0.0]), np.array([1.0, 0.0]), np.array([0, 0, 2]))
+
+
+def test_infinite_scores_and_single_document_queries():
+    labels = np.array([1, 0, 2, 3.0])
+    scores = np.array([-np.inf, -np.inf, np.inf, 0.0])
+    offsets = np.array([0, 2, 3, 4])
+    conv = M.Convention()
+    for spec in M.parse_metrics(["ndcg@1", "ndcg", "mrr", "map@1"]):
+        got = M.per_query([spec], labels, scores, offsets, conv)[str(spec)]
+        np.testing.assert_allclose(got, ref(spec.name, spec.k, labels, scores, offsets, conv))
+
+
+def test_core_imports_no_cli_or_io_libraries():
+    code = ("import sys, rankcli.core.metrics; "
+            "print(','.join(m for m in ('typer', 'rich', 'pyarrow', 'lightgbm') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    assert out.stdout.strip() == ""
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Parity with independent implementations
+
+
+def _sample_ranker_scores():
+    lgb = pytest.importorskip("lightgbm")
+    from sklearn.datasets import load_svmlight_file
+
+    d = SAMPLE / "lightgbm"
+    x_tr, y_tr = load_svmlight_file(str(d / "train.txt"), n_features=50)
+    x_va, y_va = load_svmlight_file(str(d / "vali.txt"), n_features=50)
+    g_tr = np.loadtxt(d / "train.txt.query", dtype=np.int64)
+    g_va = np.loadtxt(d / "vali.txt.query", dtype=np.int64)
+    params = {"objective": "lambdarank", "metric": "ndcg", "eval_at": [1, 3, 5, 10], "num_leaves": 7,
+              "learning_rate": 0.1, "min_data_in_leaf": 5, "verbose": -1, "num_threads": 1, "seed": 1,
+              "deterministic": True}
+    train = lgb.Dataset(x_tr, y_tr, group=g_tr)
+    valid = lgb.Dataset(x_va, y_va, group=g_va, reference=train)
+    history: dict = {}
+    booster = lgb.train(params, train, num_boost_round=15, valid_sets=[valid], valid_names=["valid"],
+                        callbacks=[lgb.record_evaluation(history)])
+    scores = booster.predict(x_va)
+    offsets = np.concatenate(([0], np.cumsum(g_va))).astype(np.int64)
+    return y_va.astype(np.float64), scores, offsets, history["valid"]
+
+
+def test_lightgbm_parity():
+    labels, scores, offsets, history = _sample_ranker_scores()
+    conv = M.Convention.preset("lightgbm")
+    res = M.evaluate(M.parse_metrics(["ndcg@1,3,5,10"]), labels, scores, offsets, conv)
+    for k in (1, 3, 5, 10):
+        assert res.means[f"ndcg@{k}"] == pytest.approx(history[f"ndcg@{k}"][-1], abs=1e-6)
+
+
+def test_lightgbm_parity_on_ties():
+    lgb = pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(5)
+    labels, scores, offsets = random_batch(rng, n_queries=40, max_size=30, tie_levels=2, min_size=2)
+    groups = np.diff(offsets)
+    x = rng.normal(size=(labels.shape[0], 2))
+    # init_score makes LightGBM's validation scores exactly our tie-heavy scores; evaluating before any boosting
+    # round measures its metric on them (its stable sort keeps input order among ties, as ties="input" does).
+    params = {"objective": "lambdarank", "metric": "ndcg", "eval_at": [1, 3, 5, 10], "verbose": -1,
+              "num_threads": 1, "min_data_in_leaf": 1}
+    train = lgb.Dataset(x, labels, group=groups, init_score=scores)
+    valid = lgb.Dataset(x, labels, group=groups, init_score=scores, reference=train)
+    booster = lgb.Booster(params, train)
+    booster.add_valid(valid, "v")
+    reported = {name: value for _, name, value, _ in booster.eval_valid()}
+    res = M.evaluate(M.parse_metrics(["ndcg@1,3,5,10"]), labels, scores, offsets, M.Convention.preset("lightgbm"))
+    for k in (1, 3, 5, 10):
+        assert res.means[f"ndcg@{k}"] == pytest.approx(reported[f"ndcg@{k}"], abs=1e-6)
+
+
+def test_sklearn_ndcg_score_parity():
+    sklearn_metrics = pytest.importorskip("sklearn.metrics")
+    rng = np.random.default_rng(9)
+    labels, scores, offsets = random_batch(rng, n_queries=50, max_size=25, tie_levels=3, min_size=2)
+    conv = M.Convention.preset("sklearn")
+    for k in (None, 1, 3, 5, 10):
+        spec = M.MetricSpec("ndcg", k)
+        got = M.per_query([spec], labels, scores, offsets, conv)[str(spec)]
+        want = [sklearn_metrics.ndcg_score([labels[a:b]], [scores[a:b]], k=k)
+                for a, b in zip(offsets[:-1], offsets[1:])]
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, err_msg=str(spec))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Properties
+
+query = st.lists(st.tuples(st.integers(0, 4), st.sampled_from([0.0, 0.5, 1.0, 2.0, -1.0, 3.5])), min_size=1,
+                 max_size=12)
+batches = st.lists(query, min_size=1, max_size=8)
+
+
+def _arrays(batch):
+    labels = np.array([y for q in batch for y, _ in q], dtype=np.float64)
+    scores = np.array([s for q in batch for _, s in q], dtype=np.float64)
+    offsets = np.concatenate(([0], np.cumsum([len(q) for q in batch]))).astype(np.int64)
+    return labels, scores, offsets
+
+
+PROPERTY_SPECS = M.parse_metrics(["ndcg@1,3,10", "ndcg", "mrr", "map@5", "precision@3", "recall@3"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches, st.sampled_from(M.TIES), st.sampled_from(M.NO_RELEVANT))
+def test_values_in_unit_interval(batch, ties, no_relevant):
+    labels, scores, offsets = _arrays(batch)
+    conv = M.Convention(ties=ties, no_relevant=no_relevant)
+    for name, v in M.per_query(PROPERTY_SPECS, labels, scores, offsets, conv).items():
+        v = v[~np.isnan(v)]
+        assert np.all(v >= -1e-12) and np.all(v <= 1 + 1e-12), name
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches, st.sampled_from(M.TIES))
+def test_ideal_ranking_scores_one(batch, ties):
+    labels, _, offsets = _arrays(batch)
+    res = M.per_query(M.parse_metrics(["ndcg@1,3,10", "ndcg"]), labels, labels, offsets, M.Convention(ties=ties))
+    for v in res.values():
+        np.testing.assert_allclose(v[~np.isnan(v)], 1.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches, st.sampled_from(M.TIES))
+def test_invariant_to_strictly_increasing_transforms(batch, ties):
+    labels, scores, offsets = _arrays(batch)
+    conv = M.Convention(ties=ties)
+    a = M.per_query(PROPERTY_SPECS, labels, scores, offsets, conv)
+    b = M.per_query(PROPERTY_SPECS, labels, np.exp(scores) * 3 - 7, offsets, conv)
+    for name in a:
+        np.testing.assert_allclose(a[name], b[name], rtol=1e-12, err_msg=name)
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches, st.randoms(use_true_random=False), st.sampled_from(M.TIES))
+def test_invariant_to_query_order(batch, rnd, ties):
+    labels, scores, offsets = _arrays(batch)
+    perm = list(range(len(batch)))
+    rnd.shuffle(perm)
+    l2, s2, o2 = _arrays([batch[i] for i in perm])
+    conv = M.Convention(ties=ties)
+    a = M.evaluate(PROPERTY_SPECS, labels, scores, offsets, conv)
+    b = M.evaluate(PROPERTY_SPECS, l2, s2, o2, conv)
+    for name in a.per_query:
+        np.testing.assert_allclose(a.per_query[name][perm], b.per_query[name], rtol=1e-12)
+        np.testing.assert_allclose(a.means[name], b.means[name], rtol=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches, st.sampled_from(M.TIES), st.sampled_from(M.GAINS))
+def test_dcg_non_decreasing_in_k(batch, ties, gain):
+    labels, scores, offsets = _arrays(batch)
+    specs = [M.MetricSpec("dcg", k) for k in range(1, 14)]
+    res = M.per_query(specs, labels, scores, offsets, M.Convention(ties=ties, gain=gain, no_relevant="zero"))
+    stacked = np.stack([res[str(s)] for s in specs])
+    assert np.all(np.diff(stacked, axis=0) >= -1e-12)
