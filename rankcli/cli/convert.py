@@ -1,12 +1,82 @@
-"""Convert SVMlight/LETOR text to Parquet."""
+"""Convert SVMlight/LETOR text to Parquet datasets (qid, label, optional docid, f1..fN float32).
+
+Input lines: `<label> [qid:<int>] <index>:<value> ... [# comment]`, spaces or tabs, LF or CRLF; blank and
+comment-only lines are skipped; absent features are 0.0. Labels may be real-valued (0.07). Files without `qid:` take
+their queries from a LightGBM-style sidecar `<input>.query` (one group size per line, queries numbered from 0) found
+next to the input, or named with --query-file. `# docid = X` comments fill a docid column; --keep-comments also keeps
+the whole comment text in a comment column. `.gz`, `.bz2` and `.xz` inputs are decompressed; `-` reads standard input.
+
+Outputs:
+
+  rankcli convert train.txt -o train.parquet             one file
+  rankcli convert a.txt b.txt -o all.parquet             several files concatenated (OUTPUT ends in .parquet)
+  rankcli convert Fold1/ -o fold1/                       a directory: fold1/train.parquet, vali.parquet, test.parquet
+  rankcli convert train.txt vali.txt -o out/             several files, one OUTPUT/<name>.parquet each
+
+All outputs of one run have the same feature columns: the largest index seen in any input, unless --num-features N.
+Rows of a query must be contiguous: a qid that reappears after a different one is an error (--sort-queries sorts
+by qid instead, stably, holding the whole input in memory). Parquet row groups end on query boundaries.
+
+Streaming: memory does not grow with the input size. The output is written to a temporary file and renamed into
+place; an existing target needs --overwrite. Bad input exits with status 3 and `Error: path:line: what, got 'token'`,
+and leaves nothing behind. A summary is printed; --json prints it as JSON.
+"""
 
 from __future__ import annotations
 
-from rankcli.errors import UsageError
+from pathlib import Path
+from typing import Annotated, List, Optional
+
+import typer
 
 NAME = "convert"
 SHORT_HELP = "Convert SVMlight/LETOR text to Parquet."
 
 
-def command() -> None:
-    raise UsageError("rankcli convert is not implemented yet")
+def command(
+    inputs: Annotated[List[str], typer.Argument(
+        help="SVMlight/LETOR text files (.gz/.bz2/.xz ok), - for standard input, or directories of them.",
+        show_default=False, metavar="INPUT...")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Parquet file, or directory for several inputs.",
+                                         show_default=False)],
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output.")] = False,
+    query_file: Annotated[Optional[Path], typer.Option(
+        "--query-file", help="Group sizes (one per line) for an input without qid: (default: <input>.query).",
+        show_default=False)] = None,
+    zero_based: Annotated[bool, typer.Option(
+        "--zero-based", help="Feature indices start at 0 (index i becomes column f(i+1)).")] = False,
+    num_features: Annotated[Optional[int], typer.Option(
+        "--num-features", help="Number of feature columns (default: the largest index seen in any input).",
+        show_default=False)] = None,
+    keep_comments: Annotated[bool, typer.Option(
+        "--keep-comments", help="Keep the text after # in a comment column.")] = False,
+    sort_queries: Annotated[bool, typer.Option(
+        "--sort-queries", help="Sort rows by qid (stable) instead of requiring contiguous queries; in memory.")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    block_bytes: Annotated[int, typer.Option("--block-bytes", hidden=True, help="Bytes read per block.")]
+    = 16 * 1024 * 1024,
+) -> None:
+    import os
+
+    from rankcli.cli._common import log, print_json, progress_bar, stdout_console
+    from rankcli.cli.info import summary_table
+    from rankcli.convert import ConvertOptions, convert
+    from rankcli.errors import UsageError
+
+    if block_bytes < 1:
+        raise UsageError(f"--block-bytes must be positive, got {block_bytes}")
+    options = ConvertOptions(zero_based=zero_based, num_features=num_features, keep_comments=keep_comments,
+                             sort_queries=sort_queries, query_file=query_file, block_bytes=block_bytes)
+    total = 0
+    for item in inputs:
+        p = Path(item)
+        if item != "-" and p.is_file() and p.suffix.lower() not in (".gz", ".bz2", ".xz"):
+            total += os.path.getsize(p)
+    with progress_bar(total or None, "converting") as bar:
+        result = convert(list(inputs), output, options, overwrite=overwrite, progress=bar)
+    if json_output:
+        print_json(result.as_dict())
+        return
+    summaries = {Path(f.output).name: f.summary for f in result.files}
+    stdout_console().print(summary_table(summaries, title=f"{result.output} ({result.seconds:.2f} s)"))
+    log(f"wrote {result.output}")

@@ -1,0 +1,471 @@
+"""``rankcli convert``: SVMlight/LETOR text to Parquet datasets, streaming, with a summary of what was converted.
+
+Flow: inputs are read in byte blocks (:func:`rankcli.formats.svmlight.parse_block` does the parsing); the trailing
+query of each block is carried over to the next, so that every chunk handed to the writer holds whole queries and row
+groups end on query boundaries. Memory is bounded by the block size plus one row group, not by the input.
+
+Width (number of feature columns): ``--num-features N`` fixes it; otherwise it is the largest index seen. A file is
+written as it is read, with the width known so far; if a later block has a larger index (or the first docid or comment
+appears late), the file continues in a new part with the wider schema, and at the end the parts are streamed into one
+file padded to the final width (zeros, null docids). With a directory of inputs every output is padded to the largest
+width of all of them the same way. For dense data (WEB30K, Yahoo) the first block fixes the width: no rewrite happens.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from rankcli.errors import InputError, InputFormatError, UsageError
+from rankcli.formats import svmlight
+from rankcli.formats.atomic import atomic_directory, atomic_path, check_target
+from rankcli.formats.parquet import ROW_GROUP_ROWS, QueryAlignedWriter, dataset_schema, feature_names
+from rankcli.summary import DatasetSummary, SummaryBuilder
+
+#: Suffixes (after removing a compression suffix) of the text files a directory input converts.
+TEXT_SUFFIXES = {".txt", ".svm", ".svmlight", ".libsvm", ".letor", ".dat", ""}
+
+
+@dataclass
+class ConvertOptions:
+    zero_based: bool = False
+    num_features: int | None = None
+    keep_comments: bool = False
+    sort_queries: bool = False
+    query_file: Path | None = None
+    block_bytes: int = svmlight.BLOCK_BYTES
+
+
+@dataclass
+class FileResult:
+    inputs: list[str]
+    output: str
+    summary: DatasetSummary
+
+
+@dataclass
+class ConvertResult:
+    output: str
+    directory: bool
+    files: list[FileResult]
+    features: int
+    seconds: float
+
+    def as_dict(self) -> dict:
+        def one(f: FileResult) -> dict:
+            return {"input": f.inputs if len(f.inputs) != 1 else f.inputs[0], "output": f.output,
+                    **f.summary.as_dict()}
+
+        if not self.directory:
+            out = one(self.files[0])
+            out["seconds"] = round(self.seconds, 3)
+            return out
+        return {"output": self.output, "features": self.features, "seconds": round(self.seconds, 3),
+                "files": [one(f) for f in self.files]}
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Writing parts and joining them
+
+
+@dataclass
+class _Part:
+    path: Path
+    width: int
+    docid: bool
+    comment: bool
+
+
+class _Sink:
+    """Collects chunks of whole queries and writes them in row groups of about ``ROW_GROUP_ROWS`` rows."""
+
+    def __init__(self, base: Path, keep_comments: bool, fixed_width: int | None, metadata: dict):
+        self.base = base
+        self.keep_comments = keep_comments
+        self.width = fixed_width or 0
+        self.docid = False
+        self.comment = False
+        self.metadata = metadata
+        self.parts: list[_Part] = []
+        self._writer: QueryAlignedWriter | None = None
+        self._buffer: list[tuple] = []
+        self._buffered = 0
+        self.rows = 0
+
+    def add(self, labels, qids, features, docids, comments) -> None:
+        self._buffer.append((labels, qids, features, docids, comments))
+        self._buffered += labels.shape[0]
+        if self._buffered >= ROW_GROUP_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._buffer:
+            return
+        width = max([self.width] + [c[2].shape[1] for c in self._buffer])
+        docid = self.docid or any(c[3] is not None for c in self._buffer)
+        comment = self.comment or any(c[4] is not None for c in self._buffer)
+        if self._writer is not None and (width, docid, comment) != (self.width, self.docid, self.comment):
+            self._writer.close()
+            self._writer = None
+        self.width, self.docid, self.comment = width, docid, comment
+        if self._writer is None:
+            path = self.base.with_name(f"{self.base.name}.part{len(self.parts)}")
+            self.parts.append(_Part(path, width, docid, comment))
+            schema = dataset_schema(width, with_docid=docid, with_comment=comment)
+            self._writer = QueryAlignedWriter(path, schema, {**self.metadata, "num_features": width})
+        n = self._buffered
+        columns = {
+            "qid": pa.array(np.concatenate([c[1] for c in self._buffer]), pa.int64()),
+            "label": pa.array(np.concatenate([c[0] for c in self._buffer]), pa.float64()),
+        }
+        for key, pos, on in (("docid", 3, docid), ("comment", 4, comment)):
+            if on:
+                columns[key] = pa.chunked_array(
+                    [c[pos] if c[pos] is not None else pa.nulls(c[0].shape[0], pa.string()) for c in self._buffer],
+                    pa.string())
+        chunks = [c[2] for c in self._buffer]
+        for j, name in enumerate(feature_names(width)):
+            if len(chunks) == 1 and chunks[0].shape[1] > j:
+                col = chunks[0][:, j]
+            else:
+                col = np.concatenate([m[:, j] if m.shape[1] > j else np.zeros(m.shape[0], np.float32)
+                                      for m in chunks])
+            columns[name] = pa.Array.from_buffers(pa.float32(), n, [None, pa.py_buffer(np.ascontiguousarray(col))])
+        self._writer.write(pa.table(columns))
+        self.rows += n
+        self._buffer, self._buffered = [], 0
+
+    def close(self) -> None:
+        self.flush()
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    def cleanup(self) -> None:
+        if self._writer is not None:
+            try:
+                self._writer.close()
+            except Exception:  # noqa: BLE001 - already failing; the part is removed next
+                pass
+            self._writer = None
+        for part in self.parts:
+            part.path.unlink(missing_ok=True)
+
+
+def _pad(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    n = table.num_rows
+    columns = []
+    for f in schema:
+        if f.name in table.column_names:
+            columns.append(table.column(f.name))
+        elif f.type == pa.float32():
+            columns.append(pa.array(np.zeros(n, np.float32)))
+        else:
+            columns.append(pa.nulls(n, f.type))
+    return pa.table(columns, schema=schema)
+
+
+def _join_parts(sink: _Sink, target: Path, width: int) -> None:
+    """Move the sink's single part to ``target``, or stream all parts into it padded to ``width`` columns."""
+    parts = sink.parts
+    if len(parts) == 1 and parts[0].width == width and (parts[0].docid, parts[0].comment) == (sink.docid,
+                                                                                            sink.comment):
+        os.replace(parts[0].path, target)
+        return
+    schema = dataset_schema(width, with_docid=sink.docid, with_comment=sink.comment)
+    with QueryAlignedWriter(target, schema, {**sink.metadata, "num_features": width}) as writer:
+        for part in parts:
+            for table in svmlight.iter_row_groups(part.path):
+                writer.write(_pad(table, schema))
+            part.path.unlink()
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Reading one output's inputs
+
+
+class _Converter:
+    """Converts one or more inputs into one output sink, checking query contiguity across all of them."""
+
+    def __init__(self, sink: _Sink, options: ConvertOptions):
+        self.sink = sink
+        self.options = options
+        self.seen: dict[int, tuple[str, int]] = {}
+        self.summary = SummaryBuilder()
+        self.next_group = 0
+        self.has_docid = False
+        self._held: list[tuple] = []  # --sort-queries keeps everything
+
+    def convert(self, source: str, sidecar: Path | None, progress=None) -> int:
+        opts = self.options
+        name = svmlight.display_name(source)
+        stream = svmlight.open_binary(source)
+        sizes = None
+        if sidecar is not None:
+            sizes = np.cumsum(svmlight.read_query_file(sidecar))
+        try:
+            rows = self._stream(stream, name, sizes, sidecar, progress)
+        finally:
+            if source != svmlight.STDIN:
+                stream.close()
+        if rows == 0:
+            raise InputError(f"{name}: no data rows (empty input)")
+        if sizes is not None and rows != int(sizes[-1] if sizes.size else 0):
+            raise InputError(f"{sidecar}: group sizes add up to {int(sizes[-1]) if sizes.size else 0} rows but "
+                             f"{name} has {rows}; the sidecar does not belong to this file")
+        if sizes is not None:
+            self.next_group += int(sizes.shape[0])
+        return rows
+
+    def _stream(self, stream, name: str, sizes, sidecar, progress) -> int:
+        opts = self.options
+        pending = b""
+        line_no = 1
+        rows_done = 0
+        mode: bool | None = None
+        while True:
+            chunk = svmlight.read_chunk(stream, max(opts.block_bytes, 2 * len(pending)), name)
+            if progress is not None:
+                progress.advance(len(chunk))
+            eof = not chunk
+            buf = pending + chunk if pending else chunk
+            if eof:
+                if not buf:
+                    break
+                data, rest = (buf if buf.endswith(b"\n") else buf + b"\n"), b""
+            else:
+                cut = buf.rfind(b"\n") + 1
+                if cut == 0:
+                    pending = buf
+                    continue
+                data, rest = buf[:cut], buf[cut:]
+            block = svmlight.parse_block(data, line_no, name=name, zero_based=opts.zero_based,
+                                         num_features=opts.num_features, keep_comments=True)
+            n = block.n_rows
+            if n:
+                if mode is None:
+                    mode = block.has_qid
+                    if not mode and sizes is None:
+                        raise InputFormatError(
+                            f"no qid: on the lines and no {name}.query sidecar; add qid:<id> after each label, put "
+                            "the group sizes in a .query file next to the input, or pass --query-file", name,
+                            int(block.lines[0]))
+                    if mode and sizes is not None and opts.query_file is not None:
+                        raise UsageError(f"{name} has qid: on its lines; --query-file applies only to files without")
+                elif block.has_qid != mode:
+                    what = "line has qid: but earlier lines do not" if block.has_qid else \
+                        "line has no qid: but earlier lines do"
+                    raise InputFormatError(what, name, int(block.lines[0]))
+                if mode:
+                    qids = block.qids
+                else:
+                    total = int(sizes[-1]) if sizes.size else 0
+                    global_rows = np.arange(rows_done, rows_done + n, dtype=np.int64)
+                    over = np.flatnonzero(global_rows >= total)
+                    if over.size:
+                        raise InputFormatError(f"more rows than the group sizes in {sidecar} add up to ({total})",
+                                               name, int(block.lines[over[0]]))
+                    qids = np.searchsorted(sizes, global_rows, side="right") + self.next_group
+            keep_all = eof
+            if n and not eof:
+                # Hold back the last query: it may continue in the next block.
+                change = np.flatnonzero(qids[1:] != qids[:-1])
+                last = int(change[-1]) + 1 if change.size else 0
+                if last == 0:
+                    pending = data + rest
+                    continue
+                self._emit(block, qids, last, name)
+                rows_done += last
+                pending = data[int(block.starts[last]):] + rest
+                line_no = int(block.lines[last])
+                continue
+            if n and keep_all:
+                self._emit(block, qids, n, name)
+                rows_done += n
+            pending = rest
+            line_no += data.count(b"\n")
+            if eof:
+                break
+        return rows_done
+
+    def _emit(self, block: svmlight.Block, qids: np.ndarray, k: int, name: str) -> None:
+        labels = block.labels[:k]
+        qids = qids[:k]
+        features = block.features[:k] if k < block.n_rows else block.features
+        docids = comments = None
+        if block.comments is not None:
+            docids, comments = svmlight.comment_columns(block.comments[:k], True, self.options.keep_comments)
+            if docids is not None and docids.null_count == len(docids):
+                docids = None
+        lines = block.lines[:k]
+        if self.options.sort_queries:
+            self._held.append((labels, qids, np.asfortranarray(features), docids, comments, lines))
+            return
+        self._write(labels, qids, features, docids, comments, lines, name)
+
+    def _write(self, labels, qids, features, docids, comments, lines, name) -> None:
+        starts = np.concatenate(([0], np.flatnonzero(qids[1:] != qids[:-1]) + 1))
+        if not self.options.sort_queries:
+            seen = self.seen
+            for q, line in zip(qids[starts].tolist(), lines[starts].tolist()):
+                if q in seen:
+                    where, first = seen[q]
+                    at = f"line {first}" if where == name else f"{where}:{first}"
+                    raise InputFormatError(f"qid {q} reappears (first seen at {at})", name, line)
+                seen[q] = (name, line)
+        offsets = np.concatenate((starts, [qids.shape[0]])).astype(np.int64)
+        self.summary.add(labels, offsets)
+        self.has_docid = self.has_docid or docids is not None
+        self.sink.add(labels, qids, features, docids, comments)
+
+    def finish(self, name: str) -> None:
+        if not self.options.sort_queries or not self._held:
+            return
+        held, self._held = self._held, []
+        qids = np.concatenate([h[1] for h in held])
+        order = np.argsort(qids, kind="stable")
+        width = max(h[2].shape[1] for h in held)
+        features = np.zeros((qids.shape[0], width), dtype=np.float32, order="F")
+        at = 0
+        for h in held:
+            features[at:at + h[2].shape[0], :h[2].shape[1]] = h[2]
+            at += h[2].shape[0]
+
+        def strings(pos: int):
+            if all(h[pos] is None for h in held):
+                return None
+            arr = pa.chunked_array([h[pos] if h[pos] is not None else pa.nulls(h[0].shape[0], pa.string())
+                                    for h in held], pa.string()).combine_chunks()
+            return arr.take(pa.array(order))
+
+        labels = np.concatenate([h[0] for h in held])[order]
+        lines = np.concatenate([h[5] for h in held])[order]
+        docids, comments = strings(3), strings(4)
+        features = np.asfortranarray(features[order])
+        qs = qids[order]
+        # Write in slices of whole queries so that row groups keep their size.
+        starts = np.concatenate(([0], np.flatnonzero(qs[1:] != qs[:-1]) + 1, [qs.shape[0]]))
+        cuts = np.unique(starts[np.searchsorted(starts, np.arange(0, qs.shape[0], ROW_GROUP_ROWS))])
+        cuts = np.append(cuts, qs.shape[0]) if cuts[-1] != qs.shape[0] else cuts
+        for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
+            self._write(labels[a:b], qs[a:b], features[a:b], None if docids is None else docids.slice(a, b - a),
+                        None if comments is None else comments.slice(a, b - a), lines[a:b], name)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Inputs and the public entry point
+
+
+def _output_name(path: Path) -> str:
+    name = svmlight.strip_compression(path.name)
+    stem, suffix = os.path.splitext(name)
+    return stem if suffix.lower() in TEXT_SUFFIXES else name
+
+
+def directory_inputs(directory: Path) -> list[Path]:
+    """The SVMlight text files of a directory (``train.txt``, ``vali.txt.gz``, ...), sidecars and others skipped."""
+    found = []
+    for p in sorted(directory.iterdir()):
+        if not p.is_file() or p.name.startswith("."):
+            continue
+        name = svmlight.strip_compression(p.name)
+        if os.path.splitext(name)[1].lower() in TEXT_SUFFIXES:
+            found.append(p)
+    if not found:
+        raise InputError(f"{directory}: no SVMlight text files (.txt, .svm, .libsvm, .letor, ... optionally "
+                         ".gz/.bz2/.xz)")
+    return found
+
+
+def _sidecar(source: str, options: ConvertOptions) -> Path | None:
+    if options.query_file is not None:
+        return Path(options.query_file)
+    return svmlight.sidecar_for(source)
+
+
+def convert(inputs: list[str], output: Path | str, options: ConvertOptions | None = None, *,
+            overwrite: bool = False, progress=None) -> ConvertResult:
+    """Convert ``inputs`` (files, ``-`` for stdin, directories) to Parquet at ``output``.
+
+    One input file (or several, with an ``output`` ending in ``.parquet``): one Parquet file, the inputs concatenated.
+    A directory input, or several files with another ``output``: ``output`` is a directory with one
+    ``<name>.parquet`` per input file, all with the same feature columns.
+    """
+    options = options or ConvertOptions()
+    start = time.perf_counter()
+    output = Path(output)
+    if not inputs:
+        raise UsageError("no input given")
+    if options.num_features is not None and options.num_features < 1:
+        raise UsageError(f"--num-features must be at least 1, got {options.num_features}")
+    if inputs.count(svmlight.STDIN) > 1:
+        raise UsageError("standard input (-) can be given only once")
+    expanded: list[str] = []
+    any_dir = False
+    for item in inputs:
+        if item != svmlight.STDIN and Path(item).is_dir():
+            any_dir = True
+            expanded.extend(str(p) for p in directory_inputs(Path(item)))
+        else:
+            if item != svmlight.STDIN and not Path(item).exists():
+                raise InputError(f"{item}: no such file")
+            expanded.append(item)
+    directory = any_dir or (len(expanded) > 1 and output.suffix.lower() != ".parquet")
+    if options.query_file is not None and len(expanded) != 1:
+        raise UsageError("--query-file needs exactly one input file; for several, put <input>.query sidecars "
+                         "next to them")
+    check_target(output, overwrite)
+    meta = {"kind": "dataset", "zero_based": options.zero_based, "converted_by": "rankcli convert"}
+
+    if not directory:
+        with atomic_path(output, overwrite) as tmp:
+            sink = _Sink(tmp, options.keep_comments, options.num_features,
+                         {**meta, "source": ",".join(map(svmlight.display_name, expanded))})
+            try:
+                conv = _Converter(sink, options)
+                for src in expanded:
+                    conv.convert(src, _sidecar(src, options), progress)
+                conv.finish(svmlight.display_name(expanded[-1]))
+                sink.close()
+                _join_parts(sink, tmp, sink.width)
+            finally:
+                sink.cleanup()
+            summary = conv.summary.build(sink.width, has_docid=sink.docid)
+        seconds = time.perf_counter() - start
+        summary.seconds = seconds
+        return ConvertResult(str(output), False, [FileResult([svmlight.display_name(s) for s in expanded],
+                                                             str(output), summary)], sink.width, seconds)
+
+    names = [(_output_name(Path(src)) if src != svmlight.STDIN else "stdin") for src in expanded]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise UsageError(f"two inputs would both be written to {sorted(dup)[0]}.parquet; convert them separately")
+    results = []
+    with atomic_directory(output, overwrite) as tmpdir:
+        sinks = []
+        try:
+            for src, name in zip(expanded, names):
+                sink = _Sink(tmpdir / f".{name}.parquet", options.keep_comments, options.num_features,
+                             {**meta, "source": svmlight.display_name(src)})
+                sinks.append(sink)
+                conv = _Converter(sink, options)
+                file_start = time.perf_counter()
+                conv.convert(src, _sidecar(src, options), progress)
+                conv.finish(svmlight.display_name(src))
+                sink.close()
+                results.append((src, name, conv, time.perf_counter() - file_start))
+            width = max(s.width for s in sinks)
+            files = []
+            for (src, name, conv, secs), sink in zip(results, sinks):
+                _join_parts(sink, tmpdir / f"{name}.parquet", width)
+                summary = conv.summary.build(width, has_docid=sink.docid, seconds=secs)
+                files.append(FileResult([svmlight.display_name(src)], str(output / f"{name}.parquet"), summary))
+        finally:
+            for sink in sinks:
+                sink.cleanup()
+    return ConvertResult(str(output), True, files, width, time.perf_counter() - start)
