@@ -1,12 +1,66 @@
-"""Export a dataset to SVMlight or TREC qrels."""
+"""Export a Parquet dataset back to text: SVMlight/LETOR or TREC qrels.
+
+  rankcli export data.parquet -o data.txt --format svmlight      `<label> qid:<q> <i>:<v> ... [# docid = X]`
+  rankcli export data.parquet -o data.qrels --format trec-qrels  `qid 0 docid label`
+
+SVMlight: zero features are omitted (the last feature is written once, on the first line, so that converting the file
+back gives the same columns); values are written in the shortest form that reads back to the same float32, so
+convert -> export -> convert reproduces the same Parquet content. A comment column is written after `#`, else a docid
+column as `# docid = X`. TREC qrels: the docid column, or `<qid>-<row>` (row = the 0-based row number in the dataset)
+when there is none. Written atomically, row group by row group; an existing target needs --overwrite.
+"""
 
 from __future__ import annotations
 
-from rankcli.errors import UsageError
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
 
 NAME = "export"
 SHORT_HELP = "Export a dataset to SVMlight or TREC qrels."
 
 
-def command() -> None:
-    raise UsageError("rankcli export is not implemented yet")
+class Format(str, Enum):
+    svmlight = "svmlight"
+    trec_qrels = "trec-qrels"
+
+
+def command(
+    data: Annotated[Path, typer.Argument(help="A Parquet dataset (from `rankcli convert`).", show_default=False)],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The text file to write.", show_default=False)],
+    format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.svmlight,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output.")] = False,
+) -> None:
+    from rankcli.cli._common import log
+
+    if format == Format.svmlight:
+        from rankcli.formats.svmlight import write_svmlight
+
+        rows = write_svmlight(output, data, overwrite=overwrite)
+    else:
+        rows = _export_qrels(data, output, overwrite)
+    log(f"wrote {rows:,} rows to {output}")
+
+
+def _export_qrels(data: Path, output: Path, overwrite: bool) -> int:
+    import numpy as np
+
+    from rankcli.formats.atomic import atomic_path
+    from rankcli.formats.parquet import column_names, require_columns
+    from rankcli.formats.svmlight import iter_row_groups, write_lines
+    from rankcli.formats.trec import qrels_lines
+
+    names = column_names(data)
+    require_columns(data, names, ["qid", "label"])
+    wanted = ["qid", "label"] + (["docid"] if "docid" in names else [])
+    rows = 0
+    with atomic_path(output, overwrite) as tmp, open(tmp, "wb") as out:
+        for table in iter_row_groups(data, wanted):
+            n = table.num_rows
+            docids = table.column("docid").combine_chunks() if "docid" in names else None
+            write_lines(out, qrels_lines(table.column("qid").to_numpy(), docids, table.column("label").to_numpy(),
+                                         rows=np.arange(rows, rows + n)))
+            rows += n
+    return rows

@@ -114,3 +114,34 @@ def read_qrels(path: Path | str) -> Qrels:
     if not qids:
         raise InputError(f"{path}: the qrels file is empty")
     return Qrels(np.array(qids, dtype=object), np.array(docids, dtype=object), np.array(labels, dtype=np.float64))
+
+
+def qrels_lines(qids, docids, labels, rows=None):
+    """TREC qrels lines ``qid 0 docid label\\n`` as an Arrow string array, built in C.
+
+    ``docids`` may be ``None`` (or null in places): the document is then named ``<qid>-<row>``, with ``rows`` the row numbers (default
+    ``0..n-1``, the row number in the dataset). Labels print as integers when they are (``2``), else as given (``0.07``).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    qid_text = pa.array(np.asarray(qids)).cast(pa.string())
+    rows = np.arange(len(qid_text), dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
+    doc_text = pc.binary_join_element_wise(qid_text, pa.array(rows).cast(pa.string()), "-")
+    if docids is not None:
+        given = docids if isinstance(docids, (pa.Array, pa.ChunkedArray)) else pa.array(docids, pa.string())
+        doc_text = pc.coalesce(given, doc_text)  # a row without a docid is named <qid>-<row>
+    label_text = pa.array(np.asarray(labels, dtype=np.float64)).cast(pa.string())
+    return pc.binary_join_element_wise(qid_text, "0", doc_text, pc.binary_join_element_wise(label_text, "\n", ""),
+                                       " ")
+
+
+def write_qrels(path: Path | str, qids, docids, labels, *, rows=None, overwrite: bool = False) -> int:
+    """Write TREC qrels (``qid 0 docid label``) atomically; returns the number of lines. See :func:`qrels_lines`."""
+    from rankcli.formats.atomic import atomic_path
+    from rankcli.formats.svmlight import write_lines
+
+    lines = qrels_lines(qids, docids, labels, rows)
+    with atomic_path(path, overwrite) as tmp, open(tmp, "wb") as out:
+        write_lines(out, lines)
+    return len(lines)
