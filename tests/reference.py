@@ -198,3 +198,48 @@ def ranknet(scores, labels, offsets):
                     hess[i] += p * (1 - p)
                     hess[j] += p * (1 - p)
     return value, grad, hess
+
+
+def cascade_clicks(grades, offsets, click_probs, impressions, rng, display_rank=None, max_rank=None):
+    """Cascade impressions by the literal procedure: per query and impression, order (shuffle or fixed), scan from
+    the top, click with p[grade], stop at the first click. Returns a list of (query, impression, [(row, click)...])
+    for every impression, clicked or not."""
+    out = []
+    for q, a, b in queries(offsets):
+        for i in range(impressions):
+            rows = list(range(a, b))
+            if display_rank is None:
+                rng.shuffle(rows)
+            else:
+                rows.sort(key=lambda r: display_rank[r])
+            if max_rank is not None:
+                rows = rows[:max_rank]
+            shown = []
+            for r in rows:
+                clicked = rng.random() < click_probs[grades[r]]
+                shown.append((r, int(clicked)))
+                if clicked:
+                    break
+            out.append((q, i, shown))
+    return out
+
+
+def pbm_clicks(grades, offsets, click_probs, impressions, rng, eta, display_rank=None, max_rank=None):
+    """PBM impressions by the literal procedure; returns (query, impression, [(row, examined, click)...])."""
+    out = []
+    for q, a, b in queries(offsets):
+        for i in range(impressions):
+            rows = list(range(a, b))
+            if display_rank is None:
+                rng.shuffle(rows)
+            else:
+                rows.sort(key=lambda r: display_rank[r])
+            if max_rank is not None:
+                rows = rows[:max_rank]
+            shown = []
+            for pos, r in enumerate(rows, start=1):
+                examined = rng.random() < (1.0 / pos) ** eta
+                clicked = examined and rng.random() < click_probs[grades[r]]
+                shown.append((r, int(examined), int(clicked)))
+            out.append((q, i, shown))
+    return out
