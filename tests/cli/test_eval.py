@@ -1,0 +1,177 @@
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from rankcli.core import metrics as M
+
+
+def write_run(path, qids, labels, scores):
+    pq.write_table(pa.table({"qid": pa.array(qids, pa.int64()), "label": pa.array(labels, pa.float64()),
+                             "score": pa.array(scores, pa.float64())}), str(path))
+    return path
+
+
+@pytest.fixture
+def run_file(tmp_path):
+    rng = np.random.default_rng(0)
+    sizes = rng.integers(2, 15, 40)
+    qids = np.repeat(np.arange(100, 140), sizes)
+    labels = rng.integers(0, 5, qids.shape[0]).astype(float)
+    labels[qids == 100] = 0  # one query without a relevant document
+    scores = np.round(rng.normal(size=qids.shape[0]), 1)  # some ties
+    return write_run(tmp_path / "run.parquet", qids, labels, scores), (qids, labels, scores)
+
+
+def offsets_of(qids):
+    return np.concatenate(([0], np.flatnonzero(np.diff(qids)) + 1, [len(qids)]))
+
+
+def test_json_is_exactly_the_contract(cli, run_file):
+    path, (qids, labels, scores) = run_file
+    out = cli("eval", path, "--metric", "ndcg@1,3,5,10", "-m", "map,mrr@10", "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert list(doc) == ["convention", "queries", "skipped", "metrics"]
+    assert doc["convention"] == {"gain": "exponential", "no_relevant": "skip", "ties": "input",
+                                 "relevance_threshold": 1.0, "max_grade": 4.0}
+    assert (doc["queries"], doc["skipped"]) == (39, 1)
+    assert list(doc["metrics"]) == ["ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "map", "mrr@10"]
+    want = M.evaluate(M.parse_metrics(["ndcg@1,3,5,10", "map,mrr@10"]), labels, scores, offsets_of(qids))
+    for name, value in want.means.items():
+        assert doc["metrics"][name] == pytest.approx(value, abs=1e-15)
+
+
+def test_table_states_counts_and_convention(cli, run_file):
+    path, _ = run_file
+    out = cli("eval", path, "-m", "ndcg@5", "--convention", "lightgbm")
+    assert out.returncode == 0, out.stderr
+    text = out.stdout.decode()
+    assert "ndcg@5" in text
+    assert "queries: 40 evaluated, 0 skipped" in text
+    assert "convention: gain=exponential no_relevant=one ties=input threshold=1 max_grade=4" in text
+
+
+def test_overrides_and_per_query_file(cli, run_file, tmp_path):
+    path, (qids, labels, scores) = run_file
+    target = tmp_path / "pq.parquet"
+    out = cli("eval", path, "-m", "ndcg@3,recall@5", "--convention", "sklearn", "--ties", "input",
+              "--threshold", "2", "--per-query", target, "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["convention"]["ties"] == "input" and doc["convention"]["gain"] == "linear"
+    assert doc["convention"]["relevance_threshold"] == 2.0
+    table = pq.read_table(target)
+    assert table.column_names == ["qid", "ndcg@3", "recall@5"]
+    assert table.column("qid").to_pylist() == list(range(100, 140))
+    conv = M.Convention(gain="linear", no_relevant="zero", ties="input", relevance_threshold=2)
+    want = M.per_query(M.parse_metrics(["ndcg@3", "recall@5"]), labels, scores, offsets_of(qids), conv)
+    np.testing.assert_array_equal(table.column("ndcg@3").to_numpy(), want["ndcg@3"])
+    meta = table.schema.metadata
+    assert meta[b"rankcli.kind"] == b"per-query"
+    assert json.loads(meta[b"rankcli.convention"]) == doc["convention"]
+    again = cli("eval", path, "--per-query", target)
+    assert again.returncode == 4
+    assert again.stderr.decode() == f"Error: {target}: already exists; pass --overwrite to replace it\n"
+
+
+def test_missing_column_exit_3(cli, tmp_path):
+    path = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"qid": [1, 1], "label": [1.0, 0.0]}), str(path))
+    out = cli("eval", path)
+    assert out.returncode == 3
+    assert out.stderr.decode() == f"Error: {path}: missing column score (found: qid, label)\n"
+
+
+def test_nan_score_names_row_exit_3(cli, tmp_path):
+    path = write_run(tmp_path / "nan.parquet", [1, 1, 2], [1.0, 0.0, 1.0], [0.5, np.nan, 1.0])
+    out = cli("eval", path)
+    assert out.returncode == 3
+    assert out.stderr.decode() == (f"Error: {path}: column score: NaN at row 1 (qid 1); every document needs a "
+                                   "score\n")
+
+
+def test_non_contiguous_qid_exit_3(cli, tmp_path):
+    path = write_run(tmp_path / "nc.parquet", [1, 2, 1], [1.0, 0.0, 1.0], [0.5, 0.1, 1.0])
+    out = cli("eval", path)
+    assert out.returncode == 3
+    assert out.stderr.decode().startswith(f"Error: {path}: column qid: qid 1 reappears at row 2")
+
+
+def test_unknown_metric_exit_3(cli, run_file):
+    path, _ = run_file
+    out = cli("eval", path, "--metric", "ndgc@5")
+    assert out.returncode == 3
+    assert out.stderr.decode() == ("Error: unknown metric 'ndgc'; did you mean 'ndcg'? (known: ndcg, dcg, err, mrr, "
+                                   "map, precision, recall, each optionally @k)\n")
+
+
+def test_usage_errors_exit_2(cli, tmp_path):
+    out = cli("eval")
+    assert out.returncode == 2
+    assert out.stderr.decode().startswith("Error: nothing to evaluate")
+    out = cli("eval", "--run", tmp_path / "x.txt")
+    assert out.returncode == 2
+    assert out.stderr.decode().startswith("Error: --run is a TREC run and needs --qrels QRELS")
+
+
+def test_trec_run_and_qrels(cli, tmp_path):
+    run = tmp_path / "run.txt"
+    run.write_text("1 Q0 a 1 3.0 t\n1 Q0 b 2 2.0 t\n1 Q0 c 3 1.0 t\n2 Q0 x 1 1 t\n9 Q0 x 1 1 t\n")
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("1 0 b 2\n1 0 z 1\n2 0 y 1\n3 0 q 1\n")
+    out = cli("eval", "--qrels", qrels, "--run", run, "-m", "ndcg,recall,map,p@2", "--no-relevant", "zero", "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    # Query 1: b (gain 3) at rank 2; z (gain 1) judged but not retrieved still counts in the ideal DCG and in R.
+    ndcg1 = (3 / np.log2(3)) / (3 + 1 / np.log2(3))
+    assert doc["metrics"]["ndcg"] == pytest.approx(ndcg1 / 2)  # query 2: its only relevant document is unretrieved
+    assert doc["metrics"]["recall"] == pytest.approx(0.25)
+    assert doc["metrics"]["map"] == pytest.approx((0.5 / 2) / 2)
+    assert doc["metrics"]["precision@2"] == pytest.approx(0.25)
+    assert doc["queries"] == 2
+    err = out.stderr.decode()
+    assert "note: 1 query of the run has no judgments" in err and "1 judged query is absent from the run" in err
+
+
+def test_trec_malformed_line_names_it(cli, tmp_path):
+    run = tmp_path / "run.txt"
+    run.write_text("1 Q0 a 1 3.0 t\n1 Q0 b 2\n")
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("1 0 a 1\n")
+    out = cli("eval", "--qrels", qrels, "--run", run)
+    assert out.returncode == 3
+    assert out.stderr.decode() == (f'Error: {run}:2: expected 6 fields "qid Q0 docid rank score tag", '
+                                   "got '1 Q0 b 2'\n")
+
+
+def test_model_scores_a_dataset(cli, tmp_path, sample_dir):
+    pytest.importorskip("lightgbm")
+    from sklearn.datasets import load_svmlight_file
+
+    from rankcli import train
+    from rankcli.dataset import Dataset
+    from rankcli.formats.parquet import feature_names, write_dataset
+
+    d = sample_dir / "lightgbm"
+
+    def dataset(name):
+        x, y = load_svmlight_file(str(d / f"{name}.txt"), n_features=50)
+        groups = np.loadtxt(d / f"{name}.txt.query", dtype=np.int64)
+        return Dataset(qids=np.repeat(np.arange(groups.shape[0]), groups), labels=y.astype(np.float64),
+                       features=np.asarray(x.todense(), dtype=np.float32), feature_names=feature_names(50))
+
+    tr, va = dataset("train"), dataset("vali")
+    config = train.TrainConfig(loss="lambdamart", trees=5, early_stopping=0, threads=1)
+    result = train.train_model(tr, None, config)
+    model_dir = tmp_path / "model"
+    train.save_model(result, config, model_dir, feature_names=tr.feature_names)
+    data = tmp_path / "vali.parquet"
+    write_dataset(data, va)
+    out = cli("eval", data, "--model", model_dir, "-m", "ndcg@5", "--json")
+    assert out.returncode == 0, out.stderr
+    scores = train.load_model(model_dir).predict(va)
+    want = M.evaluate(["ndcg@5"], va.labels, scores, va.offsets).means["ndcg@5"]
+    assert json.loads(out.stdout)["metrics"]["ndcg@5"] == pytest.approx(want, abs=1e-12)
