@@ -51,11 +51,12 @@ class LoadedInput:
     name: str
     path: str
     kind: str                                   # "run" | "trec" | "per-query"
-    qids: np.ndarray                            # (n_queries,) int64, ascending, unique
+    qids: np.ndarray                            # (n_queries,) int64 (or str for TREC ids), ascending, unique
     values: dict[str, np.ndarray]               # metric -> (n_queries,) float64, NaN = no value (skipped)
     label_qids: np.ndarray | None = None        # rows sorted by (qid, label), for the label check (runs only)
     label_values: np.ndarray | None = None
     convention: dict | None = None              # the convention the values were computed under, when known
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -123,6 +124,7 @@ class Report:
     used: dict[str, int]                        # metric -> queries where every run has a value
     means: dict[str, dict[str, float]]          # run -> metric -> mean over the used queries
     comparisons: list[Comparison] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)   # about the inputs (e.g. TREC queries without judgments)
 
     @property
     def run_names(self) -> list[str]:
@@ -153,6 +155,7 @@ class Report:
             "means": {run: dict(m) for run, m in self.means.items()},
             "comparisons": [c.as_dict() for c in self.comparisons],
             "worse_than_baseline": [{"run": c.b, "metric": c.metric} for c in self.worse_than_baseline()],
+            "notes": list(self.notes),
         }
 
 
@@ -173,6 +176,9 @@ def _is_parquet(path: Path) -> bool:
 
 
 def _sorted_queries(qids_per_query: np.ndarray, values: dict[str, np.ndarray]) -> tuple[np.ndarray, dict]:
+    qids_per_query = np.asarray(qids_per_query)
+    if not np.issubdtype(qids_per_query.dtype, np.integer):
+        qids_per_query = qids_per_query.astype(str)      # TREC query ids that are not plain integers
     order = np.argsort(qids_per_query, kind="stable")
     qids = qids_per_query[order]
     return qids, {k: np.asarray(v, dtype=np.float64)[order] for k, v in values.items()}
@@ -241,12 +247,18 @@ def _load_per_query(path: Path, name: str, names: list[str], meta: dict, specs) 
                               f"(metrics in it: {', '.join(available) or 'none'}); compare it on those or "
                               f"re-run rankcli eval --per-query with --metric {missing[0]}")
     table = parquet.read_table(path, ["qid", *wanted])
-    qids = table.column("qid").to_numpy()
-    if not np.issubdtype(qids.dtype, np.integer):
-        raise SchemaError(f"{path}: column qid must be integer, got {table.schema.field('qid').type}")
+    import pyarrow as pa
+
+    qcol = table.column("qid")
+    if pa.types.is_integer(qcol.type):
+        qids = qcol.to_numpy().astype(np.int64)
+    elif pa.types.is_string(qcol.type) or pa.types.is_large_string(qcol.type):
+        qids = np.asarray(qcol.to_pylist(), dtype=str)   # TREC query ids written by eval --per-query
+    else:
+        raise SchemaError(f"{path}: column qid must be integer or string, got {qcol.type}")
     uniq, counts = np.unique(qids, return_counts=True)
     if (counts > 1).any():
-        raise SchemaError(f"{path}: query {int(uniq[np.argmax(counts > 1)])} appears in more than one row; a "
+        raise SchemaError(f"{path}: query {uniq[np.argmax(counts > 1)]} appears in more than one row; a "
                           "per-query metric file has one row per query")
     values = {}
     for m in wanted:
@@ -255,7 +267,7 @@ def _load_per_query(path: Path, name: str, names: list[str], meta: dict, specs) 
             values[m] = col.to_numpy(zero_copy_only=False).astype(np.float64)
         except (TypeError, ValueError):
             raise SchemaError(f"{path}: column {m} must be numeric, got {col.type}") from None
-    qids, values = _sorted_queries(qids.astype(np.int64), values)
+    qids, values = _sorted_queries(qids, values)
     convention = None
     if "convention" in meta:
         import json
@@ -270,11 +282,8 @@ def _load_per_query(path: Path, name: str, names: list[str], meta: dict, specs) 
 def _load_trec(path: Path, name: str, specs, convention, qrels: Path) -> LoadedInput:
     from rankcli.core.metrics import per_query
 
-    try:
-        from rankcli.evaluate import load_trec_run  # written with `rankcli eval` (issue 3)
-    except ImportError:
-        raise UsageError(f"{path}: TREC runs are not supported by this build of rankcli; convert it to a Parquet run "
-                         "with qid, label and score") from None
+    from rankcli.evaluate import load_trec_run
+
     run = load_trec_run(path, qrels)
     wanted = list(specs) if specs is not None else list(DEFAULT_METRICS)
     try:
@@ -282,8 +291,9 @@ def _load_trec(path: Path, name: str, specs, convention, qrels: Path) -> LoadedI
                            unranked_labels=run.unranked_labels, unranked_offsets=run.unranked_offsets)
     except InputError as exc:
         raise type(exc)(f"{path}: {exc}") from None
-    qids, values = _sorted_queries(np.asarray(run.qids, dtype=np.int64), values)
-    return LoadedInput(name, str(path), "trec", qids, values, convention=convention.as_dict())
+    qids, values = _sorted_queries(run.qids, values)
+    return LoadedInput(name, str(path), "trec", qids, values, convention=convention.as_dict(),
+                       notes=[f"{name}: {n}" for n in run.notes])
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -309,6 +319,14 @@ def _label_mismatches(ref: LoadedInput, other: LoadedInput, common: np.ndarray) 
 
 def align(inputs: Sequence[LoadedInput], *, intersect: bool = False) -> tuple[np.ndarray, int]:
     """The qids to compare (ascending) and how many queries were dropped; raises on a mismatch without intersect."""
+    if len({i.qids.dtype.kind == "i" for i in inputs}) > 1:
+        # Integer ids in some inputs, string ids in others: compare them as strings.
+        for i in inputs:
+            if i.qids.dtype.kind == "i":
+                i.qids, i.values = _sorted_queries(i.qids.astype(str), i.values)
+                if i.label_qids is not None:
+                    order = np.lexsort((i.label_values, i.label_qids.astype(str)))
+                    i.label_qids, i.label_values = i.label_qids.astype(str)[order], i.label_values[order]
     all_qids = inputs[0].qids
     common = inputs[0].qids
     for inp in inputs[1:]:
@@ -318,14 +336,14 @@ def align(inputs: Sequence[LoadedInput], *, intersect: bool = False) -> tuple[np
         q = all_qids[~np.isin(all_qids, common)][0]
         has = [i for i in inputs if np.isin(q, i.qids)]
         lacks = [i for i in inputs if not np.isin(q, i.qids)]
-        raise InputError(f"runs cover different queries: query {int(q)} is in {has[0].path} but not in "
+        raise InputError(f"runs cover different queries: query {q} is in {has[0].path} but not in "
                          f"{lacks[0].path}; pass --intersect to compare on the queries every run has")
     labelled = [i for i in inputs if i.label_qids is not None]
     bad = np.empty(0, dtype=np.int64)
     for other in labelled[1:]:
         mismatch = _label_mismatches(labelled[0], other, common)
         if mismatch.shape[0] and not intersect:
-            raise InputError(f"runs have different labels: query {int(mismatch[0])} differs between "
+            raise InputError(f"runs have different labels: query {mismatch[0]} differs between "
                              f"{labelled[0].path} and {other.path}; compare runs of the same data, or pass "
                              "--intersect to drop such queries")
         bad = np.union1d(bad, mismatch)
@@ -451,7 +469,8 @@ def compare_inputs(paths: Sequence[Path | str], *, names: Sequence[str] | None =
     return Report(
         runs=[RunInfo(i.name, i.path, i.kind) for i in inputs], metrics=metric_names, baseline=baseline_name,
         test=test, alpha=alpha, correction=correction, permutations=permutations, seed=seed, convention=conv,
-        queries=int(qids.shape[0]), dropped=dropped, used=used, means=means, comparisons=comparisons)
+        queries=int(qids.shape[0]), dropped=dropped, used=used, means=means, comparisons=comparisons,
+        notes=[n for i in inputs for n in i.notes])
 
 
 def _check_conventions(inputs: Sequence[LoadedInput]) -> None:

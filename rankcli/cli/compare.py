@@ -27,15 +27,37 @@ than the baseline on any metric.
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, List, Optional
 
 import typer
 
+from rankcli.cli.eval import Gain, NoRelevant, Preset, Ties
+
 NAME = "compare"
 SHORT_HELP = "Compare runs per query with significance tests."
 
-FORMATS = ("table", "markdown", "latex", "tsv")
+
+class Test(str, Enum):
+    ttest = "ttest"
+    permutation = "permutation"
+    wilcoxon = "wilcoxon"
+    bootstrap = "bootstrap"
+
+
+class Correction(str, Enum):
+    holm = "holm"
+    bonferroni = "bonferroni"
+    bh = "bh"
+    none = "none"
+
+
+class Format(str, Enum):
+    table = "table"
+    markdown = "markdown"
+    latex = "latex"
+    tsv = "tsv"
 
 
 def command(
@@ -46,11 +68,11 @@ def command(
     metric: Annotated[Optional[List[str]], typer.Option(
         "--metric", "-m", help="Metric to compare (repeatable; ndcg@1,3,5 is shorthand). Default: ndcg@5 and ndcg@10 "
         "for runs, every metric column the per-query files share.", show_default=False)] = None,
-    test: Annotated[str, typer.Option("--test", help="ttest | permutation | wilcoxon | bootstrap.")] = "ttest",
+    test: Annotated[Test, typer.Option("--test", help="The paired test (two-sided).")] = Test.ttest,
     alpha: Annotated[float, typer.Option("--alpha", help="Significance level for the adjusted p-values.")] = 0.01,
-    correction: Annotated[Optional[str], typer.Option(
-        "--correction", help="holm | bonferroni | bh | none. Default: holm with more than one test, else none.",
-        show_default=False)] = None,
+    correction: Annotated[Optional[Correction], typer.Option(
+        "--correction", help="Multiple-testing correction over all tests of the report. [default: holm with more "
+        "than one test, else none]", show_default=False)] = None,
     baseline: Annotated[Optional[str], typer.Option(
         "--baseline", help="The run (name or path) every other run is tested against. Default: the first of two "
         "runs; all pairs for more.", show_default=False)] = None,
@@ -59,21 +81,25 @@ def command(
         "--permutations", help="Sign-flip permutations (permutation test) or resamples (bootstrap).")] = 10000,
     intersect: Annotated[bool, typer.Option(
         "--intersect", help="Compare on the queries every run has with identical labels instead of failing.")] = False,
-    convention: Annotated[str, typer.Option(
-        "--convention", help="Metric convention preset: paper | lightgbm | sklearn.")] = "paper",
-    gain: Annotated[Optional[str], typer.Option("--gain", help="exponential (2^label - 1) | linear.",
-                                                show_default=False)] = None,
-    no_relevant: Annotated[Optional[str], typer.Option(
-        "--no-relevant", help="Queries without a relevant document: skip | one | zero.", show_default=False)] = None,
-    ties: Annotated[Optional[str], typer.Option("--ties", help="Equal scores: input (stable) | average.",
-                                                show_default=False)] = None,
-    relevance_threshold: Annotated[Optional[float], typer.Option(
-        "--relevance-threshold", help="Binary metrics: relevant iff label >= this (default 1).",
+    convention: Annotated[Preset, typer.Option(
+        "--convention", help="Metric convention preset, as in eval: paper (exp gain, skip, input order), lightgbm "
+        "(exp gain, one, input order), sklearn (linear gain, zero, average ties). Runs only: per-query files carry "
+        "the convention they were evaluated under.")] = Preset.paper,
+    gain: Annotated[Optional[Gain], typer.Option("--gain", help="Override the preset's gain: 2^y-1 or y.",
+                                                 show_default=False)] = None,
+    no_relevant: Annotated[Optional[NoRelevant], typer.Option(
+        "--no-relevant", help="Override: queries without a relevant document are skipped, score 1 or 0.",
         show_default=False)] = None,
-    max_grade: Annotated[Optional[float], typer.Option("--max-grade", help="ERR's maximum grade (default 4).",
-                                                       show_default=False)] = None,
+    ties: Annotated[Optional[Ties], typer.Option(
+        "--ties", help="Override: equal scores in input order, or averaged over their permutations.",
+        show_default=False)] = None,
+    threshold: Annotated[Optional[float], typer.Option(
+        "--threshold", help="mrr/map/precision/recall: a document is relevant when label >= this. [default: 1]",
+        show_default=False)] = None,
+    max_grade: Annotated[Optional[float], typer.Option("--max-grade", help="err: the top of the label scale. "
+                                                       "[default: 4]", show_default=False)] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print every number as JSON.")] = False,
-    output_format: Annotated[str, typer.Option("--format", help="table | markdown | latex | tsv.")] = "table",
+    output_format: Annotated[Format, typer.Option("--format", help="Output format (without --json).")] = Format.table,
     fail_if_worse: Annotated[bool, typer.Option(
         "--fail-if-worse", help="Exit with status 5 when a run is significantly worse than the baseline.")] = False,
 ) -> None:
@@ -81,8 +107,7 @@ def command(
 
     from rankcli.errors import UsageError, WorseThanBaseline
 
-    if output_format not in FORMATS:
-        raise UsageError(f"unknown --format {output_format!r}; choose one of {', '.join(FORMATS)}")
+    output_format = Format(output_format).value
     if json_output and output_format != "table":
         raise UsageError("--json and --format cannot be used together")
     if fail_if_worse and baseline is None and len(runs) > 2:
@@ -93,13 +118,19 @@ def command(
     from rankcli.compare import compare_inputs
     from rankcli.core.metrics import Convention
     from rankcli import report as render
-    from rankcli.cli._common import print_json, stdout_console
+    from rankcli.cli._common import log, print_json, stdout_console
 
-    conv = Convention.preset(convention).with_(gain=gain, no_relevant=no_relevant, ties=ties,
-                                               relevance_threshold=relevance_threshold, max_grade=max_grade)
-    result = compare_inputs(runs, names=name, metrics=metric, qrels=qrels, convention=conv, test=test, alpha=alpha,
-                            correction=correction, baseline=baseline, seed=seed, permutations=permutations,
-                            intersect=intersect)
+    def value(x):
+        return None if x is None else x.value
+
+    conv = Convention.preset(value(convention)).with_(gain=value(gain), no_relevant=value(no_relevant),
+                                                      ties=value(ties), relevance_threshold=threshold,
+                                                      max_grade=max_grade)
+    result = compare_inputs(runs, names=name, metrics=metric, qrels=qrels, convention=conv, test=value(test),
+                            alpha=alpha, correction=value(correction), baseline=baseline, seed=seed,
+                            permutations=permutations, intersect=intersect)
+    for note in result.notes:
+        log(note)
     if json_output:
         print_json(result.as_dict())
     elif output_format == "table":

@@ -268,18 +268,19 @@ def test_fewer_than_two_queries_is_not_testable(tmp_path, capsys):
 def test_usage_errors(runs, capsys, tmp_path):
     _, _, _, good, bad = runs
     cases = [
-        (["--test", "tt"], "Error: unknown test 'tt'; choose one of ttest, permutation, wilcoxon, bootstrap\n"),
-        (["--correction", "fdr"], "Error: unknown correction 'fdr'; choose one of holm, bonferroni, bh, none\n"),
         (["--name", "x"], "Error: --name given 1 times for 2 runs; give one name per run, in order\n"),
         (["--name", "x", "--name", "x"], "Error: two runs are named 'x'; tell them apart with --name (once per run, "
                                          "in order)\n"),
         (["--baseline", "nope"], "Error: --baseline 'nope' is not one of the runs (names: good, bad)\n"),
-        (["--format", "html"], "Error: unknown --format 'html'; choose one of table, markdown, latex, tsv\n"),
+        (["--format", "latex", "--json"], "Error: --json and --format cannot be used together\n"),
         (["--alpha", "0"], "Error: --alpha must be between 0 and 1, got 0.0\n"),
     ]
     for extra, message in cases:
         status, out, err = _run(capsys, "compare", good, bad, *extra)
         assert (status, out, err) == (ExitStatus.USAGE, "", message)
+    for extra in (["--test", "tt"], ["--correction", "fdr"], ["--format", "html"]):
+        status, out, err = _run(capsys, "compare", good, bad, *extra)
+        assert status == ExitStatus.USAGE and f"Invalid value for '{extra[0]}'" in err and out == ""
     text = tmp_path / "run.txt"
     text.write_text("1 Q0 d1 1 0.5 x\n")
     status, _, err = _run(capsys, "compare", good, text)
@@ -297,3 +298,74 @@ def test_corrections_in_report(runs, capsys):
     report = json.loads(out)
     assert report["correction"] == "none"
     assert report["comparisons"][0]["p_adjusted"] == report["comparisons"][0]["p_value"]
+
+
+QRELS = """q1 0 d1 2
+q1 0 d2 0
+q1 0 d3 1
+q2 0 d1 1
+q2 0 d4 3
+q3 0 d5 1
+q3 0 d6 0
+q4 0 d7 0
+"""
+
+
+def _trec(path, rows):
+    path.write_text("".join(f"{q} Q0 {d} {i + 1} {s} tag\n" for i, (q, d, s) in enumerate(rows)))
+    return path
+
+
+def test_trec_runs_with_qrels(tmp_path, capsys):
+    from rankcli.evaluate import evaluate_trec
+
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text(QRELS)
+    r1 = _trec(tmp_path / "r1.txt", [("q1", "d1", 3), ("q1", "d3", 2), ("q1", "d2", 1), ("q2", "d4", 2),
+                                      ("q2", "d1", 1), ("q3", "d5", 1), ("q4", "d7", 1)])
+    r2 = _trec(tmp_path / "r2.txt", [("q1", "d2", 3), ("q1", "d1", 2), ("q2", "d1", 2), ("q2", "d9", 1),
+                                      ("q3", "d6", 2), ("q3", "d5", 1), ("q4", "d7", 1)])
+    status, out, err = _run(capsys, "compare", r1, r2, "--qrels", qrels, "-m", "ndcg@2,map", "--json")
+    assert status == 0, err
+    report = json.loads(out)
+    assert [r["kind"] for r in report["runs"]] == ["trec", "trec"] and report["queries"] == 4
+    assert report["queries_used"] == {"ndcg@2": 3, "map": 3}            # q4 has no relevant document: skipped
+    for run in ("r1", "r2"):
+        ev = evaluate_trec(tmp_path / f"{run}.txt", qrels, ["ndcg@2", "map"])
+        assert report["means"][run]["ndcg@2"] == pytest.approx(ev.result.means["ndcg@2"])
+    a = evaluate_trec(r1, qrels, ["map"]).result.per_query["map"][:3]
+    b = evaluate_trec(r2, qrels, ["map"]).result.per_query["map"][:3]
+    assert report["comparisons"][1]["p_value"] == pytest.approx(sps.ttest_rel(b, a).pvalue)
+    # A run that misses a query: exit 3 naming it, or --intersect.
+    r3 = _trec(tmp_path / "r3.txt", [("q1", "d1", 3), ("q3", "d5", 1), ("q4", "d7", 1)])
+    status, _, err = _run(capsys, "compare", r1, r3, "--qrels", qrels)
+    assert status == ExitStatus.INVALID_INPUT
+    assert err == (f"Error: runs cover different queries: query q2 is in {r1} but not in {r3}; pass --intersect to "
+                   "compare on the queries every run has\n")
+    status, out, err = _run(capsys, "compare", r1, r3, "--qrels", qrels, "--intersect", "--json")
+    assert status == 0, err
+    assert json.loads(out)["dropped"] == 1 and json.loads(out)["queries"] == 3
+
+
+def test_per_query_files_written_by_eval(runs, capsys):
+    from rankcli.core.metrics import Convention
+    from rankcli.evaluate import evaluate_path, write_per_query
+
+    tmp, _, _, good, bad = runs
+    files = {}
+    for path in (good, bad):
+        for conv in ("paper", "lightgbm"):
+            out_path = tmp / f"{path.stem}.{conv}.parquet"
+            write_per_query(out_path, evaluate_path(path, ["ndcg@5", "mrr"], Convention.preset(conv)))
+            files[path.stem, conv] = out_path
+    status, out_files, err = _run(capsys, "compare", files["good", "paper"], files["bad", "paper"], "--json")
+    assert status == 0, err
+    status, out_runs, err = _run(capsys, "compare", good, bad, "--json", "-m", "ndcg@5,mrr")
+    a, b = json.loads(out_files), json.loads(out_runs)
+    assert a["metrics"] == ["ndcg@5", "mrr"] and a["comparisons"][0]["p_value"] == b["comparisons"][0]["p_value"]
+    assert a["convention"] == b["convention"]
+    # A per-query file next to a run computed under the same convention is fine; under another one it is refused.
+    status, _, err = _run(capsys, "compare", files["good", "paper"], bad, "-m", "mrr")
+    assert status == 0, err
+    status, _, err = _run(capsys, "compare", files["good", "paper"], files["bad", "lightgbm"])
+    assert status == ExitStatus.INVALID_INPUT and "was evaluated under a different convention" in err
