@@ -100,7 +100,7 @@ def read_run(path: Path | str) -> Run:
         if col.null_count:
             row = _first_bad_row(np.asarray(col.is_null().to_numpy(zero_copy_only=False)))
             raise InputError(f"{path}: column {name}: missing value at row {row}")
-        values = col.to_numpy()
+        values = parquet.column_to_numpy(col)  # not col.to_numpy(): that imports pandas (~1 s at start-up)
         if name == "qid" and not np.issubdtype(values.dtype, np.integer):
             raise SchemaError(f"{path}: column qid must be integer, got {col.type}")
         if name != "qid" and not (np.issubdtype(values.dtype, np.floating) or np.issubdtype(values.dtype, np.integer)):
