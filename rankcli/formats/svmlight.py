@@ -197,9 +197,8 @@ def _parse_index(b: np.ndarray, data: bytes, s: np.ndarray, e: np.ndarray, lengt
     w = (w & ~low) | (np.uint32(0x30303030) & low)
     bad = ((w & np.uint32(0xF0F0F0F0)) != np.uint32(0x30303030)) | (
         ((w + np.uint32(0x06060606)) & np.uint32(0xF0F0F0F0)) != np.uint32(0x30303030))
-    where = np.flatnonzero(bad)
-    if where.size:
-        return np.zeros(n, dtype=np.int64), int(where[0])
+    if bad.any():
+        return _parse_int(b, s, e)  # a sign, a letter: the general parser decides and finds the first bad one
     d = w - np.uint32(0x30303030)
     value = ((d & np.uint32(0xFF)) * np.uint32(1000) + ((d >> np.uint32(8)) & np.uint32(0xFF)) * np.uint32(100)
              + ((d >> np.uint32(16)) & np.uint32(0xFF)) * np.uint32(10) + (d >> np.uint32(24)))
@@ -387,7 +386,6 @@ def parse_block(data: bytes, first_line: int = 1, *, name: str = "<input>", zero
     labels, bad_l = _cast(label_strings, pa.float64())
     if labels is None:
         tok_error("non-numeric label", int(label_tok[bad_l]))
-    errors.raise_first()
 
     # Compact the feature values into one buffer (everything else removed: separators, labels, qid tokens, indices
     # and colons), so that value i is compact[off[i]:off[i+1]]; arrow parses them all in one cast.
@@ -411,7 +409,7 @@ def parse_block(data: bytes, first_line: int = 1, *, name: str = "<input>", zero
     values, bad_v = _cast(pieces, pa.float64())
     if values is None:
         tok_error("non-numeric feature value", int(feat_tok[bad_v]))
-        errors.raise_first()
+    errors.raise_first()  # the earliest of the index, qid, label and value errors
 
     cols = index if zero_based else index - 1
     rows = row_of_tok[feat_tok]

@@ -1,0 +1,300 @@
+"""The SVMlight reader and writer: parity with scikit-learn, edge syntax, block boundaries, errors, round trips."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rankcli.convert import ConvertOptions, convert
+from rankcli.errors import InputError, InputFormatError
+from rankcli.formats.parquet import feature_columns
+from rankcli.formats.svmlight import parse_block, read_query_file, svmlight_lines, write_svmlight
+
+sklearn_datasets = pytest.importorskip("sklearn.datasets")
+
+
+def features_of(table: pa.Table) -> np.ndarray:
+    cols = feature_columns(table.column_names)
+    return np.column_stack([table.column(c).to_numpy() for c in cols]) if cols else np.zeros((table.num_rows, 0))
+
+
+def convert_text(tmp_path, text: str | bytes, name="in.txt", **options) -> pa.Table:
+    src = tmp_path / name
+    src.write_bytes(text.encode() if isinstance(text, str) else text)
+    out = tmp_path / (name + ".parquet")
+    convert([str(src)], out, ConvertOptions(**options), overwrite=True)
+    return pq.read_table(out)
+
+
+def random_svmlight(rng: np.random.Generator, rows: int, width: int, real_labels=False, density=0.6):
+    """A random SVMlight text with contiguous queries, varied float syntax, and the dense matrix it encodes."""
+    sizes = []
+    while sum(sizes) < rows:
+        sizes.append(int(rng.integers(1, 30)))
+    sizes[-1] -= sum(sizes) - rows
+    qids = np.repeat(rng.choice(100000, len(sizes), replace=False), sizes)
+    X = np.where(rng.random((rows, width)) < density, rng.normal(size=(rows, width)) * 10.0 ** rng.integers(-4, 4), 0)
+    X = X.astype(np.float32).astype(np.float64)
+    y = np.round(rng.random(rows), 2) if real_labels else rng.integers(0, 5, rows).astype(np.float64)
+    styles = ["{:.9g}", "{:e}", "{!r}"]
+    lines = []
+    for i in range(rows):
+        toks = [f"{y[i]:g}", f"qid:{qids[i]}"]
+        for j in np.flatnonzero(X[i]):
+            v = float(np.float32(X[i, j]))
+            toks.append(f"{j + 1}:" + styles[(i + j) % 3].format(v))
+        lines.append(" ".join(toks))
+    return "\n".join(lines) + "\n", X.astype(np.float32), y, qids
+
+
+@pytest.mark.parametrize("seed,real", [(0, False), (1, True), (2, False)])
+def test_parity_with_sklearn(tmp_path, seed, real):
+    rng = np.random.default_rng(seed)
+    text, X, y, q = random_svmlight(rng, 400, 25, real_labels=real)
+    table = convert_text(tmp_path, text, block_bytes=4096)
+    Xs, ys, qs = sklearn_datasets.load_svmlight_file(io.BytesIO(text.encode()), query_id=True,
+                                                      n_features=features_of(table).shape[1])
+    np.testing.assert_array_equal(features_of(table), Xs.toarray().astype(np.float32))
+    np.testing.assert_array_equal(table.column("label").to_numpy(), ys)
+    np.testing.assert_array_equal(table.column("qid").to_numpy(), qs)
+
+
+def test_block_size_does_not_change_the_result(tmp_path):
+    rng = np.random.default_rng(5)
+    text, *_ = random_svmlight(rng, 300, 12)
+    whole = convert_text(tmp_path, text)
+    for block in (1, 7, 100, 1000):
+        assert convert_text(tmp_path, text, block_bytes=block).equals(whole)
+
+
+def test_row_groups_end_on_query_boundaries(tmp_path, monkeypatch):
+    import rankcli.convert as conv
+    import rankcli.formats.parquet as parquet
+
+    monkeypatch.setattr(conv, "ROW_GROUP_ROWS", 50)
+    monkeypatch.setattr(parquet, "ROW_GROUP_ROWS", 50)
+    text, *_ = random_svmlight(np.random.default_rng(3), 500, 5)
+    (tmp_path / "a.txt").write_text(text)
+    convert([str(tmp_path / "a.txt")], tmp_path / "a.parquet", ConvertOptions(block_bytes=500))
+    pf = pq.ParquetFile(tmp_path / "a.parquet")
+    assert pf.num_row_groups > 3
+    parquet.check_query_aligned(tmp_path / "a.parquet")
+
+
+def test_edge_syntax(tmp_path):
+    text = (b"# a header comment\r\n"
+            b"\r\n"
+            b"2\tqid:7\t1:1e-3  3:.25 \t 4:+1.5\r\n"
+            b"   \t\r\n"
+            b"0.07 qid:7 2:-7 5:nan # docid = D2 extra = 1\r\n"
+            b"1 qid:9 1:1. 2:inf 3:-INF 4:NaN 5:1E+2\n"
+            b"   # only a comment\n"
+            b"3 qid:9")  # no final newline
+    t = convert_text(tmp_path, text)
+    F = features_of(t)
+    assert t.num_rows == 4 and F.shape == (4, 5)
+    np.testing.assert_array_equal(t.column("label").to_numpy(), [2, 0.07, 1, 3])
+    np.testing.assert_array_equal(t.column("qid").to_numpy(), [7, 7, 9, 9])
+    assert not F[3].any()
+    np.testing.assert_array_equal(F[0], np.float32([1e-3, 0, 0.25, 1.5, 0]))
+    assert F[1, 1] == -7 and np.isnan(F[1, 4])
+    assert F[2, 0] == 1 and F[2, 1] == np.inf and F[2, 2] == -np.inf and np.isnan(F[2, 3]) and F[2, 4] == 100
+    assert t.column("docid").to_pylist() == [None, "D2", None, None]
+    assert "comment" not in t.column_names
+
+
+def test_keep_comments_and_zero_based(tmp_path):
+    t = convert_text(tmp_path, "1 qid:1 0:5 2:6 # docid = A x=1\n0 qid:1 1:2\n", keep_comments=True, zero_based=True)
+    assert t.column("comment").to_pylist() == ["docid = A x=1", None]
+    assert t.column("docid").to_pylist() == ["A", None]
+    np.testing.assert_array_equal(features_of(t), np.float32([[5, 0, 6], [0, 2, 0]]))
+
+
+def test_num_features_fixes_the_width(tmp_path):
+    t = convert_text(tmp_path, "1 qid:1 2:5\n", num_features=6)
+    assert feature_columns(t.column_names) == [f"f{i}" for i in range(1, 7)]
+    with pytest.raises(InputFormatError, match=r"in.txt:1: feature index beyond --num-features 1, got '2:5'"):
+        convert_text(tmp_path, "1 qid:1 2:5\n", num_features=1)
+
+
+def test_width_grows_after_the_first_block(tmp_path):
+    lines = [f"1 qid:{q} 1:{q}" for q in range(200)] + ["0 qid:999 50:3 # docid = late"]
+    t = convert_text(tmp_path, "\n".join(lines) + "\n", block_bytes=256)
+    F = features_of(t)
+    assert F.shape == (201, 50)
+    assert F[-1, 49] == 3 and F[5, 0] == 5 and t.column("docid").to_pylist()[-1] == "late"
+    assert t.column("docid").null_count == 200
+
+
+def test_sort_queries(tmp_path):
+    t = convert_text(tmp_path, "1 qid:2 1:1\n0 qid:1 1:2\n2 qid:2 1:3\n", sort_queries=True)
+    assert t.column("qid").to_pylist() == [1, 2, 2]
+    assert t.column("f1").to_pylist() == [2, 1, 3]
+
+
+def test_sidecar_and_query_file(tmp_path):
+    (tmp_path / "d.txt").write_text("1 1:1\n0 1:2\n2 1:3\n")
+    (tmp_path / "d.txt.query").write_text("2\n1\n")
+    convert([str(tmp_path / "d.txt")], tmp_path / "d.parquet")
+    assert pq.read_table(tmp_path / "d.parquet").column("qid").to_pylist() == [0, 0, 1]
+    (tmp_path / "other.query").write_text("1\n2\n")
+    convert([str(tmp_path / "d.txt")], tmp_path / "e.parquet", ConvertOptions(query_file=tmp_path / "other.query"))
+    assert pq.read_table(tmp_path / "e.parquet").column("qid").to_pylist() == [0, 1, 1]
+
+
+def test_read_query_file_errors(tmp_path):
+    (tmp_path / "q").write_text("3\nx\n")
+    with pytest.raises(InputFormatError, match=r"q:2: expected a group size \(a positive integer\), got 'x'"):
+        read_query_file(tmp_path / "q")
+    (tmp_path / "q").write_text("0\n")
+    with pytest.raises(InputFormatError, match=r"q:1: group sizes must be positive, got '0'"):
+        read_query_file(tmp_path / "q")
+
+
+@pytest.mark.parametrize("text,message", [
+    ("abc qid:1 1:0.5\n", "in.txt:1: non-numeric label, got 'abc'"),
+    ("1 qid:1 1:2\n1 qid:1 5\n", "in.txt:2: expected <index>:<value>, got '5'"),
+    ("1 qid:1 3:1 3:2\n", "in.txt:1: duplicate feature index on one line, got '3:2'"),
+    ("1 qid:1 4:1 3:2 4:5\n", "in.txt:1: duplicate feature index on one line, got '4:5'"),
+    ("1 qid:1 3:abc\n", "in.txt:1: non-numeric feature value, got '3:abc'"),
+    ("1 qid:x 3:1\n", "in.txt:1: non-integer qid, got 'qid:x'"),
+    ("1 qid:1.5 3:1\n", "in.txt:1: non-integer qid, got 'qid:1.5'"),
+    ("1 qid:1 x:1\n", "in.txt:1: non-integer feature index, got 'x:1'"),
+    ("1 qid:1 1.0:1\n", "in.txt:1: non-integer feature index, got '1.0:1'"),
+    ("1 qid:1 0:1\n", "in.txt:1: feature index must be >= 1 (pass --zero-based for 0-based files), got '0:1'"),
+    ("1 qid:1 -2:1\n", "in.txt:1: feature index must be >= 1 (pass --zero-based for 0-based files), got '-2:1'"),
+    ("1 qid:1 1:1\n0 qid:2 1:1\n\n2 qid:1 1:1\n", "in.txt:4: qid 1 reappears (first seen at line 1)"),
+    ("1 qid:1 3:\n", "in.txt:1: expected <index>:<value>, got '3:'"),
+    ("1 qid:1 1:2:3\n", "in.txt:1: expected <index>:<value>, got '1:2:3'"),
+    ("qid:1 1:2\n", "in.txt:1: expected a label at the start of the line, got 'qid:1'"),
+    ("1 1:2 qid:1\n", "in.txt:1: qid: must come right after the label, got 'qid:1'"),
+    ("1 qid:1 1:2\n0 1:2\n", "in.txt:2: line has no qid: but earlier lines do, got '0 1:2'"),
+    ("1 qid:1 1:2\n\x00\x01\x02\n", "in.txt:2: not SVMlight text (binary data), got '\\x00\\x01\\x02\\n'"),
+    ("1 qid:1 1:2 99999999:1\n", "in.txt:1: feature index too large for a dense table (at most 20000 features), "
+     "got '99999999:1'"),
+    ("", "in.txt: no data rows (empty input)"),
+    ("\n# just a comment\n", "in.txt: no data rows (empty input)"),
+    ("1 1:2\n", "in.txt:1: no qid: on the lines and no in.txt.query sidecar; add qid:<id> after each label, put the "
+     "group sizes in a .query file next to the input, or pass --query-file"),
+])
+def test_error_messages(tmp_path, text, message):
+    with pytest.raises(InputError) as info:
+        convert_text(tmp_path, text)
+    assert str(info.value).replace(str(tmp_path) + "/", "") == message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+def test_errors_are_reported_in_file_order(tmp_path):
+    with pytest.raises(InputFormatError, match=r"in.txt:2: non-numeric feature value"):
+        convert_text(tmp_path, "1 qid:1 1:1\n1 qid:1 1:x\n1 qid:1 q:1\n")
+    # an error in a later block is numbered in the whole file
+    text = "".join(f"1 qid:1 1:{i}\n" for i in range(500)) + "1 qid:1 1:oops\n"
+    with pytest.raises(InputFormatError, match=r"in.txt:501: non-numeric feature value, got '1:oops'"):
+        convert_text(tmp_path, text, block_bytes=1000)
+
+
+def test_sidecar_mismatch(tmp_path):
+    (tmp_path / "d.txt").write_text("1 1:1\n0 1:2\n2 1:3\n")
+    (tmp_path / "d.txt.query").write_text("2\n2\n")
+    with pytest.raises(InputError, match=r"d.txt.query: group sizes add up to 4 rows but .*d.txt has 3"):
+        convert([str(tmp_path / "d.txt")], tmp_path / "d.parquet")
+    (tmp_path / "d.txt.query").write_text("1\n1\n")
+    with pytest.raises(InputFormatError, match=r"d.txt:3: more rows than the group sizes in .*d.txt.query add up"):
+        convert([str(tmp_path / "d.txt")], tmp_path / "d.parquet")
+    assert not (tmp_path / "d.parquet").exists()
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".bz2", ".xz"])
+def test_compressed_inputs_and_truncation(tmp_path, suffix):
+    import bz2
+    import gzip
+    import lzma
+
+    compress = {".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress}[suffix]
+    text, X, y, q = random_svmlight(np.random.default_rng(9), 200, 8)
+    blob = compress(text.encode())
+    (tmp_path / f"a.txt{suffix}").write_bytes(blob)
+    convert([str(tmp_path / f"a.txt{suffix}")], tmp_path / "a.parquet")
+    np.testing.assert_array_equal(pq.read_table(tmp_path / "a.parquet").column("label").to_numpy(), y)
+    (tmp_path / f"b.txt{suffix}").write_bytes(blob[: len(blob) // 2])
+    with pytest.raises(InputError, match=r"b.txt\S*: (truncated|corrupt) compressed file"):
+        convert([str(tmp_path / f"b.txt{suffix}")], tmp_path / "b.parquet")
+    assert not (tmp_path / "b.parquet").exists()
+
+
+def test_directory_input_shares_the_width(tmp_path):
+    d = tmp_path / "Fold1"
+    d.mkdir()
+    (d / "train.txt").write_text("1 qid:1 1:1 7:2\n0 qid:1 2:1\n")
+    (d / "vali.txt").write_text("1 qid:2 3:1\n")
+    (d / "test.txt").write_text("1 qid:3 1:1\n")
+    (d / "notes.md").write_text("not data\n")
+    result = convert([str(d)], tmp_path / "out")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["test.parquet", "train.parquet", "vali.parquet"]
+    for name in ("train", "vali", "test"):
+        t = pq.read_table(tmp_path / "out" / f"{name}.parquet")
+        assert len(feature_columns(t.column_names)) == 7
+        assert pq.read_metadata(tmp_path / "out" / f"{name}.parquet").metadata[b"rankcli.num_features"] == b"7"
+    assert result.as_dict()["features"] == 7 and len(result.as_dict()["files"]) == 3
+
+
+def test_several_files_into_one(tmp_path):
+    (tmp_path / "a.txt").write_text("1 qid:1 1:1\n")
+    (tmp_path / "b.txt").write_text("0 qid:2 2:1\n")
+    convert([str(tmp_path / "a.txt"), str(tmp_path / "b.txt")], tmp_path / "ab.parquet")
+    assert pq.read_table(tmp_path / "ab.parquet").column("qid").to_pylist() == [1, 2]
+    (tmp_path / "c.txt").write_text("0 qid:1 2:1\n")
+    with pytest.raises(InputFormatError, match=r"c.txt:1: qid 1 reappears \(first seen at .*a.txt:1\)"):
+        convert([str(tmp_path / "a.txt"), str(tmp_path / "c.txt")], tmp_path / "ac.parquet")
+
+
+def test_export_round_trip(tmp_path):
+    rng = np.random.default_rng(4)
+    text, *_ = random_svmlight(rng, 300, 30, real_labels=True, density=0.3)
+    lines = text.splitlines()
+    text = "\n".join(f"{line} # docid = d{i}" for i, line in enumerate(lines)) + "\n"
+    first = convert_text(tmp_path, text, name="a.txt")
+    write_svmlight(tmp_path / "back.txt", tmp_path / "a.txt.parquet")
+    second = convert_text(tmp_path, (tmp_path / "back.txt").read_bytes(), name="b.txt")
+    assert second.equals(first)
+
+
+def test_export_keeps_width_when_last_features_are_zero(tmp_path):
+    first = convert_text(tmp_path, "1 qid:1 1:1\n", name="a.txt", num_features=5)
+    write_svmlight(tmp_path / "back.txt", tmp_path / "a.txt.parquet")
+    assert (tmp_path / "back.txt").read_text() == "1 qid:1 1:1 5:0\n"
+    assert convert_text(tmp_path, (tmp_path / "back.txt").read_bytes(), name="b.txt").equals(first)
+
+
+floats32 = st.floats(width=32, allow_nan=False)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_writer_then_reader_is_identity(data):
+    rows = data.draw(st.integers(1, 12))
+    width = data.draw(st.integers(1, 6))
+    values = np.array(data.draw(st.lists(st.one_of(st.just(0.0), floats32), min_size=rows * width,
+                                         max_size=rows * width)), dtype=np.float32).reshape(rows, width)
+    values[0, -1] = values[0, -1] or 1.0  # the reader's width comes from the largest index present
+    sizes = data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=rows))
+    qids = np.repeat(np.arange(len(sizes)), sizes)[:rows]
+    qids = np.concatenate([qids, np.full(rows - qids.shape[0], len(sizes))]).astype(np.int64)
+    labels = np.array(data.draw(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=rows, max_size=rows)))
+    table = pa.table({"qid": qids, "label": labels,
+                      **{f"f{j + 1}": pa.array(values[:, j]) for j in range(width)}})
+    text = b"".join(s.encode() for s in svmlight_lines(table, [f"f{j + 1}" for j in range(width)]).to_pylist())
+    # random but equivalent whitespace: tabs, runs of spaces, CRLF
+    sep = data.draw(st.sampled_from([b" ", b"\t", b"  \t "]))
+    eol = data.draw(st.sampled_from([b"\n", b"\r\n"]))
+    text = text.replace(b" ", sep).replace(b"\n", eol)
+    block = parse_block(text)
+    np.testing.assert_array_equal(block.labels, labels)
+    np.testing.assert_array_equal(block.qids, qids)
+    np.testing.assert_array_equal(block.features, values)
