@@ -37,6 +37,8 @@ _KEY_BITS = 40  # key (random part + document index) occupies the 40 bits below 
 _KEY_END = np.uint64(1 << _KEY_BITS)
 #: Cells per chunk: ``queries x impressions x size`` arrays of at most this many cells are simulated at once.
 CHUNK_ENTRIES = 1 << 19
+#: Positions simulated step by step before the remaining long scans switch to the key method.
+SCAN_STEPS = 16
 
 MODELS = ("cascade", "pbm")
 
@@ -95,8 +97,8 @@ def check_grades(grades: np.ndarray, n_probs: int) -> np.ndarray:
     grades = np.asarray(grades, dtype=np.int64)
     if grades.size and (grades.min() < 0 or grades.max() >= n_probs):
         top = int(grades.max())
-        raise InputError(f"labels go up to grade {top} but {n_probs} click probabilities cover grades "
-                         f"0..{n_probs - 1} only; give one probability per grade (e.g. --click-probs), got grade {top}")
+        raise InputError(f"labels go up to grade {top} but the {n_probs} click probabilities cover grades "
+                         f"0..{n_probs - 1} only; give one probability per grade (--click-probs)")
     return grades
 
 
@@ -125,17 +127,16 @@ def _draw(rng: np.random.Generator, shape) -> np.ndarray:
 
 
 class _Collector:
-    """Gathers per-chunk displayed documents and puts them in (query, impression, position) order at the end."""
+    """Gathers displayed documents chunk by chunk; puts them in (query, impression, position) order at the end."""
 
     def __init__(self, n_queries: int, impressions: int, n_grades: int):
         self.I = impressions
         self.n_gid = n_queries * impressions
+        self.n_grades = n_grades
         self.parts: list[tuple] = []
-        self.shown_g = np.zeros(n_grades, np.int64)
-        self.clicks_g = np.zeros(n_grades, np.int64)
-        self.shown_p = np.zeros(0, np.int64)
-        self.clicks_p = np.zeros(0, np.int64)
-        self.exam_p = np.zeros(0, np.int64)
+        # Documents shown in no-click impressions that were dropped without being materialised.
+        self.extra_shown_g = np.zeros(n_grades, np.int64)
+        self.extra_shown_p = np.zeros(0, np.int64)
 
     @staticmethod
     def _add(acc: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -144,39 +145,45 @@ class _Collector:
         acc[: values.shape[0]] += values.astype(np.int64)
         return acc
 
-    def stats(self, grades, clicks, positions, examined=None):
-        ng = self.shown_g.shape[0]
-        self.shown_g += np.bincount(grades, minlength=ng)[:ng]
-        self.clicks_g += np.bincount(grades, weights=clicks, minlength=ng)[:ng].astype(np.int64)
-        self.shown_p = self._add(self.shown_p, np.bincount(positions - 1))
-        self.clicks_p = self._add(self.clicks_p, np.bincount(positions - 1, weights=clicks).astype(np.int64))
-        if examined is not None:
-            self.exam_p = self._add(self.exam_p, np.bincount(positions - 1, weights=examined).astype(np.int64))
-
-    def stats_full_lists(self, grade_hist: np.ndarray, n: int, count: int):
-        """``count`` no-click impressions that showed a whole list of ``n`` documents with grade histogram given."""
-        if count:
-            self.shown_g += grade_hist * count
-            self.shown_p = self._add(self.shown_p, np.full(n, count, np.int64))
+    def add_unmaterialised(self, grades: np.ndarray, counts: np.ndarray, positions_from: int, lengths: np.ndarray):
+        """Dropped no-click impressions: per-document show ``counts`` and list ``lengths`` after ``positions_from``."""
+        self.extra_shown_g += np.bincount(grades.ravel(), weights=counts.ravel(),
+                                          minlength=self.n_grades)[: self.n_grades].astype(np.int64)
+        lengths = lengths[lengths > 0]
+        if lengths.size:
+            at_least = np.bincount(lengths)[::-1].cumsum()[::-1][1:]  # impressions showing >= k more documents
+            self.extra_shown_p = self._add(self.extra_shown_p,
+                                           np.concatenate((np.zeros(positions_from, np.int64), at_least)))
 
     def add(self, gid, rows, positions, clicks, examined=None):
         self.parts.append((gid, rows, positions, clicks, examined))
 
-    def finish(self, keep_no_click: bool, dropped: int, has_exam: bool) -> ClickLog:
+    def finish(self, grades: np.ndarray, keep_no_click: bool, has_exam: bool) -> ClickLog:
         def cat(i, dtype):
-            arrs = [p[i] for p in self.parts]
+            arrs = [np.broadcast_to(np.asarray(p[i]), np.shape(p[0])) for p in self.parts]
             return np.concatenate(arrs).astype(dtype, copy=False) if arrs else np.zeros(0, dtype)
 
         gid = cat(0, np.int64)
         rows = cat(1, np.int64)
-        positions = cat(2, np.int32)
+        positions = cat(2, np.int64)
         clicks = cat(3, np.int8)
         examined = cat(4, bool) if has_exam else None
+        ng = self.n_grades
+        gr = grades[rows]
+        shown_g = np.bincount(gr, minlength=ng)[:ng] + self.extra_shown_g
+        clicks_g = np.bincount(gr, weights=clicks, minlength=ng)[:ng].astype(np.int64)
+        shown_p = self._add(self.extra_shown_p.copy(), np.bincount(positions - 1))
+        clicks_p = self._add(np.zeros(0, np.int64), np.bincount(positions - 1, weights=clicks).astype(np.int64))
+        clicks_p = self._add(clicks_p, np.zeros(shown_p.shape[0], np.int64))
+        exam_p = None
+        if examined is not None:
+            exam_p = self._add(np.zeros(shown_p.shape[0], np.int64),
+                               np.bincount(positions - 1, weights=examined).astype(np.int64))
         counts = np.bincount(gid, minlength=self.n_gid)
+        dropped = 0
         if not keep_no_click:
             has_click = np.bincount(gid, weights=clicks, minlength=self.n_gid) > 0
-            present = counts > 0
-            dropped += int(np.count_nonzero(present & ~has_click))
+            dropped = int(np.count_nonzero(~has_click))
             keep_rows = has_click[gid]
             gid, rows, positions, clicks = gid[keep_rows], rows[keep_rows], positions[keep_rows], clicks[keep_rows]
             if examined is not None:
@@ -185,10 +192,10 @@ class _Collector:
         kept = np.flatnonzero(counts)
         starts = np.zeros(self.n_gid + 1, np.int64)
         np.cumsum(counts, out=starts[1:])
-        dest = starts[gid] + positions.astype(np.int64) - 1
+        dest = starts[gid] + positions - 1
         out_rows = np.empty_like(rows)
         out_rows[dest] = rows
-        out_pos = np.empty_like(positions)
+        out_pos = np.empty(positions.shape[0], np.int32)
         out_pos[dest] = positions
         out_clicks = np.empty_like(clicks)
         out_clicks[dest] = clicks
@@ -200,8 +207,8 @@ class _Collector:
         return ClickLog(
             rows=out_rows, offsets=offsets, query=kept // self.I, impression=kept % self.I, clicks=out_clicks,
             positions=out_pos, examined=out_exam, n_impressions=self.n_gid, dropped=dropped,
-            shown_by_grade=self.shown_g, clicks_by_grade=self.clicks_g, shown_by_position=self.shown_p,
-            clicks_by_position=self.clicks_p, examined_by_position=self.exam_p if has_exam else None,
+            shown_by_grade=shown_g, clicks_by_grade=clicks_g, shown_by_position=shown_p,
+            clicks_by_position=clicks_p, examined_by_position=exam_p,
         )
 
 
@@ -215,9 +222,24 @@ def _check_common(offsets, impressions, max_rank):
                          f"got {int(np.diff(offsets).max())}")
 
 
+def _groups_by_size(gids: np.ndarray, n_of: np.ndarray):
+    """Split impressions ``gids`` into chunks of equal list size ``n`` and at most ~CHUNK_ENTRIES cells."""
+    n_g = n_of[gids]
+    order = np.argsort(n_g, kind="stable")
+    gids, n_g = gids[order], n_g[order]
+    cuts = np.flatnonzero(n_g[1:] != n_g[:-1]) + 1
+    for part in np.split(gids, cuts):
+        if part.shape[0] == 0:
+            continue
+        n = int(n_of[part[0]])
+        per = max(1, CHUNK_ENTRIES // max(1, n))
+        for a in range(0, part.shape[0], per):
+            yield part[a:a + per], n
+
+
 def cascade(grades: np.ndarray, offsets: np.ndarray, click_probs, impressions: int, rng: np.random.Generator, *,
             display_rank: np.ndarray | None = None, max_rank: int | None = None,
-            keep_no_click: bool = False) -> ClickLog:
+            keep_no_click: bool = False, scan_steps: int | None = None) -> ClickLog:
     """Simulate ``impressions`` cascade impressions of every query.
 
     Parameters
@@ -229,84 +251,126 @@ def cascade(grades: np.ndarray, offsets: np.ndarray, click_probs, impressions: i
     click_probs : sequence of float
         ``p[g]``, the probability that a user who looks at a document of grade ``g`` clicks it.
     display_rank : (n_rows,) int, optional
-        0-based display rank of every row within its query (a deterministic ranker). ``None``: a fresh uniformly random
-        order per impression (the paper's random base ranker).
+        0-based display rank of every row within its query (a deterministic ranker; a permutation of ``0..n-1`` per
+        query). ``None``: a fresh uniformly random order per impression (the paper's random base ranker).
     max_rank : int, optional
         Only the top ``max_rank`` documents are displayed; a scan that reaches the end of them stops without a click.
     keep_no_click : bool
         Keep impressions without a click (the whole displayed list, all zeros); by default they are dropped.
+    scan_steps : int, optional
+        Positions simulated step by step (default :data:`SCAN_STEPS`; 0 = the key method for everything). A speed
+        knob only: every value gives the same distribution.
+
+    Notes
+    -----
+    Two phases. First the scan itself, one step per position for all still-scanning impressions at once (a loop over
+    at most :data:`SCAN_STEPS` positions, never over queries): a random ranker shows a uniformly random
+    not-yet-shown document (rejection sampling against the few already shown), a deterministic one the next in its
+    order; the user clicks with ``p[grade]``. Most impressions end within a few steps, so the work is proportional to
+    what is displayed, not to the list length. Impressions still scanning after :data:`SCAN_STEPS` positions finish
+    with the key method on their remaining documents (see the module docstring): the rest of a uniformly random order
+    is a uniformly random order of the rest.
     """
     thr = click_thresholds(click_probs)
     grades = check_grades(grades, thr.shape[0])
     offsets = np.asarray(offsets, dtype=np.int64)
     _check_common(offsets, impressions, max_rank)
     I = int(impressions)
+    Q = offsets.shape[0] - 1
+    sz = np.diff(offsets)
+    random_order = display_rank is None
+    coll = _Collector(Q, I, thr.shape[0])
+    if Q == 0:
+        return coll.finish(grades, keep_no_click, has_exam=False)
+    if not random_order:
+        display_rank = np.asarray(display_rank, dtype=np.int64)
+        at_rank = np.empty(offsets[-1], np.int64)  # at_rank[offsets[q] + r] = row shown at rank r
+        at_rank[np.repeat(offsets[:-1], sz) + display_rank] = np.arange(offsets[-1], dtype=np.int64)
+    m = Q * I
+    n_of = np.repeat(sz, I)  # list size of every impression (gid = q * I + i)
+    limit = n_of if max_rank is None else np.minimum(n_of, max_rank)
+    steps = min(SCAN_STEPS if scan_steps is None else int(scan_steps), int(limit.max()))
+    shown_j = np.empty((m, steps), np.int64) if random_order else None
+    active = np.arange(m, dtype=np.int64)
+    low32 = np.uint64(0xFFFFFFFF)
+    for t in range(steps):
+        active = active[limit[active] > t]  # a list shown to its end stops without a click
+        if active.shape[0] == 0:
+            break
+        starts = offsets[active // I]
+        raw = _draw(rng, active.shape[0])
+        if random_order:
+            n_u = n_of[active].astype(np.uint64)
+            j = (((raw & low32) * n_u) >> np.uint64(32)).astype(np.int64)  # uniform in 0..n-1 from the low bits
+            if t:
+                prev = shown_j[active, :t]
+                todo = np.flatnonzero((prev == j[:, None]).any(axis=1))
+                while todo.shape[0]:  # already shown: draw again (click bits too, to keep them independent)
+                    redraw = _draw(rng, todo.shape[0])
+                    raw[todo] = redraw
+                    j[todo] = (((redraw & low32) * n_u[todo]) >> np.uint64(32)).astype(np.int64)
+                    todo = todo[(prev[todo] == j[todo][:, None]).any(axis=1)]
+            shown_j[active, t] = j
+            src = starts + j
+        else:
+            src = at_rank[starts + t]
+        c = raw >= thr[grades[src]]
+        coll.add(active, src, t + 1, c)
+        active = active[~c]
+    active = active[limit[active] > steps]
+    if active.shape[0]:
+        _cascade_rest(coll, active, steps, grades, offsets, thr, rng, n_of, shown_j,
+                      None if random_order else display_rank, max_rank, keep_no_click)
+    return coll.finish(grades, keep_no_click, has_exam=False)
+
+
+def _cascade_rest(coll, gids, done, grades, offsets, thr, rng, n_of, shown_j, display_rank, max_rank, keep_no_click):
+    """Finish impressions ``gids`` that showed ``done`` documents without a click, by the key method."""
+    I = coll.I
     jb = _jbits(offsets)
     jb_u = np.uint64(jb)
-    coll = _Collector(offsets.shape[0] - 1, I, thr.shape[0])
-    dropped = 0
     random_order = display_rank is None
-    # Sorting all of a no-click impression is only needed when it is kept, or when truncation at max_rank with a
-    # random order must find which documents made it to the top.
+    excluded = np.uint64(1 << (_KEY_BITS + 1))  # beyond _KEY_END: never the first click, never shown
+    # Sorting a whole no-click list is needed only when it is kept, or to find its top max_rank in a random order.
     fast_drop = not keep_no_click and not (random_order and max_rank is not None)
-    for qs, n in _chunks(offsets, I):
-        G = qs.shape[0]
-        rows = offsets[qs][:, None] + np.arange(n, dtype=np.int64)[None, :]  # (G, n)
+    for gids_c, n in _groups_by_size(gids, n_of):
+        M = gids_c.shape[0]
+        rows = offsets[gids_c // I][:, None] + np.arange(n, dtype=np.int64)[None, :]  # (M, n)
         g = grades[rows]
         j = np.arange(n, dtype=np.uint64)
-        raw = _draw(rng, (G, I, n))
-        click = raw >= thr[g][:, None, :]  # decided by the top CLICK_BITS bits only
+        raw = _draw(rng, (M, n))
+        click = raw >= thr[g]  # decided by the top CLICK_BITS bits only
         if random_order:
             # The low 40 bits, independent of the click decision, with the document index in the lowest bits.
             key = np.bitwise_and(raw, _key_mask(jb), out=raw)
             np.bitwise_or(key, j, out=key)
+            key[np.arange(M)[:, None], shown_j[gids_c, :done]] = excluded
         else:
-            rank = np.asarray(display_rank)[rows].astype(np.uint64)
-            key = np.broadcast_to(((rank << jb_u) | j)[:, None, :], (G, I, n))
+            rank = display_rank[rows]
+            key = (rank.astype(np.uint64) << jb_u) | j
+            key[rank < done] = excluded
             if max_rank is not None:
-                click &= (rank < np.uint64(max_rank))[:, None, :]
-            del raw
-        first = np.where(click, key, _KEY_END).min(axis=2)  # (G, I): key of the first click, 2**40 if none
+                key[rank >= max_rank] = excluded
+        first = np.where(click, key, _KEY_END).min(axis=1)  # key of the first click, 2**40 if none
         has = first < _KEY_END
-        shown = key <= first[:, :, None]
-        if not random_order and max_rank is not None:
-            shown &= (rank < np.uint64(max_rank))[:, None, :]
-        if fast_drop:
-            n_none = (~has).sum(axis=1)  # per query
-            if np.any(n_none):
-                dropped += int(n_none.sum())
-                # Their whole (possibly truncated) list was shown without a click: count it, skip sorting it.
-                shown_none = shown & ~has[:, :, None]
-                per_doc = shown_none.sum(axis=1)  # (G, n)
-                coll.shown_g += np.bincount(g.ravel(), weights=per_doc.ravel(), minlength=thr.shape[0]).astype(
-                    np.int64)[: thr.shape[0]]
-                lengths = shown_none.sum(axis=2).ravel()
-                lengths = lengths[lengths > 0]
-                by_len = np.bincount(lengths)
-                coll.shown_p = coll._add(coll.shown_p, by_len[::-1].cumsum()[::-1][1:])
-                shown &= has[:, :, None]
+        shown = key <= first[:, None]
+        if fast_drop and not has.all():
+            none = shown & ~has[:, None]
+            coll.add_unmaterialised(g, none, done, none.sum(axis=1))
+            shown &= has[:, None]
         flat = np.flatnonzero(shown)
-        imp = flat // n  # local impression number g*I + i
-        if random_order:
-            kv = key.reshape(-1)[flat]
-        else:  # key is a broadcast view: index its (G, n) base instead of copying it
-            kv = key[:, 0, :].reshape(-1)[(flat // (I * n)) * n + flat % n]
-        comp = np.sort((imp.astype(np.uint64) << np.uint64(_KEY_BITS)) | kv)
-        imp_s = (comp >> np.uint64(_KEY_BITS)).astype(np.int64)
+        imp = flat // n
+        comp = np.sort((imp.astype(np.uint64) << np.uint64(_KEY_BITS + 2)) | key.reshape(-1)[flat])
+        imp_s = (comp >> np.uint64(_KEY_BITS + 2)).astype(np.int64)
         j_s = (comp & np.uint64((1 << jb) - 1)).astype(np.int64)
-        counts = np.bincount(imp_s, minlength=G * I)
-        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-        pos = np.arange(imp_s.shape[0], dtype=np.int64) - starts[imp_s] + 1
-        q_local = imp_s // I
-        c = click.reshape(-1)[imp_s * n + j_s]  # in cascade every shown click is the first one
+        counts = np.bincount(imp_s, minlength=M)
+        first_of = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        pos = np.arange(imp_s.shape[0], dtype=np.int64) - first_of[imp_s] + 1 + done
+        c = click.reshape(-1)[imp_s * n + j_s]  # every shown click is the first one
         if max_rank is not None and random_order:
             inside = pos <= max_rank
-            imp_s, j_s, pos, q_local, c = imp_s[inside], j_s[inside], pos[inside], q_local[inside], c[inside]
-        src = offsets[qs][q_local] + j_s
-        coll.stats(grades[src], c, pos)
-        gid = qs[q_local] * I + imp_s % I
-        coll.add(gid, src, pos, c)
-    return coll.finish(keep_no_click, dropped, has_exam=False)
+            imp_s, j_s, pos, c = imp_s[inside], j_s[inside], pos[inside], c[inside]
+        coll.add(gids_c[imp_s], rows[imp_s, j_s], pos, c)
 
 
 def pbm(grades: np.ndarray, offsets: np.ndarray, click_probs, impressions: int, rng: np.random.Generator, *,
@@ -361,9 +425,8 @@ def pbm(grades: np.ndarray, offsets: np.ndarray, click_probs, impressions: int, 
         # Examination from bits 16..39, the click from bits 40..63: independent decisions from one draw.
         examined = ((cell >> np.uint64(16)) & _CLICK_MASK) < exam_thr[pos - 1]
         c = (examined & (cell >= thr[gr])).astype(np.int8)
-        coll.stats(gr, c, pos, examined)
         coll.add(qs[q_local] * I + imp_s % I, src, pos, c, examined)
-    return coll.finish(keep_no_click, 0, has_exam=True)
+    return coll.finish(grades, keep_no_click, has_exam=True)
 
 
 def simulate(model: str, grades, offsets, click_probs, impressions, rng, *, eta: float = 1.0,
