@@ -42,7 +42,7 @@ from rankcli.core.groups import sizes
 from rankcli.core.labels import require_integer_grades, to_grades
 from rankcli.dataset import Dataset
 from rankcli.errors import InputError, SchemaError, UsageError
-from rankcli.formats.atomic import atomic_directory, check_target
+from rankcli.formats.atomic import atomic_directory
 
 #: Loss name -> LightGBM objective (``None``: the library's callable objective).
 LOSSES: dict[str, str | None] = {
@@ -113,6 +113,32 @@ class TrainResult:
     trees_trained: int = 0
     metric: str | None = None  # canonical name of the validation metric
     label_values: list[float] | None = None  # with label_grades: the label value of each grade
+
+
+def import_lightgbm_lean() -> Any:
+    """Import LightGBM without its optional scikit-learn and pandas integrations (for short CLI processes).
+
+    ``import lightgbm`` imports scikit-learn and pandas when they are installed, which costs ~2 s of CPU at start-up
+    and which rankcli never uses (it passes numpy arrays to the core API). The CLI's train/predict commands call this
+    first; it hides the two packages only while LightGBM is imported, and does nothing when LightGBM or scikit-learn
+    is already loaded (a library user's process keeps LightGBM's full behaviour). In such a process LightGBM's
+    scikit-learn estimators (``LGBMRanker``, ``lightgbm.dask``) are unavailable, which rankcli does not need.
+    """
+    import sys
+
+    if "lightgbm" in sys.modules or "sklearn" in sys.modules:
+        import lightgbm
+
+        return lightgbm
+    hidden = [name for name in ("sklearn", "pandas") if name not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None  # type: ignore[assignment]  # makes "import name" raise ImportError
+    try:
+        import lightgbm
+    finally:
+        for name in hidden:
+            sys.modules.pop(name, None)
+    return lightgbm
 
 
 # -------------------------------------------------------------------------------------------------- validation
@@ -294,19 +320,16 @@ def _lgb_dataset(ds: Dataset, labels: np.ndarray, params: dict, reference: Any =
                             reference=reference, free_raw_data=True)
 
 
-# ----------------------------------------------------------------------------------------------------- training
-def train_model(train: Dataset, valid: Dataset | None, config: TrainConfig,
-                on_iteration: Callable[[int, float | None, float | None], None] | None = None) -> TrainResult:
-    """Train a LightGBM ranker; ``on_iteration(iteration, valid_metric, best_so_far)`` after every tree."""
-    import lightgbm
-
+def _prepare(train: Dataset, valid: Dataset | None, config: TrainConfig):
     check_loss(config.loss)
+    check_preset(config.preset)
     if config.trees < 1:
         raise UsageError(f"--trees must be at least 1, got {config.trees}")
     if config.early_stopping < 0:
         raise UsageError(f"--early-stopping must be 0 (off) or a positive number of trees, got {config.early_stopping}")
     if config.loss == "xendcg":
         losses.parse_gamma(config.gamma)
+    metric_name, metric_fn = _metric_function(config.select_by, config.convention)
     if train.n_rows == 0:
         raise InputError("training data has no rows")
     if valid is not None:
@@ -314,8 +337,22 @@ def train_model(train: Dataset, valid: Dataset | None, config: TrainConfig,
         if diff:
             raise SchemaError(f"validation feature columns differ from the training data's: {diff}")
         _check_labels(valid, "validation data")
-    metric_name, metric_fn = _metric_function(config.select_by, config.convention)  # validates both names early
     labels, label_values = _training_labels(train, config)
+    return labels, label_values, metric_name, metric_fn
+
+
+def check_inputs(train: Dataset, valid: Dataset | None, config: TrainConfig) -> None:
+    """Every check :func:`train_model` makes before training (options, feature columns, labels); raises on failure."""
+    _prepare(train, valid, config)
+
+
+# ----------------------------------------------------------------------------------------------------- training
+def train_model(train: Dataset, valid: Dataset | None, config: TrainConfig,
+                on_iteration: Callable[[int, float | None, float | None], None] | None = None) -> TrainResult:
+    """Train a LightGBM ranker; ``on_iteration(iteration, valid_metric, best_so_far)`` after every tree."""
+    import lightgbm
+
+    labels, label_values, metric_name, metric_fn = _prepare(train, valid, config)
     max_grade = int(labels.max()) if config.loss == "lambdamart" else None
     params = resolve_params(config, max_grade)
 
@@ -471,6 +508,6 @@ def load_model(model_dir: Path | str) -> TrainedModel:
     return TrainedModel(booster, info, model_dir)
 
 
-__all__ = ["LOSSES", "PRESETS", "TrainConfig", "TrainResult", "TrainedModel", "LibraryObjective", "check_loss",
-           "check_target", "feature_difference", "file_sha256", "load_model", "model_info", "resolve_params",
+__all__ = ["LOSSES", "PRESETS", "TrainConfig", "TrainResult", "TrainedModel", "LibraryObjective", "check_inputs",
+           "check_loss", "import_lightgbm_lean", "feature_difference", "file_sha256", "load_model", "model_info", "resolve_params",
            "save_model", "train_model"]

@@ -86,10 +86,14 @@ def command(
     from rankcli.errors import UsageError
     from rankcli.formats.atomic import check_target
     from rankcli.formats.parquet import read_dataset
-    from rankcli.train import TrainConfig, check_loss, check_preset, save_model, train_model
+    from rankcli.core.losses import parse_gamma
+    from rankcli.train import (TrainConfig, check_inputs, check_loss, check_preset, import_lightgbm_lean, save_model,
+                               train_model)
 
     check_loss(loss)
     check_preset(preset)
+    if loss == "xendcg":
+        parse_gamma(gamma)
     if trees is not None and trees < 1:
         raise UsageError(f"--trees must be at least 1, got {trees}")
     if early_stopping is not None and early_stopping < 0:
@@ -109,9 +113,11 @@ def command(
 
     train_ds = read_dataset(train)
     valid_ds = read_dataset(valid) if valid is not None else None
+    check_inputs(train_ds, valid_ds, config)
     log(f"training {loss} on {train}: {train_ds.n_rows} rows, {train_ds.n_queries} queries, "
         f"{train_ds.n_features} features" + (f"; validating on {valid} ({valid_ds.n_queries} queries)"
                                              if valid_ds is not None else ""))
+    import_lightgbm_lean()
     with progress_bar(config.trees, f"train {loss}", extra="{task.fields[metric]}") as bar:
         def on_iteration(iteration: int, value: float | None, best: float | None) -> None:
             text = "" if value is None else f"{select_by} {value:.4f}" + ("" if best is None else f" best {best:.4f}")

@@ -1,0 +1,119 @@
+"""rankcli train / rankcli predict end to end: model directory, run files, error messages and exit statuses."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from rankcli.formats.parquet import write_dataset
+from tests.letor_sample import load_letor, write_letor
+
+FAST = ["--trees", "6", "--threads", "1", "--num-leaves", "7", "--min-data-in-leaf", "5"]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("letor")
+    paths = write_letor(d, n_features=46)
+    real = load_letor("train", 46)
+    real.labels = real.labels * 0.07
+    write_dataset(d / "real.parquet", real)
+    narrow = load_letor("vali", 45)
+    write_dataset(d / "narrow.parquet", narrow)
+    nodoc = load_letor("test", 46)
+    nodoc.docids = None
+    write_dataset(d / "nodoc.parquet", nodoc)
+    return {**paths, "real": d / "real.parquet", "narrow": d / "narrow.parquet", "nodoc": d / "nodoc.parquet",
+            "dir": d}
+
+
+def test_train_then_predict(cli, data, tmp_path):
+    model = tmp_path / "model"
+    r = cli("train", data["train"], "--valid", data["vali"], "-o", model, "--loss", "xendcg", "--gamma", "fixed:0.5",
+            "--early-stopping", "2", "--seed", "5", *FAST, "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    info = json.loads((model / "rankcli.json").read_text())
+    assert out["model_dir"] == str(model) and out["best_iteration"] == info["best_iteration"]
+    assert info["loss"] == {"name": "xendcg", "label_grades": False, "gamma": "fixed:0.5"}
+    assert info["seed"] == 5 and info["features"] == [f"f{i}" for i in range(1, 47)]
+    assert len(info["data_sha256"]["train"]) == 64 and len(info["data_sha256"]["valid"]) == 64
+    assert len(info["curve"]) == info["trees_trained"] and info["select_by"] == "ndcg@5"
+    assert set(info["versions"]) >= {"rankcli", "lightgbm"} and info["seconds"] >= 0
+    assert (model / "model.txt").read_text().startswith("tree")
+
+    run = tmp_path / "run.parquet"
+    r = cli("predict", model, data["test"], "-o", run)
+    assert r.returncode == 0, r.stderr
+    table = pq.read_table(run)
+    assert table.column_names == ["qid", "docid", "label", "score"]
+    test = load_letor("test", 46)
+    np.testing.assert_array_equal(table.column("qid").to_numpy(), test.qids)
+    assert table.column("docid").to_pylist() == list(test.docids)
+
+    trec = tmp_path / "run.trec"
+    r = cli("predict", model, data["nodoc"], "-o", trec, "--format", "trec", "--tag", "my run")
+    assert r.returncode == 0, r.stderr
+    lines = [line.split() for line in trec.read_text().splitlines()]
+    assert len(lines) == test.n_rows and lines[0][1] == "Q0" and lines[0][3] == "1" and lines[0][5] == "myrun"
+    first = [float(x[4]) for x in lines if x[0] == lines[0][0]]
+    assert first == sorted(first, reverse=True)
+
+    r = cli("predict", model, data["nodoc"], "-o", tmp_path / "nodoc.parquet")
+    assert pq.read_table(tmp_path / "nodoc.parquet").column_names == ["qid", "row", "label", "score"]
+    np.testing.assert_allclose(pq.read_table(tmp_path / "nodoc.parquet").column("score").to_numpy(),
+                               table.column("score").to_numpy())
+
+
+def test_same_seed_same_model_bytes(cli, data, tmp_path):
+    for name in ("a", "b"):
+        r = cli("train", data["train"], "-o", tmp_path / name, "--loss", "xendcg", "--seed", "3", *FAST)
+        assert r.returncode == 0, r.stderr
+    assert (tmp_path / "a" / "model.txt").read_bytes() == (tmp_path / "b" / "model.txt").read_bytes()
+
+
+def test_label_grades(cli, data, tmp_path):
+    r = cli("train", data["real"], "-o", tmp_path / "m", "--loss", "lambdamart", *FAST)
+    assert r.returncode == 3
+    assert r.stderr.decode().startswith("Error: --loss lambdamart (LightGBM lambdarank) needs non-negative integer "
+                                        "labels, got 0.07; pass --label-grades")
+    assert "--loss xendcg or --loss listnet" in r.stderr.decode()
+    r = cli("train", data["real"], "-o", tmp_path / "m", "--loss", "lambdamart", "--label-grades", *FAST)
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "m" / "rankcli.json").read_text())["loss"]["label_values"][1] == pytest.approx(0.07)
+
+
+@pytest.mark.parametrize("args, status, message", [
+    (["--loss", "xendgc"], 2, "Error: unknown loss 'xendgc'; did you mean 'xendcg'? (choose from lambdamart, "
+                               "xendcg, xendcg-native, listnet, ranknet, pointwise)"),
+    (["--early-stopping", "5"], 2, "Error: --early-stopping 5 needs a validation set: pass --valid VALID.parquet "
+                                   "(or --early-stopping 0)"),
+    (["--gamma", "fixed:2"], 2, "Error: --gamma fixed:<g> needs a number g in [0, 1], got 'fixed:2'"),
+    (["--param", "nokey"], 2, "Error: --param expects key=value, got 'nokey'"),
+    (["--preset", "paper-web"], 2, "Error: unknown preset 'paper-web'; did you mean 'paper-web30k'?"),
+    (["--valid", "NARROW"], 3, "Error: validation feature columns differ from the training data's: missing f46 "
+                               "(expected 46 features, got 45)"),
+])
+def test_train_errors(cli, data, tmp_path, args, status, message):
+    args = [str(data["narrow"]) if a == "NARROW" else a for a in args]
+    r = cli("train", data["train"], "-o", tmp_path / "m", *FAST, *args)
+    assert r.returncode == status, r.stderr
+    assert r.stderr.decode().startswith(message), r.stderr
+    assert not (tmp_path / "m").exists()
+
+
+def test_existing_output_and_predict_errors(cli, data, tmp_path):
+    model = tmp_path / "m"
+    assert cli("train", data["train"], "-o", model, "--loss", "pointwise", *FAST).returncode == 0
+    r = cli("train", data["train"], "-o", model, *FAST)
+    assert r.returncode == 4 and r.stderr.decode() == f"Error: {model}: already exists; pass --overwrite to replace it\n"
+    r = cli("predict", model, data["narrow"], "-o", tmp_path / "run.parquet")
+    assert r.returncode == 3
+    assert r.stderr.decode() == (f"Error: {data['narrow']}: feature columns do not match the model's: missing f46 "
+                                 "(expected 46 features, got 45)\n")
+    assert not (tmp_path / "run.parquet").exists()
+    r = cli("predict", tmp_path, data["test"], "-o", tmp_path / "run.parquet")
+    assert r.returncode == 3 and r.stderr.decode().startswith(f"Error: {tmp_path}: not a model directory")
