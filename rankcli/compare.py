@@ -349,6 +349,8 @@ def align(inputs: Sequence[LoadedInput], *, intersect: bool = False) -> tuple[np
         bad = np.union1d(bad, mismatch)
     if bad.shape[0]:
         common = np.setdiff1d(common, bad, assume_unique=True)
+    if common.shape[0] == 0:
+        raise InputError("the runs have no query in common (with identical labels); nothing to compare")
     return common, int(all_qids.shape[0] - common.shape[0])
 
 

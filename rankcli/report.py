@@ -145,14 +145,15 @@ def compare_table(report):
     means.add_column("run")
     for m in report.metrics:
         means.add_column(m)          # left-justified: the numbers line up, the markers trail
+    # Cells as Text: a run named "[x]" is a name, not rich markup.
     for n in report.run_names:
-        means.add_row(_run_label(report, n),
-                      *[_num(report.means[n][m]) + _plain_mark(report, marks[n][m]) for m in report.metrics])
+        means.add_row(Text(_run_label(report, n)),
+                      *[Text(_num(report.means[n][m]) + _plain_mark(report, marks[n][m])) for m in report.metrics])
     comps = Table(box=None, pad_edge=False, show_edge=False)
     for i, h in enumerate(_COMPARISON_HEADER):
         comps.add_column(h, justify="right" if 2 <= i <= 6 else "left")
     for row in _comparison_rows(report):
-        comps.add_row(*row)
+        comps.add_row(*[Text(x) for x in row])
     return Group(Text(compare_summary(report)), Text(""), means, Text(""), comps, Text(""),
                  *[Text(n) for n in compare_notes(report)])
 

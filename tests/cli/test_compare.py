@@ -369,3 +369,16 @@ def test_per_query_files_written_by_eval(runs, capsys):
     assert status == 0, err
     status, _, err = _run(capsys, "compare", files["good", "paper"], files["bad", "lightgbm"])
     assert status == ExitStatus.INVALID_INPUT and "was evaluated under a different convention" in err
+
+
+def test_run_names_are_not_markup_and_no_common_query(tmp_path, capsys):
+    qid, label = _labels(10)
+    rng = np.random.default_rng(0)
+    a = _write(tmp_path / "a.parquet", qid, label, rng.random(qid.shape[0]))
+    b = _write(tmp_path / "b.parquet", qid + 1000, label, rng.random(qid.shape[0]))
+    status, out, err = _run(capsys, "compare", a, a, "--name", "[bold]x", "--name", "y_1")
+    assert status == 0, err
+    assert "[bold]x (baseline)" in out
+    status, _, err = _run(capsys, "compare", a, b, "--intersect")
+    assert (status, err) == (ExitStatus.INVALID_INPUT, "Error: the runs have no query in common (with identical "
+                                                       "labels); nothing to compare\n")

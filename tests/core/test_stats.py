@@ -183,3 +183,15 @@ def test_corrections_properties(p, method):
 def test_win_tie_loss():
     assert win_tie_loss([0.5, 0.2, 0.3, 0.4], [0.4, 0.2, 0.9, np.nan]) == (1, 1, 1)
     assert win_tie_loss([0.5, 0.2], [0.49, 0.3], tol=0.05) == (0, 1, 1)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(-1, 1, allow_nan=False).map(lambda x: round(x, 2)), min_size=2, max_size=11))
+def test_exact_permutation_properties(diffs):
+    d = np.asarray(diffs)
+    res = paired_test(d, np.zeros_like(d), "permutation")
+    assert res.exact and 0.0 < res.p_value <= 1.0
+    # Swapping the runs flips every sign: the same p-value.
+    assert paired_test(np.zeros_like(d), d, "permutation").p_value == res.p_value
+    # At least the identity and the full flip reach the observed statistic.
+    assert res.p_value >= min(1.0, 2 / 2 ** len(d)) or not np.any(d)
