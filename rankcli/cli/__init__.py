@@ -88,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     command = typer.main.get_command(app)
     try:
         result = command.main(args=args, prog_name="rankcli", standalone_mode=False)
+        if result == ExitStatus.INTERRUPTED:
+            # typer turns Ctrl-C inside a command into Exit(130) before it reaches the handlers below.
+            _print_error("interrupted")
         return int(result) if isinstance(result, int) else ExitStatus.SUCCESS
     except click_exceptions.ClickException as exc:
         exc.show()

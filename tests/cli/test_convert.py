@@ -1,0 +1,199 @@
+"""rankcli convert / info / export end to end: exit statuses, exact stderr, nothing left behind, stdin, Ctrl-C."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from rankcli.cli import main
+from rankcli.errors import ExitStatus
+from tests.conftest import REPO, SAMPLE
+
+
+def run(capsys, *args):
+    """The CLI in-process (fast): exit status, stdout, stderr."""
+    status = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_convert_sample_directory_and_info(tmp_path, capsys):
+    status, out, err = run(capsys, "convert", SAMPLE / "letor", "-o", tmp_path / "out", "--json")
+    assert status == 0, err
+    result = json.loads(out)
+    assert [f["output"].rsplit("/", 1)[1] for f in result["files"]] == ["test.parquet", "train.parquet",
+                                                                         "vali.parquet"]
+    train = next(f for f in result["files"] if f["output"].endswith("train.parquet"))
+    assert train["features"] == result["features"] == 40
+    assert set(train) >= {"rows", "queries", "features", "docs_per_query", "label_histogram",
+                          "queries_without_relevant", "seconds", "input", "output"}
+    assert sum(train["label_histogram"].values()) == train["rows"]
+    status, out, err = run(capsys, "info", tmp_path / "out" / "train.parquet", "--json")
+    assert status == 0
+    info = json.loads(out)
+    for key in ("rows", "queries", "features", "docs_per_query", "label_histogram", "queries_without_relevant"):
+        assert info[key] == train[key]
+    status, out, err = run(capsys, "info", tmp_path / "out" / "train.parquet")
+    assert status == 0 and "queries" in out and "label 4" in out
+
+
+def test_summary_against_a_reference_count(tmp_path, capsys):
+    (tmp_path / "a.txt").write_text("0 qid:1 1:1\n0 qid:1 1:2\n2 qid:2 1:1\n0.5 qid:3 2:1\n1 qid:3 2:1\n1 qid:3 1:1\n")
+    status, out, _ = run(capsys, "convert", tmp_path / "a.txt", "-o", tmp_path / "a.parquet", "--json")
+    s = json.loads(out)
+    assert (s["rows"], s["queries"], s["features"]) == (6, 3, 2)
+    assert s["docs_per_query"] == {"min": 1, "median": 2.0, "max": 3, "mean": 2.0}
+    assert s["label_histogram"] == {"0": 2, "0.5": 1, "1": 2, "2": 1}
+    assert s["queries_without_relevant"] == 1 and s["integer_labels"] is False
+
+
+def test_lightgbm_layout_with_sidecar_matches_letor(tmp_path, capsys):
+    assert run(capsys, "convert", SAMPLE / "lightgbm" / "train.txt", "-o", tmp_path / "l.parquet")[0] == 0
+    assert run(capsys, "convert", SAMPLE / "letor" / "train.txt", "-o", tmp_path / "t.parquet")[0] == 0
+    lt, tt = pq.read_table(tmp_path / "l.parquet"), pq.read_table(tmp_path / "t.parquet")
+    assert lt.drop_columns(["qid"]).equals(tt.drop_columns(["qid", "docid"]))
+    ql, qt = lt.column("qid").to_numpy(), tt.column("qid").to_numpy()
+    assert np.array_equal(np.flatnonzero(np.diff(ql)), np.flatnonzero(np.diff(qt)))
+
+
+def test_existing_target_needs_overwrite(tmp_path, capsys):
+    (tmp_path / "a.txt").write_text("1 qid:1 1:1\n")
+    (tmp_path / "a.parquet").write_text("keep me")
+    status, out, err = run(capsys, "convert", tmp_path / "a.txt", "-o", tmp_path / "a.parquet")
+    assert status == ExitStatus.OUTPUT and err == f"Error: {tmp_path}/a.parquet: already exists; pass --overwrite " \
+                                                  "to replace it\n"
+    assert (tmp_path / "a.parquet").read_text() == "keep me"
+    assert run(capsys, "convert", tmp_path / "a.txt", "-o", tmp_path / "a.parquet", "--overwrite")[0] == 0
+
+
+ERRORS = [
+    ("abc qid:1 1:0.5\n", "{p}:1: non-numeric label, got 'abc'"),
+    ("1 qid:1 5\n", "{p}:1: expected <index>:<value>, got '5'"),
+    ("1 qid:1 3:1 3:2\n", "{p}:1: duplicate feature index on one line, got '3:2'"),
+    ("1 qid:1 3:abc\n", "{p}:1: non-numeric feature value, got '3:abc'"),
+    ("1 qid:q7 3:1\n", "{p}:1: non-integer qid, got 'qid:q7'"),
+    ("1 qid:1 0:1\n", "{p}:1: feature index must be >= 1 (pass --zero-based for 0-based files), got '0:1'"),
+    ("1 qid:1 -3:1\n", "{p}:1: feature index must be >= 1 (pass --zero-based for 0-based files), got '-3:1'"),
+    ("1 qid:7 1:1\n" * 2 + "0 qid:8 1:1\n1 qid:7 1:1\n", "{p}:4: qid 7 reappears (first seen at line 1)"),
+    ("", "{p}: no data rows (empty input)"),
+    ("\x1f\x8b\x08\x00garbage\n", "{p}:1: not SVMlight text (binary data), got '\\x1f\\x8b\\x08\\x00garb'"),
+]
+
+
+@pytest.mark.parametrize("text,message", ERRORS)
+def test_bad_input_exits_3_and_leaves_nothing(tmp_path, capsys, text, message):
+    src = tmp_path / "train.txt"
+    src.write_bytes(text.encode("latin-1"))
+    status, out, err = run(capsys, "convert", src, "-o", tmp_path / "train.parquet")
+    assert status == ExitStatus.INVALID_INPUT
+    assert err == "Error: " + message.format(p=src) + "\n"
+    assert out == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["train.txt"]
+
+
+def test_sidecar_errors(tmp_path, capsys):
+    src = tmp_path / "train.txt"
+    src.write_text("1 1:1\n0 1:2\n")
+    (tmp_path / "train.txt.query").write_text("3\n")
+    status, _, err = run(capsys, "convert", src, "-o", tmp_path / "o.parquet")
+    assert status == 3
+    assert err == (f"Error: {src}.query: group sizes add up to 3 rows but {src} has 2; the sidecar does not belong "
+                   "to this file\n")
+    (tmp_path / "train.txt.query").unlink()
+    status, _, err = run(capsys, "convert", src, "-o", tmp_path / "o.parquet")
+    assert status == 3 and err.startswith(f"Error: {src}:1: no qid: on the lines and no {src}.query sidecar")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["train.txt"]
+
+
+def test_truncated_gzip_in_a_directory_leaves_no_directory(tmp_path, capsys):
+    d = tmp_path / "Fold1"
+    d.mkdir()
+    (d / "train.txt").write_text("1 qid:1 1:1\n")
+    blob = gzip.compress(b"".join(b"1 qid:%d 1:0.5 2:0.25\n" % i for i in range(5000)))
+    (d / "vali.txt.gz").write_bytes(blob[:-40])
+    status, _, err = run(capsys, "convert", d, "-o", tmp_path / "out")
+    assert status == 3
+    assert err == f"Error: {d}/vali.txt.gz: truncated compressed file (it ends before the end-of-stream marker)\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["Fold1"]
+
+
+def test_export_svmlight_and_qrels_round_trip(tmp_path, capsys):
+    assert run(capsys, "convert", SAMPLE / "letor" / "vali.txt", "-o", tmp_path / "v.parquet",
+               "--keep-comments")[0] == 0
+    status, _, err = run(capsys, "export", tmp_path / "v.parquet", "-o", tmp_path / "v.txt")
+    assert status == 0 and "wrote 913 rows" in err
+    assert run(capsys, "convert", tmp_path / "v.txt", "-o", tmp_path / "v2.parquet", "--keep-comments")[0] == 0
+    assert pq.read_table(tmp_path / "v2.parquet").equals(pq.read_table(tmp_path / "v.parquet"))
+    # the export reads the same as the original text (values may be spelled differently: 9.6e-05 for 0.000096)
+    from sklearn.datasets import load_svmlight_file
+
+    a = load_svmlight_file(str(SAMPLE / "letor" / "vali.txt"), query_id=True, n_features=40)
+    b = load_svmlight_file(str(tmp_path / "v.txt"), query_id=True, n_features=40)
+    assert (a[0] != b[0]).nnz == 0 and np.array_equal(a[1], b[1]) and np.array_equal(a[2], b[2])
+
+    assert run(capsys, "export", tmp_path / "v.parquet", "-o", tmp_path / "v.qrels", "--format", "trec-qrels")[0] == 0
+    lines = (tmp_path / "v.qrels").read_text().splitlines()
+    t = pq.read_table(tmp_path / "v.parquet")
+    assert len(lines) == t.num_rows
+    qid, it, doc, label = lines[0].split()
+    assert (int(qid), it, doc, float(label)) == (t["qid"][0].as_py(), "0", t["docid"][0].as_py(), t["label"][0].as_py())
+    from rankcli.formats.trec import read_qrels
+
+    qrels = read_qrels(tmp_path / "v.qrels")
+    assert np.array_equal(qrels.labels, t["label"].to_numpy())
+
+
+def test_export_qrels_without_docid_names_rows(tmp_path, capsys):
+    (tmp_path / "a.txt").write_text("1 qid:4 1:1\n0 qid:4 1:1\n2 qid:9 1:1\n")
+    assert run(capsys, "convert", tmp_path / "a.txt", "-o", tmp_path / "a.parquet")[0] == 0
+    assert run(capsys, "export", tmp_path / "a.parquet", "-o", tmp_path / "a.qrels", "-f", "trec-qrels")[0] == 0
+    assert (tmp_path / "a.qrels").read_text() == "4 0 4-0 1\n4 0 4-1 0\n9 0 9-2 2\n"
+
+
+def test_info_on_a_missing_or_bad_file(tmp_path, capsys):
+    status, _, err = run(capsys, "info", tmp_path / "nope.parquet")
+    assert status == 3 and err == f"Error: {tmp_path}/nope.parquet: no such file\n"
+    (tmp_path / "x.parquet").write_text("not parquet")
+    status, _, err = run(capsys, "info", tmp_path / "x.parquet")
+    assert status == 3 and err.startswith(f"Error: {tmp_path}/x.parquet: not a readable Parquet file")
+
+
+def test_stdin_subprocess(tmp_path, cli):
+    text = (SAMPLE / "letor" / "test.txt").read_bytes()
+    result = cli("convert", "-", "-o", tmp_path / "s.parquet", "--json", input=text)
+    assert result.returncode == 0, result.stderr.decode()
+    s = json.loads(result.stdout)
+    assert s["input"] == "<stdin>" and s["rows"] == text.count(b"\n")
+    result = cli("convert", "-", "-o", tmp_path / "bad.parquet", input=b"1 qid:1 1:1\n1 qid:1 1:x\n")
+    assert result.returncode == 3
+    assert result.stderr.decode() == "Error: <stdin>:2: non-numeric feature value, got '1:x'\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.parquet"]
+
+
+def test_interrupt_leaves_nothing(tmp_path):
+    """Ctrl-C while converting a slow standard input: status 130, no output and no temporary file left."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "rankcli", "convert", "-", "-o", str(tmp_path / "o.parquet"),
+                             "--block-bytes", "64"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=tmp_path, env=env)
+    for i in range(200):  # several blocks written, the process waits for more input
+        proc.stdin.write(b"1 qid:%d 1:0.5 2:0.25\n" % i)
+    proc.stdin.flush()
+    deadline = time.time() + 60
+    while time.time() < deadline and not any(p.name.startswith(".o.parquet") for p in tmp_path.iterdir()):
+        time.sleep(0.1)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == ExitStatus.INTERRUPTED
+    assert err.decode().endswith("Error: interrupted\n")
+    assert list(tmp_path.iterdir()) == []
