@@ -30,8 +30,8 @@ A query with one document carries no ranking information: its value, gradient an
 
 Memory bound of RankNet
 -----------------------
-All pairs of a query are formed in padded ``(q, r, m)`` blocks: queries are grouped by size (powers of two, at most
-2x padding), ``m`` is the bucket's width, and each block holds at most :data:`MAX_PAIR_ELEMENTS` cells (queries per
+All pairs of a query are formed in padded ``(q, r, m)`` blocks: queries are grouped by size (a geometric grid of ratio
+1.125, so at most ~27% padding cells), ``m`` is the bucket's width, and each block holds at most :data:`MAX_PAIR_ELEMENTS` cells (queries per
 block ``q = MAX_PAIR_ELEMENTS // m^2``; a query longer than ``sqrt(MAX_PAIR_ELEMENTS)`` is cut into row tiles of
 ``r = MAX_PAIR_ELEMENTS // m`` documents against all ``m``). With a handful of float64 temporaries per cell the
 working memory is about ``8 * 8 * MAX_PAIR_ELEMENTS`` bytes (~64 MiB), whatever the list lengths.
@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rankcli.core.groups import broadcast, padded_rows, segment_max, segment_softmax, segment_sum, size_buckets, sizes
+from rankcli.core.groups import broadcast, padded_rows, segment_max, segment_softmax, segment_sum, sizes
 from rankcli.errors import UsageError
 
 #: Cells of one padded pair block in RankNet (bounds its working memory; see the module docstring).
@@ -180,21 +180,42 @@ def listnet_grad_hess(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarra
 
 
 # ------------------------------------------------------------------------------------------------------------- ranknet
-def _ranknet_block(s_i, y_i, v_i, s_j, y_j, v_j):
+def _ranknet_block(s_i, y_i, s_j, y_j, want_loss: bool):
     """Pairs of rows ``i`` (``(q, r)``) against rows ``j`` (``(q, m)``) of the same queries.
 
-    Returns the loss of the pairs in which ``i`` is the more relevant document (so every pair is counted once over
-    all tiles) summed per query, and the gradient and Hessian diagonal contributions to the ``i`` rows.
+    Only the ordered pairs with ``y_i > y_j`` are counted (padding carries NaN labels, which compare false), so every
+    pair is seen once over all tiles. Returns the loss per query (or ``None``), and the gradient and Hessian-diagonal
+    contributions to the ``i`` rows (``(q, r)``) and to the ``j`` rows (``(q, m)``).
     """
-    sign = np.sign(y_i[:, :, None] - y_j[:, None, :])
-    sign *= v_i[:, :, None] & v_j[:, None, :]
-    z = sign * (s_i[:, :, None] - s_j[:, None, :])       # margin in the right direction (0 where no pair)
+    better = y_i[:, :, None] > y_j[:, None, :]
+    z = np.subtract(s_i[:, :, None], s_j[:, None, :])       # margin s_i - s_j of the more relevant document
+    loss = None
+    if want_loss:
+        loss = np.where(better, np.logaddexp(0.0, -z), 0.0).sum(axis=(1, 2))
     with np.errstate(over="ignore"):
-        p = 1.0 / (1.0 + np.exp(z))                       # probability of the wrong order
-    grad = -(sign * p).sum(axis=2)
-    hess = (np.abs(sign) * (p * (1.0 - p))).sum(axis=2)
-    loss = (np.logaddexp(0.0, -z) * (sign > 0)).sum(axis=(1, 2))
-    return loss, grad, hess
+        p = np.exp(z, out=z)
+    p += 1.0
+    np.reciprocal(p, out=p)                                 # probability of the wrong order, 1 / (1 + e^z)
+    p *= better
+    h = np.subtract(1.0, p)
+    h *= p                                                  # p (1 - p) on the counted pairs, 0 elsewhere
+    return loss, -p.sum(axis=2), p.sum(axis=1), h.sum(axis=2), h.sum(axis=1)
+
+
+def _fine_buckets(offsets: np.ndarray, ratio: float = 1.125):
+    """Like :func:`rankcli.core.groups.size_buckets` with sizes grouped on a finer geometric grid (ratio 1.125).
+
+    Pair blocks cost ``width^2`` cells per query, so power-of-two buckets could waste up to 4x; here at most ~27%.
+    """
+    sz = sizes(offsets)
+    if sz.shape[0] == 0:
+        return
+    bucket = np.ceil(np.log(np.maximum(sz, 1)) / np.log(ratio)).astype(np.int64)
+    order = np.argsort(bucket, kind="stable")
+    b_sorted = bucket[order]
+    cuts = np.flatnonzero(b_sorted[1:] != b_sorted[:-1]) + 1
+    for qs in np.split(order, cuts):
+        yield qs, int(sz[qs].max())
 
 
 def _ranknet(scores, labels, offsets, want_grad: bool):
@@ -204,7 +225,7 @@ def _ranknet(scores, labels, offsets, want_grad: bool):
     value = np.zeros(offsets.shape[0] - 1)
     grad = np.zeros(n)
     hess = np.zeros(n)
-    for qs, width in size_buckets(offsets):
+    for qs, width in _fine_buckets(offsets):
         if width <= 1:
             continue
         per_block = MAX_PAIR_ELEMENTS // (width * width)
@@ -212,26 +233,29 @@ def _ranknet(scores, labels, offsets, want_grad: bool):
             for start in range(0, qs.shape[0], per_block):
                 chunk = qs[start:start + per_block]
                 rows, valid = padded_rows(offsets, chunk, width)
-                sv, yv = s[rows], y[rows]
-                loss, g, h = _ranknet_block(sv, yv, valid, sv, yv, valid)
-                value[chunk] += loss
+                sv, yv = s[rows], np.where(valid, y[rows], np.nan)
+                loss, gi, gj, hi, hj = _ranknet_block(sv, yv, sv, yv, not want_grad)
                 if want_grad:
-                    grad[rows[valid]] = g[valid]
-                    hess[rows[valid]] = h[valid]
+                    grad[rows[valid]] = (gi + gj)[valid]
+                    hess[rows[valid]] = (hi + hj)[valid]
+                else:
+                    value[chunk] = loss
         else:
             # Queries longer than sqrt(MAX_PAIR_ELEMENTS): one query at a time, in row tiles against the whole query.
             tile = max(1, MAX_PAIR_ELEMENTS // width)
             for q in qs:
                 a, b = int(offsets[q]), int(offsets[q + 1])
-                sj, yj = s[None, a:b], y[None, a:b]
-                vj = np.ones_like(sj, dtype=bool)
                 for t in range(a, b, tile):
                     u = min(t + tile, b)
-                    loss, g, h = _ranknet_block(s[None, t:u], y[None, t:u], vj[:, : u - t], sj, yj, vj)
-                    value[q] += loss[0]
+                    loss, gi, gj, hi, hj = _ranknet_block(s[None, t:u], y[None, t:u], s[None, a:b], y[None, a:b],
+                                                          not want_grad)
                     if want_grad:
-                        grad[t:u] = g[0]
-                        hess[t:u] = h[0]
+                        grad[t:u] += gi[0]
+                        grad[a:b] += gj[0]
+                        hess[t:u] += hi[0]
+                        hess[a:b] += hj[0]
+                    else:
+                        value[q] += loss[0]
     return value, grad, hess
 
 
