@@ -233,24 +233,29 @@ def concat_datasets(parts: list[Dataset]) -> Dataset:
 
 
 def load_data(path: Path | str, use_given_splits: bool = False) -> ExperimentData:
-    """Read ``DATA``: a Parquet file (pooled queries), or a directory with ``train``/``vali``/``test`` Parquet files.
+    """Read ``DATA``: a Parquet file (pooled queries) or a directory.
 
-    A directory is pooled (its files concatenated) unless ``use_given_splits``.
+    A directory's ``*.parquet`` files are pooled (concatenated in name order) unless ``use_given_splits``, which reads
+    its ``train``, ``vali`` (optional; also ``valid``/``validation``) and ``test`` Parquet files as the fixed split.
     """
     from rankcli.formats.parquet import read_dataset
 
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such file or directory")
-    if path.is_dir():
+    if path.is_dir() and use_given_splits:
         train_p, valid_p, test_p = (_find_given(path, part) for part in ("train", "valid", "test"))
         if train_p is None or test_p is None:
-            raise InputError(f"{path}: expected train.parquet and test.parquet (and optionally vali.parquet) in the "
-                             f"directory, got {', '.join(sorted(p.name for p in path.iterdir())[:8]) or 'nothing'}")
-        sets = [read_dataset(train_p), read_dataset(valid_p) if valid_p else None, read_dataset(test_p)]
-        if use_given_splits:
-            return ExperimentData(given=(sets[0], sets[1], sets[2]))
-        return ExperimentData(pooled=concat_datasets([s for s in sets if s is not None]))
+            raise InputError(f"{path}: --use-given-splits expects train.parquet and test.parquet (and optionally "
+                             f"vali.parquet) in the directory, got "
+                             f"{', '.join(sorted(p.name for p in path.iterdir())[:8]) or 'nothing'}")
+        return ExperimentData(given=(read_dataset(train_p), read_dataset(valid_p) if valid_p else None,
+                                     read_dataset(test_p)))
+    if path.is_dir():
+        files = sorted(p for p in path.glob("*.parquet") if p.is_file())
+        if not files:
+            raise InputError(f"{path}: no *.parquet file in the directory")
+        return ExperimentData(pooled=concat_datasets([read_dataset(p) for p in files]))
     if use_given_splits:
         raise UsageError(f"--use-given-splits needs DATA to be a directory with train/vali/test files, got file {path}")
     return ExperimentData(pooled=read_dataset(path))

@@ -10,7 +10,7 @@ from scipy import stats as sps
 
 from rankcli import experiment as ex
 from rankcli.dataset import Dataset
-from rankcli.errors import OutputError
+from rankcli.errors import InputError, OutputError
 from rankcli.formats.parquet import feature_names, write_dataset
 
 
@@ -221,3 +221,20 @@ def test_refuses_foreign_directory(tmp_path):
     with pytest.raises(OutputError, match="holds no rankcli experiment"):
         ex.run_experiment(path, tmp_path / "other", ex.ExperimentConfig(trials=1), overwrite=True)
     assert (tmp_path / "other" / "notes.txt").exists()
+
+
+def test_load_data_directory_pooled_or_given(tmp_path):
+    parts = {"train": synthetic(6, seed=1), "vali": synthetic(3, seed=2), "test": synthetic(3, seed=3)}
+    for name, ds in parts.items():
+        write_dataset(tmp_path / f"{name}.parquet", ds)
+    pooled = ex.load_data(tmp_path)
+    assert pooled.given is None and pooled.pooled.n_queries == 12  # test, train, vali in name order
+    given = ex.load_data(tmp_path, use_given_splits=True)
+    assert [d.n_queries for d in given.given] == [6, 3, 3]
+    cfg = ex.ExperimentConfig(use_given_splits=True)
+    assert all(_same(a, b) for a, b in zip(ex.trial_split(given, cfg, 0), ex.trial_split(given, cfg, 5)))
+    (tmp_path / "vali.parquet").unlink()
+    assert ex.load_data(tmp_path, use_given_splits=True).given[1] is None
+    (tmp_path / "train.parquet").unlink()
+    with pytest.raises(InputError, match="--use-given-splits expects train.parquet"):
+        ex.load_data(tmp_path, use_given_splits=True)

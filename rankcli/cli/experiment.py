@@ -1,7 +1,8 @@
 """Run the paper's protocol: repeated query-level splits, losses side by side, robustness sweeps, plots.
 
-DATA is one Parquet dataset (its queries are pooled and split at random in every trial, --split train,valid,test)
-or a directory with train/vali/test Parquet files (pooled as well, or used as they are with --use-given-splits).
+DATA is one Parquet dataset (its queries are split at random in every trial, --split train,valid,test) or a
+directory: its *.parquet files are pooled and split the same way, or, with --use-given-splits, its train/vali/test
+Parquet files are used as they are in every trial.
 Every trial trains every loss on the same split; test metrics use the paper's convention (queries without a relevant
 document are skipped) unless --convention says otherwise.
 
@@ -61,7 +62,8 @@ def _parse_params(items: list[str]) -> dict:
 
 
 def command(
-    data: Annotated[Path, typer.Argument(help="A Parquet dataset, or a directory with train/vali/test Parquet files.",
+    data: Annotated[Path, typer.Argument(help="A Parquet dataset, or a directory of Parquet files (pooled; or train/vali/test with "
+                                              "--use-given-splits).",
                                          show_default=False)],
     output: Annotated[Path, typer.Option("--output", "-o", help="The experiment directory (EXP_DIR).",
                                          show_default=False)],
