@@ -181,9 +181,9 @@ def _byte_tables(d: np.ndarray) -> np.ndarray:
     return padded.reshape(nb, 8) @ bits.T.astype(np.float64)       # (nb, 256)
 
 
-def _all_signs(n: int) -> np.ndarray:
-    # Row r holds the binary digits of r: every one of the 2**n sign vectors exactly once.
-    codes = np.arange(2 ** n, dtype=np.int64)[:, None]
+def _all_signs(n: int, start: int, stop: int) -> np.ndarray:
+    # Row r holds the binary digits of start + r: over 0 .. 2**n, every sign vector exactly once.
+    codes = np.arange(start, stop, dtype=np.int64)[:, None]
     bits = (codes >> np.arange(n, dtype=np.int64)) & 1
     return 1.0 - 2.0 * bits
 
@@ -194,8 +194,12 @@ def _permutation(d, mean_diff, stderr, n, rng, permutations) -> PairedTestResult
     # reproduces the observed statistic (the identity, the full flip, swaps of equal values) counted as a hit.
     tol = 1e-9 * float(np.abs(d).sum())
     if n <= _EXACT_MAX_N and 2 ** n <= permutations:
-        sums = _all_signs(n) @ d
-        hits = int(np.count_nonzero(np.abs(sums) >= observed - tol))
+        total = 2 ** n
+        chunk = max(1, _CHUNK_ELEMENTS // n)
+        hits = 0
+        for start in range(0, total, chunk):
+            sums = _all_signs(n, start, min(total, start + chunk)) @ d
+            hits += int(np.count_nonzero(np.abs(sums) >= observed - tol))
         return PairedTestResult("permutation", observed, hits / 2 ** n, mean_diff, stderr, n, exact=True)
     rng = _need_rng(rng, "permutation")
     # With bits b (1 = flip), sum(s * d) = sum(d) - 2 * sum(b * d); sum(b * d) is read from per-byte tables.
