@@ -71,8 +71,8 @@ def command(
     test: Annotated[Test, typer.Option("--test", help="The paired test (two-sided).")] = Test.ttest,
     alpha: Annotated[float, typer.Option("--alpha", help="Significance level for the adjusted p-values.")] = 0.01,
     correction: Annotated[Optional[Correction], typer.Option(
-        "--correction", help="Multiple-testing correction over all tests of the report. [default: holm with more "
-        "than one test, else none]", show_default=False)] = None,
+        "--correction", help="Multiple-testing correction over all tests of the report. Default: holm with more "
+        "than one test, else none.", show_default=False)] = None,
     baseline: Annotated[Optional[str], typer.Option(
         "--baseline", help="The run (name or path) every other run is tested against. Default: the first of two "
         "runs; all pairs for more.", show_default=False)] = None,
@@ -94,10 +94,10 @@ def command(
         "--ties", help="Override: equal scores in input order, or averaged over their permutations.",
         show_default=False)] = None,
     threshold: Annotated[Optional[float], typer.Option(
-        "--threshold", help="mrr/map/precision/recall: a document is relevant when label >= this. [default: 1]",
+        "--threshold", help="mrr/map/precision/recall: a document is relevant when label >= this. Default: 1.",
         show_default=False)] = None,
     max_grade: Annotated[Optional[float], typer.Option("--max-grade", help="err: the top of the label scale. "
-                                                       "[default: 4]", show_default=False)] = None,
+                                                       "Default: 4.", show_default=False)] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print every number as JSON.")] = False,
     output_format: Annotated[Format, typer.Option("--format", help="Output format (without --json).")] = Format.table,
     fail_if_worse: Annotated[bool, typer.Option(
