@@ -253,6 +253,9 @@ class LibraryObjective:
         self.gamma = losses.parse_gamma(gamma)
         self.seed = int(seed)
         self.iteration = 0
+        # Constant over the iterations: computed once.
+        self._pow2 = np.exp2(self.labels) if loss == "xendcg" else None
+        self._qidx = np.repeat(np.arange(offsets.shape[0] - 1, dtype=np.int64), np.diff(offsets))
 
     def __deepcopy__(self, memo: dict) -> "LibraryObjective":
         return self
@@ -267,6 +270,9 @@ class LibraryObjective:
     def __call__(self, preds: np.ndarray, train_data: Any = None) -> tuple[np.ndarray, np.ndarray]:
         gamma = self.gamma_for(self.iteration)
         self.iteration += 1
+        if self.loss == "xendcg":
+            return losses.xendcg_grad_hess(preds, self.labels, self.offsets, gamma, pow2_labels=self._pow2,
+                                           query_index=self._qidx)
         return losses.loss_grad_hess(self.loss, np.asarray(preds, dtype=np.float64), self.labels, self.offsets, gamma)
 
 

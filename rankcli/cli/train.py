@@ -124,6 +124,7 @@ def command(
             bar.advance(1, metric=text)
 
         result = train_model(train_ds, valid_ds, config, on_iteration=on_iteration)
+        bar.update(total=result.trees_trained, completed=result.trees_trained)  # early stopping: end the bar full
     info = save_model(result, config, output, train_path=train, valid_path=valid, feature_names=train_ds.feature_names,
                       overwrite=overwrite)
     if json_out:

@@ -135,24 +135,50 @@ def xendcg_gradient(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
 
 
 def xendcg_grad_hess(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
-                     gamma: np.ndarray | float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+                     gamma: np.ndarray | float = 0.5, *, pow2_labels: np.ndarray | None = None,
+                     query_index: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The Newton-corrected XE-NDCG step for gradient boosting: ``(D (I + S + S^2) D^-1 g, rho (1 - rho))``.
 
     Per document ``k`` of a query (``g = rho - phi``):
     ``grad_k = g_k + rho_k sum_{i != k} g_i / (1 - rho_i) + rho_k sum_{i != k} rho_i (S D^-1 g)_i`` with
     ``(S D^-1 g)_i = sum_{j != i} g_j / (1 - rho_j) / (1 - rho_i)``; ``hess_k = rho_k (1 - rho_k)``.
     Each ``sum_{i != k}`` is the query's total minus the own term, so the whole step is three segment sums.
+
+    ``pow2_labels`` (``2^labels``) and ``query_index`` (the query number of every row) may be passed precomputed by a
+    caller that takes many steps on the same queries (the boosting objective); the result is the same.
     """
-    phi, usable = xendcg_targets(labels, offsets, gamma)
-    rho = segment_softmax(scores, offsets)
-    g = rho - phi
-    one_minus = np.maximum(1.0 - rho, _TINY)
-    a = g / one_minus                                            # D^-1 g scaled by rho: g_i / (1 - rho_i)
-    t1 = rho * (broadcast(segment_sum(a, offsets), offsets) - a)   # rho_k sum_{i!=k} g_i / (1 - rho_i)
-    b = t1 / one_minus                                           # rho_i (S D^-1 g)_i
-    t2 = rho * (broadcast(segment_sum(b, offsets), offsets) - b)   # rho_k sum_{i!=k} rho_i (S D^-1 g)_i
-    grad = np.where(usable, g + t1 + t2, 0.0)
-    hess = np.where(usable, rho * (1.0 - rho), 0.0)
+    starts = offsets[:-1]
+    if starts.shape[0] == 0:
+        return np.zeros(0), np.zeros(0)
+    qidx = query_index if query_index is not None else np.repeat(np.arange(starts.shape[0]), sizes(offsets))
+    s = np.asarray(scores, dtype=np.float64)
+    # rho = softmax(scores) per query, the query's maximum subtracted first
+    rho = s - np.maximum.reduceat(s, starts)[qidx]
+    np.exp(rho, out=rho)
+    rho /= np.add.reduceat(rho, starts)[qidx]
+    # phi = (2^y - gamma) / sum (2^y - gamma); g = rho - phi
+    numer = (pow2_labels if pow2_labels is not None else np.exp2(np.asarray(labels, dtype=np.float64))) - gamma
+    total = np.add.reduceat(numer, starts)
+    usable_q = (total > 0) & (sizes(offsets) > 1)
+    all_usable = bool(usable_q.all())
+    g = rho - numer / (total if all_usable else np.where(usable_q, total, 1.0))[qidx]
+    one_minus = np.subtract(1.0, rho)
+    hess = rho * one_minus
+    np.maximum(one_minus, _TINY, out=one_minus)
+    a = g / one_minus                                             # g_i / (1 - rho_i)
+    t = np.add.reduceat(a, starts)[qidx]
+    t -= a
+    t *= rho                                                      # t1_k = rho_k sum_{i!=k} g_i / (1 - rho_i)
+    grad = g + t
+    t /= one_minus                                                # b_i = rho_i (S D^-1 g)_i
+    t2 = np.add.reduceat(t, starts)[qidx]
+    t2 -= t
+    t2 *= rho                                                     # t2_k = rho_k sum_{i!=k} rho_i (S D^-1 g)_i
+    grad += t2
+    if not all_usable:
+        usable = usable_q[qidx]
+        grad[~usable] = 0.0
+        hess[~usable] = 0.0
     return grad, hess
 
 
