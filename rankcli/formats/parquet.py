@@ -94,7 +94,7 @@ class QueryAlignedWriter:
         if table.num_rows == 0:
             return
         if offsets is None:
-            offsets = offsets_from_qids(table.column("qid").to_numpy())
+            offsets = offsets_from_qids(column_to_numpy(table.column("qid")))
         table = table.cast(self._schema.remove_metadata()) if table.schema != self._schema.remove_metadata() else table
         cuts = query_aligned_groups(offsets, self._target_rows)
         for start, stop in zip(cuts[:-1], cuts[1:]):
@@ -124,19 +124,32 @@ def write_table(path: Path | str, table: pa.Table, *, metadata: dict[str, object
             pq.write_table(table.replace_schema_metadata(schema.metadata), str(tmp), compression="zstd")
 
 
+def array_from_numpy(values: np.ndarray, type: pa.DataType | None = None) -> pa.Array:
+    """``pa.array(values, type)`` without importing pandas for fixed-width numeric arrays (pyarrow 26's ``pa.array``
+    imports it, about a second at process start): the numpy data becomes the Arrow buffer. Others use ``pa.array``."""
+    values = np.asarray(values)
+    if values.ndim == 1 and values.dtype.kind in "iuf" and values.dtype.itemsize > 1:
+        arrow_type = type if type is not None else pa.from_numpy_dtype(values.dtype)
+        if pa.types.is_integer(arrow_type) or (pa.types.is_floating(arrow_type) and not
+                                               pa.types.is_float16(arrow_type)):
+            data = np.ascontiguousarray(values, dtype=np.dtype(arrow_type.to_pandas_dtype()))
+            return pa.Array.from_buffers(arrow_type, data.shape[0], [None, pa.py_buffer(data)])
+    return pa.array(values, type)
+
+
 def dataset_table(ds: Dataset, extra_columns: dict[str, np.ndarray] | None = None) -> pa.Table:
     """The Arrow table of a :class:`Dataset` in the data model's column order."""
     columns: dict[str, pa.Array] = {
-        "qid": pa.array(ds.qids, pa.int64()),
-        "label": pa.array(ds.labels, pa.float64()),
+        "qid": array_from_numpy(ds.qids, pa.int64()),
+        "label": array_from_numpy(ds.labels, pa.float64()),
     }
     if ds.docids is not None:
         columns["docid"] = pa.array(ds.docids, pa.string())
     for name, values in (extra_columns or {}).items():
-        columns[name] = pa.array(values)
+        columns[name] = array_from_numpy(values)
     if ds.features is not None:
         for j, name in enumerate(ds.feature_names):
-            columns[name] = pa.array(np.ascontiguousarray(ds.features[:, j], dtype=np.float32))
+            columns[name] = array_from_numpy(ds.features[:, j], pa.float32())
     return pa.table(columns)
 
 
@@ -205,7 +218,7 @@ def features_matrix(table: pa.Table, names: list[str]) -> np.ndarray:
     """Stack feature columns into a Fortran-ordered float32 matrix (column fills are contiguous; LightGBM takes it)."""
     out = np.empty((table.num_rows, len(names)), dtype=np.float32, order="F")
     for j, name in enumerate(names):
-        out[:, j] = table.column(name).to_numpy()
+        out[:, j] = column_to_numpy(table.column(name))
     return out
 
 
@@ -220,10 +233,10 @@ def read_dataset(path: Path | str, *, features: bool = True, label_required: boo
     if features:
         wanted += fnames
     table = read_table(path, wanted)
-    qids = table.column("qid").to_numpy()
+    qids = np.array(column_to_numpy(table.column("qid")))  # a writable copy, as to_numpy gave
     if not np.issubdtype(qids.dtype, np.integer):
         raise SchemaError(f"{path}: column qid must be integer, got {table.schema.field('qid').type}")
-    labels = (table.column("label").to_numpy().astype(np.float64) if "label" in names
+    labels = (column_to_numpy(table.column("label")).astype(np.float64) if "label" in names
               else np.full(qids.shape[0], np.nan))
     docids = table.column("docid").to_numpy(zero_copy_only=False) if "docid" in names else None
     try:
