@@ -83,9 +83,11 @@ class QueryAlignedWriter:
     """Streams tables into one Parquet file, each ``write`` call's queries whole, row groups ending on queries."""
 
     def __init__(self, path: Path, schema: pa.Schema, metadata: dict[str, object] | None = None,
-                 target_rows: int = ROW_GROUP_ROWS):
+                 target_rows: int = ROW_GROUP_ROWS, use_dictionary: bool | list[str] = True):
+        # use_dictionary: as pyarrow's; ["qid", "label"] writes float feature columns plain, which is several times
+        # faster and smaller for real-valued features (dictionary pages overflow and fall back anyway).
         self._schema = schema.with_metadata(encode_metadata(metadata or {}))
-        self._writer = pq.ParquetWriter(str(path), self._schema, compression="zstd")
+        self._writer = pq.ParquetWriter(str(path), self._schema, compression="zstd", use_dictionary=use_dictionary)
         self._target_rows = target_rows
         self.rows = 0
 
