@@ -66,7 +66,7 @@ def command(
         show_default=False)] = None,
     metric: Annotated[Optional[List[str]], typer.Option(
         "--metric", "-m", help="Metric to compute, repeatable; comma lists and cutoff lists like ndcg@1,3,5,10. "
-        "[default: ndcg@1,3,5,10]", show_default=False)] = None,
+        "(default: ndcg@1,3,5,10)", show_default=False)] = None,
     qrels: Annotated[Optional[Path], typer.Option(
         help="TREC qrels (qid iter docid rel). Documents missing from it count as label 0; judged documents missing "
         "from the run still count in the ideal DCG and in R, as in trec_eval.", show_default=False)] = None,
@@ -88,10 +88,10 @@ def command(
         help="Override: equal scores in input order, or averaged over their permutations (not for err).",
         show_default=False)] = None,
     threshold: Annotated[Optional[float], typer.Option(
-        help="mrr/map/precision/recall: a document is relevant when label >= this. [default: 1]",
+        help="mrr/map/precision/recall: a document is relevant when label >= this (default: 1).",
         show_default=False)] = None,
     max_grade: Annotated[Optional[float], typer.Option(
-        help="err: the top of the label scale. [default: 4]", show_default=False)] = None,
+        help="err: the top of the label scale (default: 4).", show_default=False)] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")] = False,
     per_query: Annotated[Optional[Path], typer.Option(
         "--per-query", help="Write one row per query (qid and a column per metric) to this Parquet file.",
