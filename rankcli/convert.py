@@ -82,15 +82,17 @@ class _Part:
 
 
 class _Sink:
-    """Collects chunks of whole queries and writes them in row groups of about ``ROW_GROUP_ROWS`` rows."""
+    """Collects chunks of rows (a query may continue in the next chunk) and writes row groups of about
+    ``ROW_GROUP_ROWS`` rows that end on query boundaries; ``on_rows(labels, offsets)`` sees each written group."""
 
-    def __init__(self, base: Path, keep_comments: bool, fixed_width: int | None, metadata: dict):
+    def __init__(self, base: Path, keep_comments: bool, fixed_width: int | None, metadata: dict, on_rows=None):
         self.base = base
         self.keep_comments = keep_comments
         self.width = fixed_width or 0
         self.docid = False
         self.comment = False
         self.metadata = metadata
+        self.on_rows = on_rows
         self.parts: list[_Part] = []
         self._writer: QueryAlignedWriter | None = None
         self._buffer: list[tuple] = []
@@ -98,17 +100,29 @@ class _Sink:
         self.rows = 0
 
     def add(self, labels, qids, features, docids, comments) -> None:
+        """Add rows; ``features`` is ``(n, width)`` float32 in Fortran order, docids/comments Arrow arrays or None."""
+        if labels.shape[0] == 0:
+            return
         self._buffer.append((labels, qids, features, docids, comments))
         self._buffered += labels.shape[0]
         if self._buffered >= ROW_GROUP_ROWS:
-            self.flush()
+            self.flush(final=False)
 
-    def flush(self) -> None:
+    def flush(self, final: bool = True) -> None:
         if not self._buffer:
             return
-        width = max([self.width] + [c[2].shape[1] for c in self._buffer])
-        docid = self.docid or any(c[3] is not None for c in self._buffer)
-        comment = self.comment or any(c[4] is not None for c in self._buffer)
+        chunks, n = self._buffer, self._buffered
+        qids = np.concatenate([c[1] for c in chunks]) if len(chunks) > 1 else chunks[0][1]
+        cut = n
+        if not final:
+            # Keep the last query back: it may continue in the next chunk.
+            change = np.flatnonzero(qids[1:] != qids[:-1])
+            if change.size == 0:
+                return
+            cut = int(change[-1]) + 1
+        width = max([self.width] + [c[2].shape[1] for c in chunks])
+        docid = self.docid or any(c[3] is not None for c in chunks)
+        comment = self.comment or any(c[4] is not None for c in chunks)
         if self._writer is not None and (width, docid, comment) != (self.width, self.docid, self.comment):
             self._writer.close()
             self._writer = None
@@ -117,31 +131,45 @@ class _Sink:
             path = self.base.with_name(f"{self.base.name}.part{len(self.parts)}")
             self.parts.append(_Part(path, width, docid, comment))
             schema = dataset_schema(width, with_docid=docid, with_comment=comment)
-            self._writer = QueryAlignedWriter(path, schema, {**self.metadata, "num_features": width})
-        n = self._buffered
-        columns = {
-            "qid": pa.array(np.concatenate([c[1] for c in self._buffer]), pa.int64()),
-            "label": pa.array(np.concatenate([c[0] for c in self._buffer]), pa.float64()),
-        }
+            self._writer = QueryAlignedWriter(path, schema, {**self.metadata, "num_features": width},
+                                              use_dictionary=["qid", "label"])
+        labels = np.concatenate([c[0] for c in chunks]) if len(chunks) > 1 else chunks[0][0]
+        columns = {"qid": pa.array(qids[:cut], pa.int64()), "label": pa.array(labels[:cut], pa.float64())}
+        strings = {}
         for key, pos, on in (("docid", 3, docid), ("comment", 4, comment)):
             if on:
-                columns[key] = pa.chunked_array(
-                    [c[pos] if c[pos] is not None else pa.nulls(c[0].shape[0], pa.string()) for c in self._buffer],
-                    pa.string())
-        chunks = [c[2] for c in self._buffer]
+                strings[key] = pa.chunked_array(
+                    [c[pos] if c[pos] is not None else pa.nulls(c[0].shape[0], pa.string()) for c in chunks],
+                    pa.string()).combine_chunks()
+                columns[key] = strings[key].slice(0, cut)
+        feature_cols = []
         for j, name in enumerate(feature_names(width)):
-            if len(chunks) == 1 and chunks[0].shape[1] > j:
-                col = chunks[0][:, j]
+            if len(chunks) == 1:
+                m = chunks[0][2]
+                col = m[:, j] if m.shape[1] > j else np.zeros(n, np.float32)
             else:
                 col = np.concatenate([m[:, j] if m.shape[1] > j else np.zeros(m.shape[0], np.float32)
-                                      for m in chunks])
-            columns[name] = pa.Array.from_buffers(pa.float32(), n, [None, pa.py_buffer(np.ascontiguousarray(col))])
-        self._writer.write(pa.table(columns))
-        self.rows += n
+                                      for m in (c[2] for c in chunks)])
+            col = np.ascontiguousarray(col)
+            feature_cols.append(col)
+            columns[name] = pa.Array.from_buffers(pa.float32(), cut, [None, pa.py_buffer(col)])
+        offsets = np.concatenate(([0], np.flatnonzero(qids[1:cut] != qids[:cut - 1]) + 1, [cut])).astype(np.int64)
+        self._writer.write(pa.table(columns), offsets)
+        if self.on_rows is not None:
+            self.on_rows(labels[:cut], offsets)
+        self.rows += cut
         self._buffer, self._buffered = [], 0
+        if cut < n:
+            tail = np.empty((n - cut, width), dtype=np.float32, order="F")
+            for j, col in enumerate(feature_cols):
+                tail[:, j] = col[cut:]
+            self._buffer.append((labels[cut:], qids[cut:], tail,
+                                 strings["docid"].slice(cut) if docid else None,
+                                 strings["comment"].slice(cut) if comment else None))
+            self._buffered = n - cut
 
     def close(self) -> None:
-        self.flush()
+        self.flush(final=True)
         if self._writer is not None:
             self._writer.close()
             self._writer = None
@@ -190,21 +218,27 @@ def _join_parts(sink: _Sink, target: Path, width: int) -> None:
 
 
 class _Converter:
-    """Converts one or more inputs into one output sink, checking query contiguity across all of them."""
+    """Converts one or more inputs into one output sink, checking query contiguity across all of them.
 
-    def __init__(self, sink: _Sink, options: ConvertOptions):
+    Blocks are cut at newlines by the reader and parsed by a small thread pool (numpy and arrow release the GIL), at
+    most a few blocks ahead; results are consumed in order, so checks and qids from a sidecar stay sequential.
+    """
+
+    def __init__(self, sink: _Sink, options: ConvertOptions, threads: int | None = None):
         self.sink = sink
         self.options = options
         self.seen: dict[int, tuple[str, int]] = {}
         self.summary = SummaryBuilder()
+        sink.on_rows = self.summary.add
         self.next_group = 0
-        self.has_docid = False
+        self.last_qid: int | None = None
+        self.threads = threads if threads is not None else min(2, os.cpu_count() or 1)
         self._held: list[tuple] = []  # --sort-queries keeps everything
 
     def convert(self, source: str, sidecar: Path | None, progress=None) -> int:
-        opts = self.options
         name = svmlight.display_name(source)
         stream = svmlight.open_binary(source)
+        self.last_qid = None  # a query does not continue from one file into the next
         sizes = None
         if sidecar is not None:
             sizes = np.cumsum(svmlight.read_query_file(sidecar))
@@ -222,108 +256,118 @@ class _Converter:
             self.next_group += int(sizes.shape[0])
         return rows
 
-    def _stream(self, stream, name: str, sizes, sidecar, progress) -> int:
-        opts = self.options
+    def _blocks(self, stream, name: str, progress):
+        """Whole-line blocks of the stream with the number of their first line."""
+        block_bytes = self.options.block_bytes
         pending = b""
         line_no = 1
-        rows_done = 0
-        mode: bool | None = None
         while True:
-            chunk = svmlight.read_chunk(stream, max(opts.block_bytes, 2 * len(pending)), name)
+            chunk = svmlight.read_chunk(stream, block_bytes, name)
             if progress is not None:
                 progress.advance(len(chunk))
-            eof = not chunk
+            if not chunk:
+                if pending:
+                    yield (pending if pending.endswith(b"\n") else pending + b"\n"), line_no
+                return
             buf = pending + chunk if pending else chunk
-            if eof:
-                if not buf:
-                    break
-                data, rest = (buf if buf.endswith(b"\n") else buf + b"\n"), b""
-            else:
-                cut = buf.rfind(b"\n") + 1
-                if cut == 0:
-                    pending = buf
-                    continue
-                data, rest = buf[:cut], buf[cut:]
-            block = svmlight.parse_block(data, line_no, name=name, zero_based=opts.zero_based,
-                                         num_features=opts.num_features, keep_comments=True)
-            n = block.n_rows
-            if n:
-                if mode is None:
-                    mode = block.has_qid
-                    if not mode and sizes is None:
-                        raise InputFormatError(
-                            f"no qid: on the lines and no {name}.query sidecar; add qid:<id> after each label, put "
-                            "the group sizes in a .query file next to the input, or pass --query-file", name,
-                            int(block.lines[0]))
-                    if mode and sizes is not None and opts.query_file is not None:
-                        raise UsageError(f"{name} has qid: on its lines; --query-file applies only to files without")
-                elif block.has_qid != mode:
-                    what = "line has qid: but earlier lines do not" if block.has_qid else \
-                        "line has no qid: but earlier lines do"
-                    raise InputFormatError(what, name, int(block.lines[0]))
-                if mode:
-                    qids = block.qids
-                else:
-                    total = int(sizes[-1]) if sizes.size else 0
-                    global_rows = np.arange(rows_done, rows_done + n, dtype=np.int64)
-                    over = np.flatnonzero(global_rows >= total)
-                    if over.size:
-                        raise InputFormatError(f"more rows than the group sizes in {sidecar} add up to ({total})",
-                                               name, int(block.lines[over[0]]))
-                    qids = np.searchsorted(sizes, global_rows, side="right") + self.next_group
-            keep_all = eof
-            if n and not eof:
-                # Hold back the last query: it may continue in the next block.
-                change = np.flatnonzero(qids[1:] != qids[:-1])
-                last = int(change[-1]) + 1 if change.size else 0
-                if last == 0:
-                    pending = data + rest
-                    continue
-                self._emit(block, qids, last, name)
-                rows_done += last
-                pending = data[int(block.starts[last]):] + rest
-                line_no = int(block.lines[last])
+            cut = buf.rfind(b"\n") + 1
+            if cut == 0:
+                pending = buf
                 continue
-            if n and keep_all:
-                self._emit(block, qids, n, name)
-                rows_done += n
-            pending = rest
+            data, pending = (buf, b"") if cut == len(buf) else (buf[:cut], buf[cut:])
+            yield data, line_no
             line_no += data.count(b"\n")
-            if eof:
-                break
+
+    def _parsed(self, stream, name: str, progress):
+        opts = self.options
+
+        def parse(item):
+            data, line_no = item
+            return svmlight.parse_block(data, line_no, name=name, zero_based=opts.zero_based,
+                                        num_features=opts.num_features, keep_comments=True)
+
+        blocks = self._blocks(stream, name, progress)
+        if self.threads <= 1:
+            yield from map(parse, blocks)
+            return
+        from collections import deque
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(self.threads, thread_name_prefix="rankcli-parse")
+        inflight: deque = deque()
+        try:
+            for item in blocks:
+                inflight.append(pool.submit(parse, item))
+                if len(inflight) > self.threads:
+                    yield inflight.popleft().result()
+            while inflight:
+                yield inflight.popleft().result()
+        finally:
+            for f in inflight:
+                f.cancel()
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _stream(self, stream, name: str, sizes, sidecar, progress) -> int:
+        rows_done = 0
+        mode: bool | None = None
+        for block in self._parsed(stream, name, progress):
+            n = block.n_rows
+            if n == 0:
+                continue
+            if mode is None:
+                mode = block.has_qid
+                if not mode and sizes is None:
+                    raise InputFormatError(
+                        f"no qid: on the lines and no {name}.query sidecar; add qid:<id> after each label, put "
+                        "the group sizes in a .query file next to the input, or pass --query-file", name,
+                        int(block.lines[0]))
+                if mode and sizes is not None and self.options.query_file is not None:
+                    raise UsageError(f"{name} has qid: on its lines; --query-file applies only to files without")
+            elif block.has_qid != mode:
+                what = "line has qid: but earlier lines do not" if block.has_qid else \
+                    "line has no qid: but earlier lines do"
+                raise InputFormatError(what, name, int(block.lines[0]))
+            if mode:
+                qids = block.qids
+            else:
+                total = int(sizes[-1]) if sizes.size else 0
+                global_rows = np.arange(rows_done, rows_done + n, dtype=np.int64)
+                over = np.flatnonzero(global_rows >= total)
+                if over.size:
+                    raise InputFormatError(f"more rows than the group sizes in {sidecar} add up to ({total})",
+                                           name, int(block.lines[over[0]]))
+                qids = np.searchsorted(sizes, global_rows, side="right") + self.next_group
+            self._emit(block, qids, name)
+            rows_done += n
         return rows_done
 
-    def _emit(self, block: svmlight.Block, qids: np.ndarray, k: int, name: str) -> None:
-        labels = block.labels[:k]
-        qids = qids[:k]
-        features = block.features[:k] if k < block.n_rows else block.features
+    def _emit(self, block: svmlight.Block, qids: np.ndarray, name: str) -> None:
         docids = comments = None
         if block.comments is not None:
-            docids, comments = svmlight.comment_columns(block.comments[:k], True, self.options.keep_comments)
+            docids, comments = svmlight.comment_columns(block.comments, True, self.options.keep_comments)
             if docids is not None and docids.null_count == len(docids):
                 docids = None
-        lines = block.lines[:k]
         if self.options.sort_queries:
-            self._held.append((labels, qids, np.asfortranarray(features), docids, comments, lines))
+            self._held.append((block.labels, qids, block.features, docids, comments))
             return
-        self._write(labels, qids, features, docids, comments, lines, name)
+        self._check_contiguous(qids, block.lines, name)
+        self.sink.add(block.labels, qids, block.features, docids, comments)
 
-    def _write(self, labels, qids, features, docids, comments, lines, name) -> None:
+    def _check_contiguous(self, qids: np.ndarray, lines: np.ndarray, name: str) -> None:
         starts = np.concatenate(([0], np.flatnonzero(qids[1:] != qids[:-1]) + 1))
-        if not self.options.sort_queries:
-            seen = self.seen
-            for q, line in zip(qids[starts].tolist(), lines[starts].tolist()):
-                if q in seen:
-                    where, first = seen[q]
-                    at = f"line {first}" if where == name else f"{where}:{first}"
-                    raise InputFormatError(f"qid {q} reappears (first seen at {at})", name, line)
-                seen[q] = (name, line)
-        offsets = np.concatenate((starts, [qids.shape[0]])).astype(np.int64)
-        self.summary.add(labels, offsets)
-        self.has_docid = self.has_docid or docids is not None
-        self.sink.add(labels, qids, features, docids, comments)
+        run_qids, run_lines = qids[starts].tolist(), lines[starts].tolist()
+        if run_qids and run_qids[0] == self.last_qid:
+            run_qids, run_lines = run_qids[1:], run_lines[1:]  # the previous block's last query continues
+        seen = self.seen
+        for q, line in zip(run_qids, run_lines):
+            if q in seen:
+                where, first = seen[q]
+                at = f"line {first}" if where == name else f"{where}:{first}"
+                raise InputFormatError(f"qid {q} reappears (first seen at {at})", name, line)
+            seen[q] = (name, line)
+        self.last_qid = int(qids[-1])
 
-    def finish(self, name: str) -> None:
+    def finish(self) -> None:
         if not self.options.sort_queries or not self._held:
             return
         held, self._held = self._held, []
@@ -344,17 +388,15 @@ class _Converter:
             return arr.take(pa.array(order))
 
         labels = np.concatenate([h[0] for h in held])[order]
-        lines = np.concatenate([h[5] for h in held])[order]
         docids, comments = strings(3), strings(4)
         features = np.asfortranarray(features[order])
         qs = qids[order]
-        # Write in slices of whole queries so that row groups keep their size.
-        starts = np.concatenate(([0], np.flatnonzero(qs[1:] != qs[:-1]) + 1, [qs.shape[0]]))
-        cuts = np.unique(starts[np.searchsorted(starts, np.arange(0, qs.shape[0], ROW_GROUP_ROWS))])
-        cuts = np.append(cuts, qs.shape[0]) if cuts[-1] != qs.shape[0] else cuts
-        for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
-            self._write(labels[a:b], qs[a:b], features[a:b], None if docids is None else docids.slice(a, b - a),
-                        None if comments is None else comments.slice(a, b - a), lines[a:b], name)
+        del held
+        step = ROW_GROUP_ROWS // 2
+        for a in range(0, qs.shape[0], step):
+            b = min(a + step, qs.shape[0])
+            self.sink.add(labels[a:b], qs[a:b], features[a:b], None if docids is None else docids.slice(a, b - a),
+                          None if comments is None else comments.slice(a, b - a))
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -430,7 +472,7 @@ def convert(inputs: list[str], output: Path | str, options: ConvertOptions | Non
                 conv = _Converter(sink, options)
                 for src in expanded:
                     conv.convert(src, _sidecar(src, options), progress)
-                conv.finish(svmlight.display_name(expanded[-1]))
+                conv.finish()
                 sink.close()
                 _join_parts(sink, tmp, sink.width)
             finally:
@@ -456,7 +498,7 @@ def convert(inputs: list[str], output: Path | str, options: ConvertOptions | Non
                 conv = _Converter(sink, options)
                 file_start = time.perf_counter()
                 conv.convert(src, _sidecar(src, options), progress)
-                conv.finish(svmlight.display_name(src))
+                conv.finish()
                 sink.close()
                 results.append((src, name, conv, time.perf_counter() - file_start))
             width = max(s.width for s in sinks)
