@@ -115,6 +115,15 @@ def display_ranks(ds: Dataset, ranker: str | np.ndarray) -> np.ndarray | None:
     return rank_within(scores, ds.offsets, descending=True) - 1
 
 
+def _take_feature_rows(features: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``features[rows]`` column by column into a Fortran-ordered matrix (contiguous reads and writes per column;
+    the Parquet writer then takes each column without a copy)."""
+    out = np.empty((rows.shape[0], features.shape[1]), dtype=features.dtype, order="F")
+    for j in range(features.shape[1]):
+        np.take(features[:, j], rows, out=out[:, j])
+    return out
+
+
 def model_scores(ds: Dataset, model_dir: Path | str) -> np.ndarray:
     """Scores of a trained rankcli model directory on ``ds`` (rank-then-click)."""
     from rankcli.train import load_model
@@ -148,9 +157,16 @@ def simulate_clicks(ds: Dataset, *, model: str = "cascade", click_probs=PAPER_CL
                         max_rank=max_rank, keep_no_click=keep_no_click)
     rows = log.rows
     n_imp = log.n_kept
-    out = ds.take_rows(rows, log.offsets)
-    out.qids = np.repeat(np.arange(1, n_imp + 1, dtype=np.int64), np.diff(log.offsets))
-    out.labels = log.clicks.astype(np.float64)
+    out = Dataset(
+        qids=np.repeat(np.arange(1, n_imp + 1, dtype=np.int64), np.diff(log.offsets)),
+        labels=log.clicks.astype(np.float64),
+        features=None if ds.features is None else _take_feature_rows(ds.features, rows),
+        feature_names=list(ds.feature_names),
+        docids=None if ds.docids is None else ds.docids[rows],
+        offsets=log.offsets,
+        metadata=dict(ds.metadata),
+        extra={k: v[rows] for k, v in ds.extra.items()},
+    )
     extra = {
         "source_qid": ds.qids[rows],
         "position": log.positions.astype(np.int32),

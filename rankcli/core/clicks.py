@@ -159,36 +159,41 @@ class _Collector:
         self.parts.append((gid, rows, positions, clicks, examined))
 
     def finish(self, grades: np.ndarray, keep_no_click: bool, has_exam: bool) -> ClickLog:
+        parts = self.parts
+        sizes = [np.shape(p[0])[0] for p in parts]
+
         def cat(i, dtype):
-            arrs = [np.broadcast_to(np.asarray(p[i]), np.shape(p[0])) for p in self.parts]
-            return np.concatenate(arrs).astype(dtype, copy=False) if arrs else np.zeros(0, dtype)
+            arrs = [np.asarray(p[i]) for p in parts]
+            if not arrs:
+                return np.zeros(0, dtype)
+            if all(a.ndim == 0 for a in arrs):  # one value per part (the scan phase's positions)
+                return np.repeat(np.array([a.item() for a in arrs], dtype=dtype), sizes)
+            return np.concatenate([np.broadcast_to(a, (k,)) for a, k in zip(arrs, sizes)]).astype(dtype, copy=False)
 
         gid = cat(0, np.int64)
         rows = cat(1, np.int64)
         positions = cat(2, np.int64)
-        clicks = cat(3, np.int8)
+        clicks = cat(3, bool)
         examined = cat(4, bool) if has_exam else None
         ng = self.n_grades
         gr = grades[rows]
         shown_g = np.bincount(gr, minlength=ng)[:ng] + self.extra_shown_g
-        clicks_g = np.bincount(gr, weights=clicks, minlength=ng)[:ng].astype(np.int64)
+        clicks_g = np.bincount(gr[clicks], minlength=ng)[:ng]
         shown_p = self._add(self.extra_shown_p.copy(), np.bincount(positions - 1))
-        clicks_p = self._add(np.zeros(0, np.int64), np.bincount(positions - 1, weights=clicks).astype(np.int64))
-        clicks_p = self._add(clicks_p, np.zeros(shown_p.shape[0], np.int64))
+        clicks_p = self._add(np.zeros(shown_p.shape[0], np.int64), np.bincount(positions[clicks] - 1))
         exam_p = None
         if examined is not None:
-            exam_p = self._add(np.zeros(shown_p.shape[0], np.int64),
-                               np.bincount(positions - 1, weights=examined).astype(np.int64))
-        counts = np.bincount(gid, minlength=self.n_gid)
+            exam_p = self._add(np.zeros(shown_p.shape[0], np.int64), np.bincount(positions[examined] - 1))
         dropped = 0
         if not keep_no_click:
-            has_click = np.bincount(gid, weights=clicks, minlength=self.n_gid) > 0
-            dropped = int(np.count_nonzero(~has_click))
+            has_click = np.zeros(self.n_gid, bool)
+            has_click[gid[clicks]] = True
+            dropped = self.n_gid - int(np.count_nonzero(has_click))
             keep_rows = has_click[gid]
             gid, rows, positions, clicks = gid[keep_rows], rows[keep_rows], positions[keep_rows], clicks[keep_rows]
             if examined is not None:
                 examined = examined[keep_rows]
-            counts = np.where(has_click, counts, 0)
+        counts = np.bincount(gid, minlength=self.n_gid)
         kept = np.flatnonzero(counts)
         starts = np.zeros(self.n_gid + 1, np.int64)
         np.cumsum(counts, out=starts[1:])
@@ -197,7 +202,7 @@ class _Collector:
         out_rows[dest] = rows
         out_pos = np.empty(positions.shape[0], np.int32)
         out_pos[dest] = positions
-        out_clicks = np.empty_like(clicks)
+        out_clicks = np.empty(clicks.shape[0], np.int8)
         out_clicks[dest] = clicks
         out_exam = None
         if examined is not None:
@@ -222,16 +227,15 @@ def _check_common(offsets, impressions, max_rank):
                          f"got {int(np.diff(offsets).max())}")
 
 
-def _groups_by_size(gids: np.ndarray, n_of: np.ndarray):
-    """Split impressions ``gids`` into chunks of equal list size ``n`` and at most ~CHUNK_ENTRIES cells."""
-    n_g = n_of[gids]
-    order = np.argsort(n_g, kind="stable")
-    gids, n_g = gids[order], n_g[order]
-    cuts = np.flatnonzero(n_g[1:] != n_g[:-1]) + 1
-    for part in np.split(gids, cuts):
+def _groups_by_size(n_each: np.ndarray):
+    """Split items with list sizes ``n_each`` into index chunks of equal size ``n``, at most ~CHUNK_ENTRIES cells."""
+    order = np.argsort(n_each, kind="stable")
+    n_sorted = n_each[order]
+    cuts = np.flatnonzero(n_sorted[1:] != n_sorted[:-1]) + 1
+    for part in np.split(order, cuts):
         if part.shape[0] == 0:
             continue
-        n = int(n_of[part[0]])
+        n = int(n_each[part[0]])
         per = max(1, CHUNK_ENTRIES // max(1, n))
         for a in range(0, part.shape[0], per):
             yield part[a:a + per], n
@@ -286,42 +290,55 @@ def cascade(grades: np.ndarray, offsets: np.ndarray, click_probs, impressions: i
         display_rank = np.asarray(display_rank, dtype=np.int64)
         at_rank = np.empty(offsets[-1], np.int64)  # at_rank[offsets[q] + r] = row shown at rank r
         at_rank[np.repeat(offsets[:-1], sz) + display_rank] = np.arange(offsets[-1], dtype=np.int64)
+    # Grades as small integers: the scan gathers one per displayed document from a table that then fits in cache.
+    g_small = grades.astype(np.uint8) if thr.shape[0] <= 256 else grades
     m = Q * I
     n_of = np.repeat(sz, I)  # list size of every impression (gid = q * I + i)
     limit = n_of if max_rank is None else np.minimum(n_of, max_rank)
     steps = min(SCAN_STEPS if scan_steps is None else int(scan_steps), int(limit.max()))
-    shown_j = np.empty((m, steps), np.int64) if random_order else None
+    # The still-scanning impressions, compacted after every step: id, first row, list size, display limit, and (random
+    # order) the documents already shown.
     active = np.arange(m, dtype=np.int64)
+    start_a = np.repeat(offsets[:-1], I)
+    n_a = n_of.astype(np.uint64)
+    lim_a = limit
+    prev = np.empty((m, 0), np.int32)
+    min_lim = int(limit.min())
     low32 = np.uint64(0xFFFFFFFF)
     for t in range(steps):
-        active = active[limit[active] > t]  # a list shown to its end stops without a click
-        if active.shape[0] == 0:
-            break
-        starts = offsets[active // I]
+        if t >= min_lim:  # lists shown to their end stop without a click
+            go = lim_a > t
+            active, start_a, n_a, lim_a, prev = active[go], start_a[go], n_a[go], lim_a[go], prev[go]
+            if active.shape[0] == 0:
+                break
+            min_lim = int(lim_a.min())
         raw = _draw(rng, active.shape[0])
         if random_order:
-            n_u = n_of[active].astype(np.uint64)
-            j = (((raw & low32) * n_u) >> np.uint64(32)).astype(np.int64)  # uniform in 0..n-1 from the low bits
+            j = (((raw & low32) * n_a) >> np.uint64(32)).astype(np.int32)  # uniform in 0..n-1 from the low bits
             if t:
-                prev = shown_j[active, :t]
                 todo = np.flatnonzero((prev == j[:, None]).any(axis=1))
                 while todo.shape[0]:  # already shown: draw again (click bits too, to keep them independent)
                     redraw = _draw(rng, todo.shape[0])
                     raw[todo] = redraw
-                    j[todo] = (((redraw & low32) * n_u[todo]) >> np.uint64(32)).astype(np.int64)
+                    j[todo] = (((redraw & low32) * n_a[todo]) >> np.uint64(32)).astype(np.int32)
                     todo = todo[(prev[todo] == j[todo][:, None]).any(axis=1)]
-            shown_j[active, t] = j
-            src = starts + j
+            src = start_a + j
         else:
-            src = at_rank[starts + t]
-        c = raw >= thr[grades[src]]
+            src = at_rank[start_a + t]
+        c = raw >= thr[g_small[src]]
         coll.add(active, src, t + 1, c)
-        active = active[~c]
-    active = active[limit[active] > steps]
+        go = ~c
+        active, start_a, n_a, lim_a = active[go], start_a[go], n_a[go], lim_a[go]
+        prev = np.concatenate((prev[go], j[go][:, None]), axis=1) if random_order else prev[go]
+        if active.shape[0] == 0:
+            break
     if active.shape[0]:
-        _cascade_rest(coll, active, steps, grades, offsets, thr, rng, n_of, shown_j,
+        go = lim_a > steps
+        active, prev = active[go], prev[go]
+    if active.shape[0]:
+        _cascade_rest(coll, active, steps, grades, offsets, thr, rng, n_of, prev if random_order else None,
                       None if random_order else display_rank, max_rank, keep_no_click)
-    return coll.finish(grades, keep_no_click, has_exam=False)
+    return coll.finish(g_small, keep_no_click, has_exam=False)
 
 
 def _cascade_rest(coll, gids, done, grades, offsets, thr, rng, n_of, shown_j, display_rank, max_rank, keep_no_click):
@@ -333,7 +350,8 @@ def _cascade_rest(coll, gids, done, grades, offsets, thr, rng, n_of, shown_j, di
     excluded = np.uint64(1 << (_KEY_BITS + 1))  # beyond _KEY_END: never the first click, never shown
     # Sorting a whole no-click list is needed only when it is kept, or to find its top max_rank in a random order.
     fast_drop = not keep_no_click and not (random_order and max_rank is not None)
-    for gids_c, n in _groups_by_size(gids, n_of):
+    for idx, n in _groups_by_size(n_of[gids]):
+        gids_c = gids[idx]
         M = gids_c.shape[0]
         rows = offsets[gids_c // I][:, None] + np.arange(n, dtype=np.int64)[None, :]  # (M, n)
         g = grades[rows]
@@ -344,7 +362,7 @@ def _cascade_rest(coll, gids, done, grades, offsets, thr, rng, n_of, shown_j, di
             # The low 40 bits, independent of the click decision, with the document index in the lowest bits.
             key = np.bitwise_and(raw, _key_mask(jb), out=raw)
             np.bitwise_or(key, j, out=key)
-            key[np.arange(M)[:, None], shown_j[gids_c, :done]] = excluded
+            key[np.arange(M)[:, None], shown_j[idx, :done]] = excluded
         else:
             rank = display_rank[rows]
             key = (rank.astype(np.uint64) << jb_u) | j
