@@ -25,7 +25,7 @@ step "1. convert $data -> $out/data"
 
 step "2. experiment: 5 random splits x {lambdamart, xendcg, listnet} (summary: $out/exp/summary.md)"
 "$rankcli" experiment "$out/data" -o "$out/exp" --losses lambdamart,xendcg,listnet --trials 5 \
-    --trees 100 --early-stopping 20 --jobs 2 --seed 0 --overwrite
+    --trees 60 --early-stopping 20 --jobs 2 --seed 0 --overwrite
 
 step "3. simulate cascade clicks (10 random rankings per query, click probabilities .05,.3,.5,.7,.95)"
 "$rankcli" simulate-clicks "$out/data/train.parquet" -o "$out/clicks-train.parquet" --seed 1 --overwrite > /dev/null
