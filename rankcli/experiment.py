@@ -537,7 +537,7 @@ def plan_units(config: ExperimentConfig, settings: list[Setting]) -> list[tuple[
 
 def run_experiment(data_path: Path | str, exp_dir: Path | str, config: ExperimentConfig, *, jobs: int = 1,
                    overwrite: bool = False, on_plan: Callable[[int, int], None] | None = None,
-                   on_unit: Callable[[UnitResult], None] | None = None) -> ExperimentResult:
+                   on_unit: Callable[[UnitResult], None] | None = None, dask=None) -> ExperimentResult:
     """Run (or resume) an experiment and summarise it.
 
     ``on_plan(total_units, already_done)`` is called once before training starts, ``on_unit`` after every finished
@@ -568,7 +568,12 @@ def run_experiment(data_path: Path | str, exp_dir: Path | str, config: Experimen
         if on_unit is not None:
             on_unit(u)
 
-    if jobs == 1 or len(pending) <= 1:
+    if dask is not None:
+        # --dask: units run as tasks on a Dask cluster (a "local:N" / scheduler address, or a distributed.Client).
+        from rankcli.distributed import run_experiment_units
+
+        run_experiment_units(dask, str(data_path), config, pending, finished, data=data)
+    elif jobs == 1 or len(pending) <= 1:
         for setting, trial, loss in pending:
             finished(run_unit(data, config, setting, trial, loss))
     else:
