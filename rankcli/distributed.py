@@ -103,15 +103,22 @@ def _quiet_stdout() -> None:
 
 
 @contextmanager
-def connect(spec: str | DaskTarget, *, timeout: float = CONNECT_TIMEOUT, threads_per_worker: int | None = None,
+def connect(spec: str | DaskTarget, *, timeout: float | None = None, threads_per_worker: int | None = None,
             memory_limit: str | float | None = "auto") -> Iterator["distributed.Client"]:
     """A Dask client for ``--dask``, closed (with its LocalCluster, if any) on exit.
 
     ``local:N`` starts a :class:`distributed.LocalCluster` of N worker processes sharing this machine's cores
     (``threads_per_worker`` defaults to cores // N, at least 1). An address connects to a running scheduler, waiting at
-    most ``timeout`` seconds; an unreachable scheduler is an :class:`OutputError` (exit 4) naming the address.
+    most ``timeout`` seconds (default: ``$RANKCLI_DASK_TIMEOUT``, else 10); an unreachable scheduler is an
+    :class:`OutputError` (exit 4) naming the address.
     """
     require_dask()
+    if timeout is None:
+        try:
+            timeout = float(os.environ.get("RANKCLI_DASK_TIMEOUT", CONNECT_TIMEOUT))
+        except ValueError:
+            raise UsageError(f"RANKCLI_DASK_TIMEOUT must be a number of seconds, got "
+                             f"{os.environ['RANKCLI_DASK_TIMEOUT']!r}") from None
     target = spec if isinstance(spec, DaskTarget) else parse_dask_target(spec)
     import logging
 
@@ -122,7 +129,7 @@ def connect(spec: str | DaskTarget, *, timeout: float = CONNECT_TIMEOUT, threads
         cluster = LocalCluster(n_workers=target.workers, threads_per_worker=threads, processes=True,
                                memory_limit=memory_limit, dashboard_address=None, silence_logs=logging.ERROR)
         try:
-            client = Client(cluster, timeout=f"{timeout}s")
+            client = Client(cluster, timeout=f"{max(timeout, 30):g}s")
             try:
                 client.run(_quiet_stdout)
                 yield client
@@ -461,6 +468,36 @@ def train_distributed(client: "distributed.Client", train_path: Path | str, vali
     info = DistributedInfo(scheduler=scheduler or str(client.scheduler.address), workers=workers,
                            partitions=len(plan), rows=plan.n_rows, queries=plan.n_queries)
     return result, info
+
+
+def train_command(dask: str, train_path: Path, valid_path: Path | None, config: Any, output: Path, *,
+                  overwrite: bool = False, log: Callable[[str], None] | None = None,
+                  on_iteration: Callable[[int, float | None, float | None], None] | None = None) -> dict:
+    """``rankcli train ... --dask SPEC``: every check first (cheap ones before a cluster starts), then
+    :func:`train_distributed` and the model directory. Returns the ``rankcli.json`` content."""
+    from rankcli.formats.atomic import check_target
+    from rankcli.formats.parquet import check_query_aligned, read_dataset
+
+    target = parse_dask_target(dask)
+    check_dask_loss(config.loss)
+    require_dask()
+    check_target(output, overwrite)
+    check_query_aligned(train_path)  # refuse a query spanning row groups before starting anything
+    valid = read_dataset(valid_path) if valid_path is not None else None
+    if config.threads:
+        (log or (lambda m: None))("--threads is ignored with --dask: every worker trains with its own threads")
+    with connect(target) as client:
+        if log is not None:
+            log(f"training {config.loss} on the Dask cluster {target.spec} ({n_workers(client)} workers): "
+                f"{train_path}" + (f"; validating on {valid_path} ({valid.n_queries} queries) here"
+                                   if valid is not None else ""))
+        result, info = train_distributed(client, train_path, valid, config, scheduler=target.spec,
+                                         on_iteration=on_iteration)
+    if log is not None:
+        log(f"trained on {info.workers} workers, {info.partitions} partitions: {info.rows} rows, "
+            f"{info.queries} queries")
+    return save_distributed_model(result, config, info, output, train_path=train_path, valid_path=valid_path,
+                                  feature_names=result.booster.feature_name(), overwrite=overwrite)
 
 
 def save_distributed_model(result: Any, config: Any, info: DistributedInfo, model_dir: Path | str, *,

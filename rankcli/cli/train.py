@@ -81,6 +81,11 @@ def command(
                                                                       "0..n-1 in increasing order.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the model summary as JSON on stdout.")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing model directory.")] = False,
+    dask: Annotated[Optional[str], typer.Option(
+        "--dask", help="Train data-parallel on a Dask cluster: local:N (N worker processes here) or a scheduler "
+                       "address such as tcp://host:8786. Native losses only (lambdamart, xendcg-native, pointwise); "
+                       "TRAIN must be readable by every worker. Needs pip install \"rankcli[dask]\".",
+        show_default=False)] = None,
 ) -> None:
     from rankcli.cli._common import log, print_json, progress_bar
     from rankcli.errors import UsageError
@@ -111,22 +116,33 @@ def command(
                          label_grades=label_grades, preset=preset)
     check_target(output, overwrite)  # fail before a long training, not after
 
-    train_ds = read_dataset(train)
-    valid_ds = read_dataset(valid) if valid is not None else None
-    check_inputs(train_ds, valid_ds, config)
-    log(f"training {loss} on {train}: {train_ds.n_rows} rows, {train_ds.n_queries} queries, "
-        f"{train_ds.n_features} features" + (f"; validating on {valid} ({valid_ds.n_queries} queries)"
-                                             if valid_ds is not None else ""))
-    import_lightgbm_lean()
-    with progress_bar(config.trees, f"train {loss}", extra="{task.fields[metric]}") as bar:
-        def on_iteration(iteration: int, value: float | None, best: float | None) -> None:
-            text = "" if value is None else f"{select_by} {value:.4f}" + ("" if best is None else f" best {best:.4f}")
-            bar.advance(1, metric=text)
+    if dask is not None:  # data-parallel on a Dask cluster (rankcli.distributed); same model directory
+        from rankcli.distributed import train_command
 
-        result = train_model(train_ds, valid_ds, config, on_iteration=on_iteration)
-        bar.update(total=result.trees_trained, completed=result.trees_trained)  # early stopping: end the bar full
-    info = save_model(result, config, output, train_path=train, valid_path=valid, feature_names=train_ds.feature_names,
-                      overwrite=overwrite)
+        with progress_bar(config.trees, f"train {loss}", extra="{task.fields[metric]}") as bar:
+            def on_tree(iteration: int, value: float | None, best: float | None) -> None:
+                text = "" if value is None else f"{select_by} {value:.4f}" + ("" if best is None else f" best {best:.4f}")
+                bar.advance(1, metric=text)
+
+            info = train_command(dask, train, valid, config, output, overwrite=overwrite, log=log, on_iteration=on_tree)
+        valid_ds = valid
+    else:
+        train_ds = read_dataset(train)
+        valid_ds = read_dataset(valid) if valid is not None else None
+        check_inputs(train_ds, valid_ds, config)
+        log(f"training {loss} on {train}: {train_ds.n_rows} rows, {train_ds.n_queries} queries, "
+            f"{train_ds.n_features} features" + (f"; validating on {valid} ({valid_ds.n_queries} queries)"
+                                                 if valid_ds is not None else ""))
+        import_lightgbm_lean()
+        with progress_bar(config.trees, f"train {loss}", extra="{task.fields[metric]}") as bar:
+            def on_iteration(iteration: int, value: float | None, best: float | None) -> None:
+                text = "" if value is None else f"{select_by} {value:.4f}" + ("" if best is None else f" best {best:.4f}")
+                bar.advance(1, metric=text)
+
+            result = train_model(train_ds, valid_ds, config, on_iteration=on_iteration)
+            bar.update(total=result.trees_trained, completed=result.trees_trained)  # early stopping: end the bar full
+        info = save_model(result, config, output, train_path=train, valid_path=valid,
+                          feature_names=train_ds.feature_names, overwrite=overwrite)
     if json_out:
         print_json({"model_dir": str(output), **info})
         return
