@@ -68,13 +68,6 @@ def test_train_then_predict(cli, data, tmp_path):
                                table.column("score").to_numpy())
 
 
-def test_same_seed_same_model_bytes(cli, data, tmp_path):
-    for name in ("a", "b"):
-        r = cli("train", data["train"], "-o", tmp_path / name, "--loss", "xendcg", "--seed", "3", *FAST)
-        assert r.returncode == 0, r.stderr
-    assert (tmp_path / "a" / "model.txt").read_bytes() == (tmp_path / "b" / "model.txt").read_bytes()
-
-
 def test_label_grades(cli, data, tmp_path):
     r = cli("train", data["real"], "-o", tmp_path / "m", "--loss", "lambdamart", *FAST)
     assert r.returncode == 3
