@@ -113,6 +113,11 @@ def command(
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an experiment with a different "
                                                                 "configuration in EXP_DIR.")] = False,
+    dask: Annotated[Optional[str], typer.Option(
+        "--dask", help="Run the units as tasks on a Dask cluster instead of --jobs: local:N (N worker processes "
+                       "here) or a scheduler address such as tcp://host:8786. Each trial trains single-machine; "
+                       "results are identical to --jobs runs and resumable. Needs pip install \"rankcli[dask]\".",
+        show_default=False)] = None,
 ) -> None:
     import time
 
@@ -137,6 +142,13 @@ def command(
         threads=threads, correction=correction,
     )
     _check_losses(loss_list)
+    if dask is not None:
+        from rankcli.distributed import parse_dask_target, require_dask
+
+        parse_dask_target(dask)
+        require_dask()
+        if jobs != 1:
+            raise UsageError("--jobs and --dask do not combine: with --dask the cluster's workers run the units")
 
     started = time.perf_counter()
     with progress_bar(None, "experiment") as bar:
@@ -144,10 +156,11 @@ def command(
             bar.update(total=total, completed=done)
             per = f"{len(loss_list)} loss{'es' if len(loss_list) > 1 else ''} x {trials} trials"
             log(f"experiment: {total} units ({per} x {total // max(1, len(loss_list) * trials)} settings)"
-                + (f", {done} already done (resuming)" if done else "") + f", {jobs} job{'s' if jobs > 1 else ''}")
+                + (f", {done} already done (resuming)" if done else "")
+                + (f", on the Dask cluster {dask}" if dask else f", {jobs} job{'s' if jobs > 1 else ''}"))
 
         result = run_experiment(data, output, config, jobs=jobs, overwrite=overwrite, on_plan=on_plan,
-                                on_unit=lambda u: bar.advance(1))
+                                on_unit=lambda u: bar.advance(1), dask=dask)
     elapsed = time.perf_counter() - started
 
     plot_files, plot_note = _plots(result, plots)
