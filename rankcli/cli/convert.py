@@ -54,7 +54,12 @@ def command(
         "--sort-queries", help="Sort rows by qid (stable) instead of requiring contiguous queries; in memory.")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     block_bytes: Annotated[int, typer.Option("--block-bytes", hidden=True, help="Bytes read per block.")]
-    = 16 * 1024 * 1024,
+    = 8 * 1024 * 1024,
+    dask: Annotated[Optional[str], typer.Option(
+        "--dask", help="Convert the input files in parallel on a Dask cluster, one OUTPUT/<name>.parquet per input: "
+                       "local:N (N worker processes here) or a scheduler address such as tcp://host:8786. Inputs "
+                       "and OUTPUT must be on a filesystem every worker sees. Needs pip install \"rankcli[dask]\".",
+        show_default=False)] = None,
 ) -> None:
     import os
 
@@ -72,8 +77,17 @@ def command(
         p = Path(item)
         if item != "-" and p.is_file() and p.suffix.lower() not in (".gz", ".bz2", ".xz"):
             total += os.path.getsize(p)
-    with progress_bar(total or None, "converting") as bar:
-        result = convert(list(inputs), output, options, overwrite=overwrite, progress=bar)
+    if dask is not None:  # one task per input file on a Dask cluster (rankcli.distributed)
+        from rankcli.distributed import convert_on_cluster, parse_dask_target, require_dask
+
+        parse_dask_target(dask)
+        require_dask()
+        with progress_bar(None, "converting") as bar:
+            result = convert_on_cluster(dask, list(inputs), output, options, overwrite=overwrite,
+                                        on_file=lambda r: bar.advance(1))
+    else:
+        with progress_bar(total or None, "converting") as bar:
+            result = convert(list(inputs), output, options, overwrite=overwrite, progress=bar)
     if json_output:
         print_json(result.as_dict())
         return
