@@ -420,6 +420,30 @@ def file_sha256(path: Path | str) -> str:
     return h.hexdigest()
 
 
+def lightgbm_resolved_params(booster: Any) -> dict[str, Any]:
+    """Every parameter as LightGBM resolved it (the ``parameters:`` section of its text model), values parsed."""
+    text = booster.model_to_string(num_iteration=1)
+    out: dict[str, Any] = {}
+    inside = False
+    for line in text.splitlines():
+        if line == "parameters:":
+            inside = True
+        elif line == "end of parameters":
+            break
+        elif inside and line.startswith("[") and line.endswith("]") and ": " in line:
+            key, value = line[1:-1].split(": ", 1)
+            out[key] = value
+            for cast in (int, float):
+                try:
+                    parsed = cast(value)
+                except ValueError:
+                    continue
+                if math.isfinite(parsed):  # "inf"/"nan" stay strings: they are not JSON
+                    out[key] = parsed
+                break
+    return out
+
+
 def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
@@ -439,7 +463,8 @@ def model_info(result: TrainResult, config: TrainConfig, *, train_path: Path | s
     return {
         "format": "rankcli-model/1",
         "loss": loss,
-        "params": result.params,
+        # every LightGBM parameter: LightGBM's resolved values, overridden by the ones rankcli set (typed as passed)
+        "params": {**lightgbm_resolved_params(result.booster), **result.params},
         "seed": config.seed,
         "preset": config.preset,
         "trees": config.trees,
