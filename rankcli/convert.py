@@ -298,7 +298,7 @@ class _Converter:
         try:
             for item in blocks:
                 inflight.append(pool.submit(parse, item))
-                if len(inflight) > self.threads:
+                if len(inflight) >= self.threads:
                     yield inflight.popleft().result()
             while inflight:
                 yield inflight.popleft().result()

@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 from rankcli.errors import InputError, InputFormatError
 
 #: Bytes read per block (a block is cut at its last newline; a query that does not fit is carried over).
-BLOCK_BYTES = 16 * 1024 * 1024
+BLOCK_BYTES = 8 * 1024 * 1024
 #: A dense float32 column per feature: refuse absurd widths (a sparse text-classification file, a typo) early.
 MAX_FEATURES = 20_000
 STDIN = "-"
@@ -291,6 +291,7 @@ def parse_block(data: bytes, first_line: int = 1, *, name: str = "<input>", zero
     tok_line = cum_nl[gaps]
     n_tokens = starts.shape[0]
     newline_pos = sep_pos[is_nl]
+    del sp, sep_pos, sep_bytes, control, is_nl, cum_nl, gaps  # memory: keep only what later steps need
 
     empty = np.zeros(0, dtype=np.int64)
     if n_tokens == 0:
@@ -368,6 +369,7 @@ def parse_block(data: bytes, first_line: int = 1, *, name: str = "<input>", zero
         fcp, fs, fe, flen = cp[sel], ps[sel], pe[sel], name_len[sel]
     else:
         feat_tok, fcp, fs, fe, flen = pair, cp, ps, pe, name_len
+    del pair, ps, pe, name_len, cp, colon_pos
 
     # Integers (indices, qids) are parsed in numpy: they are short, and a strict syntax is wanted.
     index, bad_i = _parse_index(b, data, fs, fcp, flen)
@@ -389,7 +391,8 @@ def parse_block(data: bytes, first_line: int = 1, *, name: str = "<input>", zero
 
     # Compact the feature values into one buffer (everything else removed: separators, labels, qid tokens, indices
     # and colons), so that value i is compact[off[i]:off[i+1]]; arrow parses them all in one cast.
-    keep = ~small
+    keep = np.logical_not(small, out=small)  # reuse the buffer
+    del small
     keep[fcp] = False
     for j in range(1, int(flen.max()) + 1 if flen.size else 1):
         keep[(fcp if j == 1 else fcp[flen >= j]) - j] = False
@@ -402,11 +405,13 @@ def parse_block(data: bytes, first_line: int = 1, *, name: str = "<input>", zero
         for j in range(int(qlen.max())):
             keep[(qs if j == 0 else qs[qlen > j]) + j] = False
     compact = b[keep]
+    del keep
     n_values = int(feat_tok.shape[0])
     offsets = np.zeros(n_values + 1, dtype=np.int32)
     np.cumsum(fe - fcp - 1, out=offsets[1:])
     pieces = pa.StringArray.from_buffers(n_values, pa.py_buffer(offsets), pa.py_buffer(compact))
     values, bad_v = _cast(pieces, pa.float64())
+    del pieces, compact, offsets, fs
     if values is None:
         tok_error("non-numeric feature value", int(feat_tok[bad_v]))
     errors.raise_first()  # the earliest of the index, qid, label and value errors
@@ -436,7 +441,9 @@ def parse_block(data: bytes, first_line: int = 1, *, name: str = "<input>", zero
         width = int(cols.max()) + 1
     if num_features is not None:
         width = num_features
+    del index, fe, fcp, flen
     features = _dense(rows, cols, values, n_rows, width)
+    del rows, cols, values
 
     comments = None
     if comment_texts is not None:
