@@ -53,22 +53,22 @@ def command(
     = "xendcg",
     gamma: Annotated[str, typer.Option(help="XE-NDCG gamma: uniform (redrawn per document and tree) | mean | "
                                             "fixed:<g> with g in [0, 1].")] = "uniform",
-    trees: Annotated[Optional[int], typer.Option(help="Maximum number of trees.  [default: 500]",
+    trees: Annotated[Optional[int], typer.Option(help="Maximum number of trees (default 500).",
                                                  show_default=False)] = None,
     early_stopping: Annotated[Optional[int], typer.Option(
-        "--early-stopping", help="Stop after this many trees without improvement on --valid (0: off).  "
-                                 "[default: 50 with --valid]", show_default=False)] = None,
+        "--early-stopping", help="Stop after this many trees without improvement on --valid (0: off; default 50 "
+                                 "with --valid).", show_default=False)] = None,
     select_by: Annotated[str, typer.Option("--select-by", help="Validation metric for early stopping and model "
                                                                 "selection.")] = "ndcg@5",
     convention: Annotated[str, typer.Option(help="Metric convention of --select-by: paper | lightgbm | sklearn.")]
     = "paper",
     valid: Annotated[Optional[Path], typer.Option(help="Validation data (Parquet).", show_default=False)] = None,
-    learning_rate: Annotated[Optional[float], typer.Option("--learning-rate", help="[default: 0.05, or the preset's]",
+    learning_rate: Annotated[Optional[float], typer.Option("--learning-rate", help="Learning rate (default 0.05, or the preset's).",
                                                            show_default=False)] = None,
-    num_leaves: Annotated[Optional[int], typer.Option("--num-leaves", help="[default: 31, or the preset's]",
+    num_leaves: Annotated[Optional[int], typer.Option("--num-leaves", help="Leaves per tree (default 31, or the preset's).",
                                                       show_default=False)] = None,
-    min_data_in_leaf: Annotated[Optional[int], typer.Option("--min-data-in-leaf", help="[default: 20, or the "
-                                                            "preset's]", show_default=False)] = None,
+    min_data_in_leaf: Annotated[Optional[int], typer.Option("--min-data-in-leaf", help="Minimum documents per leaf (default 20, or "
+                                                            "the preset's).", show_default=False)] = None,
     param: Annotated[Optional[List[str]], typer.Option("--param", help="Any other LightGBM parameter, key=value "
                                                        "(repeatable); overrides everything else.",
                                                        show_default=False)] = None,
