@@ -20,7 +20,8 @@ Losses
     (the diagonal of the softmax cross-entropy Hessian).
 ``ranknet``
     ``sum over pairs (i, j) of the query with y_i > y_j of log(1 + exp(-(s_i - s_j)))`` (sigma 1, no
-    normalisation), exact gradient and exact diagonal of the Hessian.
+    normalisation), exact gradient and exact diagonal of the Hessian (the per-pair terms in float32, which is what
+    LightGBM consumes, summed in float64; the value in float64).
 
 Degenerate queries
 ------------------
@@ -210,22 +211,25 @@ def _ranknet_block(s_i, y_i, s_j, y_j, want_loss: bool):
     """Pairs of rows ``i`` (``(q, r)``) against rows ``j`` (``(q, m)``) of the same queries.
 
     Only the ordered pairs with ``y_i > y_j`` are counted (padding carries NaN labels, which compare false), so every
-    pair is seen once over all tiles. Returns the loss per query (or ``None``), and the gradient and Hessian-diagonal
-    contributions to the ``i`` rows (``(q, r)``) and to the ``j`` rows (``(q, m)``).
+    pair is seen once over all tiles. Returns ``(loss per query, None, None, None, None)`` with ``want_loss``, else
+    ``(None, grad_i, grad_j, hess_i, hess_j)``: the contributions to the ``i`` rows (``(q, r)``) and to the ``j``
+    rows (``(q, m)``).
     """
     better = y_i[:, :, None] > y_j[:, None, :]
-    z = np.subtract(s_i[:, :, None], s_j[:, None, :])       # margin s_i - s_j of the more relevant document
-    loss = None
     if want_loss:
-        loss = np.where(better, np.logaddexp(0.0, -z), 0.0).sum(axis=(1, 2))
+        z = np.subtract(s_i[:, :, None], s_j[:, None, :])   # margin s_i - s_j of the more relevant document
+        return np.where(better, np.logaddexp(0.0, -z), 0.0).sum(axis=(1, 2)), None, None, None, None
+    # The step is computed in float32 (what LightGBM consumes; half the memory traffic), sums in float64.
+    p = np.subtract(s_i[:, :, None].astype(np.float32), s_j[:, None, :].astype(np.float32))
     with np.errstate(over="ignore"):
-        p = np.exp(z, out=z)
+        np.exp(p, out=p)
     p += 1.0
     np.reciprocal(p, out=p)                                 # probability of the wrong order, 1 / (1 + e^z)
     p *= better
-    h = np.subtract(1.0, p)
+    h = np.subtract(np.float32(1.0), p)
     h *= p                                                  # p (1 - p) on the counted pairs, 0 elsewhere
-    return loss, -p.sum(axis=2), p.sum(axis=1), h.sum(axis=2), h.sum(axis=1)
+    f8 = np.float64
+    return None, -p.sum(axis=2, dtype=f8), p.sum(axis=1, dtype=f8), h.sum(axis=2, dtype=f8), h.sum(axis=1, dtype=f8)
 
 
 def _fine_buckets(offsets: np.ndarray, ratio: float = 1.125):
@@ -246,6 +250,10 @@ def _fine_buckets(offsets: np.ndarray, ratio: float = 1.125):
 
 def _ranknet(scores, labels, offsets, want_grad: bool):
     s = np.asarray(scores, dtype=np.float64)
+    if want_grad and s.shape[0]:
+        # Only differences within a query matter: centre each query on its maximum before the float32 pair blocks,
+        # so that large score offsets cost no precision.
+        s = s - broadcast(segment_max(s, offsets), offsets)
     y = np.asarray(labels, dtype=np.float64)
     n = s.shape[0]
     value = np.zeros(offsets.shape[0] - 1)
