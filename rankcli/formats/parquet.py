@@ -115,15 +115,17 @@ class QueryAlignedWriter:
 
 
 def write_table(path: Path | str, table: pa.Table, *, metadata: dict[str, object] | None = None,
-                overwrite: bool = False, query_aligned: bool = True) -> None:
-    """Write a whole table atomically. With ``query_aligned`` the table must have a contiguous ``qid`` column."""
+                overwrite: bool = False, query_aligned: bool = True, use_dictionary: bool | list[str] = True) -> None:
+    """Write a whole table atomically. With ``query_aligned`` the table must have a contiguous ``qid`` column.
+    ``use_dictionary`` as pyarrow's (``True``: every column)."""
     with atomic_path(path, overwrite) as tmp:
         if query_aligned:
-            with QueryAlignedWriter(tmp, table.schema, metadata) as writer:
+            with QueryAlignedWriter(tmp, table.schema, metadata, use_dictionary=use_dictionary) as writer:
                 writer.write(table)
         else:
             schema = table.schema.with_metadata(encode_metadata(metadata or {}))
-            pq.write_table(table.replace_schema_metadata(schema.metadata), str(tmp), compression="zstd")
+            pq.write_table(table.replace_schema_metadata(schema.metadata), str(tmp), compression="zstd",
+                           use_dictionary=use_dictionary)
 
 
 def array_from_numpy(values: np.ndarray, type: pa.DataType | None = None) -> pa.Array:
@@ -156,9 +158,11 @@ def dataset_table(ds: Dataset, extra_columns: dict[str, np.ndarray] | None = Non
 
 
 def write_dataset(path: Path | str, ds: Dataset, *, metadata: dict[str, object] | None = None,
-                  overwrite: bool = False, extra_columns: dict[str, np.ndarray] | None = None) -> None:
+                  overwrite: bool = False, extra_columns: dict[str, np.ndarray] | None = None,
+                  use_dictionary: bool | list[str] = True) -> None:
     meta = {"kind": "dataset", "num_features": ds.n_features, **(metadata or {})}
-    write_table(path, dataset_table(ds, extra_columns), metadata=meta, overwrite=overwrite)
+    write_table(path, dataset_table(ds, extra_columns), metadata=meta, overwrite=overwrite,
+                use_dictionary=use_dictionary)
 
 
 def _open(path: Path | str) -> pq.ParquetFile:
