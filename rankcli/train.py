@@ -38,7 +38,7 @@ import numpy as np
 
 from rankcli import __version__
 from rankcli.core import losses
-from rankcli.core.groups import sizes
+from rankcli.core.groups import segment_softmax, sizes
 from rankcli.core.labels import require_integer_grades, to_grades
 from rankcli.dataset import Dataset
 from rankcli.errors import InputError, SchemaError, UsageError
@@ -255,6 +255,7 @@ class LibraryObjective:
         self.iteration = 0
         # Constant over the iterations: computed once.
         self._pow2 = np.exp2(self.labels) if loss == "xendcg" else None
+        self._phi = segment_softmax(self.labels, offsets) if loss == "listnet" else None
         self._qidx = np.repeat(np.arange(offsets.shape[0] - 1, dtype=np.int64), np.diff(offsets))
 
     def __deepcopy__(self, memo: dict) -> "LibraryObjective":
@@ -273,6 +274,8 @@ class LibraryObjective:
         if self.loss == "xendcg":
             return losses.xendcg_grad_hess(preds, self.labels, self.offsets, gamma, pow2_labels=self._pow2,
                                            query_index=self._qidx)
+        if self.loss == "listnet":
+            return losses.listnet_grad_hess(preds, self.labels, self.offsets, label_softmax=self._phi)
         return losses.loss_grad_hess(self.loss, np.asarray(preds, dtype=np.float64), self.labels, self.offsets, gamma)
 
 

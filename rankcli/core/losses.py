@@ -197,11 +197,13 @@ def listnet_gradient(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray
     return np.where(_single(offsets), 0.0, grad)
 
 
-def listnet_grad_hess(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """ListNet gradient and the diagonal of its Hessian, ``rho (1 - rho)``."""
+def listnet_grad_hess(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray, *,
+                      label_softmax: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """ListNet gradient and the diagonal of its Hessian, ``rho (1 - rho)`` (``label_softmax`` may be precomputed)."""
     rho = segment_softmax(scores, offsets)
     single = _single(offsets)
-    grad = np.where(single, 0.0, rho - segment_softmax(labels, offsets))
+    phi = label_softmax if label_softmax is not None else segment_softmax(labels, offsets)
+    grad = np.where(single, 0.0, rho - phi)
     hess = np.where(single, 0.0, rho * (1.0 - rho))
     return grad, hess
 
