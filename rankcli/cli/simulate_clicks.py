@@ -82,13 +82,29 @@ def command(
         "clicks": {"model": model, "ranker": ranker, "seed": seed, **summary.params},
         "seed": seed,
     }
-    write_dataset(output, clicks, metadata=meta, overwrite=overwrite, extra_columns=clicks.extra)
+    write_dataset(output, clicks, metadata=meta, overwrite=overwrite, extra_columns=clicks.extra,
+                  use_dictionary=_dictionary_columns(clicks))
     if json_out:
         print_json({"output": str(output), "seed": seed, **summary.as_dict()})
         return
     _render(summary, output)
     if summary.dropped and not keep_no_click:
         log(f"dropped {summary.dropped} impression(s) without a click (--keep-no-click keeps them)")
+
+
+def _dictionary_columns(ds) -> list[str]:
+    """Columns worth Parquet dictionary encoding: the clicks, grades and positions, and feature columns with few
+    distinct values (LETOR's three-decimal features: 3x smaller files). Impression ids and source rows are nearly
+    all distinct, and so are full-precision features: dictionary encoding only costs time there (up to 6x)."""
+    import numpy as np
+
+    names = ["label", "relevance", "position"]
+    if ds.features is not None and ds.n_rows:
+        sample = ds.features[: min(ds.n_rows, 20_000)]
+        for j, name in enumerate(ds.feature_names):
+            if np.unique(sample[:, j]).shape[0] * 8 <= sample.shape[0]:
+                names.append(name)
+    return names
 
 
 def _render(summary, output: Path) -> None:

@@ -224,7 +224,11 @@ def features_matrix(table: pa.Table, names: list[str]) -> np.ndarray:
     """Stack feature columns into a Fortran-ordered float32 matrix (column fills are contiguous; LightGBM takes it)."""
     out = np.empty((table.num_rows, len(names)), dtype=np.float32, order="F")
     for j, name in enumerate(names):
-        out[:, j] = column_to_numpy(table.column(name))
+        at = 0
+        for chunk in table.column(name).chunks:  # chunk by chunk: no concatenated temporary per column
+            n = len(chunk)
+            out[at:at + n, j] = column_to_numpy(chunk)
+            at += n
     return out
 
 
