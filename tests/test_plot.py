@@ -1,0 +1,29 @@
+"""Tests of rankcli.plot: text sparklines, and PNG files when matplotlib is installed (the optional extra)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rankcli.plot import have_matplotlib, plot_convergence, plot_sweep, sparkline
+
+
+def test_sparkline_scale_and_resampling():
+    assert sparkline([0.0, 0.5, 1.0], 0.0, 1.0) == "▁▅█"
+    assert sparkline([], 0, 1) == ""
+    assert sparkline([1.0, math.nan], 0.0, 1.0) == "█ "
+    assert sparkline([0.3, 0.3], 0.3, 0.3) == "▅▅"  # flat scale: the middle block
+    line = sparkline(list(range(500)), 0, 499, width=40)
+    assert len(line) == 40 and line[0] == "▁" and line[-1] == "█"
+
+
+@pytest.mark.skipif(not have_matplotlib(), reason="matplotlib (the plot extra) is not installed")
+def test_plots_are_png(tmp_path):
+    curves = {"a": {"mean": [0.1, 0.2, 0.3], "trials": [2, 2, 1]}, "b": {"mean": [0.2, 0.25], "trials": [2, 2]}}
+    p = plot_convergence(curves, tmp_path / "c.png", "ndcg@5", "t")
+    rows = [{"level": 0.0, "a": 0.5, "a stderr": 0.01, "b": 0.6, "b stderr": math.nan, "b - a": 0.1},
+            {"level": 0.2, "a": 0.4, "a stderr": 0.02, "b": 0.55, "b stderr": 0.01, "b - a": 0.15}]
+    q = plot_sweep(rows, ["a", "b"], tmp_path / "s.png", "label-noise", "ndcg@5")
+    for path in (p, q):
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
