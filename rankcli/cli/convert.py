@@ -54,7 +54,7 @@ def command(
         "--sort-queries", help="Sort rows by qid (stable) instead of requiring contiguous queries; in memory.")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     block_bytes: Annotated[int, typer.Option("--block-bytes", hidden=True, help="Bytes read per block.")]
-    = 8 * 1024 * 1024,
+    = 2 * 1024 * 1024,
     dask: Annotated[Optional[str], typer.Option(
         "--dask", help="Convert the input files in parallel on a Dask cluster, one OUTPUT/<name>.parquet per input: "
                        "local:N (N worker processes here) or a scheduler address such as tcp://host:8786. Inputs "

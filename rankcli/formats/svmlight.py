@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 from rankcli.errors import InputError, InputFormatError
 
 #: Bytes read per block (a block is cut at its last newline; a query that does not fit is carried over).
-BLOCK_BYTES = 8 * 1024 * 1024
+BLOCK_BYTES = 2 * 1024 * 1024
 #: A dense float32 column per feature: refuse absurd widths (a sparse text-classification file, a typo) early.
 MAX_FEATURES = 20_000
 STDIN = "-"
