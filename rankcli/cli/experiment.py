@@ -11,7 +11,7 @@ trees, seconds), curves/ (validation metric per tree), config.json. Rerunning th
 experiment (finished units are skipped; a larger --trials extends it); a different configuration is refused unless
 --overwrite. At the end: summary.md and summary.json (mean and standard error per loss, paired t-tests across trials
 between every pair of losses, corrected), convergence.csv, sweep-<kind>.csv, and PNG plots when matplotlib is
-installed (pip install "rankcli[plot]").
+installed (the plot extra: pip install "rankcli\\[plot]").
 
 Sweeps (each level is a full set of trials; several sweeps can be combined):
   --augment-negatives 0,0.2,...  grow each training list by that fraction with documents of other training queries

@@ -128,3 +128,13 @@ def test_missing_data(capsys, tmp_path):
     status, _, err = run(capsys, tmp_path / "nope.parquet", "-o", tmp_path / "e")
     assert status == 3
     assert err == f"Error: {tmp_path / 'nope.parquet'}: no such file or directory\n"
+
+
+def test_param_parsing():
+    from rankcli.cli.experiment import _parse_params
+    from rankcli.errors import UsageError
+
+    assert _parse_params(["max_bin=63", "lambda_l2=0.5", "boosting=dart", "extra_trees=true"]) == {
+        "max_bin": 63, "lambda_l2": 0.5, "boosting": "dart", "extra_trees": True}
+    with pytest.raises(UsageError, match="--param: expected KEY=VALUE, got 'max_bin'"):
+        _parse_params(["max_bin"])
