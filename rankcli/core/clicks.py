@@ -189,10 +189,11 @@ class _Collector:
             has_click = np.zeros(self.n_gid, bool)
             has_click[gid[clicks]] = True
             dropped = self.n_gid - int(np.count_nonzero(has_click))
-            keep_rows = has_click[gid]
-            gid, rows, positions, clicks = gid[keep_rows], rows[keep_rows], positions[keep_rows], clicks[keep_rows]
-            if examined is not None:
-                examined = examined[keep_rows]
+            if dropped:
+                keep_rows = has_click[gid]
+                gid, rows, positions, clicks = gid[keep_rows], rows[keep_rows], positions[keep_rows], clicks[keep_rows]
+                if examined is not None:
+                    examined = examined[keep_rows]
         counts = np.bincount(gid, minlength=self.n_gid)
         kept = np.flatnonzero(counts)
         starts = np.zeros(self.n_gid + 1, np.int64)
