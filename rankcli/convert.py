@@ -134,7 +134,8 @@ class _Sink:
             self._writer = QueryAlignedWriter(path, schema, {**self.metadata, "num_features": width},
                                               use_dictionary=["qid", "label"])
         labels = np.concatenate([c[0] for c in chunks]) if len(chunks) > 1 else chunks[0][0]
-        columns = {"qid": pa.array(qids[:cut], pa.int64()), "label": pa.array(labels[:cut], pa.float64())}
+        columns = {"qid": svmlight.from_numpy(qids[:cut], pa.int64()),
+                   "label": svmlight.from_numpy(labels[:cut], pa.float64())}
         strings = {}
         for key, pos, on in (("docid", 3, docid), ("comment", 4, comment)):
             if on:
@@ -192,7 +193,7 @@ def _pad(table: pa.Table, schema: pa.Schema) -> pa.Table:
         if f.name in table.column_names:
             columns.append(table.column(f.name))
         elif f.type == pa.float32():
-            columns.append(pa.array(np.zeros(n, np.float32)))
+            columns.append(svmlight.from_numpy(np.zeros(n, np.float32), pa.float32()))
         else:
             columns.append(pa.nulls(n, f.type))
     return pa.table(columns, schema=schema)
@@ -385,7 +386,7 @@ class _Converter:
                 return None
             arr = pa.chunked_array([h[pos] if h[pos] is not None else pa.nulls(h[0].shape[0], pa.string())
                                     for h in held], pa.string()).combine_chunks()
-            return arr.take(pa.array(order))
+            return arr.take(svmlight.from_numpy(order, pa.int64()))
 
         labels = np.concatenate([h[0] for h in held])[order]
         docids, comments = strings(3), strings(4)

@@ -145,7 +145,7 @@ class Block:
 def _cast(strings: pa.Array, to: pa.DataType) -> tuple[np.ndarray | None, int]:
     """Cast to ``to``; on failure return ``(None, index of the first string that does not parse)``."""
     try:
-        return pc.cast(strings, to).to_numpy(zero_copy_only=False), -1
+        return to_numpy(pc.cast(strings, to)), -1
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         pass
     lo, hi = 0, len(strings)  # invariant: strings[:lo] parse, strings[:hi] does not
@@ -217,6 +217,40 @@ def _dense(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, n_rows: int, 
         dense = np.zeros((n_rows, width), dtype=np.float32)
         dense.reshape(-1)[rows * width + cols] = values
     return np.asfortranarray(dense)
+
+
+# pyarrow imports pandas (about a second) on pa.array() and Array.to_numpy(); the reader avoids both.
+
+
+def to_numpy(arr: pa.Array) -> np.ndarray:
+    """A numpy view of a primitive Arrow array without nulls (no pandas import, unlike ``Array.to_numpy``)."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    dtype = np.dtype(arr.type.to_pandas_dtype())
+    return np.frombuffer(arr.buffers()[1], dtype=dtype)[arr.offset:arr.offset + len(arr)]
+
+
+def from_numpy(values: np.ndarray, type: pa.DataType) -> pa.Array:
+    """A primitive Arrow array over ``values`` (zero-copy when contiguous; no pandas import, unlike ``pa.array``)."""
+    values = np.ascontiguousarray(values, dtype=type.to_pandas_dtype())
+    return pa.Array.from_buffers(type, values.shape[0], [None, pa.py_buffer(values)])
+
+
+def strings_array(items: list) -> pa.Array:
+    """An Arrow string array from a list of ``bytes`` (UTF-8) or ``None``."""
+    n = len(items)
+    valid = np.fromiter((x is not None for x in items), dtype=bool, count=n)
+    lengths = np.fromiter((len(x) if x is not None else 0 for x in items), dtype=np.int64, count=n)
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    data = b"".join(x for x in items if x is not None)
+    bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    arr = pa.Array.from_buffers(pa.binary(), n, [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)])
+    try:
+        return arr.cast(pa.string())
+    except pa.ArrowInvalid:
+        fixed = [None if x is None else x.decode("utf-8", "replace").encode() for x in items]
+        return strings_array(fixed)
 
 
 class _Errors:
@@ -384,7 +418,7 @@ def parse_block(data: bytes, first_line: int = 1, *, name: str = "<input>", zero
         qids, bad_q = _parse_int(b, starts[qid_tok] + 4, ends[qid_tok])
         if bad_q >= 0:
             tok_error("non-integer qid", int(qid_tok[bad_q]))
-    label_strings = pa.array([data[x:y] for x, y in zip(ls.tolist(), le.tolist())], pa.binary()).cast(pa.string())
+    label_strings = strings_array([data[x:y] for x, y in zip(ls.tolist(), le.tolist())])
     labels, bad_l = _cast(label_strings, pa.float64())
     if labels is None:
         tok_error("non-numeric label", int(label_tok[bad_l]))
@@ -458,11 +492,7 @@ def parse_block(data: bytes, first_line: int = 1, *, name: str = "<input>", zero
 
 def comment_columns(comments: list, docid: bool, keep: bool) -> tuple[pa.Array | None, pa.Array | None]:
     """Arrow ``docid`` (from ``docid = X``) and ``comment`` columns from per-row comment bytes (or ``None``)."""
-    raw = pa.array(comments, pa.binary())
-    try:
-        text = raw.cast(pa.string())
-    except pa.ArrowInvalid:
-        text = pa.array([None if c is None else c.decode("utf-8", "replace") for c in comments], pa.string())
+    text = strings_array(comments)
     docids = None
     if docid:
         docids = pc.struct_field(pc.extract_regex(text, r"docid\s*=\s*(?P<d>\S+)"), [0])
