@@ -603,9 +603,11 @@ def _run_pool(data_path: str, config: ExperimentConfig, pending, jobs: int, fini
             for fut in done:  # the store sorts rows, so completion order does not matter
                 finished(fut.result())
     except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
-        for proc in list(getattr(pool, "_processes", {}).values()):
+        # Ctrl-C or a failed unit: stop the workers now (finished units are already saved), then re-raise.
+        workers = list((getattr(pool, "_processes", None) or {}).values())
+        for proc in workers:
             proc.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
 
