@@ -129,10 +129,18 @@ def summarize_parquet(path: Path | str) -> DatasetSummary:
     names = column_names(path)
     require_columns(path, names, ["qid", "label"])
     pf = _open(path)
-    qids = np.concatenate([pf.read_row_group(i, columns=["qid"]).column("qid").to_numpy()
-                           for i in range(pf.num_row_groups)] or [np.zeros(0, np.int64)])
-    labels = np.concatenate([pf.read_row_group(i, columns=["label"]).column("label").to_numpy().astype(np.float64)
-                             for i in range(pf.num_row_groups)] or [np.zeros(0)])
+    from rankcli.formats.svmlight import to_numpy
+
+    table = pf.read(columns=["qid", "label"])
+    import pyarrow as pa
+
+    qtype, ltype = table.schema.field("qid").type, table.schema.field("label").type
+    if not pa.types.is_integer(qtype) or not (pa.types.is_integer(ltype) or pa.types.is_floating(ltype)):
+        raise SchemaError(f"{path}: qid must be an integer column and label a number column, got {qtype} and {ltype}")
+    if table.column("qid").null_count or table.column("label").null_count:
+        raise SchemaError(f"{path}: qid and label must not have missing values")
+    qids = to_numpy(table.column("qid")).astype(np.int64, copy=False)
+    labels = to_numpy(table.column("label")).astype(np.float64, copy=False)
     try:
         offsets = offsets_from_qids(qids)
     except Exception as exc:  # NonContiguousQueryError
