@@ -254,3 +254,26 @@ def test_errors():
 def test_empty_input():
     log = clicks.cascade(np.zeros(0, np.int64), np.zeros(1, np.int64), PAPER, 3, np.random.default_rng(0))
     assert log.n_kept == 0 and log.n_impressions == 0
+
+
+@pytest.mark.parametrize("steps", [0, 3, 16])
+@pytest.mark.parametrize("ranker,max_rank", [("random", None), ("fixed", None), ("fixed", 5), ("random", 5)])
+def test_dropping_changes_nothing_but_the_dropped(steps, ranker, max_rank):
+    """Same seed with and without --keep-no-click: identical statistics (counted over all impressions, the dropped
+    ones included even when they are never materialised) and identical clicked impressions."""
+    grades, offsets = dataset(np.arange(1, 40), 12, grade_p=(0.8, 0.1, 0.05, 0.03, 0.02))
+    ranks = random_ranks(offsets, np.random.default_rng(1)) if ranker == "fixed" else None
+    probs = (0.02, 0.1, 0.3, 0.5, 0.9)
+    kept = clicks.cascade(grades, offsets, probs, 7, np.random.default_rng(4), display_rank=ranks, max_rank=max_rank,
+                          keep_no_click=True, scan_steps=steps)
+    dropped = clicks.cascade(grades, offsets, probs, 7, np.random.default_rng(4), display_rank=ranks,
+                             max_rank=max_rank, scan_steps=steps)
+    assert dropped.dropped > 0 and dropped.n_kept + dropped.dropped == kept.n_kept
+    for name in ("shown_by_grade", "clicks_by_grade", "shown_by_position", "clicks_by_position"):
+        np.testing.assert_array_equal(getattr(kept, name), getattr(dropped, name), err_msg=name)
+    with_click = np.add.reduceat(kept.clicks, kept.offsets[:-1]) > 0
+    gid_kept = (kept.query * 7 + kept.impression)[with_click]
+    np.testing.assert_array_equal(gid_kept, dropped.query * 7 + dropped.impression)
+    rows_kept = np.concatenate([kept.rows[a:b] for a, b, w in zip(kept.offsets[:-1], kept.offsets[1:], with_click)
+                                if w])
+    np.testing.assert_array_equal(rows_kept, dropped.rows)
