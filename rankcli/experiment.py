@@ -699,40 +699,48 @@ def json_shape(summary: dict) -> dict:
         for s in summary["settings"]]}
 
 
-def load_curves(exp_dir: Path) -> list[dict]:
+def load_curves(exp_dir: Path) -> list[tuple[str, int, str, np.ndarray]]:
+    """Every unit's validation curve: ``(setting, trial, loss, values per tree)``."""
     import pyarrow.parquet as pq
 
     d = exp_dir / CURVES_DIR
     if not d.is_dir():
         return []
-    rows = []
+    out = []
     for p in sorted(d.glob("*.parquet")):
-        rows += pq.read_table(p).to_pylist()
-    return rows
-
-
-def convergence(curve_rows: list[dict], config: ExperimentConfig, settings: list[Setting]) -> dict:
-    """Mean validation metric per tree per loss and setting, over the trials whose model reached that tree."""
-    grouped: dict = {}
-    for r in curve_rows:
-        if int(r["trial"]) >= config.trials:
+        t = pq.read_table(p)
+        if t.num_rows == 0:
+            setting, trial, loss = p.stem.split("__")
+            out.append((setting, int(trial), loss, np.zeros(0)))
             continue
-        grouped.setdefault(r["setting"], {}).setdefault(r["loss"], {}).setdefault(int(r["trial"]), []).append(
-            (int(r["tree"]), r["value"]))
+        order = np.argsort(t.column("tree").to_numpy(), kind="stable")
+        out.append((t.column("setting")[0].as_py(), int(t.column("trial")[0].as_py()), t.column("loss")[0].as_py(),
+                    t.column("value").to_numpy()[order].astype(np.float64)))
+    return out
+
+
+def convergence(curves: list[tuple[str, int, str, np.ndarray]], config: ExperimentConfig,
+                settings: list[Setting]) -> dict:
+    """Mean validation metric per tree per loss and setting, over the trials whose model reached that tree.
+
+    Returns ``{setting: {loss: {"mean": [...], "trials": [...]}}}`` (``trials``: how many curves reached the tree).
+    """
+    grouped: dict = {}
+    for setting, trial, loss, values in curves:
+        if trial < config.trials:
+            grouped.setdefault((setting, loss), []).append(values)
     out: dict = {}
     for s in settings:
         out[s.name] = {}
         for loss in config.losses:
-            trials = grouped.get(s.name, {}).get(loss, {})
-            length = max((len(v) for v in trials.values()), default=0)
+            series = grouped.get((s.name, loss), [])
+            length = max((v.shape[0] for v in series), default=0)
             total = np.zeros(length)
             count = np.zeros(length, dtype=np.int64)
-            for pts in trials.values():
-                pts.sort()
-                vals = np.array([v for _, v in pts], dtype=np.float64)
+            for vals in series:
                 ok = np.isfinite(vals)
-                total[: len(vals)] += np.where(ok, vals, 0.0)
-                count[: len(vals)] += ok
+                total[: vals.shape[0]] += np.where(ok, vals, 0.0)
+                count[: vals.shape[0]] += ok
             with np.errstate(invalid="ignore", divide="ignore"):
                 mean = np.where(count > 0, total / np.maximum(count, 1), np.nan)
             out[s.name][loss] = {"mean": mean.tolist(), "trials": count.tolist()}

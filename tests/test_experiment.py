@@ -174,6 +174,16 @@ def test_summarize_means_stderr_and_paired_tests():
     assert set(shape["settings"][0]["tests"][0]) == {"a", "b", "metric", "p_value", "p_adjusted"}
 
 
+def test_convergence_means_over_the_trials_that_reached_each_tree():
+    cfg = ex.ExperimentConfig(losses=["a", "b"], trials=3)
+    curves = [("baseline", 0, "a", np.array([0.1, 0.2, 0.3])), ("baseline", 1, "a", np.array([0.3, 0.4])),
+              ("baseline", 2, "a", np.array([0.2, np.nan])), ("baseline", 5, "a", np.array([9.0]))]
+    conv = ex.convergence(curves, cfg, [ex.BASELINE])
+    assert conv["baseline"]["a"]["mean"] == pytest.approx([0.2, 0.3, 0.3])
+    assert conv["baseline"]["a"]["trials"] == [3, 2, 1]
+    assert conv["baseline"]["b"] == {"mean": [], "trials": []}
+
+
 def test_summarize_single_trial_has_no_test():
     cfg = ex.ExperimentConfig(losses=["a", "b"], trials=1, metrics=["ndcg@5"])
     rows = [dict(trial=0, setting="baseline", loss=x, metric="ndcg@5", value=0.5, trees=1, seconds=0.0)
@@ -198,7 +208,8 @@ def test_run_resume_and_refuse(tmp_path):
     assert table.num_rows == 8 * 2
     assert set(table.column("trees").to_pylist()) == {3}
     curves = ex.load_curves(tmp_path / "exp")
-    assert len(curves) == 8 * 3
+    assert len(curves) == 8 and all(c[3].shape == (3,) for c in curves)
+    assert {(c[0], c[1], c[2]) for c in curves} == {(r["setting"], r["trial"], r["loss"]) for r in table.to_pylist()}
     summary = json.loads((tmp_path / "exp" / "summary.json").read_text())
     assert [s["setting"] for s in summary["settings"]] == ["baseline", "label-noise=0.2"]
     # same configuration: resumes, nothing to do; more trials: extends
