@@ -215,17 +215,18 @@ def load_input(path: Path | str, name: str, specs: Sequence, convention, *, qrel
     kind = meta.get("kind", "")
     if kind in PER_QUERY_KINDS or ("score" not in names and "label" not in names):
         return _load_per_query(path, name, names, meta, specs)
-    parquet.require_columns(path, names, ["qid", "label", "score"])
-    ds = parquet.read_dataset(path, features=False, extra_columns=["score"])
-    scores = np.asarray(ds.extra["score"], dtype=np.float64)
+    from rankcli.evaluate import read_run
+
+    run = read_run(path)                       # checks columns, NaN and contiguous queries, as eval does
     wanted = list(specs) if specs is not None else list(DEFAULT_METRICS)
     try:
-        values = per_query(wanted, ds.labels, scores, ds.offsets, convention)
+        values = per_query(wanted, run.labels, run.scores, run.offsets, convention)
     except InputError as exc:
         raise type(exc)(f"{path}: {exc}") from None
-    qids, values = _sorted_queries(ds.qids[ds.offsets[:-1]], values)
-    row_order = np.lexsort((ds.labels, ds.qids))
-    return LoadedInput(name, str(path), "run", qids, values, ds.qids[row_order], ds.labels[row_order],
+    qids, values = _sorted_queries(run.qids, values)
+    row_qids = np.repeat(np.asarray(run.qids, dtype=np.int64), np.diff(run.offsets))
+    row_order = np.lexsort((run.labels, row_qids))
+    return LoadedInput(name, str(path), "run", qids, values, row_qids[row_order], run.labels[row_order],
                        convention.as_dict())
 
 
