@@ -45,6 +45,16 @@ from rankcli.errors import InputError, OutputError, UsageError
 SWEEP_KINDS = ("augment-negatives", "label-noise", "click-noise")
 #: Click probabilities for grades 0..4 in the click-noise sweep; the level replaces the grade-0 probability.
 CLICK_PROBS = (0.05, 0.3, 0.5, 0.7, 0.95)
+#: One line per sweep saying what its level does (summary.md and the terminal).
+SWEEP_NOTES = {
+    "augment-negatives": "Each training list grown by the level's fraction with documents of other training queries, "
+                         "labelled 0; validation and test untouched.",
+    "label-noise": "That fraction of each training list given random grades, p(0..4) = (.5, .2, .15, .1, .05); "
+                   "validation and test untouched.",
+    "click-noise": "Training and validation replaced by cascade clicks ({impressions} impressions per query, random "
+                   "ranker, click probabilities (level, .3, .5, .7, .95)); impressions without a click dropped; "
+                   "tested on the graded test set.",
+}
 CONFIG_FILE = "config.json"
 TRIALS_FILE = "trials.parquet"
 CURVES_DIR = "curves"
@@ -819,7 +829,8 @@ def render_markdown(result: "ExperimentResult", sweep_tables: dict[str, list[dic
         metric = primary_metric(config)
         first = config.losses[0]
         diffs = [f"{loss} - {first}" for loss in config.losses[1:]]
-        lines += [f"## sweep {kind}: test {metric}", "",
+        lines += [f"## sweep {kind}: test {metric}", "", SWEEP_NOTES[kind].format(impressions=config.click_impressions),
+                  "",
                   f"| {kind} | " + " | ".join(config.losses + diffs) + " |",
                   "|---|" + "---|" * (len(config.losses) + len(diffs))]
         for r in rows:

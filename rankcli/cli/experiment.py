@@ -215,7 +215,7 @@ def _render_text(result, to_stderr: bool) -> None:
     from rich.table import Table
 
     from rankcli.cli._common import stderr_console, stdout_console
-    from rankcli.experiment import format_level, primary_metric, sweep_rows
+    from rankcli.experiment import SWEEP_NOTES, format_level, primary_metric, sweep_rows
     from rankcli.plot import sparkline
 
     console = stderr_console() if to_stderr else stdout_console()
@@ -256,7 +256,8 @@ def _render_text(result, to_stderr: bool) -> None:
     for kind, rows in sweep_rows(result.summary, cfg, result.sweeps).items():
         if not to_stderr:
             first = cfg.losses[0]
-            t = Table(title=f"{kind} sweep: mean test {metric}", title_justify="left")
+            t = Table(title=f"{kind} sweep: mean test {metric}", title_justify="left",
+                      caption=SWEEP_NOTES[kind].format(impressions=cfg.click_impressions), caption_justify="left")
             t.add_column("level", justify="right")
             for loss in cfg.losses:
                 t.add_column(loss, justify="right")
