@@ -408,44 +408,34 @@ def pbm(grades: np.ndarray, offsets: np.ndarray, click_probs, impressions: int, 
     offsets = np.asarray(offsets, dtype=np.int64)
     _check_common(offsets, impressions, max_rank)
     I = int(impressions)
-    jb = _jbits(offsets)
-    jb_u = np.uint64(jb)
     n_max = int(np.diff(offsets).max()) if offsets.shape[0] > 1 else 0
     r = np.arange(1, n_max + 2, dtype=np.float64)
     exam_thr = np.round((1.0 / r) ** float(eta) * (1 << CLICK_BITS)).astype(np.uint64)  # index = position - 1
     coll = _Collector(offsets.shape[0] - 1, I, thr.shape[0])
-    limit = n_max if max_rank is None else min(max_rank, n_max)
+    g_small = grades.astype(np.uint8) if thr.shape[0] <= 256 else grades
+    if display_rank is not None:
+        display_rank = np.asarray(display_rank, dtype=np.int64)
     for qs, n in _chunks(offsets, I):
         G = qs.shape[0]
-        rows = offsets[qs][:, None] + np.arange(n, dtype=np.int64)[None, :]
-        g = grades[rows]
-        raw = _draw(rng, (G, I, n))
-        j = np.arange(n, dtype=np.uint64)
+        L = n if max_rank is None else min(n, max_rank)  # documents displayed per impression
+        starts = np.repeat(offsets[qs], I)[:, None]  # (G*I, 1) first row of each impression's query
         if display_rank is None:
-            key = (_draw(rng, (G, I, n)) & _key_mask(jb)) | j
-            imp = np.arange(G * I, dtype=np.uint64)
-            comp = np.sort(((imp << np.uint64(_KEY_BITS))[:, None] | key.reshape(G * I, n)).reshape(-1))
-            del key
-            imp_s = (comp >> np.uint64(_KEY_BITS)).astype(np.int64)
-            j_s = (comp & np.uint64((1 << jb) - 1)).astype(np.int64)
-            pos = np.tile(np.arange(1, n + 1, dtype=np.int64), G * I)
+            # The whole list is shown: a full shuffle of every impression (Fisher-Yates per row, in C).
+            order = rng.permuted(np.broadcast_to(np.arange(n, dtype=np.int64), (G * I, n)), axis=1)[:, :L]
         else:
-            rank = np.asarray(display_rank)[rows].astype(np.int64)  # (G, n)
-            imp_s = np.repeat(np.arange(G * I, dtype=np.int64), n)
-            j_s = np.tile(np.arange(n, dtype=np.int64), G * I)
-            pos = np.repeat(rank, I, axis=0).reshape(-1) + 1
-        if max_rank is not None:
-            inside = pos <= limit
-            imp_s, j_s, pos = imp_s[inside], j_s[inside], pos[inside]
-        q_local = imp_s // I
-        cell = raw.reshape(-1)[imp_s * n + j_s]
-        src = offsets[qs][q_local] + j_s
-        gr = grades[src]
-        # Examination from bits 16..39, the click from bits 40..63: independent decisions from one draw.
-        examined = ((cell >> np.uint64(16)) & _CLICK_MASK) < exam_thr[pos - 1]
-        c = (examined & (cell >= thr[gr])).astype(np.int8)
-        coll.add(qs[q_local] * I + imp_s % I, src, pos, c, examined)
-    return coll.finish(grades, keep_no_click, has_exam=True)
+            rows = offsets[qs][:, None] + np.arange(n, dtype=np.int64)[None, :]
+            at_pos = np.argsort(display_rank[rows], axis=1, kind="stable")[:, :L]  # (G, L) document at position
+            order = np.repeat(at_pos, I, axis=0)
+        src = starts + order  # (G*I, L) source row at each position
+        # One draw per displayed cell, indexed by position (the cells are iid, so any indexing is the same model):
+        # examination from bits 16..39, the click from bits 40..63, independent decisions.
+        raw = _draw(rng, (G * I, L))
+        examined = ((raw >> np.uint64(16)) & _CLICK_MASK) < exam_thr[None, :L]
+        c = examined & (raw >= thr[g_small[src]])
+        gid = np.repeat(qs * I, I) + np.tile(np.arange(I, dtype=np.int64), G)
+        coll.add(np.repeat(gid, L), src.reshape(-1), np.tile(np.arange(1, L + 1, dtype=np.int64), G * I),
+                 c.reshape(-1), examined.reshape(-1))
+    return coll.finish(g_small, keep_no_click, has_exam=True)
 
 
 def simulate(model: str, grades, offsets, click_probs, impressions, rng, *, eta: float = 1.0,
