@@ -382,3 +382,26 @@ def test_run_names_are_not_markup_and_no_common_query(tmp_path, capsys):
     status, _, err = _run(capsys, "compare", a, b, "--intersect")
     assert (status, err) == (ExitStatus.INVALID_INPUT, "Error: the runs have no query in common (with identical "
                                                        "labels); nothing to compare\n")
+
+
+def test_bad_run_is_exit_3_naming_the_file(runs, capsys):
+    tmp, qid, label, good, _ = runs
+    score = np.zeros(qid.shape[0])
+    score[4] = np.nan
+    broken = _write(tmp / "broken.parquet", qid, label, score)
+    status, out, err = _run(capsys, "compare", good, broken)
+    assert status == ExitStatus.INVALID_INPUT and out == ""
+    assert err.startswith(f"Error: {broken}: column score: NaN at row 4")
+    pq.write_table(pa.table({"qid": qid, "label": label}), str(tmp / "nolabel.parquet"))
+    pq.write_table(pa.table({"qid": qid, "score": label}), str(tmp / "noscore.parquet"))
+    status, _, err = _run(capsys, "compare", good, tmp / "noscore.parquet")
+    assert status == ExitStatus.INVALID_INPUT and "missing column label" in err
+    status, _, err = _run(capsys, "compare", good, tmp / "nolabel.parquet")
+    assert status == ExitStatus.INVALID_INPUT and "missing column score" in err
+
+
+def test_latex_escapes_names(runs, capsys):
+    _, _, _, good, bad = runs
+    status, out, _ = _run(capsys, "compare", good, bad, "--name", "a_b & c", "--name", "50%", "--format", "latex")
+    assert status == 0
+    assert r"a\_b \& c (baseline) & " in out and r"50\% & " in out
