@@ -411,10 +411,19 @@ def pbm(grades: np.ndarray, offsets: np.ndarray, click_probs, impressions: int, 
     n_max = int(np.diff(offsets).max()) if offsets.shape[0] > 1 else 0
     r = np.arange(1, n_max + 2, dtype=np.float64)
     exam_thr = np.round((1.0 / r) ** float(eta) * (1 << CLICK_BITS)).astype(np.uint64)  # index = position - 1
-    coll = _Collector(offsets.shape[0] - 1, I, thr.shape[0])
-    g_small = grades.astype(np.uint8) if thr.shape[0] <= 256 else grades
+    n_grades = thr.shape[0]
+    g_small = grades.astype(np.uint8) if n_grades <= 256 else grades
     if display_rank is not None:
         display_rank = np.asarray(display_rank, dtype=np.int64)
+    Q = offsets.shape[0] - 1
+    width = n_max if max_rank is None else min(n_max, max_rank)
+    shown_g = np.zeros(n_grades, np.int64)
+    clicks_g = np.zeros(n_grades, np.int64)
+    shown_p = np.zeros(width, np.int64)
+    clicks_p = np.zeros(width, np.int64)
+    exam_p = np.zeros(width, np.int64)
+    # Per chunk: impression ids and lengths, and the displayed cells flattened impression by impression.
+    imp_gid, imp_len, imp_has, cell_src, cell_click, cell_exam = [], [], [], [], [], []
     for qs, n in _chunks(offsets, I):
         G = qs.shape[0]
         L = n if max_rank is None else min(n, max_rank)  # documents displayed per impression
@@ -427,15 +436,44 @@ def pbm(grades: np.ndarray, offsets: np.ndarray, click_probs, impressions: int, 
             at_pos = np.argsort(display_rank[rows], axis=1, kind="stable")[:, :L]  # (G, L) document at position
             order = np.repeat(at_pos, I, axis=0)
         src = starts + order  # (G*I, L) source row at each position
+        gr = g_small[src]
         # One draw per displayed cell, indexed by position (the cells are iid, so any indexing is the same model):
         # examination from bits 16..39, the click from bits 40..63, independent decisions.
         raw = _draw(rng, (G * I, L))
         examined = ((raw >> np.uint64(16)) & _CLICK_MASK) < exam_thr[None, :L]
-        c = examined & (raw >= thr[g_small[src]])
-        gid = np.repeat(qs * I, I) + np.tile(np.arange(I, dtype=np.int64), G)
-        coll.add(np.repeat(gid, L), src.reshape(-1), np.tile(np.arange(1, L + 1, dtype=np.int64), G * I),
-                 c.reshape(-1), examined.reshape(-1))
-    return coll.finish(g_small, keep_no_click, has_exam=True)
+        c = examined & (raw >= thr[gr])
+        shown_g += np.bincount(gr.reshape(-1), minlength=n_grades)[:n_grades]
+        clicks_g += np.bincount(gr[c], minlength=n_grades)[:n_grades]
+        shown_p[:L] += G * I
+        clicks_p[:L] += c.sum(axis=0)
+        exam_p[:L] += examined.sum(axis=0)
+        imp_gid.append(np.repeat(qs * I, I) + np.tile(np.arange(I, dtype=np.int64), G))
+        imp_len.append(np.full(G * I, L, np.int64))
+        imp_has.append(c.any(axis=1))
+        cell_src.append(src.reshape(-1))
+        cell_click.append(c.reshape(-1))
+        cell_exam.append(examined.reshape(-1))
+
+    def cat(parts, dtype):
+        return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
+
+    gid, lengths, has = cat(imp_gid, np.int64), cat(imp_len, np.int64), cat(imp_has, bool)
+    src_all, click_all, exam_all = cat(cell_src, np.int64), cat(cell_click, bool), cat(cell_exam, bool)
+    first = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
+    chosen = np.flatnonzero(has) if not keep_no_click else np.arange(gid.shape[0])
+    chosen = chosen[np.argsort(gid[chosen], kind="stable")]  # impressions in (query, impression) order
+    out_len = lengths[chosen]
+    offsets_out = np.concatenate(([0], np.cumsum(out_len))).astype(np.int64)
+    within = np.arange(offsets_out[-1], dtype=np.int64) - np.repeat(offsets_out[:-1], out_len)
+    idx = np.repeat(first[chosen], out_len) + within
+    kept = gid[chosen]
+    return ClickLog(
+        rows=src_all[idx], offsets=offsets_out, query=kept // I, impression=kept % I,
+        clicks=click_all[idx].astype(np.int8), positions=(within + 1).astype(np.int32), examined=exam_all[idx],
+        n_impressions=Q * I, dropped=int(gid.shape[0] - chosen.shape[0]), shown_by_grade=shown_g,
+        clicks_by_grade=clicks_g, shown_by_position=shown_p, clicks_by_position=clicks_p,
+        examined_by_position=exam_p,
+    )
 
 
 def simulate(model: str, grades, offsets, click_probs, impressions, rng, *, eta: float = 1.0,
