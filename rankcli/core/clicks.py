@@ -1,26 +1,33 @@
 """Click models for simulating click logs: cascade (Craswell et al. 2008) and position-based (PBM). Pure numpy.
 
-Every function here simulates all queries and all impressions at once; nothing loops over queries in Python. The only
-Python loop is over *chunks*: queries of equal size are processed together as a ``(queries, impressions, size)`` array
-of at most :data:`CHUNK_ENTRIES` cells, so memory stays bounded and per-query values broadcast instead of being
-gathered.
+Every function here simulates all queries and all impressions at once; nothing loops over queries in Python. The
+Python loops are over scan *positions* (at most :data:`SCAN_STEPS`) and over *chunks* of equal-size lists of at most
+:data:`CHUNK_ENTRIES` cells, so memory stays bounded and per-query values broadcast instead of being gathered.
 
 Cascade, as Bruch (2021, Robustness 3) uses it after Joachims et al. (2017): the user scans the displayed list from
 the top, clicks a document of grade ``g`` with probability ``p[g]`` and stops at the first click; without a click the
-scan ends at the end of the list. The impression is the list up to and including the click.
+scan ends at the end of the list. The impression is the list up to and including the click. It runs in two phases:
 
-The random base ranker (a fresh shuffle per impression) is simulated without shuffling: a shuffle followed by a scan is
-equivalent to giving every document an independent click decision and an independent uniform key, and taking the
-clicked document with the smallest key as the click. The displayed documents are exactly those whose key is at most
-the clicked document's key, shown in key order; only that short prefix is sorted. (Shuffling is the same as ordering
-by iid uniform keys; the scan stops at the first clicked document in that order, whatever the later documents' click
-decisions were, so drawing them all changes nothing.) For a deterministic display order (``display_rank``) the key is
-the rank itself.
+1. The scan itself, one position per step for every still-scanning impression at once. With the random base ranker (a
+   fresh shuffle per impression) the next document is a uniformly random not-yet-shown one: drawn uniformly from the
+   list and drawn again if already shown (rejection against the few shown so far). A deterministic order shows its
+   next document. Most scans end within a few positions, so the work follows what is displayed, not the list length.
+2. Scans still running after :data:`SCAN_STEPS` positions finish with the *key method* on their remaining documents
+   (the rest of a uniformly random order is a uniformly random order of the rest): a shuffle followed by a scan is
+   equivalent to giving every document an independent click decision and an independent uniform key and taking the
+   clicked document with the smallest key as the click; the displayed documents are those whose key is at most the
+   clicked document's, in key order, and only that prefix is sorted. (Ordering by iid uniform keys is a uniform
+   shuffle; the scan stops at the first clicked document in that order whatever the later documents' decisions were,
+   so drawing them all changes nothing.) For a deterministic order the key is the rank.
 
-Randomness: one 64-bit draw per (impression, document) cell. Its top :data:`CLICK_BITS` bits decide the click (the
-probability is rounded to a multiple of ``2**-24``, an error below ``3e-8``); its low 40 bits are the shuffle key, whose
-lowest bits are replaced by the document's index in its query so that keys are unique within an impression (equal
-random parts, a ``2**-33``-ish event for 100-document lists, fall back to input order).
+PBM: the document at position ``r`` is examined with probability ``(1/r)**eta`` and, if examined, clicked with
+probability ``p[g]``; the whole list (or its top ``max_rank``) is displayed, every click kept.
+
+Randomness: one 64-bit draw per decision cell. Its top :data:`CLICK_BITS` bits decide the click (the probability is
+rounded to a multiple of ``2**-24``, an error below ``3e-8``); lower bits pick the document to show (scan phase), give
+the shuffle key (key method; its lowest bits are replaced by the document's index so that keys are unique within an
+impression, equal random parts falling back to input order) or decide the examination (PBM). Same inputs and
+generator state, same result; cascade results do not even depend on :data:`CHUNK_ENTRIES` (a test checks it).
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ CLICK_BITS = 24
 _CLICK_MASK = np.uint64((1 << CLICK_BITS) - 1)
 _KEY_BITS = 40  # key (random part + document index) occupies the 40 bits below the impression number when sorting
 _KEY_END = np.uint64(1 << _KEY_BITS)
-#: Cells per chunk: ``queries x impressions x size`` arrays of at most this many cells are simulated at once.
+#: Cells per chunk: arrays of at most this many (impression, document) cells are simulated at once.
 CHUNK_ENTRIES = 1 << 19
 #: Positions simulated step by step before the remaining long scans switch to the key method.
 SCAN_STEPS = 16
@@ -127,7 +134,8 @@ def _draw(rng: np.random.Generator, shape) -> np.ndarray:
 
 
 class _Collector:
-    """Gathers displayed documents chunk by chunk; puts them in (query, impression, position) order at the end."""
+    """Cascade: gathers displayed documents step by step and chunk by chunk; puts them in (query, impression,
+    position) order at the end."""
 
     def __init__(self, n_queries: int, impressions: int, n_grades: int):
         self.I = impressions
@@ -155,10 +163,10 @@ class _Collector:
             self.extra_shown_p = self._add(self.extra_shown_p,
                                            np.concatenate((np.zeros(positions_from, np.int64), at_least)))
 
-    def add(self, gid, rows, positions, clicks, examined=None):
-        self.parts.append((gid, rows, positions, clicks, examined))
+    def add(self, gid, rows, positions, clicks):
+        self.parts.append((gid, rows, positions, clicks))
 
-    def finish(self, grades: np.ndarray, keep_no_click: bool, has_exam: bool) -> ClickLog:
+    def finish(self, grades: np.ndarray, keep_no_click: bool) -> ClickLog:
         parts = self.parts
         sizes = [np.shape(p[0])[0] for p in parts]
 
@@ -174,16 +182,12 @@ class _Collector:
         rows = cat(1, np.int64)
         positions = cat(2, np.int64)
         clicks = cat(3, bool)
-        examined = cat(4, bool) if has_exam else None
         ng = self.n_grades
         gr = grades[rows]
         shown_g = np.bincount(gr, minlength=ng)[:ng] + self.extra_shown_g
         clicks_g = np.bincount(gr[clicks], minlength=ng)[:ng]
         shown_p = self._add(self.extra_shown_p.copy(), np.bincount(positions - 1))
         clicks_p = self._add(np.zeros(shown_p.shape[0], np.int64), np.bincount(positions[clicks] - 1))
-        exam_p = None
-        if examined is not None:
-            exam_p = self._add(np.zeros(shown_p.shape[0], np.int64), np.bincount(positions[examined] - 1))
         dropped = 0
         if not keep_no_click:
             has_click = np.zeros(self.n_gid, bool)
@@ -192,8 +196,6 @@ class _Collector:
             if dropped:
                 keep_rows = has_click[gid]
                 gid, rows, positions, clicks = gid[keep_rows], rows[keep_rows], positions[keep_rows], clicks[keep_rows]
-                if examined is not None:
-                    examined = examined[keep_rows]
         counts = np.bincount(gid, minlength=self.n_gid)
         kept = np.flatnonzero(counts)
         starts = np.zeros(self.n_gid + 1, np.int64)
@@ -205,16 +207,12 @@ class _Collector:
         out_pos[dest] = positions
         out_clicks = np.empty(clicks.shape[0], np.int8)
         out_clicks[dest] = clicks
-        out_exam = None
-        if examined is not None:
-            out_exam = np.empty_like(examined)
-            out_exam[dest] = examined
         offsets = np.concatenate(([0], np.cumsum(counts[kept]))).astype(np.int64)
         return ClickLog(
             rows=out_rows, offsets=offsets, query=kept // self.I, impression=kept % self.I, clicks=out_clicks,
-            positions=out_pos, examined=out_exam, n_impressions=self.n_gid, dropped=dropped,
+            positions=out_pos, examined=None, n_impressions=self.n_gid, dropped=dropped,
             shown_by_grade=shown_g, clicks_by_grade=clicks_g, shown_by_position=shown_p,
-            clicks_by_position=clicks_p, examined_by_position=exam_p,
+            clicks_by_position=clicks_p,
         )
 
 
@@ -286,7 +284,7 @@ def cascade(grades: np.ndarray, offsets: np.ndarray, click_probs, impressions: i
     random_order = display_rank is None
     coll = _Collector(Q, I, thr.shape[0])
     if Q == 0:
-        return coll.finish(grades, keep_no_click, has_exam=False)
+        return coll.finish(grades, keep_no_click)
     if not random_order:
         display_rank = np.asarray(display_rank, dtype=np.int64)
         at_rank = np.empty(offsets[-1], np.int64)  # at_rank[offsets[q] + r] = row shown at rank r
@@ -339,7 +337,7 @@ def cascade(grades: np.ndarray, offsets: np.ndarray, click_probs, impressions: i
     if active.shape[0]:
         _cascade_rest(coll, active, steps, grades, offsets, thr, rng, n_of, prev if random_order else None,
                       None if random_order else display_rank, max_rank, keep_no_click)
-    return coll.finish(g_small, keep_no_click, has_exam=False)
+    return coll.finish(g_small, keep_no_click)
 
 
 def _cascade_rest(coll, gids, done, grades, offsets, thr, rng, n_of, shown_j, display_rank, max_rank, keep_no_click):
