@@ -298,3 +298,20 @@ def test_writer_then_reader_is_identity(data):
     np.testing.assert_array_equal(block.labels, labels)
     np.testing.assert_array_equal(block.qids, qids)
     np.testing.assert_array_equal(block.features, values)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000), block=st.integers(1, 300), comments=st.booleans())
+def test_any_block_size_gives_the_same_file(tmp_path_factory, seed, block, comments):
+    tmp = tmp_path_factory.mktemp("blocks")
+    rng = np.random.default_rng(seed)
+    text, X, y, q = random_svmlight(rng, int(rng.integers(1, 60)), 6, density=0.5)
+    lines = text.splitlines()
+    if comments:  # blank lines, comment-only lines and docids sprinkled in
+        lines = [f"{line} # docid = d{i}" if i % 3 else f"# note {i}\n\n{line}" for i, line in enumerate(lines)]
+    (tmp / "a.txt").write_text("\n".join(lines) + "\n")
+    convert([str(tmp / "a.txt")], tmp / "whole.parquet")
+    convert([str(tmp / "a.txt")], tmp / "blocks.parquet", ConvertOptions(block_bytes=block))
+    whole = pq.read_table(tmp / "whole.parquet")
+    assert pq.read_table(tmp / "blocks.parquet").equals(whole)
+    np.testing.assert_array_equal(whole.column("label").to_numpy(), y)
