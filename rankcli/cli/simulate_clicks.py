@@ -6,9 +6,9 @@ Reads a dataset with graded labels and writes one row per displayed document of 
 the clicks directly.
 
 Cascade (default; Craswell et al. 2008, as Bruch 2021 uses it): the user scans the list from the top, clicks a
-document of grade g with probability p[g] and stops at the first click; the impression is the list up to and
+document of grade g with probability p(g) and stops at the first click; the impression is the list up to and
 including the click. PBM: the document at position r is examined with probability (1/r)^eta and, if examined,
-clicked with probability p[g]; all clicks are kept.
+clicked with probability p(g); all clicks are kept.
 
 Impressions without any click carry no preference and are dropped unless --keep-no-click; the summary says how many.
 Click rates in the summary count every simulated impression, dropped ones included.
