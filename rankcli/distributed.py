@@ -388,6 +388,7 @@ def train_distributed(client: "distributed.Client", train_path: Path | str, vali
     where single-machine early stopping would have stopped, and the model keeps the trees up to the best iteration.
     """
     import contextlib
+    import dataclasses
     import io
     import time
     import warnings
@@ -410,6 +411,11 @@ def train_distributed(client: "distributed.Client", train_path: Path | str, vali
     if workers < 1:
         raise OutputError(f"the Dask cluster at {scheduler or client.scheduler.address} has no workers")
     plan = plan_partitions(train_path, rows_per_partition=rows_per_partition, min_partitions=workers)
+    where = str(Path(train_path).resolve())
+    if not _visible_everywhere(client, [where])[where]:
+        raise InputError(f"{train_path}: not visible to every Dask worker (as {where}); --dask training needs the "
+                         "training file on a filesystem all workers share")
+    plan.partitions = [dataclasses.replace(p, path=where) for p in plan.partitions]
     if not plan.feature_names:
         raise SchemaError(f"{train_path}: no feature columns (f1, f2, ...)")
     if valid is not None:

@@ -214,6 +214,15 @@ def test_labels_checked_like_single_machine(client, sample, tmp_path):
     assert result.label_values == [0.0, 0.25, 0.5, 0.75, 1.0]
 
 
+def test_training_file_must_be_visible_to_every_worker(client, sample, monkeypatch):
+    from rankcli.errors import InputError
+    from rankcli.train import TrainConfig
+
+    monkeypatch.setattr(rd, "_visible_everywhere", lambda client, paths, kind="exists": {p: False for p in paths})
+    with pytest.raises(InputError, match="not visible to every Dask worker"):
+        rd.train_distributed(client, sample / "train.parquet", None, TrainConfig(loss="pointwise", trees=1))
+
+
 # -------------------------------------------------------------------------------------------------------- experiment
 def test_experiment_on_the_cluster_equals_jobs_1_and_resumes(client, sample, tmp_path):
     from rankcli.experiment import ExperimentConfig, run_experiment
@@ -266,3 +275,18 @@ def test_convert_pads_narrower_files_to_the_widest(client, tmp_path):
     for name in ("a", "b"):
         names = pq.read_schema(tmp_path / "out" / f"{name}.parquet").names
         assert parquet.feature_columns(names) == [f"f{i}" for i in range(1, 8)]
+
+
+# --------------------------------------------------------------------------------------------------------------- CLI
+def test_train_cli_on_a_running_scheduler(client, sample, tmp_path):
+    """`rankcli train --dask tcp://...` against this module's cluster: same model directory as single-machine."""
+    address = client.scheduler.address
+    res = run_cli("train", sample / "train.parquet", "--valid", sample / "vali.parquet", "-o", tmp_path / "m",
+                  "--loss", "pointwise", "--trees", "10", "--early-stopping", "3", "--dask", address, "--json")
+    assert res.returncode == 0, res.stderr.decode()
+    summary = json.loads(res.stdout)  # stdout holds only the JSON: workers' and LightGBM's chatter stays out
+    assert summary["model_dir"] == str(tmp_path / "m") and summary["dask"]["scheduler"] == address
+    assert sorted(p.name for p in (tmp_path / "m").iterdir()) == ["model.txt", "rankcli.json"]
+    assert f"training pointwise on the Dask cluster {address} (2 workers)" in res.stderr.decode()
+    res = run_cli("train", sample / "train.parquet", "-o", tmp_path / "m2", "--loss", "listnet", "--dask", address)
+    assert res.returncode == 2 and "--loss listnet cannot train with --dask" in res.stderr.decode()
