@@ -256,7 +256,6 @@ class LibraryObjective:
         # Constant over the iterations: computed once.
         self._pow2 = np.exp2(self.labels) if loss == "xendcg" else None
         self._phi = segment_softmax(self.labels, offsets) if loss == "listnet" else None
-        self._qidx = np.repeat(np.arange(offsets.shape[0] - 1, dtype=np.int64), np.diff(offsets))
 
     def __deepcopy__(self, memo: dict) -> "LibraryObjective":
         return self
@@ -272,8 +271,7 @@ class LibraryObjective:
         gamma = self.gamma_for(self.iteration)
         self.iteration += 1
         if self.loss == "xendcg":
-            return losses.xendcg_grad_hess(preds, self.labels, self.offsets, gamma, pow2_labels=self._pow2,
-                                           query_index=self._qidx)
+            return losses.xendcg_grad_hess(preds, self.labels, self.offsets, gamma, pow2_labels=self._pow2)
         if self.loss == "listnet":
             return losses.listnet_grad_hess(preds, self.labels, self.offsets, label_softmax=self._phi)
         return losses.loss_grad_hess(self.loss, np.asarray(preds, dtype=np.float64), self.labels, self.offsets, gamma)

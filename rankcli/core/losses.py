@@ -136,8 +136,8 @@ def xendcg_gradient(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
 
 
 def xendcg_grad_hess(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
-                     gamma: np.ndarray | float = 0.5, *, pow2_labels: np.ndarray | None = None,
-                     query_index: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                     gamma: np.ndarray | float = 0.5, *,
+                     pow2_labels: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The Newton-corrected XE-NDCG step for gradient boosting: ``(D (I + S + S^2) D^-1 g, rho (1 - rho))``.
 
     Per document ``k`` of a query (``g = rho - phi``):
@@ -145,39 +145,43 @@ def xendcg_grad_hess(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray
     ``(S D^-1 g)_i = sum_{j != i} g_j / (1 - rho_j) / (1 - rho_i)``; ``hess_k = rho_k (1 - rho_k)``.
     Each ``sum_{i != k}`` is the query's total minus the own term, so the whole step is three segment sums.
 
-    ``pow2_labels`` (``2^labels``) and ``query_index`` (the query number of every row) may be passed precomputed by a
-    caller that takes many steps on the same queries (the boosting objective); the result is the same.
+    ``pow2_labels`` (``2^labels``) may be passed precomputed by a caller that takes many steps on the same queries
+    (the boosting objective); the result is the same.
     """
     starts = offsets[:-1]
     if starts.shape[0] == 0:
         return np.zeros(0), np.zeros(0)
-    qidx = query_index if query_index is not None else np.repeat(np.arange(starts.shape[0]), sizes(offsets))
+    sz = sizes(offsets)
+
+    def rep(per_query: np.ndarray) -> np.ndarray:  # one value per query onto its rows (np.repeat beats a gather)
+        return np.repeat(per_query, sz)
+
     s = np.asarray(scores, dtype=np.float64)
     # rho = softmax(scores) per query, the query's maximum subtracted first
-    rho = s - np.maximum.reduceat(s, starts)[qidx]
+    rho = s - rep(np.maximum.reduceat(s, starts))
     np.exp(rho, out=rho)
-    rho /= np.add.reduceat(rho, starts)[qidx]
+    rho /= rep(np.add.reduceat(rho, starts))
     # phi = (2^y - gamma) / sum (2^y - gamma); g = rho - phi
     numer = (pow2_labels if pow2_labels is not None else np.exp2(np.asarray(labels, dtype=np.float64))) - gamma
     total = np.add.reduceat(numer, starts)
-    usable_q = (total > 0) & (sizes(offsets) > 1)
+    usable_q = (total > 0) & (sz > 1)
     all_usable = bool(usable_q.all())
-    g = rho - numer / (total if all_usable else np.where(usable_q, total, 1.0))[qidx]
+    g = rho - numer / rep(total if all_usable else np.where(usable_q, total, 1.0))
     one_minus = np.subtract(1.0, rho)
     hess = rho * one_minus
     np.maximum(one_minus, _TINY, out=one_minus)
     a = g / one_minus                                             # g_i / (1 - rho_i)
-    t = np.add.reduceat(a, starts)[qidx]
+    t = rep(np.add.reduceat(a, starts))
     t -= a
     t *= rho                                                      # t1_k = rho_k sum_{i!=k} g_i / (1 - rho_i)
     grad = g + t
     t /= one_minus                                                # b_i = rho_i (S D^-1 g)_i
-    t2 = np.add.reduceat(t, starts)[qidx]
+    t2 = rep(np.add.reduceat(t, starts))
     t2 -= t
     t2 *= rho                                                     # t2_k = rho_k sum_{i!=k} rho_i (S D^-1 g)_i
     grad += t2
     if not all_usable:
-        usable = usable_q[qidx]
+        usable = rep(usable_q)
         grad[~usable] = 0.0
         hess[~usable] = 0.0
     return grad, hess
