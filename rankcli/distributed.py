@@ -102,6 +102,23 @@ def _quiet_stdout() -> None:
     os.close(devnull)
 
 
+def _quiet_local_workers(client: "distributed.Client") -> None:
+    """Silence the stdout of local workers now and after a restart (a worker plugin runs on every (re)started
+    worker)."""
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    class QuietStdout(WorkerPlugin):
+        name = "rankcli-quiet-stdout"
+
+        def setup(self, worker: Any) -> None:
+            _quiet_stdout()
+
+    if hasattr(client, "register_plugin"):
+        client.register_plugin(QuietStdout())
+    else:  # distributed < 2023.9
+        client.register_worker_plugin(QuietStdout())
+
+
 @contextmanager
 def connect(spec: str | DaskTarget, *, timeout: float | None = None, threads_per_worker: int | None = None,
             memory_limit: str | float | None = "auto") -> Iterator["distributed.Client"]:
@@ -131,7 +148,7 @@ def connect(spec: str | DaskTarget, *, timeout: float | None = None, threads_per
         try:
             client = Client(cluster, timeout=f"{max(timeout, 30):g}s")
             try:
-                client.run(_quiet_stdout)
+                _quiet_local_workers(client)
                 yield client
             finally:
                 client.close()
