@@ -280,10 +280,11 @@ def eval_table(report):
             cells.append(str(result.evaluated.get(name, 0)))
         table.add_row(*cells)
     conv = result.convention
-    skipped_why = {"skip": "skipped: no relevant document", "one": "", "zero": ""}[conv.no_relevant]
-    lines = [f"queries: {result.queries} evaluated, {result.skipped} skipped"
-             + (f" ({skipped_why})" if result.skipped and skipped_why else "")
-             + f"; {report.rows} rows",
+    if counts_differ:
+        counted = f"queries: {result.queries} evaluated by every metric, {result.skipped} skipped by some"
+    else:
+        counted = f"queries: {result.queries} evaluated, {result.skipped} skipped"
+    lines = [counted + (" (no relevant document)" if result.skipped else "") + f"; {report.rows} rows",
              f"convention: {conv.describe()}"]
     lines += [f"note: {n}" for n in report.notes]
     return Group(table, Text("\n".join(lines)))
