@@ -10,8 +10,9 @@ scan ends at the end of the list. The impression is the list up to and including
 
 1. The scan itself, one position per step for every still-scanning impression at once. With the random base ranker (a
    fresh shuffle per impression) the next document is a uniformly random not-yet-shown one: drawn uniformly from the
-   list (multiply-shift of 32 random bits, uniform to within ``n * 2**-32``) and drawn again if already shown (rejection against the few shown so far). A deterministic order shows its
-   next document. Most scans end within a few positions, so the work follows what is displayed, not the list length.
+   list (multiply-shift of 32 random bits: uniform to within ``n * 2**-32``) and drawn again if already shown
+   (rejection against the few shown so far). A deterministic order shows its next document. Most scans end within a
+   few positions, so the work follows what is displayed, not the list length.
 2. Scans still running after :data:`SCAN_STEPS` positions finish with the *key method* on their remaining documents
    (the rest of a uniformly random order is a uniformly random order of the rest): a shuffle followed by a scan is
    equivalent to giving every document an independent click decision and an independent uniform key and taking the
