@@ -16,7 +16,6 @@ from __future__ import annotations
 import bz2
 import gzip
 import lzma
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +34,6 @@ MAX_FEATURES = 20_000
 STDIN = "-"
 
 _COMPRESSED = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
-_DOCID = re.compile(rb"docid\s*=\s*(\S+)")
 
 
 # ----------------------------------------------------------------------------------------------------------------------
