@@ -27,7 +27,7 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 
@@ -49,10 +49,11 @@ _ADDRESS = re.compile(r"^(?:(?P<scheme>[a-z][a-z0-9+]*)://)?(?P<host>\[[0-9a-fA-
 # The cluster
 # --------------------------------------------------------------------------------------------------------------------
 
-def require_dask() -> None:
-    """Raise a :class:`UsageError` naming the extra to install when Dask, distributed or pandas is missing."""
+def require_dask(training: bool = False) -> None:
+    """Raise a :class:`UsageError` naming the extra to install when Dask, distributed or pandas is missing (and, for
+    ``training``, scikit-learn, on which ``lightgbm.dask`` builds)."""
     missing = []
-    for module in ("dask", "distributed", "pandas"):
+    for module in ("dask", "distributed", "pandas") + (("sklearn",) if training else ()):
         try:
             __import__(module)
         except ImportError:
@@ -83,11 +84,13 @@ def parse_dask_target(spec: str) -> DaskTarget:
         if not count.isdigit() or int(count) < 1:
             raise UsageError(f"--dask local:N needs a positive number of workers, got {spec!r}")
         return DaskTarget(spec=text, workers=int(count))
+    if text.startswith("inproc://"):  # a scheduler in this process (tests, notebooks)
+        return DaskTarget(spec=text, address=text)
     m = _ADDRESS.match(text)
     if not m:
         raise UsageError(f"--dask expects local:N or a scheduler address such as tcp://host:8786, got {spec!r}")
     scheme = m.group("scheme") or "tcp"
-    if scheme not in ("tcp", "tls", "ucx", "inproc", "ws", "wss"):
+    if scheme not in ("tcp", "tls", "ucx", "ws", "wss"):
         raise UsageError(f"--dask: unknown protocol {scheme!r} in {spec!r}; use tcp://host:port or local:N")
     port = m.group("port") or "8786"
     return DaskTarget(spec=text, address=f"{scheme}://{m.group('host')}:{port}")
@@ -169,6 +172,23 @@ def connect(spec: str | DaskTarget, *, timeout: float | None = None, threads_per
 def n_workers(client: "distributed.Client") -> int:
     """The number of workers currently connected to the scheduler."""
     return len(client.nthreads())
+
+
+def require_workers(client: "distributed.Client", timeout: float | None = None) -> int:
+    """The number of workers, after waiting up to ``timeout`` seconds for a first one (a scheduler without workers
+    would otherwise hold every task forever): :class:`OutputError` if none comes."""
+    if n_workers(client) == 0:
+        if timeout is None:
+            try:
+                timeout = float(os.environ.get("RANKCLI_DASK_TIMEOUT", CONNECT_TIMEOUT))
+            except ValueError:
+                timeout = CONNECT_TIMEOUT
+        try:
+            client.wait_for_workers(1, timeout=timeout)
+        except (TimeoutError, OSError):
+            raise OutputError(f"the Dask scheduler at {client.scheduler.address} has no workers (waited "
+                              f"{timeout:g} s); start some with `dask worker {client.scheduler.address}`") from None
+    return n_workers(client)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -424,9 +444,7 @@ def train_distributed(client: "distributed.Client", train_path: Path | str, vali
         raise UsageError(f"--trees must be at least 1, got {config.trees}")
     if config.early_stopping < 0:
         raise UsageError(f"--early-stopping must be 0 (off) or a positive number of trees, got {config.early_stopping}")
-    workers = n_workers(client)
-    if workers < 1:
-        raise OutputError(f"the Dask cluster at {scheduler or client.scheduler.address} has no workers")
+    workers = require_workers(client)
     plan = plan_partitions(train_path, rows_per_partition=rows_per_partition, min_partitions=workers)
     where = str(Path(train_path).resolve())
     if not _visible_everywhere(client, [where])[where]:
@@ -503,7 +521,7 @@ def train_command(dask: str, train_path: Path, valid_path: Path | None, config: 
 
     target = parse_dask_target(dask)
     check_dask_loss(config.loss)
-    require_dask()
+    require_dask(training=True)
     check_target(output, overwrite)
     check_query_aligned(train_path)  # refuse a query spanning row groups before starting anything
     valid = read_dataset(valid_path) if valid_path is not None else None
@@ -603,6 +621,7 @@ def run_experiment_units(target: "str | DaskTarget | distributed.Client", data_p
     with _client_for(target) as client:
         if not pending:
             return
+        require_workers(client)
         if data is None:
             from rankcli.experiment import load_data
 
@@ -700,6 +719,7 @@ def convert_on_cluster(target: "str | DaskTarget | distributed.Client", inputs: 
     check_target(output, overwrite)
 
     with _client_for(target) as client:
+        require_workers(client)
         unseen = [p for p, ok in _visible_everywhere(client, expanded).items() if not ok]
         if unseen:
             raise InputError(f"{unseen[0]}: not visible to every Dask worker; --dask needs the inputs on a "

@@ -290,3 +290,12 @@ def test_train_cli_on_a_running_scheduler(client, sample, tmp_path):
     assert f"training pointwise on the Dask cluster {address} (2 workers)" in res.stderr.decode()
     res = run_cli("train", sample / "train.parquet", "-o", tmp_path / "m2", "--loss", "listnet", "--dask", address)
     assert res.returncode == 2 and "--loss listnet cannot train with --dask" in res.stderr.decode()
+
+
+def test_scheduler_without_workers_is_an_output_error():
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as cluster:
+        with rd.connect(cluster.scheduler_address) as c:
+            with pytest.raises(OutputError, match="has no workers"):
+                rd.require_workers(c, timeout=0.2)
