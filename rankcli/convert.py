@@ -222,7 +222,7 @@ class _Converter:
     """Converts one or more inputs into one output sink, checking query contiguity across all of them.
 
     Blocks are cut at newlines by the reader and parsed by a small thread pool (numpy and arrow release the GIL), at
-    most a few blocks ahead; results are consumed in order, so checks and qids from a sidecar stay sequential.
+    most four blocks ahead; results are consumed in order, so checks and qids from a sidecar stay sequential.
     """
 
     def __init__(self, sink: _Sink, options: ConvertOptions, threads: int | None = None):
@@ -299,7 +299,7 @@ class _Converter:
         try:
             for item in blocks:
                 inflight.append(pool.submit(parse, item))
-                if len(inflight) >= self.threads:
+                if len(inflight) >= self.threads + 2:  # keep the workers busy while a row group is written
                     yield inflight.popleft().result()
             while inflight:
                 yield inflight.popleft().result()
