@@ -1,7 +1,7 @@
 """Convert SVMlight/LETOR text to Parquet datasets (qid, label, optional docid, f1..fN float32).
 
-Input lines: `<label> [qid:<int>] <index>:<value> ... [# comment]`, spaces or tabs, LF or CRLF; blank and
-comment-only lines are skipped; absent features are 0.0. Labels may be real-valued (0.07). Files without `qid:` take
+Input lines: `<label> qid:<int> <index>:<value> ... # comment` (qid: and the comment optional), spaces or tabs,
+LF or CRLF; blank and comment-only lines are skipped; absent features are 0.0. Labels may be real-valued (0.07). Files without `qid:` take
 their queries from a LightGBM-style sidecar `<input>.query` (one group size per line, queries numbered from 0) found
 next to the input, or named with --query-file. `# docid = X` comments fill a docid column; --keep-comments also keeps
 the whole comment text in a comment column. `.gz`, `.bz2` and `.xz` inputs are decompressed; `-` reads standard input.

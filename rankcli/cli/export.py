@@ -1,6 +1,6 @@
 """Export a Parquet dataset back to text: SVMlight/LETOR or TREC qrels.
 
-  rankcli export data.parquet -o data.txt --format svmlight      `<label> qid:<q> <i>:<v> ... [# docid = X]`
+  rankcli export data.parquet -o data.txt --format svmlight      `<label> qid:<q> <i>:<v> ... # docid = X`
   rankcli export data.parquet -o data.qrels --format trec-qrels  `qid 0 docid label`
 
 SVMlight: zero features are omitted (the last feature is written once, on the first line, so that converting the file
