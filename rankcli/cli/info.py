@@ -35,9 +35,9 @@ def summary_table(summaries: dict, title: str | None = None):
     row("rows", lambda s: f"{s.rows:,}")
     row("queries", lambda s: f"{s.queries:,}")
     row("features", lambda s: f"{s.features:,}")
-    row("docs per query min / median / max",
+    row("docs/query min/median/max",
         lambda s: f"{s.docs_per_query['min']} / {s.docs_per_query['median']:g} / {s.docs_per_query['max']}")
-    row("queries without a relevant doc", lambda s: f"{s.queries_without_relevant:,}")
+    row("queries w/o relevant doc", lambda s: f"{s.queries_without_relevant:,}")
     keys: list[str] = []
     for s in items:
         keys += [k for k in s.label_histogram if k not in keys]
