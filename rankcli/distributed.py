@@ -52,12 +52,11 @@ _ADDRESS = re.compile(r"^(?:(?P<scheme>[a-z][a-z0-9+]*)://)?(?P<host>\[[0-9a-fA-
 def require_dask(training: bool = False) -> None:
     """Raise a :class:`UsageError` naming the extra to install when Dask, distributed or pandas is missing (and, for
     ``training``, scikit-learn, on which ``lightgbm.dask`` builds)."""
-    missing = []
-    for module in ("dask", "distributed", "pandas") + (("sklearn",) if training else ()):
-        try:
-            __import__(module)
-        except ImportError:
-            missing.append(module)
+    import importlib.util
+
+    # find_spec locates a package without importing it (scikit-learn alone takes ~1.7 s to import here).
+    missing = [m for m in ("dask", "distributed", "pandas") + (("sklearn",) if training else ())
+               if importlib.util.find_spec(m) is None]
     if missing:
         raise UsageError(f"--dask needs {', '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} not "
                          f"installed; {INSTALL_HINT}")

@@ -75,6 +75,19 @@ def test_library_losses_are_refused_with_the_reason():
         assert rd.check_dask_loss(loss) == loss
 
 
+def test_missing_extra_is_a_usage_error_saying_what_to_install(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in ("pandas", "sklearn") else
+                        real(name, *a))
+    with pytest.raises(UsageError, match=r'^--dask needs pandas, which is not installed; install the optional extra: '
+                                         r'pip install "rankcli\[dask\]"$'):
+        rd.require_dask()
+    with pytest.raises(UsageError, match=r"^--dask needs pandas, sklearn, which are not installed"):
+        rd.require_dask(training=True)
+
+
 def test_unreachable_scheduler_is_an_output_error_naming_the_address():
     with pytest.raises(OutputError, match=r"cannot reach the Dask scheduler at tcp://127\.0\.0\.1:9"):
         with rd.connect("tcp://127.0.0.1:9", timeout=0.5):
