@@ -6,7 +6,8 @@ losses within every round, and reports the median time per tree (the time betwee
 end, so Dataset construction is excluded). Goal (issue 4): the library's ``xendcg`` at most 1.15x LightGBM's native
 ``rank_xendcg``. Also times the objective alone (gradient + hessian for the whole dataset).
 
-Run with the flock rule:  flock /tmp/rankcli-bench.lock /tmp/venv/bin/python bench/train.py
+Run with the flock rule:
+    flock /tmp/rankcli-bench.lock /tmp/venv/bin/python bench/train.py --threads 1 --trees 10 --rounds 5
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ def main() -> None:
     ap.add_argument("--features", type=int, default=136)
     ap.add_argument("--trees", type=int, default=15, help="trees per loss per round")
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--threads", type=int, default=None, help="LightGBM threads (default: all cores)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="LightGBM threads (default 1: multi-threaded timings swing widely on a shared machine)")
     ap.add_argument("--losses", default="xendcg-native,xendcg,lambdamart,listnet,ranknet")
     args = ap.parse_args()
 
