@@ -34,8 +34,9 @@ Memory bound of RankNet
 All pairs of a query are formed in padded ``(q, r, m)`` blocks: queries are grouped by size (a geometric grid of ratio
 1.125, so at most ~27% padding cells), ``m`` is the bucket's width, and each block holds at most :data:`MAX_PAIR_ELEMENTS` cells (queries per
 block ``q = MAX_PAIR_ELEMENTS // m^2``; a query longer than ``sqrt(MAX_PAIR_ELEMENTS)`` is cut into row tiles of
-``r = MAX_PAIR_ELEMENTS // m`` documents against all ``m``). With a handful of float64 temporaries per cell the
-working memory is about ``8 * 8 * MAX_PAIR_ELEMENTS`` bytes (~64 MiB), whatever the list lengths.
+``r = MAX_PAIR_ELEMENTS // m`` documents against all ``m``). The gradient path keeps a boolean mask and two float32
+arrays per cell, the value path three float64 ones, so the working memory stays below ``32 * MAX_PAIR_ELEMENTS``
+bytes (32 MiB) whatever the list lengths.
 """
 
 from __future__ import annotations
