@@ -199,3 +199,20 @@ def test_parse_gamma():
             losses.parse_gamma(bad)
     g = losses.parse_gamma("uniform").draw(5, np.random.default_rng(0))
     assert g.shape == (5,) and np.all((g >= 0) & (g < 1))
+
+
+def test_ranknet_memory_stays_bounded_on_a_long_list():
+    import tracemalloc
+
+    rng = np.random.default_rng(7)
+    m = 3000  # 9M pairs: without the block cap one float64 (m, m) array alone would take 72 MB
+    off = np.array([0, m], dtype=np.int64)
+    s, y = rng.normal(size=m), rng.integers(0, 5, m).astype(float)
+    for f in (losses.ranknet_grad_hess, losses.ranknet_value):
+        tracemalloc.start()
+        try:
+            f(s, y, off)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert peak < 32 * losses.MAX_PAIR_ELEMENTS + (1 << 20), (f.__name__, peak)
