@@ -85,7 +85,7 @@ def command(
         help="Override: queries without a relevant document are skipped, score 1 (normalised metrics) or 0.",
         show_default=False)] = None,
     ties: Annotated[Optional[Ties], typer.Option(
-        help="Override: equal scores in input order, or averaged over their permutations (not for err).",
+        help="Override: equal scores in input order, or averaged over their permutations.",
         show_default=False)] = None,
     threshold: Annotated[Optional[float], typer.Option(
         help="mrr/map/precision/recall: a document is relevant when label >= this (default: 1).",
@@ -121,8 +121,6 @@ def command(
     conv = Convention.preset(convention.value).with_(
         gain=gain.value if gain else None, no_relevant=no_relevant.value if no_relevant else None,
         ties=ties.value if ties else None, relevance_threshold=threshold, max_grade=max_grade)
-    if conv.ties == "average" and any(s.name == "err" for s in specs):
-        raise UsageError("err cannot average over ties; use --ties input (or drop err)")
     if per_query is not None:
         from rankcli.formats.atomic import check_target
 

@@ -35,8 +35,8 @@ Ties between equal scores (``Convention.ties``):
 - ``average``: the expected value of the metric over all orderings of tied documents (McSherry & Najork, ECIR 2008),
   as scikit-learn's ``ndcg_score`` computes it. It is computed in closed form per tie group: for DCG, precision and
   recall a group contributes its mean gain (or relevant fraction) times the discounts (or count) of the positions it
-  occupies; for AP and RR the expectation uses the distribution of relevant documents inside the group. ERR has no
-  such closed form here: ``err`` requires ``ties="input"``.
+  occupies; for AP and RR the expectation uses the distribution of relevant documents inside the group; for ERR the
+  mean, over the group's j-subsets, of the product of the probabilities of reading on (a stable recurrence).
 
 Speed: no Python loop over queries. Queries are laid out in padded matrices per size bucket
 (:func:`rankcli.core.groups.size_buckets`); for a cutoff ``k`` only the top ``k`` of each row is selected
@@ -443,8 +443,6 @@ def per_query(specs: Sequence[MetricSpec | str], labels, scores, offsets, conven
     labels, scores, offsets = _check_inputs(labels, scores, offsets)
     if (unranked_labels is None) != (unranked_offsets is None):
         raise UsageError("unranked_labels and unranked_offsets go together")
-    if convention.ties == "average" and any(s.name == "err" for s in specs):
-        raise UsageError("err has no closed form for averaging over ties; use ties=input for err")
     nq = offsets.shape[0] - 1
     judg = _Judgments(labels, offsets, unranked_labels, unranked_offsets, convention)
     if any(s.name == "err" for s in specs):
@@ -630,10 +628,62 @@ def _average_metrics(specs, labels, scores, rows, valid, width, sizes, judg, qs,
             rank = s0[:, None] + j + 1.0
             v = np.where(rank <= kk, p / rank, 0.0).sum(axis=1)
             v = np.where(has, v, 0.0)
-        else:  # pragma: no cover - err is refused earlier
+        elif name == "err":
+            v = _average_err(lab, v_sorted, new, start, gsize, kk, convention.err_max_grade)
+        else:  # pragma: no cover - MetricSpec validates names
             raise AssertionError(name)
         res[str(spec)] = v
     return res
+
+
+def _average_err(lab, valid, new, start, gsize, kk, max_grade):
+    """Expected ERR@kk over the orders of tied documents.
+
+    With ``x = 1 - R`` the probability of reading past a document, ERR = sum_r (1/r) R_r prod_{i<r} x_i. Earlier tie
+    groups contribute the same product ``P`` to every order of a group, and inside a group of n documents starting at
+    position s, ``R_{(j)} prod_{i<j} x_{(i)} = prod_{i<j} x_{(i)} - prod_{i<=j} x_{(i)}``; so the group adds
+    ``P * sum_j (T_j - T_{j+1}) / (s + j + 1)`` where ``T_j`` is the mean of ``prod x`` over the group's j-subsets
+    (the expected product over the first j places of a random order). ``T`` comes from the stable recurrence
+    ``T_m[j] = ((m - j) / m) T_{m-1}[j] + (j / m) x_m T_{m-1}[j-1]`` over the group's members, vectorised over groups.
+    """
+    nq_b, width = lab.shape
+    x = 1.0 - (np.exp2(np.maximum(lab, 0.0)) - 1.0) / np.exp2(max_grade)
+    x = np.where(valid, x, 1.0)
+    before = np.ones_like(x)
+    before[:, 1:] = np.cumprod(x, axis=1)[:, :-1]
+    pos = np.arange(width, dtype=np.int64)[None, :]
+    first = new & valid & (pos < kk)  # first cells of the groups that reach into the top kk
+    gq, gcol = np.nonzero(first)
+    if gq.shape[0] == 0:
+        return np.zeros(nq_b)
+    ng = gsize[gq, gcol].astype(np.int64)
+    order = np.argsort(-ng, kind="stable")  # largest groups first: the active groups of step m are a prefix
+    gq, gcol, ng = gq[order], gcol[order], ng[order]
+    n_groups = gq.shape[0]
+    number = np.full((nq_b, width), -1, dtype=np.int64)
+    number[gq, gcol] = np.arange(n_groups)
+    cell_group = np.take_along_axis(number, start, axis=1)
+    member = (pos - start)
+    sel = valid & (cell_group >= 0)
+    maxn = int(ng[0])
+    members = np.ones((n_groups, maxn))
+    members[cell_group[sel], member[sel]] = x[sel]
+    J = min(maxn, kk)
+    T = np.zeros((n_groups, J + 1))
+    T[:, 0] = 1.0
+    active = n_groups
+    for m in range(1, maxn + 1):
+        while active and ng[active - 1] < m:
+            active -= 1
+        top = min(m, J)
+        j = np.arange(1, top + 1, dtype=np.float64)
+        sub = T[:active]
+        sub[:, 1:top + 1] = ((m - j) / m) * sub[:, 1:top + 1] + (j / m) * members[:active, m - 1:m] * sub[:, :top]
+    s = gcol.astype(np.float64)
+    jj = np.arange(J, dtype=np.float64)[None, :]
+    within = jj < np.minimum(ng, kk - gcol)[:, None]
+    val = np.where(within, (T[:, :-1] - T[:, 1:]) / (s[:, None] + jj + 1.0), 0.0).sum(axis=1)
+    return np.bincount(gq, weights=before[gq, gcol] * val, minlength=nq_b)
 
 
 def _apply_no_relevant(specs, out, judg, convention) -> None:

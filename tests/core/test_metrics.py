@@ -118,7 +118,7 @@ def test_average_ties_match_enumeration_of_all_permutations(gain, no_relevant):
     rng = np.random.default_rng([M.GAINS.index(gain), M.NO_RELEVANT.index(no_relevant), 1])
     labels, scores, offsets = random_batch(rng, n_queries=40, max_size=6, tie_levels=2, grades=3)
     conv = M.Convention(gain=gain, no_relevant=no_relevant, ties="average")
-    specs = [M.MetricSpec(n, k) for n in ALL_NAMES if n != "err" for k in (None, 1, 2, 3, 5)]
+    specs = [M.MetricSpec(n, k) for n in ALL_NAMES for k in (None, 1, 2, 3, 5)]
     got = M.per_query(specs, labels, scores, offsets, conv)
     for spec in specs:
         np.testing.assert_allclose(got[str(spec)], ref(spec.name, spec.k, labels, scores, offsets, conv),
@@ -196,8 +196,21 @@ def test_err_bounds_and_errors():
         M.per_query(["err@1"], labels, np.array([1.0, 0.0]), np.array([0, 2]))
     ok = M.per_query(["err@1"], labels, np.array([1.0, 0.0]), np.array([0, 2]), M.Convention(max_grade=5))
     assert ok["err@1"][0] == pytest.approx(31 / 32)
-    with pytest.raises(UsageError, match="err"):
-        M.per_query(["err"], labels, np.array([1.0, 0.0]), np.array([0, 2]), M.Convention(ties="average"))
+    # Averaged over the two orders of a tie: (R(5) + (1 - R(5)) R(0) / 2 + R(0) + (1 - R(0)) R(5) / 2) / 2.
+    tied = M.per_query(["err"], labels, np.array([1.0, 1.0]), np.array([0, 2]),
+                       M.Convention(max_grade=5, ties="average"))
+    assert tied["err"][0] == pytest.approx((31 / 32 + 31 / 32 / 2) / 2)
+
+
+def test_average_ties_equal_input_order_without_ties():
+    rng = np.random.default_rng(12)
+    labels, _, offsets = random_batch(rng, n_queries=30, max_size=200, min_size=50)
+    scores = rng.permutation(labels.shape[0]).astype(np.float64)  # all distinct
+    specs = M.parse_metrics(["ndcg@10", "ndcg", "err@10", "err", "map@20", "mrr", "precision@7", "recall@30"])
+    a = M.per_query(specs, labels, scores, offsets, M.Convention(ties="input"))
+    b = M.per_query(specs, labels, scores, offsets, M.Convention(ties="average"))
+    for name in a:
+        np.testing.assert_allclose(a[name], b[name], rtol=1e-12, atol=1e-15, err_msg=name)
 
 
 def test_bad_inputs():
@@ -306,7 +319,7 @@ def _arrays(batch):
     return labels, scores, offsets
 
 
-PROPERTY_SPECS = M.parse_metrics(["ndcg@1,3,10", "ndcg", "mrr", "map@5", "precision@3", "recall@3"])
+PROPERTY_SPECS = M.parse_metrics(["ndcg@1,3,10", "ndcg", "mrr", "map@5", "precision@3", "recall@3", "err@5"])
 
 
 @settings(max_examples=60, deadline=None)
