@@ -501,7 +501,7 @@ def train_distributed(client: "distributed.Client", train_path: Path | str, vali
     if best_iteration < trees_trained:
         booster = lightgbm.Booster(model_str=booster.model_to_string(num_iteration=best_iteration))
     booster.best_iteration = best_iteration
-    params = dict(params)
+    params = {k: v for k, v in params.items() if k not in ("num_threads", "n_jobs")}  # each worker uses its own
     params["tree_learner"] = run_params["tree_learner"]
     result = TrainResult(booster=booster, best_iteration=best_iteration, curve=curve, seconds=seconds, params=params,
                          trees_trained=trees_trained, metric=metric_name, label_values=label_values)
