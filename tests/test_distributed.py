@@ -312,3 +312,19 @@ def test_scheduler_without_workers_is_an_output_error():
         with rd.connect(cluster.scheduler_address) as c:
             with pytest.raises(OutputError, match="has no workers"):
                 rd.require_workers(c, timeout=0.2)
+
+
+def test_experiment_cli_on_a_running_scheduler(client, sample, tmp_path):
+    address = client.scheduler.address
+    res = run_cli("experiment", sample, "-o", tmp_path / "exp", "--losses", "pointwise,xendcg", "--trials", "2",
+                  "--trees", "5", "--early-stopping", "0", "--metric", "ndcg@5", "--no-plots", "--json",
+                  "--dask", address)
+    assert res.returncode == 0, res.stderr.decode()
+    summary = json.loads(res.stdout)
+    assert [s["setting"] for s in summary["settings"]] == ["baseline"]
+    assert f"on the Dask cluster {address}" in res.stderr.decode()
+    assert pq.read_table(tmp_path / "exp" / "trials.parquet").num_rows == 4
+    res = run_cli("experiment", sample, "-o", tmp_path / "exp2", "--dask", address, "--jobs", "2")
+    assert res.returncode == 2
+    assert res.stderr.decode() == "Error: --jobs and --dask do not combine: with --dask the cluster's workers run " \
+                                  "the units\n"
