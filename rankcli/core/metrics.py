@@ -671,10 +671,9 @@ def _average_err(lab, valid, new, start, gsize, kk, max_grade):
     J = min(maxn, kk)
     T = np.zeros((n_groups, J + 1))
     T[:, 0] = 1.0
-    active = n_groups
+    neg_sizes = -ng  # ascending
     for m in range(1, maxn + 1):
-        while active and ng[active - 1] < m:
-            active -= 1
+        active = int(np.searchsorted(neg_sizes, -m, side="right"))  # groups with at least m members
         top = min(m, J)
         j = np.arange(1, top + 1, dtype=np.float64)
         sub = T[:active]
