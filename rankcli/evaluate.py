@@ -92,6 +92,9 @@ def read_run(path: Path | str) -> Run:
     from rankcli.formats import parquet
 
     names = parquet.column_names(path)
+    if "score" not in names and "qid" in names and "label" in names and parquet.feature_columns(names):
+        raise SchemaError(f"{path}: missing column score: this looks like a dataset (it has feature columns); "
+                          "score it with a model: rankcli eval DATA --model MODEL_DIR")
     parquet.require_columns(path, names, RUN_COLUMNS)
     table = parquet.read_table(path, list(RUN_COLUMNS))
     arrays = {}

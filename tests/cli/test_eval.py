@@ -85,6 +85,16 @@ def test_missing_column_exit_3(cli, tmp_path):
     assert out.stderr.decode() == f"Error: {path}: missing column score (found: qid, label)\n"
 
 
+def test_dataset_without_scores_points_to_model(cli, tmp_path):
+    path = tmp_path / "ds.parquet"
+    pq.write_table(pa.table({"qid": [1, 1], "label": [1.0, 0.0], "f1": pa.array([0.1, 0.2], pa.float32())}),
+                   str(path))
+    out = cli("eval", path)
+    assert out.returncode == 3
+    assert out.stderr.decode() == (f"Error: {path}: missing column score: this looks like a dataset (it has feature "
+                                   "columns); score it with a model: rankcli eval DATA --model MODEL_DIR\n")
+
+
 def test_nan_score_names_row_exit_3(cli, tmp_path):
     path = write_run(tmp_path / "nan.parquet", [1, 1, 2], [1.0, 0.0, 1.0], [0.5, np.nan, 1.0])
     out = cli("eval", path)
