@@ -77,7 +77,7 @@ def test_row_groups_end_on_query_boundaries(tmp_path, monkeypatch):
     import rankcli.convert as conv
     import rankcli.formats.parquet as parquet
 
-    monkeypatch.setattr(conv, "ROW_GROUP_ROWS", 50)
+    monkeypatch.setattr(conv, "FLUSH_ROWS", 50)
     monkeypatch.setattr(parquet, "ROW_GROUP_ROWS", 50)
     text, *_ = random_svmlight(np.random.default_rng(3), 500, 5)
     (tmp_path / "a.txt").write_text(text)
