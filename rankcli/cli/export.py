@@ -60,7 +60,8 @@ def _export_qrels(data: Path, output: Path, overwrite: bool) -> int:
         for table in iter_row_groups(data, wanted):
             n = table.num_rows
             docids = table.column("docid").combine_chunks() if "docid" in names else None
-            write_lines(out, qrels_lines(table.column("qid").to_numpy(), docids, table.column("label").to_numpy(),
+            write_lines(out, qrels_lines(table.column("qid").combine_chunks(), docids,
+                                         table.column("label").combine_chunks(),
                                          rows=np.arange(rows, rows + n)))
             rows += n
     return rows

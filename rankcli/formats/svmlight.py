@@ -509,11 +509,23 @@ def comment_columns(comments: list, docid: bool, keep: bool) -> tuple[pa.Array |
 # Writing
 
 
+def scalar(value: str | float | int | None, type: pa.DataType | None = None) -> pa.Scalar:
+    """``pa.scalar(value, type)`` without importing pandas (``pa.scalar``, and so a Python literal passed to a
+    ``pyarrow.compute`` function, imports it: about a second). Strings give a string scalar; ``None`` a null of
+    ``type`` (default string); numbers a scalar of ``type`` (default float64)."""
+    if value is None:
+        return pa.nulls(1, type if type is not None else pa.string())[0]
+    if isinstance(value, str):
+        return strings_array([value.encode()])[0]
+    type = type if type is not None else pa.float64()
+    return from_numpy(np.array([value]), type)[0]
+
+
 def _feature_tokens(column: pa.Array, number: int) -> pa.Array:
     """``"<number>:<value>"`` where the value is non-zero, null where it is zero (SVMlight omits zeros)."""
     values = column.cast(pa.float32()) if column.type != pa.float32() else column
-    text = pc.binary_join_element_wise(f"{number}:", values.cast(pa.string()), "")
-    return pc.if_else(pc.not_equal(values, 0), text, pa.scalar(None, pa.string()))
+    text = pc.binary_join_element_wise(scalar(f"{number}:"), values.cast(pa.string()), scalar(""))
+    return pc.if_else(pc.not_equal(values, scalar(0, pa.float32())), text, scalar(None))
 
 
 def svmlight_lines(table: pa.Table, feature_cols: list[str], *, width: int | None = None,
@@ -528,21 +540,23 @@ def svmlight_lines(table: pa.Table, feature_cols: list[str], *, width: int | Non
     n = table.num_rows
     parts = [table.column("label").combine_chunks().cast(pa.float64()).cast(pa.string())]
     if "qid" in table.column_names:
-        parts.append(pc.binary_join_element_wise("qid:", table.column("qid").combine_chunks().cast(pa.string()), ""))
+        parts.append(pc.binary_join_element_wise(scalar("qid:"), table.column("qid").combine_chunks().cast(pa.string()),
+                                                  scalar("")))
     numbers = [int(FEATURE_COLUMN.match(c).group(1)) for c in feature_cols]
     for name, number in zip(feature_cols, numbers):
         parts.append(_feature_tokens(table.column(name).combine_chunks(), number))
     if force_width and n and numbers:
         last = numbers[-1]
-        forced = pa.array([f"{last}:0"] + [None] * (n - 1), pa.string())
+        forced = strings_array([f"{last}:0".encode()] + [None] * (n - 1))
         parts[-1] = pc.coalesce(parts[-1], forced)
     if "comment" in table.column_names:
         comment = table.column("comment").combine_chunks()
-        parts.append(pc.binary_join_element_wise("# ", comment, ""))
+        parts.append(pc.binary_join_element_wise(scalar("# "), comment, scalar("")))
     elif "docid" in table.column_names:
-        parts.append(pc.binary_join_element_wise("# docid = ", table.column("docid").combine_chunks(), ""))
-    joined = pc.binary_join_element_wise(*parts, " ", null_handling="skip")
-    return pc.binary_join_element_wise(joined, "\n", "")
+        parts.append(pc.binary_join_element_wise(scalar("# docid = "), table.column("docid").combine_chunks(),
+                                                  scalar("")))
+    joined = pc.binary_join_element_wise(*parts, scalar(" "), null_handling="skip")
+    return pc.binary_join_element_wise(joined, scalar("\n"), scalar(""))
 
 
 def write_lines(stream: BinaryIO, lines: pa.Array) -> None:

@@ -125,15 +125,25 @@ def qrels_lines(qids, docids, labels, rows=None):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    qid_text = pa.array(np.asarray(qids)).cast(pa.string())
+    from rankcli.formats.parquet import array_from_numpy
+    from rankcli.formats.svmlight import scalar
+
+    # array_from_numpy / scalar: no pandas import (pa.array, pa.scalar and Python literals in pc calls import it)
+    if isinstance(qids, (pa.Array, pa.ChunkedArray)):
+        qid_text = qids.cast(pa.string())
+    else:
+        qid_text = array_from_numpy(np.asarray(qids)).cast(pa.string())
     rows = np.arange(len(qid_text), dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
-    doc_text = pc.binary_join_element_wise(qid_text, pa.array(rows).cast(pa.string()), "-")
+    doc_text = pc.binary_join_element_wise(qid_text, array_from_numpy(rows).cast(pa.string()), scalar("-"))
     if docids is not None:
         given = docids if isinstance(docids, (pa.Array, pa.ChunkedArray)) else pa.array(docids, pa.string())
         doc_text = pc.coalesce(given, doc_text)  # a row without a docid is named <qid>-<row>
-    label_text = pa.array(np.asarray(labels, dtype=np.float64)).cast(pa.string())
-    return pc.binary_join_element_wise(qid_text, "0", doc_text, pc.binary_join_element_wise(label_text, "\n", ""),
-                                       " ")
+    if isinstance(labels, (pa.Array, pa.ChunkedArray)):
+        label_text = labels.cast(pa.float64()).cast(pa.string())
+    else:
+        label_text = array_from_numpy(np.asarray(labels, dtype=np.float64)).cast(pa.string())
+    return pc.binary_join_element_wise(qid_text, scalar("0"), doc_text,
+                                       pc.binary_join_element_wise(label_text, scalar("\n"), scalar("")), scalar(" "))
 
 
 def write_qrels(path: Path | str, qids, docids, labels, *, rows=None, overwrite: bool = False) -> int:

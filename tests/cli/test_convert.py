@@ -159,6 +159,23 @@ def test_export_qrels_without_docid_names_rows(tmp_path, capsys):
     assert (tmp_path / "a.qrels").read_text() == "4 0 4-0 1\n4 0 4-1 0\n9 0 9-2 2\n"
 
 
+def test_export_does_not_import_pandas(tmp_path):
+    """pa.array / pa.scalar / Python literals in pyarrow.compute import pandas (about a second); export avoids them."""
+    (tmp_path / "a.txt").write_text("1 qid:4 1:1 # docid = x\n0 qid:4 2:0.5 # docid = y\n2 qid:9 1:1 # docid = z\n")
+    code = ("import sys\nfrom rankcli.cli import main\n"
+            f"assert main(['convert', {str(tmp_path / 'a.txt')!r}, '-o', {str(tmp_path / 'a.parquet')!r}]) == 0\n"
+            "loaded = 'pandas' in sys.modules\n"
+            f"assert main(['export', {str(tmp_path / 'a.parquet')!r}, '-o', {str(tmp_path / 'a.txt2')!r}]) == 0\n"
+            f"assert main(['export', {str(tmp_path / 'a.parquet')!r}, '-o', {str(tmp_path / 'a.qrels')!r},"
+            " '-f', 'trec-qrels']) == 0\n"
+            "print(loaded, 'pandas' in sys.modules)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1].split() == ["False", "False"]
+    assert (tmp_path / "a.qrels").read_text() == "4 0 x 1\n4 0 y 0\n9 0 z 2\n"
+    assert (tmp_path / "a.txt2").read_text() == "1 qid:4 1:1 2:0 # docid = x\n0 qid:4 2:0.5 # docid = y\n2 qid:9 1:1 # docid = z\n"
+
+
 def test_info_on_a_missing_or_bad_file(tmp_path, capsys):
     status, _, err = run(capsys, "info", tmp_path / "nope.parquet")
     assert status == 3 and err == f"Error: {tmp_path}/nope.parquet: no such file\n"
