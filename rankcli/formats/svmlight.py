@@ -32,6 +32,8 @@ BLOCK_BYTES = 2 * 1024 * 1024
 #: A dense float32 column per feature: refuse absurd widths (a sparse text-classification file, a typo) early.
 MAX_FEATURES = 20_000
 STDIN = "-"
+#: Skipped at the start of a file (Windows editors save UTF-8 text with it).
+UTF8_BOM = b"\xef\xbb\xbf"
 
 _COMPRESSED = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 
@@ -97,6 +99,8 @@ def read_query_file(path: str | Path) -> np.ndarray:
     with open(path, "rb") as fh:
         for number, raw in enumerate(fh, 1):
             text = raw.strip()
+            if number == 1 and text.startswith(UTF8_BOM):
+                text = text[len(UTF8_BOM):].strip()
             if not text:
                 continue
             try:
@@ -268,7 +272,12 @@ class _Errors:
 
 def parse_block(data: bytes, first_line: int = 1, *, name: str = "<input>", zero_based: bool = False,
                 num_features: int | None = None, keep_comments: bool = True) -> Block:
-    """Parse ``data``, whole lines ending with a newline, whose first line is line ``first_line`` of ``name``."""
+    """Parse ``data``, whole lines ending with a newline, whose first line is line ``first_line`` of ``name``.
+
+    A UTF-8 byte-order mark at the very start of the input (``first_line == 1``; editors on Windows write one) is
+    skipped."""
+    if first_line == 1 and data.startswith(UTF8_BOM):
+        data = data[len(UTF8_BOM):]
     b = np.frombuffer(data, dtype=np.uint8)
     n = b.shape[0]
     comment_lines = comment_texts = None

@@ -148,6 +148,27 @@ def test_sidecar_and_query_file(tmp_path):
     assert pq.read_table(tmp_path / "e.parquet").column("qid").to_pylist() == [0, 1, 1]
 
 
+def test_utf8_bom_at_the_start_is_skipped(tmp_path):
+    """Files saved by Windows editors start with a UTF-8 byte-order mark: skipped, same table as without it."""
+    text = "2 qid:7 1:0.5 3:1 # docid = a\n0 qid:7 2:0.25 # docid = b\n1 qid:8 1:1\n"
+    plain = convert_text(tmp_path, text, name="plain.txt")
+    for block_bytes in (2, 1 << 20):  # the mark split over reads, or whole
+        with_bom = convert_text(tmp_path, b"\xef\xbb\xbf" + text.encode(), name="bom.txt", block_bytes=block_bytes)
+        assert with_bom.equals(plain)
+    import gzip
+
+    (tmp_path / "bom.txt.gz").write_bytes(gzip.compress(b"\xef\xbb\xbf" + text.encode()))
+    out = tmp_path / "gz.parquet"
+    convert([str(tmp_path / "bom.txt.gz")], out)
+    assert pq.read_table(out).equals(plain)
+    # only at the very start: elsewhere it is still binary data
+    with pytest.raises(InputFormatError, match=r"/in.txt:2: not SVMlight text \(binary data\), got"):
+        convert_text(tmp_path, b"1 qid:1 1:2\n\xef\xbb\xbf0 qid:1 1:1\n")
+    # a .query sidecar may start with one too
+    (tmp_path / "q").write_bytes(b"\xef\xbb\xbf3\n2\n")
+    assert read_query_file(tmp_path / "q").tolist() == [3, 2]
+
+
 def test_read_query_file_errors(tmp_path):
     (tmp_path / "q").write_text("3\nx\n")
     with pytest.raises(InputFormatError, match=r"q:2: expected a group size \(a positive integer\), got 'x'"):
