@@ -131,6 +131,41 @@ def model_scores(ds: Dataset, model_dir: Path | str) -> np.ndarray:
     return load_model(model_dir).predict(ds)
 
 
+def simulate_log(ds: Dataset, *, model: str = "cascade", click_probs=PAPER_CLICK_PROBS, eta: float = 1.0,
+                 max_rank: int | None = None, impressions: int = 10, ranker: str | np.ndarray = "random",
+                 keep_no_click: bool = False, label_grades: bool = False,
+                 rng: np.random.Generator) -> tuple[core.ClickLog, ClickSummary]:
+    """The simulation of :func:`simulate_clicks` without assembling the output rows: the click log (source rows,
+    impression offsets, clicks, positions) and the summary. ``ds.features`` is not used (it may be ``None``), so a
+    caller can gather the output's feature columns itself (the CLI takes them straight from the Arrow table)."""
+    if model not in core.MODELS:
+        raise UsageError(f"unknown click model {model!r}; expected one of {', '.join(core.MODELS)}")
+    if label_grades:
+        grades, values = to_grades(ds.labels)
+    else:
+        grades = require_integer_grades(ds.labels, "click simulation (one click probability per grade)")
+        values = None
+    ranks = display_ranks(ds, ranker)
+    log = core.simulate(model, grades, ds.offsets, click_probs, impressions, rng, eta=eta, display_rank=ranks,
+                        max_rank=max_rank, keep_no_click=keep_no_click)
+    ranker_name = ranker if isinstance(ranker, str) else "scores"
+    params = {"click_probs": [float(p) for p in click_probs], "impressions": int(impressions),
+              "keep_no_click": bool(keep_no_click), "label_grades": bool(label_grades)}
+    if model == "pbm":
+        params["eta"] = float(eta)
+    if max_rank is not None:
+        params["max_rank"] = int(max_rank)
+    summary = ClickSummary(
+        model=model, ranker=ranker_name, impressions=log.n_impressions, kept=log.n_kept, clicks=int(log.clicks.sum()),
+        dropped=log.dropped, rows=int(log.rows.shape[0]), params=params,
+        shown_by_grade=log.shown_by_grade.tolist(), clicks_by_grade=log.clicks_by_grade.tolist(),
+        shown_by_position=log.shown_by_position.tolist(), clicks_by_position=log.clicks_by_position.tolist(),
+        examined_by_position=None if log.examined_by_position is None else log.examined_by_position.tolist(),
+        grade_values=None if values is None else [float(v) for v in values],
+    )
+    return log, summary
+
+
 def simulate_clicks(ds: Dataset, *, model: str = "cascade", click_probs=PAPER_CLICK_PROBS, eta: float = 1.0,
                     max_rank: int | None = None, impressions: int = 10, ranker: str | np.ndarray = "random",
                     keep_no_click: bool = False, label_grades: bool = False,
@@ -145,16 +180,9 @@ def simulate_clicks(ds: Dataset, *, model: str = "cascade", click_probs=PAPER_CL
     ``ranker``: ``"random"`` (a fresh shuffle per impression), ``"label"`` (ideal order), ``"input"`` (the data's
     order) or one score per row (rank by descending score; ties keep input order).
     """
-    if model not in core.MODELS:
-        raise UsageError(f"unknown click model {model!r}; expected one of {', '.join(core.MODELS)}")
-    if label_grades:
-        grades, values = to_grades(ds.labels)
-    else:
-        grades = require_integer_grades(ds.labels, "click simulation (one click probability per grade)")
-        values = None
-    ranks = display_ranks(ds, ranker)
-    log = core.simulate(model, grades, ds.offsets, click_probs, impressions, rng, eta=eta, display_rank=ranks,
-                        max_rank=max_rank, keep_no_click=keep_no_click)
+    log, summary = simulate_log(ds, model=model, click_probs=click_probs, eta=eta, max_rank=max_rank,
+                                impressions=impressions, ranker=ranker, keep_no_click=keep_no_click,
+                                label_grades=label_grades, rng=rng)
     rows = log.rows
     n_imp = log.n_kept
     out = Dataset(
@@ -175,19 +203,61 @@ def simulate_clicks(ds: Dataset, *, model: str = "cascade", click_probs=PAPER_CL
     if ds.docids is None:
         extra["source_row"] = rows
     out.extra = {**extra, **{k: v for k, v in out.extra.items() if k not in extra}}
-    ranker_name = ranker if isinstance(ranker, str) else "scores"
-    params = {"click_probs": [float(p) for p in click_probs], "impressions": int(impressions),
-              "keep_no_click": bool(keep_no_click), "label_grades": bool(label_grades)}
-    if model == "pbm":
-        params["eta"] = float(eta)
-    if max_rank is not None:
-        params["max_rank"] = int(max_rank)
-    summary = ClickSummary(
-        model=model, ranker=ranker_name, impressions=log.n_impressions, kept=n_imp, clicks=int(log.clicks.sum()),
-        dropped=log.dropped, rows=int(rows.shape[0]), params=params,
-        shown_by_grade=log.shown_by_grade.tolist(), clicks_by_grade=log.clicks_by_grade.tolist(),
-        shown_by_position=log.shown_by_position.tolist(), clicks_by_position=log.clicks_by_position.tolist(),
-        examined_by_position=None if log.examined_by_position is None else log.examined_by_position.tolist(),
-        grade_values=None if values is None else [float(v) for v in values],
-    )
     return out, summary
+
+
+def click_table(ds: Dataset, log: core.ClickLog, source=None):
+    """The output of :func:`simulate_clicks` as an Arrow table, equal to
+    ``dataset_table(out, out.extra)`` of its dataset ``out`` (same columns, order, types and values).
+
+    ``source``: an Arrow table holding ``ds``'s feature columns (``ds.feature_names``) and its ``docid`` column when
+    it has one, row for row. Its columns are gathered with Arrow's ``take`` (no numpy feature matrix at all); without
+    it the features come from ``ds.features`` and the docids from ``ds.docids``.
+    """
+    import pyarrow as pa
+
+    from rankcli.formats.parquet import array_from_numpy
+
+    rows = log.rows
+    n_imp = log.n_kept
+    columns = {
+        "qid": array_from_numpy(np.repeat(np.arange(1, n_imp + 1, dtype=np.int64), np.diff(log.offsets)), pa.int64()),
+        "label": array_from_numpy(log.clicks.astype(np.float64), pa.float64()),
+    }
+    has_docid = ds.docids is not None or (source is not None and "docid" in source.column_names)
+    indices = array_from_numpy(rows, pa.int64()) if source is not None else None
+    if has_docid:
+        if source is not None and "docid" in source.column_names:
+            columns["docid"] = _take(source.select(["docid"]), indices).column("docid").cast(pa.string())
+        else:
+            columns["docid"] = pa.array(ds.docids[rows], pa.string())
+    extra = {"source_qid": ds.qids[rows], "position": log.positions.astype(np.int32), "relevance": ds.labels[rows]}
+    if not has_docid:
+        extra["source_row"] = rows
+    extra.update({k: v[rows] for k, v in ds.extra.items() if k not in extra})
+    for name, values in extra.items():
+        columns[name] = array_from_numpy(values)
+    if source is not None and ds.feature_names:
+        taken = _take(source.select(list(ds.feature_names)), indices)
+        for name in ds.feature_names:
+            col = taken.column(name)
+            if col.null_count:  # as the numpy path reads them: NaN
+                col = col.fill_null(float("nan"))
+            if col.type != pa.float32():
+                col = col.cast(pa.float32(), safe=False)
+            columns[name] = col
+    elif ds.features is not None:
+        feats = _take_feature_rows(ds.features, rows)
+        for j, name in enumerate(ds.feature_names):
+            columns[name] = array_from_numpy(feats[:, j], pa.float32())
+    return pa.table(columns)
+
+
+def _take(table, indices):
+    """``table.take(indices)`` (Arrow's multi-threaded C++ gather) without importing ``pyarrow.compute`` (~70 ms of
+    wrapper generation at process start): the compute kernel is called through ``pyarrow._compute`` directly."""
+    try:
+        from pyarrow._compute import call_function
+    except ImportError:  # pragma: no cover - a pyarrow without the private module
+        return table.take(indices)
+    return call_function("take", [table, indices])

@@ -122,3 +122,30 @@ def test_cascade_on_the_ideal_order_teaches_the_reverse(learning):
     clicks, _ = simulate_clicks(train, click_probs=(0, 0.1, 0.3, 0.6, 1), impressions=5, ranker="label",
                                 rng=np.random.default_rng(5))
     assert accuracy(clicks) < 0.3
+
+
+@pytest.mark.parametrize("docids", [False, True])
+@pytest.mark.parametrize("model", ["cascade", "pbm"])
+def test_click_table_equals_dataset_table(docids, model):
+    """The CLI's Arrow assembly (features gathered from an Arrow table, or from ds.features) is the very table that
+    write_dataset would write for simulate_clicks' dataset: same columns, order, types and values."""
+    import pyarrow as pa
+
+    from rankcli.formats.parquet import dataset_table
+    from rankcli.simulate import click_table, simulate_log
+
+    ds = synthetic(40, 9, 3)
+    if docids:
+        ds.docids = np.array([f"d{i}" if i % 7 else None for i in range(ds.n_rows)], dtype=object)
+    out, summary = simulate_clicks(ds, model=model, impressions=3, rng=np.random.default_rng(5))
+    expected = dataset_table(out, out.extra)
+    log, summary2 = simulate_log(ds, model=model, impressions=3, rng=np.random.default_rng(5))
+    assert summary2 == summary
+    source_cols = {name: pa.chunked_array([ds.features[:100, j], ds.features[100:, j]])
+                   for j, name in enumerate(ds.feature_names)}
+    if docids:
+        source_cols["docid"] = pa.array(ds.docids, pa.string())
+    source = pa.table(source_cols)
+    for got in (click_table(ds, log, source), click_table(ds, log)):
+        assert got.schema == expected.schema
+        assert got.equals(expected)

@@ -48,14 +48,16 @@ def command(
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output file.")] = False,
 ) -> None:
+    import threading
+
     import numpy as np
 
     from rankcli.cli._common import log, print_json
     from rankcli.core.clicks import MODELS
     from rankcli.errors import UsageError
-    from rankcli.formats.atomic import check_target
-    from rankcli.formats.parquet import read_dataset, write_dataset
-    from rankcli.simulate import RANKERS, model_scores, parse_click_probs, simulate_clicks
+    from rankcli.formats.atomic import atomic_path, check_target
+    from rankcli.formats.parquet import QueryAlignedWriter, read_dataset, read_table
+    from rankcli.simulate import RANKERS, click_table, model_scores, parse_click_probs, simulate_log
 
     if model not in MODELS:
         raise UsageError(f"--model: expected one of {', '.join(MODELS)}, got {model!r}")
@@ -70,20 +72,52 @@ def command(
         raise UsageError(f"--ranker: expected random, label, input or a model directory, got {ranker!r}")
     check_target(output, overwrite)
 
-    ds = read_dataset(data)
-    scores_or_name = model_scores(ds, ranker) if ranker not in RANKERS else ranker
+    source = reader = None
+    if ranker in RANKERS:
+        # The simulation needs only qid and label: they are read first, then the feature (and docid) columns are read
+        # as Arrow in a thread while the simulation runs, and gathered with Arrow's take (no numpy feature matrix).
+        ds = read_dataset(data, features=False)
+        wanted = list(ds.feature_names) + (["docid"] if ds.docids is not None else [])
+        got: dict = {}
+
+        def read_source() -> None:
+            try:
+                got["table"] = read_table(data, wanted)
+            except BaseException as exc:  # re-raised in the main thread
+                got["error"] = exc
+
+        reader = threading.Thread(target=read_source, daemon=True)
+        reader.start()
+        scores_or_name = ranker
+    else:
+        ds = read_dataset(data)
+        scores_or_name = model_scores(ds, ranker)
     rng = np.random.default_rng(seed)
-    clicks, summary = simulate_clicks(ds, model=model, click_probs=probs, eta=eta, max_rank=max_rank,
-                                      impressions=impressions, ranker=scores_or_name, keep_no_click=keep_no_click,
-                                      label_grades=label_grades, rng=rng)
+    try:
+        click_log, summary = simulate_log(ds, model=model, click_probs=probs, eta=eta, max_rank=max_rank,
+                                          impressions=impressions, ranker=scores_or_name,
+                                          keep_no_click=keep_no_click, label_grades=label_grades, rng=rng)
+    finally:
+        if reader is not None:
+            reader.join()
+    if reader is not None:
+        if "error" in got:
+            raise got["error"]
+        source = got["table"]
     summary.ranker = ranker
+    table = click_table(ds, click_log, source)
+    del source
     meta = {
+        "kind": "dataset",
+        "num_features": len(ds.feature_names),
         "source": str(data),
         "clicks": {"model": model, "ranker": ranker, "seed": seed, **summary.params},
         "seed": seed,
     }
-    write_dataset(output, clicks, metadata=meta, overwrite=overwrite, extra_columns=clicks.extra,
-                  use_dictionary=_dictionary_columns(clicks))
+    with atomic_path(output, overwrite) as tmp:
+        with QueryAlignedWriter(tmp, table.schema, meta, use_dictionary=_dictionary_columns(table, ds.feature_names)
+                                ) as writer:
+            writer.write(table, click_log.offsets)
     if json_out:
         print_json({"output": str(output), "seed": seed, **summary.as_dict()})
         return
@@ -92,17 +126,19 @@ def command(
         log(f"dropped {summary.dropped} impression(s) without a click (--keep-no-click keeps them)")
 
 
-def _dictionary_columns(ds) -> list[str]:
+def _dictionary_columns(table, feature_names) -> list[str]:
     """Columns worth Parquet dictionary encoding: the clicks, grades and positions, and feature columns with few
     distinct values (LETOR's three-decimal features: 3x smaller files). Impression ids and source rows are nearly
     all distinct, and so are full-precision features: dictionary encoding only costs time there (up to 6x)."""
     import numpy as np
 
+    from rankcli.formats.parquet import column_to_numpy
+
     names = ["label", "relevance", "position"]
-    if ds.features is not None and ds.n_rows:
-        sample = ds.features[: min(ds.n_rows, 20_000)]
-        for j, name in enumerate(ds.feature_names):
-            if np.unique(sample[:, j]).shape[0] * 8 <= sample.shape[0]:
+    n = min(table.num_rows, 20_000)
+    if n:
+        for name in feature_names:
+            if np.unique(column_to_numpy(table.column(name).slice(0, n))).shape[0] * 8 <= n:
                 names.append(name)
     return names
 

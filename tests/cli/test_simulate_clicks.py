@@ -189,3 +189,20 @@ def test_model_ranker_and_train_on_clicks(run, data, tmp_path):
     if status == 2 and "not implemented" in err:
         pytest.skip("rankcli train is not implemented yet")
     assert status == 0, err
+
+
+@pytest.mark.parametrize("which", ["train", "nodoc"])
+def test_cli_output_equals_library_output(run, data, tmp_path, which):
+    """The CLI gathers features with Arrow (no feature matrix); its file holds what simulate_clicks computes."""
+    from rankcli.formats.parquet import dataset_table
+    from rankcli.simulate import simulate_clicks
+
+    out = tmp_path / "clicks.parquet"
+    code, _, err = run("simulate-clicks", str(data[which]), "-o", str(out), "--seed", "7", "--impressions", "3")
+    assert code == 0, err
+    ds = read_dataset(data[which])
+    clicks, _ = simulate_clicks(ds, impressions=3, rng=np.random.default_rng(7))
+    expected = dataset_table(clicks, clicks.extra)
+    got = pq.read_table(out)
+    assert got.schema.remove_metadata() == expected.schema
+    assert got.equals(expected.replace_schema_metadata(got.schema.metadata))
