@@ -8,6 +8,7 @@ back gives the same columns); values are written in the shortest form that reads
 convert -> export -> convert reproduces the same Parquet content. A comment column is written after `#`, else a docid
 column as `# docid = X`. TREC qrels: the docid column, or `<qid>-<row>` (row = the 0-based row number in the dataset)
 when there is none. Written atomically, row group by row group; an existing target needs --overwrite.
+`--json` prints {"input", "output", "format", "rows", "seconds"} to stdout.
 """
 
 from __future__ import annotations
@@ -32,9 +33,13 @@ def command(
     output: Annotated[Path, typer.Option("--output", "-o", help="The text file to write.", show_default=False)],
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.svmlight,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output.")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="Print a summary as JSON on stdout.")] = False,
 ) -> None:
-    from rankcli.cli._common import log
+    import time
 
+    from rankcli.cli._common import log, print_json
+
+    start = time.perf_counter()
     if format == Format.svmlight:
         from rankcli.formats.svmlight import write_svmlight
 
@@ -42,6 +47,9 @@ def command(
     else:
         rows = _export_qrels(data, output, overwrite)
     log(f"wrote {rows:,} rows to {output}")
+    if json_output:
+        print_json({"input": str(data), "output": str(output), "format": format.value, "rows": rows,
+                    "seconds": round(time.perf_counter() - start, 3)})
 
 
 def _export_qrels(data: Path, output: Path, overwrite: bool) -> int:

@@ -159,6 +159,19 @@ def test_export_qrels_without_docid_names_rows(tmp_path, capsys):
     assert (tmp_path / "a.qrels").read_text() == "4 0 4-0 1\n4 0 4-1 0\n9 0 9-2 2\n"
 
 
+def test_export_json_summary(tmp_path, capsys):
+    (tmp_path / "a.txt").write_text("1 qid:4 1:1\n0 qid:4 1:1\n2 qid:9 1:1\n")
+    assert run(capsys, "convert", tmp_path / "a.txt", "-o", tmp_path / "a.parquet")[0] == 0
+    status, out, err = run(capsys, "export", tmp_path / "a.parquet", "-o", tmp_path / "a.qrels", "-f", "trec-qrels",
+                           "--json")
+    assert status == 0 and err == f"wrote 3 rows to {tmp_path}/a.qrels\n"
+    summary = json.loads(out)
+    assert {k: summary[k] for k in ("input", "output", "format", "rows")} == {
+        "input": str(tmp_path / "a.parquet"), "output": str(tmp_path / "a.qrels"), "format": "trec-qrels", "rows": 3}
+    status, out, err = run(capsys, "export", tmp_path / "a.parquet", "-o", tmp_path / "a.qrels", "-f", "trec-qrels")
+    assert status == 4 and out == "" and err == f"Error: {tmp_path}/a.qrels: already exists; pass --overwrite to replace it\n"
+
+
 def test_export_does_not_import_pandas(tmp_path):
     """pa.array / pa.scalar / Python literals in pyarrow.compute import pandas (about a second); export avoids them."""
     (tmp_path / "a.txt").write_text("1 qid:4 1:1 # docid = x\n0 qid:4 2:0.5 # docid = y\n2 qid:9 1:1 # docid = z\n")
