@@ -45,7 +45,7 @@ def _lines(path: Path):
     if path.is_dir():
         raise InputError(f"{path}: is a directory, expected a file")
     try:
-        with open(path, "r", encoding="utf-8", errors="strict") as fh:
+        with open(path, "r", encoding="utf-8-sig", errors="strict") as fh:  # -sig: skip a leading BOM
             for number, line in enumerate(fh, 1):
                 yield number, line
     except UnicodeDecodeError as exc:
