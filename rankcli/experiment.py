@@ -560,6 +560,10 @@ def run_experiment(data_path: Path | str, exp_dir: Path | str, config: Experimen
         raise UsageError(f"--jobs must be >= 1, got {jobs}")
     metrics = [str(s) for s in parse_metrics(config.metrics)]
     config.metrics = metrics
+    parse_metrics([config.select_by])  # a bad --select-by or --preset fails here, before EXP_DIR is touched
+    from rankcli.train import check_preset
+
+    check_preset(config.preset)
     exp_dir = Path(exp_dir)
     started = time.perf_counter()
     data = load_data(data_path, config.use_given_splits)

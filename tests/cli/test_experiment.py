@@ -124,6 +124,17 @@ def test_usage_errors(capsys, data, tmp_path, args, message):
     assert not (tmp_path / "e" / "trials.parquet").exists()
 
 
+@pytest.mark.parametrize("args, status, message", [
+    (["--select-by", "foo"], 3, "Error: unknown metric 'foo'"),
+    (["--preset", "nope"], 2, "Error: unknown preset 'nope' (choose from paper-web30k, paper-yahoo)\n"),
+])
+def test_bad_select_by_or_preset_fails_before_exp_dir_is_created(capsys, data, tmp_path, args, status, message):
+    """Checked up front: not after writing config.json (a corrected rerun was then refused as a different config)."""
+    got, _, err = run(capsys, data, "-o", tmp_path / "e", "--losses", "xendcg", "--trials", "1", *args, *FAST)
+    assert got == status and err.startswith(message)
+    assert not (tmp_path / "e").exists()
+
+
 def test_missing_data(capsys, tmp_path):
     status, _, err = run(capsys, tmp_path / "nope.parquet", "-o", tmp_path / "e")
     assert status == 3
