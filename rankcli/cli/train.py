@@ -109,6 +109,12 @@ def command(
     params = dict(parse_param(p) for p in (param or []))
     if threads is not None and threads < 1:
         raise UsageError(f"--threads must be at least 1, got {threads}")
+    if learning_rate is not None and not learning_rate > 0:
+        raise UsageError(f"--learning-rate must be positive, got {learning_rate:g}")
+    if num_leaves is not None and num_leaves < 2:
+        raise UsageError(f"--num-leaves must be at least 2, got {num_leaves}")
+    if min_data_in_leaf is not None and min_data_in_leaf < 0:
+        raise UsageError(f"--min-data-in-leaf must be 0 or more, got {min_data_in_leaf}")
     config = TrainConfig(loss=loss, gamma=gamma, trees=trees if trees is not None else 500,
                          early_stopping=early_stopping if early_stopping is not None else 50, select_by=select_by,
                          convention=convention, learning_rate=learning_rate, num_leaves=num_leaves,

@@ -87,6 +87,9 @@ def test_label_grades(cli, data, tmp_path):
     (["--gamma", "fixed:2"], 2, "Error: --gamma fixed:<g> needs a number g in [0, 1], got 'fixed:2'"),
     (["--param", "nokey"], 2, "Error: --param expects key=value, got 'nokey'"),
     (["--preset", "paper-web"], 2, "Error: unknown preset 'paper-web'; did you mean 'paper-web30k'?"),
+    (["--learning-rate", "-1"], 2, "Error: --learning-rate must be positive, got -1\n"),
+    (["--num-leaves", "1"], 2, "Error: --num-leaves must be at least 2, got 1\n"),
+    (["--min-data-in-leaf", "-3"], 2, "Error: --min-data-in-leaf must be 0 or more, got -3\n"),
     (["--valid", "NARROW"], 3, "Error: validation feature columns differ from the training data's: missing f46 "
                                "(expected 46 features, got 45)"),
 ])
