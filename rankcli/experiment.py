@@ -110,6 +110,16 @@ class ExperimentConfig:
             raise UsageError(f"--seed must be >= 0, got {self.seed}")
         if self.threads < 1:
             raise UsageError(f"--threads must be >= 1, got {self.threads}")
+        if self.trees < 1:
+            raise UsageError(f"--trees must be >= 1, got {self.trees}")
+        if self.early_stopping < 0:
+            raise UsageError(f"--early-stopping must be 0 (off) or a positive number of trees, got {self.early_stopping}")
+        if self.learning_rate is not None and not self.learning_rate > 0:
+            raise UsageError(f"--learning-rate must be positive, got {self.learning_rate:g}")
+        if self.num_leaves is not None and self.num_leaves < 2:
+            raise UsageError(f"--num-leaves must be at least 2, got {self.num_leaves}")
+        if self.min_data_in_leaf is not None and self.min_data_in_leaf < 0:
+            raise UsageError(f"--min-data-in-leaf must be 0 or more, got {self.min_data_in_leaf}")
         for lv in self.augment_negatives:
             if not (math.isfinite(lv) and lv >= 0):
                 raise UsageError(f"--augment-negatives: levels must be >= 0, got {lv:g}")

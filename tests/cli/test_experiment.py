@@ -115,6 +115,9 @@ def test_different_configuration_refused(capsys, data, tmp_path):
     (["--label-noise", "0.1,x"], "Error: --label-noise: expected comma-separated numbers, got 'x'\n"),
     (["--label-noise", "1.5"], "Error: --label-noise: levels must be in [0, 1], got 1.5\n"),
     (["--trials", "0"], "Error: --trials must be >= 1, got 0\n"),
+    (["--learning-rate", "-1"], "Error: --learning-rate must be positive, got -1\n"),
+    (["--num-leaves", "1"], "Error: --num-leaves must be at least 2, got 1\n"),
+    (["--min-data-in-leaf", "-1"], "Error: --min-data-in-leaf must be 0 or more, got -1\n"),
     (["--use-given-splits"], "Error: --use-given-splits needs DATA to be a directory"),
 ])
 def test_usage_errors(capsys, data, tmp_path, args, message):
