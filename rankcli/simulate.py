@@ -207,19 +207,29 @@ def simulate_clicks(ds: Dataset, *, model: str = "cascade", click_probs=PAPER_CL
 
 
 def click_table(ds: Dataset, log: core.ClickLog, source=None):
-    """The output of :func:`simulate_clicks` as an Arrow table, equal to
-    ``dataset_table(out, out.extra)`` of its dataset ``out`` (same columns, order, types and values).
+    """The output of :func:`simulate_clicks` as an Arrow table, equal to ``dataset_table(out, out.extra)`` of its
+    dataset ``out`` (same columns, order, types and values) except that every column but ``docid`` is declared
+    non-nullable (as the data model's :func:`~rankcli.formats.parquet.dataset_schema` declares qid, label, features).
 
     ``source``: an Arrow table holding ``ds``'s feature columns (``ds.feature_names``) and its ``docid`` column when
     it has one, row for row. Its columns are gathered with Arrow's ``take`` (no numpy feature matrix at all); without
     it the features come from ``ds.features`` and the docids from ``ds.docids``.
     """
+    return next(click_batches(ds, log, source, [0, int(log.rows.shape[0])]))
+
+
+def click_batches(ds: Dataset, log: core.ClickLog, source=None, bounds=None):
+    """:func:`click_table` in pieces: yields the Arrow table of output rows ``bounds[k]:bounds[k + 1]`` for each
+    ``k`` (``bounds`` ascending from 0 to the number of output rows), so that a writer can encode one piece while the
+    next one's features are gathered."""
     import pyarrow as pa
 
     from rankcli.formats.parquet import array_from_numpy
 
     rows = log.rows
     n_imp = log.n_kept
+    if bounds is None:
+        bounds = [0, int(rows.shape[0])]
     columns = {
         "qid": array_from_numpy(np.repeat(np.arange(1, n_imp + 1, dtype=np.int64), np.diff(log.offsets)), pa.int64()),
         "label": array_from_numpy(log.clicks.astype(np.float64), pa.float64()),
@@ -237,20 +247,32 @@ def click_table(ds: Dataset, log: core.ClickLog, source=None):
     extra.update({k: v[rows] for k, v in ds.extra.items() if k not in extra})
     for name, values in extra.items():
         columns[name] = array_from_numpy(values)
-    if source is not None and ds.feature_names:
-        taken = _take(source.select(list(ds.feature_names)), indices)
-        for name in ds.feature_names:
-            col = taken.column(name)
-            if col.null_count:  # as the numpy path reads them: NaN
-                col = col.fill_null(float("nan"))
-            if col.type != pa.float32():
-                col = col.cast(pa.float32(), safe=False)
-            columns[name] = col
-    elif ds.features is not None:
-        feats = _take_feature_rows(ds.features, rows)
-        for j, name in enumerate(ds.feature_names):
-            columns[name] = array_from_numpy(feats[:, j], pa.float32())
-    return pa.table(columns)
+    names = list(ds.feature_names)
+    features = None
+    if source is not None and names:
+        features = source.select(names)
+    schema = None
+    for start, stop in zip(bounds[:-1], bounds[1:]):
+        start, stop = int(start), int(stop)
+        piece = {name: col.slice(start, stop - start) for name, col in columns.items()}
+        if features is not None:
+            taken = _take(features, indices.slice(start, stop - start))
+            for name in names:
+                col = taken.column(name)
+                if col.null_count:  # as the numpy path reads them: NaN
+                    col = col.fill_null(float("nan"))
+                if col.type != pa.float32():
+                    col = col.cast(pa.float32(), safe=False)
+                piece[name] = col
+        elif ds.features is not None:
+            feats = _take_feature_rows(ds.features, rows[start:stop])
+            for j, name in enumerate(names):
+                piece[name] = array_from_numpy(feats[:, j], pa.float32())
+        if schema is None:
+            # The data model's schema (qid, label and features required); every column but docid is never null,
+            # and a Parquet writer encodes required columns faster (no definition levels).
+            schema = pa.schema([pa.field(name, col.type, nullable=name == "docid") for name, col in piece.items()])
+        yield pa.Table.from_arrays(list(piece.values()), schema=schema)
 
 
 def _take(table, indices):

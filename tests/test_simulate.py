@@ -128,17 +128,19 @@ def test_cascade_on_the_ideal_order_teaches_the_reverse(learning):
 @pytest.mark.parametrize("model", ["cascade", "pbm"])
 def test_click_table_equals_dataset_table(docids, model):
     """The CLI's Arrow assembly (features gathered from an Arrow table, or from ds.features) is the very table that
-    write_dataset would write for simulate_clicks' dataset: same columns, order, types and values."""
+    write_dataset would write for simulate_clicks' dataset: same columns, order, types and values (only declared
+    non-nullable, docid aside)."""
     import pyarrow as pa
 
     from rankcli.formats.parquet import dataset_table
-    from rankcli.simulate import click_table, simulate_log
+    from rankcli.simulate import click_batches, click_table, simulate_log
 
     ds = synthetic(40, 9, 3)
     if docids:
         ds.docids = np.array([f"d{i}" if i % 7 else None for i in range(ds.n_rows)], dtype=object)
     out, summary = simulate_clicks(ds, model=model, impressions=3, rng=np.random.default_rng(5))
     expected = dataset_table(out, out.extra)
+    expected = expected.cast(pa.schema([f.with_nullable(f.name == "docid") for f in expected.schema]))
     log, summary2 = simulate_log(ds, model=model, impressions=3, rng=np.random.default_rng(5))
     assert summary2 == summary
     source_cols = {name: pa.chunked_array([ds.features[:100, j], ds.features[100:, j]])
@@ -149,3 +151,8 @@ def test_click_table_equals_dataset_table(docids, model):
     for got in (click_table(ds, log, source), click_table(ds, log)):
         assert got.schema == expected.schema
         assert got.equals(expected)
+    # In pieces (as the CLI writes row groups): the same table.
+    bounds = [0, 7, 7, 50, int(log.rows.shape[0])]
+    pieces = list(click_batches(ds, log, source, bounds))
+    assert [p.num_rows for p in pieces] == [7, 0, 43, log.rows.shape[0] - 50]
+    assert pa.concat_tables(pieces).equals(expected)

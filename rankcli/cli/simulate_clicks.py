@@ -55,9 +55,9 @@ def command(
     from rankcli.cli._common import log, print_json
     from rankcli.core.clicks import MODELS
     from rankcli.errors import UsageError
-    from rankcli.formats.atomic import atomic_path, check_target
-    from rankcli.formats.parquet import QueryAlignedWriter, read_dataset, read_table
-    from rankcli.simulate import RANKERS, click_table, model_scores, parse_click_probs, simulate_log
+    from rankcli.formats.atomic import check_target
+    from rankcli.formats.parquet import query_aligned_groups, read_dataset
+    from rankcli.simulate import RANKERS, click_batches, model_scores, parse_click_probs, simulate_log
 
     if model not in MODELS:
         raise UsageError(f"--model: expected one of {', '.join(MODELS)}, got {model!r}")
@@ -82,7 +82,7 @@ def command(
 
         def read_source() -> None:
             try:
-                got["table"] = read_table(data, wanted)
+                got["table"] = _read_columns(data, wanted)
             except BaseException as exc:  # re-raised in the main thread
                 got["error"] = exc
 
@@ -105,8 +105,6 @@ def command(
             raise got["error"]
         source = got["table"]
     summary.ranker = ranker
-    table = click_table(ds, click_log, source)
-    del source
     meta = {
         "kind": "dataset",
         "num_features": len(ds.feature_names),
@@ -114,16 +112,72 @@ def command(
         "clicks": {"model": model, "ranker": ranker, "seed": seed, **summary.params},
         "seed": seed,
     }
-    with atomic_path(output, overwrite) as tmp:
-        with QueryAlignedWriter(tmp, table.schema, meta, use_dictionary=_dictionary_columns(table, ds.feature_names)
-                                ) as writer:
-            writer.write(table, click_log.offsets)
+    _write_clicks(output, overwrite, click_batches(ds, click_log, source, query_aligned_groups(click_log.offsets)),
+                  meta, ds.feature_names)
     if json_out:
         print_json({"output": str(output), "seed": seed, **summary.as_dict()})
         return
     _render(summary, output)
     if summary.dropped and not keep_no_click:
         log(f"dropped {summary.dropped} impression(s) without a click (--keep-no-click keeps them)")
+
+
+def _write_clicks(output: Path, overwrite: bool, pieces, meta: dict, feature_names) -> None:
+    """Write the query-aligned row groups ``pieces`` (Arrow tables) to ``output`` atomically, as ``write_dataset``
+    would (zstd; dictionary encoding where it pays, see :func:`_dictionary_columns`). A thread encodes each row group
+    while the next one's features are gathered; the file is the same as writing the whole table at once."""
+    import queue
+    import threading
+
+    import pyarrow.parquet as pq
+
+    from rankcli.formats.atomic import atomic_path
+    from rankcli.formats.parquet import encode_metadata
+
+    with atomic_path(output, overwrite) as tmp:
+        first = next(pieces)
+        schema = first.schema.with_metadata(encode_metadata(meta))
+        writer = pq.ParquetWriter(str(tmp), schema, compression="zstd",
+                                  use_dictionary=_dictionary_columns(first, feature_names))
+        todo: queue.Queue = queue.Queue(maxsize=2)
+        failed: list = []
+
+        def encode() -> None:
+            while (piece := todo.get()) is not None:
+                if not failed and piece.num_rows:
+                    try:
+                        writer.write_table(piece, row_group_size=piece.num_rows)
+                    except BaseException as exc:  # re-raised in the main thread
+                        failed.append(exc)
+
+        thread = threading.Thread(target=encode, daemon=True)
+        thread.start()
+        try:
+            todo.put(first)
+            del first
+            for piece in pieces:
+                if failed:
+                    break
+                todo.put(piece)
+        finally:
+            todo.put(None)
+            thread.join()
+            writer.close()
+        if failed:
+            raise failed[0]
+
+
+def _read_columns(path: Path, columns: list[str]):
+    """``read_table(path, columns)`` on one thread: it runs beside the simulation, which has the other core."""
+    import pyarrow as pa
+
+    from rankcli.errors import InputError
+    from rankcli.formats.parquet import _open
+
+    try:
+        return _open(path).read(columns=columns, use_threads=False)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"{path}: cannot read ({exc})") from None
 
 
 def _dictionary_columns(table, feature_names) -> list[str]:
