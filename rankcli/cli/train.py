@@ -116,7 +116,7 @@ def command(
     if min_data_in_leaf is not None and min_data_in_leaf < 0:
         raise UsageError(f"--min-data-in-leaf must be 0 or more, got {min_data_in_leaf}")
     config = TrainConfig(loss=loss, gamma=gamma, trees=trees if trees is not None else 500,
-                         early_stopping=early_stopping if early_stopping is not None else 50, select_by=select_by,
+                         early_stopping=early_stopping if early_stopping is not None else (50 if valid is not None else 0), select_by=select_by,
                          convention=convention, learning_rate=learning_rate, num_leaves=num_leaves,
                          min_data_in_leaf=min_data_in_leaf, params=params, threads=threads, seed=seed,
                          label_grades=label_grades, preset=preset)

@@ -79,6 +79,15 @@ def test_label_grades(cli, data, tmp_path):
     assert json.loads((tmp_path / "m" / "rankcli.json").read_text())["loss"]["label_values"][1] == pytest.approx(0.07)
 
 
+def test_without_valid_every_tree_is_trained_and_recorded_so(cli, data, tmp_path):
+    """No --valid: no early stopping, and rankcli.json says so (early_stopping 0, an empty curve)."""
+    r = cli("train", data["train"], "-o", tmp_path / "m", *FAST, "--json")
+    assert r.returncode == 0, r.stderr
+    info = json.loads((tmp_path / "m" / "rankcli.json").read_text())
+    assert info["early_stopping"] == 0 and info["curve"] == [] and info["best_iteration"] == info["trees_trained"] == 6
+    assert json.loads(r.stdout)["early_stopping"] == 0
+
+
 @pytest.mark.parametrize("args, status, message", [
     (["--loss", "xendgc"], 2, "Error: unknown loss 'xendgc'; did you mean 'xendcg'? (choose from lambdamart, "
                                "xendcg, xendcg-native, listnet, ranknet, pointwise)"),
