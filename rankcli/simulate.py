@@ -227,36 +227,37 @@ def click_batches(ds: Dataset, log: core.ClickLog, source=None, bounds=None):
     from rankcli.formats.parquet import array_from_numpy
 
     rows = log.rows
-    n_imp = log.n_kept
     if bounds is None:
         bounds = [0, int(rows.shape[0])]
-    columns = {
-        "qid": array_from_numpy(np.repeat(np.arange(1, n_imp + 1, dtype=np.int64), np.diff(log.offsets)), pa.int64()),
-        "label": array_from_numpy(log.clicks.astype(np.float64), pa.float64()),
-    }
+    qids = np.repeat(np.arange(1, log.n_kept + 1, dtype=np.int64), np.diff(log.offsets))
     has_docid = ds.docids is not None or (source is not None and "docid" in source.column_names)
-    indices = array_from_numpy(rows, pa.int64()) if source is not None else None
-    if has_docid:
-        if source is not None and "docid" in source.column_names:
-            columns["docid"] = _take(source.select(["docid"]), indices).column("docid").cast(pa.string())
-        else:
-            columns["docid"] = pa.array(ds.docids[rows], pa.string())
-    extra = {"source_qid": ds.qids[rows], "position": log.positions.astype(np.int32), "relevance": ds.labels[rows]}
-    if not has_docid:
-        extra["source_row"] = rows
-    extra.update({k: v[rows] for k, v in ds.extra.items() if k not in extra})
-    for name, values in extra.items():
-        columns[name] = array_from_numpy(values)
+    docid_source = source.select(["docid"]) if source is not None and "docid" in source.column_names else None
     names = list(ds.feature_names)
-    features = None
-    if source is not None and names:
-        features = source.select(names)
+    features = source.select(names) if source is not None and names else None
     schema = None
     for start, stop in zip(bounds[:-1], bounds[1:]):
+        # Piece by piece (gathers included), so that a writer can start on the first piece early.
         start, stop = int(start), int(stop)
-        piece = {name: col.slice(start, stop - start) for name, col in columns.items()}
+        r = rows[start:stop]
+        indices = array_from_numpy(r, pa.int64()) if source is not None else None
+        piece = {
+            "qid": array_from_numpy(qids[start:stop], pa.int64()),
+            "label": array_from_numpy(log.clicks[start:stop].astype(np.float64), pa.float64()),
+        }
+        if has_docid:
+            if docid_source is not None:
+                piece["docid"] = _take(docid_source, indices).column("docid").cast(pa.string())
+            else:
+                piece["docid"] = pa.array(ds.docids[r], pa.string())
+        extra = {"source_qid": ds.qids[r], "position": log.positions[start:stop].astype(np.int32),
+                 "relevance": ds.labels[r]}
+        if not has_docid:
+            extra["source_row"] = r
+        extra.update({k: v[r] for k, v in ds.extra.items() if k not in extra})
+        for name, values in extra.items():
+            piece[name] = array_from_numpy(values)
         if features is not None:
-            taken = _take(features, indices.slice(start, stop - start))
+            taken = _take(features, indices)
             for name in names:
                 col = taken.column(name)
                 if col.null_count:  # as the numpy path reads them: NaN
@@ -265,7 +266,7 @@ def click_batches(ds: Dataset, log: core.ClickLog, source=None, bounds=None):
                     col = col.cast(pa.float32(), safe=False)
                 piece[name] = col
         elif ds.features is not None:
-            feats = _take_feature_rows(ds.features, rows[start:stop])
+            feats = _take_feature_rows(ds.features, r)
             for j, name in enumerate(names):
                 piece[name] = array_from_numpy(feats[:, j], pa.float32())
         if schema is None:
