@@ -224,7 +224,7 @@ def load_input(path: Path | str, name: str, specs: Sequence, convention, *, qrel
     except InputError as exc:
         raise type(exc)(f"{path}: {exc}") from None
     qids, values = _sorted_queries(run.qids, values)
-    row_qids = np.repeat(np.asarray(run.qids, dtype=np.int64), np.diff(run.offsets))
+    row_qids = np.repeat(np.asarray(run.qids), np.diff(run.offsets))   # int64 from read_run; any id type works
     row_order = np.lexsort((run.labels, row_qids))
     return LoadedInput(name, str(path), "run", qids, values, row_qids[row_order], run.labels[row_order],
                        convention.as_dict())

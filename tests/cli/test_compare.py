@@ -347,6 +347,24 @@ def test_trec_runs_with_qrels(tmp_path, capsys):
     assert json.loads(out)["dropped"] == 1 and json.loads(out)["queries"] == 3
 
 
+def test_string_query_ids_are_byte_identical_across_runs_and_formats(tmp_path, capsys):
+    """Non-numeric TREC query ids ("q1"), and numeric-looking ones mixed with them: aligned by id, same bytes twice."""
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text(QRELS + "10 0 d1 1\n10 0 d2 0\n")
+    r1 = _trec(tmp_path / "r1.txt", [("q1", "d1", 3), ("q1", "d3", 2), ("q2", "d4", 2), ("q2", "d1", 1),
+                                      ("q3", "d5", 1), ("10", "d1", 2), ("10", "d2", 1)])
+    r2 = _trec(tmp_path / "r2.txt", [("10", "d2", 2), ("10", "d1", 1), ("q3", "d6", 2), ("q3", "d5", 1),
+                                      ("q2", "d1", 2), ("q1", "d2", 3), ("q1", "d1", 2)])
+    for fmt in ("table", "markdown", "latex", "tsv", "json"):
+        args = ["compare", r1, r2, "--qrels", qrels, "-m", "ndcg@2", "--test", "permutation", "--seed", "3"]
+        args += ["--json"] if fmt == "json" else ["--format", fmt] if fmt != "table" else []
+        first = _run(capsys, *args)
+        assert first[0] == 0, first[2]
+        assert _run(capsys, *args)[1] == first[1]
+    report = json.loads(first[1])
+    assert report["queries"] == 4 and report["comparisons"][0]["n"] == 4
+
+
 def test_per_query_files_written_by_eval(runs, capsys):
     from rankcli.core.metrics import Convention
     from rankcli.evaluate import evaluate_path, write_per_query
