@@ -315,6 +315,9 @@ def parse_block(data: bytes, first_line: int = 1, *, name: str = "<input>", zero
         bad_pos.append(int(np.argmax(b >= 127)))
     if bad_pos:
         pos = min(bad_pos)
+        if first_line == 1 and pos == 0 and data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+            raise InputFormatError("not SVMlight text (UTF-16 text: save it as UTF-8 or ASCII)", name, 1,
+                                   data[:8].decode("latin-1"))
         raise InputFormatError("not SVMlight text (binary data)", name, line_at(pos),
                                data[pos:pos + 8].decode("latin-1"))
 

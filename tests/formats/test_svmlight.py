@@ -164,6 +164,10 @@ def test_utf8_bom_at_the_start_is_skipped(tmp_path):
     # only at the very start: elsewhere it is still binary data
     with pytest.raises(InputFormatError, match=r"/in.txt:2: not SVMlight text \(binary data\), got"):
         convert_text(tmp_path, b"1 qid:1 1:2\n\xef\xbb\xbf0 qid:1 1:1\n")
+    # UTF-16 (Windows "Unicode") says so
+    with pytest.raises(InputFormatError, match=r"/in.txt:1: not SVMlight text \(UTF-16 text: save it as UTF-8 or "
+                                               r"ASCII\), got"):
+        convert_text(tmp_path, "1 qid:1 1:2\n".encode("utf-16"))
     # a .query sidecar may start with one too
     (tmp_path / "q").write_bytes(b"\xef\xbb\xbf3\n2\n")
     assert read_query_file(tmp_path / "q").tolist() == [3, 2]
