@@ -131,6 +131,9 @@ def command(
     if trec_run is not None:
         report = evaluate.evaluate_trec(trec_run, qrels, specs, conv)
     elif model is not None:
+        from rankcli.train import import_lightgbm_lean
+
+        import_lightgbm_lean()  # as predict: without LightGBM's scikit-learn/pandas integrations (~1.5 s less)
         report = evaluate.evaluate_model(run, model, specs, conv)
     else:
         report = evaluate.evaluate_path(run, specs, conv)

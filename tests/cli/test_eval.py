@@ -185,3 +185,26 @@ def test_model_scores_a_dataset(cli, tmp_path, sample_dir):
     scores = train.load_model(model_dir).predict(va)
     want = M.evaluate(["ndcg@5"], va.labels, scores, va.offsets).means["ndcg@5"]
     assert json.loads(out.stdout)["metrics"]["ndcg@5"] == pytest.approx(want, abs=1e-12)
+
+
+def test_eval_with_model_skips_lightgbm_sklearn_import(cli, tmp_path):
+    """eval DATA --model imports LightGBM as predict does, without its scikit-learn integration (~1.5 s).
+
+    (pandas may still come in through pyarrow's docid to_numpy in read_dataset, as for predict.)"""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO, SAMPLE
+
+    data = tmp_path / "test.parquet"
+    assert cli("convert", SAMPLE / "letor" / "test.txt", "-o", data).returncode == 0
+    r = cli("train", data, "-o", tmp_path / "m", "--trees", "3", "--threads", "1")
+    assert r.returncode == 0, r.stderr
+    code = ("import json, sys\nfrom rankcli.cli import main\n"
+            f"status = main(['eval', {str(data)!r}, '--model', {str(tmp_path / 'm')!r}, '--json'])\n"
+            "print(json.dumps([status, 'sklearn' in sys.modules]))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert r.returncode == 0, r.stderr
+    *report, flags = r.stdout.strip().splitlines()
+    assert json.loads(flags) == [0, False]
+    assert set(json.loads("\n".join(report))) == {"convention", "queries", "skipped", "metrics"}
