@@ -392,7 +392,14 @@ def train_model(train: Dataset, valid: Dataset | None, config: TrainConfig,
                                  valid_names=["valid"] if valid else None, feval=feval, callbacks=callbacks,
                                  keep_training_booster=True)
     except lightgbm.basic.LightGBMError as exc:
-        raise InputError(f"LightGBM refused the training data or parameters: {exc}") from None
+        hint = ""
+        if "num_features()) > (0)" in str(exc):  # every feature was dropped as unsplittable
+            hint = (f"; no feature is usable: LightGBM drops features it cannot bin or split with {train.n_rows} "
+                    f"training rows (min_data_in_leaf={params.get('min_data_in_leaf')}, "
+                    f"min_data_in_bin={params.get('min_data_in_bin', 3)}): train on more data, or lower "
+                    "--min-data-in-leaf and --param min_data_in_bin=1")
+        message = str(exc).strip().rstrip(" .")
+        raise InputError(f"LightGBM refused the training data or parameters: {message}{hint}") from None
     seconds = time.perf_counter() - start
     trees_trained = booster.current_iteration()
     if selection is not None and config.early_stopping > 0 and selection.best_iter >= 0:
