@@ -73,12 +73,12 @@ def command(
     check_target(output, overwrite)
 
     source = reader = None
+    got: dict = {}
     if ranker in RANKERS:
         # The simulation needs only qid and label: they are read first, then the feature (and docid) columns are read
         # as Arrow in a thread while the simulation runs, and gathered with Arrow's take (no numpy feature matrix).
         ds = read_dataset(data, features=False)
         wanted = list(ds.feature_names) + (["docid"] if ds.docids is not None else [])
-        got: dict = {}
 
         def read_source() -> None:
             try:
@@ -112,8 +112,13 @@ def command(
         "clicks": {"model": model, "ranker": ranker, "seed": seed, **summary.params},
         "seed": seed,
     }
-    _write_clicks(output, overwrite, click_batches(ds, click_log, source, query_aligned_groups(click_log.offsets)),
-                  meta, ds.feature_names)
+    feature_names = list(ds.feature_names)
+    pieces = click_batches(ds, click_log, source, query_aligned_groups(click_log.offsets))
+    # Only the pieces generator holds the input and the log from here on: they are freed as soon as the last piece
+    # is gathered, while the writer thread still encodes, instead of after the write.
+    del ds, click_log, source
+    got.clear()
+    _write_clicks(output, overwrite, pieces, meta, feature_names)
     if json_out:
         print_json({"output": str(output), "seed": seed, **summary.as_dict()})
         return
@@ -157,10 +162,13 @@ def _write_clicks(output: Path, overwrite: bool, pieces, meta: dict, feature_nam
         try:
             todo.put(first)
             del first
+            piece = None
             for piece in pieces:
                 if failed:
                     break
                 todo.put(piece)
+            del piece
+            pieces.close()  # the generator's references to the input go now
         finally:
             todo.put(None)
             thread.join()
