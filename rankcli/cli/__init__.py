@@ -63,7 +63,26 @@ def _register() -> None:
     )
 
     for module in (convert, info, export, train, predict, eval_cmd, simulate_clicks, compare, experiment):
-        app.command(name=module.NAME, help=module.__doc__, short_help=module.SHORT_HELP)(module.command)
+        app.command(name=module.NAME, help=_reflow(module.__doc__), short_help=module.SHORT_HELP)(module.command)
+
+
+def _reflow(doc: str) -> str:
+    """Join the hard-wrapped lines of each paragraph, so that the help is wrapped once, to the terminal's width.
+
+    A line that starts a list item (``-`` or ``*``) or is indented (an example, a table) keeps its own line.
+    """
+    import re
+
+    paragraphs = []
+    for paragraph in re.split(r"\n\s*\n", doc.strip()):
+        lines: list[str] = []
+        for line in paragraph.splitlines():
+            if not lines or line.startswith((" ", "\t", "- ", "* ")):
+                lines.append(line.rstrip())
+            else:
+                lines[-1] += " " + line.strip()
+        paragraphs.append("\n".join(lines))
+    return "\n\n".join(paragraphs)
 
 
 _register()
