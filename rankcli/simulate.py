@@ -124,11 +124,11 @@ def _take_feature_rows(features: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return out
 
 
-def model_scores(ds: Dataset, model_dir: Path | str) -> np.ndarray:
-    """Scores of a trained rankcli model directory on ``ds`` (rank-then-click)."""
+def model_scores(ds: Dataset, model_dir: Path | str, what: str = "data") -> np.ndarray:
+    """Scores of a trained rankcli model directory on ``ds`` (rank-then-click); ``what`` names ``ds`` in errors."""
     from rankcli.train import load_model
 
-    return load_model(model_dir).predict(ds)
+    return load_model(model_dir).predict(ds, what)
 
 
 def simulate_log(ds: Dataset, *, model: str = "cascade", click_probs=PAPER_CLICK_PROBS, eta: float = 1.0,

@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rankcli.cli import main
+from rankcli.dataset import Dataset
 from rankcli.formats.parquet import read_dataset, read_metadata, write_dataset
 from tests.letor_sample import load_letor
 
@@ -163,10 +164,8 @@ def test_existing_output_and_missing_input(run, data, tmp_path):
 
 def test_model_ranker_and_train_on_clicks(run, data, tmp_path):
     """Rank-then-click with a trained model directory, then `rankcli train` directly on the click log."""
-    try:
-        from rankcli.train import TrainConfig, save_model, train_model
-    except ImportError:
-        pytest.skip("rankcli.train is not available yet")
+    from rankcli.train import TrainConfig, load_model, save_model, train_model
+
     src = data["train_ds"]
     config = TrainConfig(loss="lambdamart", trees=5, num_leaves=7, min_data_in_leaf=5, threads=1, early_stopping=0)
     model = tmp_path / "model"
@@ -177,8 +176,6 @@ def test_model_ranker_and_train_on_clicks(run, data, tmp_path):
     assert json.loads(read_metadata(out)["clicks"])["ranker"] == str(model)
     # The model's order is deterministic: all impressions of a query show the same prefix of one fixed order.
     clicks = read_dataset(out, extra_columns=["source_qid", "position"])
-    from rankcli.train import load_model
-
     scores = load_model(model).predict(src)
     score_of = dict(zip(src.docids, scores))
     s = np.array([score_of[d] for d in clicks.docids])
@@ -187,9 +184,15 @@ def test_model_ranker_and_train_on_clicks(run, data, tmp_path):
 
     status, _, err = run("train", out, "-o", tmp_path / "click_model", "--trees", "3", "--threads", "1",
                          "--num-leaves", "4", "--min-data-in-leaf", "2")
-    if status == 2 and "not implemented" in err:
-        pytest.skip("rankcli train is not implemented yet")
     assert status == 0, err
+
+    # A model whose features the data lacks: exit 3, naming the data file.
+    narrow = tmp_path / "narrow.parquet"
+    write_dataset(narrow, Dataset(qids=src.qids, labels=src.labels, features=src.features[:, :5],
+                                  feature_names=src.feature_names[:5], docids=src.docids))
+    status, _, err = run("simulate-clicks", narrow, "-o", tmp_path / "x.parquet", "--ranker", model)
+    assert status == 3 and err.startswith(f"Error: {narrow}: feature columns do not match the model's")
+    assert not (tmp_path / "x.parquet").exists()
 
 
 @pytest.mark.parametrize("which", ["train", "nodoc"])
