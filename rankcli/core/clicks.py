@@ -110,21 +110,6 @@ def check_grades(grades: np.ndarray, n_probs: int) -> np.ndarray:
     return grades
 
 
-def _chunks(offsets: np.ndarray, impressions: int):
-    """Yield ``(query numbers, size)``: queries of one size, at most ~CHUNK_ENTRIES cells each (deterministic)."""
-    sz = np.diff(offsets)
-    order = np.argsort(sz, kind="stable")
-    s_sorted = sz[order]
-    cuts = np.flatnonzero(s_sorted[1:] != s_sorted[:-1]) + 1
-    for qs in np.split(order, cuts):
-        if qs.shape[0] == 0:
-            continue
-        n = int(sz[qs[0]])
-        per = max(1, CHUNK_ENTRIES // max(1, n * impressions))
-        for a in range(0, qs.shape[0], per):
-            yield qs[a:a + per], n
-
-
 def _jbits(offsets: np.ndarray) -> int:
     n_max = int(np.diff(offsets).max()) if offsets.shape[0] > 1 else 1
     return max(1, int(n_max - 1).bit_length())
@@ -227,8 +212,9 @@ def _check_common(offsets, impressions, max_rank):
                          f"got {int(np.diff(offsets).max())}")
 
 
-def _groups_by_size(n_each: np.ndarray):
-    """Split items with list sizes ``n_each`` into index chunks of equal size ``n``, at most ~CHUNK_ENTRIES cells."""
+def _groups_by_size(n_each: np.ndarray, cells_per_entry: int = 1):
+    """Split items with list sizes ``n_each`` into index chunks of equal size ``n``, each of at most ~CHUNK_ENTRIES
+    cells (``n * cells_per_entry`` per item); deterministic. Yields ``(item numbers, n)``."""
     order = np.argsort(n_each, kind="stable")
     n_sorted = n_each[order]
     cuts = np.flatnonzero(n_sorted[1:] != n_sorted[:-1]) + 1
@@ -236,7 +222,7 @@ def _groups_by_size(n_each: np.ndarray):
         if part.shape[0] == 0:
             continue
         n = int(n_each[part[0]])
-        per = max(1, CHUNK_ENTRIES // max(1, n))
+        per = max(1, CHUNK_ENTRIES // max(1, n * cells_per_entry))
         for a in range(0, part.shape[0], per):
             yield part[a:a + per], n
 
@@ -423,7 +409,7 @@ def pbm(grades: np.ndarray, offsets: np.ndarray, click_probs, impressions: int, 
     exam_p = np.zeros(width, np.int64)
     # Per chunk: impression ids and lengths, and the displayed cells flattened impression by impression.
     imp_gid, imp_len, imp_has, cell_src, cell_click, cell_exam = [], [], [], [], [], []
-    for qs, n in _chunks(offsets, I):
+    for qs, n in _groups_by_size(np.diff(offsets), I):
         G = qs.shape[0]
         L = n if max_rank is None else min(n, max_rank)  # documents displayed per impression
         starts = np.repeat(offsets[qs], I)[:, None]  # (G*I, 1) first row of each impression's query
