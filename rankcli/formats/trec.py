@@ -62,24 +62,34 @@ def _number(text: str, what: str, path: Path, number: int) -> float:
     return value
 
 
-def read_trec_run(path: Path | str) -> TrecRunLines:
-    """Read a TREC run (``qid Q0 docid rank score tag``). A document listed twice for one query is an error."""
-    path = Path(path)
-    qids, docids, scores, tags = [], [], [], set()
+def _records(path: Path, layout: str, docid_field: int, duplicate: str):
+    """Yield ``(line number, fields)`` of the data lines of a whitespace-separated TREC file.
+
+    Blank and ``#`` lines are skipped; a line whose field count differs from ``layout``'s, or a (qid, docid) pair
+    seen before (``duplicate`` phrases it), is an :class:`InputFormatError` at that line.
+    """
+    count = len(layout.split())
     seen: dict[tuple[str, str], int] = {}
     for number, line in _lines(path):
         parts = line.split()
         if not parts or parts[0].startswith("#"):
             continue
-        if len(parts) != 6:
-            raise InputFormatError('expected 6 fields "qid Q0 docid rank score tag"', str(path), number,
-                                   line.rstrip("\n"))
-        qid, _, docid, _, score, tag = parts
+        if len(parts) != count:
+            raise InputFormatError(f'expected {count} fields "{layout}"', str(path), number, line.rstrip("\n"))
+        qid, docid = parts[0], parts[docid_field]
         key = (qid, docid)
         if key in seen:
-            raise InputFormatError(f"document {docid} appears twice for query {qid} (first at line {seen[key]})",
+            raise InputFormatError(f"document {docid} {duplicate} for query {qid} (first at line {seen[key]})",
                                    str(path), number, line.rstrip("\n"))
         seen[key] = number
+        yield number, parts
+
+
+def read_trec_run(path: Path | str) -> TrecRunLines:
+    """Read a TREC run (``qid Q0 docid rank score tag``). A document listed twice for one query is an error."""
+    path = Path(path)
+    qids, docids, scores, tags = [], [], [], set()
+    for number, (qid, _, docid, _, score, tag) in _records(path, "qid Q0 docid rank score tag", 2, "appears twice"):
         qids.append(qid)
         docids.append(docid)
         scores.append(_number(score, "score", path, number))
@@ -94,20 +104,7 @@ def read_qrels(path: Path | str) -> Qrels:
     """Read TREC qrels (``qid iteration docid relevance``). A (qid, docid) pair judged twice is an error."""
     path = Path(path)
     qids, docids, labels = [], [], []
-    seen: dict[tuple[str, str], int] = {}
-    for number, line in _lines(path):
-        parts = line.split()
-        if not parts or parts[0].startswith("#"):
-            continue
-        if len(parts) != 4:
-            raise InputFormatError('expected 4 fields "qid iteration docid relevance"', str(path), number,
-                                   line.rstrip("\n"))
-        qid, _, docid, rel = parts
-        key = (qid, docid)
-        if key in seen:
-            raise InputFormatError(f"document {docid} is judged twice for query {qid} (first at line {seen[key]})",
-                                   str(path), number, line.rstrip("\n"))
-        seen[key] = number
+    for number, (qid, _, docid, rel) in _records(path, "qid iteration docid relevance", 2, "is judged twice"):
         qids.append(qid)
         docids.append(docid)
         labels.append(_number(rel, "relevance", path, number))
