@@ -200,6 +200,16 @@ def ranknet(scores, labels, offsets):
     return value, grad, hess
 
 
+def displayed_rows(a, b, rng, display_rank=None, max_rank=None):
+    """The rows a..b-1 in display order: shuffled (random ranker) or by ``display_rank``, cut at ``max_rank``."""
+    rows = list(range(a, b))
+    if display_rank is None:
+        rng.shuffle(rows)
+    else:
+        rows.sort(key=lambda r: display_rank[r])
+    return rows if max_rank is None else rows[:max_rank]
+
+
 def cascade_clicks(grades, offsets, click_probs, impressions, rng, display_rank=None, max_rank=None):
     """Cascade impressions by the literal procedure: per query and impression, order (shuffle or fixed), scan from
     the top, click with p[grade], stop at the first click. Returns a list of (query, impression, [(row, click)...])
@@ -207,13 +217,7 @@ def cascade_clicks(grades, offsets, click_probs, impressions, rng, display_rank=
     out = []
     for q, a, b in queries(offsets):
         for i in range(impressions):
-            rows = list(range(a, b))
-            if display_rank is None:
-                rng.shuffle(rows)
-            else:
-                rows.sort(key=lambda r: display_rank[r])
-            if max_rank is not None:
-                rows = rows[:max_rank]
+            rows = displayed_rows(a, b, rng, display_rank, max_rank)
             shown = []
             for r in rows:
                 clicked = rng.random() < click_probs[grades[r]]
@@ -229,13 +233,7 @@ def pbm_clicks(grades, offsets, click_probs, impressions, rng, eta, display_rank
     out = []
     for q, a, b in queries(offsets):
         for i in range(impressions):
-            rows = list(range(a, b))
-            if display_rank is None:
-                rng.shuffle(rows)
-            else:
-                rows.sort(key=lambda r: display_rank[r])
-            if max_rank is not None:
-                rows = rows[:max_rank]
+            rows = displayed_rows(a, b, rng, display_rank, max_rank)
             shown = []
             for pos, r in enumerate(rows, start=1):
                 examined = rng.random() < (1.0 / pos) ** eta
