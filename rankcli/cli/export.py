@@ -7,7 +7,8 @@ SVMlight: zero features are omitted (the last feature is written once, on the fi
 back gives the same columns); values are written in the shortest form that reads back to the same float32, so
 convert -> export -> convert reproduces the same Parquet content. A comment column is written after `#`, else a docid
 column as `# docid = X`. TREC qrels: the docid column, or `<qid>-<row>` (row = the 0-based row number in the dataset)
-when there is none. Written atomically, row group by row group; an existing target needs --overwrite.
+when there is none, the names `predict --format trec` gives the same rows (a docid that a TREC line cannot hold, empty
+or with whitespace, is exit 3). Written atomically, row group by row group; an existing target needs --overwrite.
 `--json` prints {"input", "output", "format", "rows", "seconds"} to stdout.
 """
 
@@ -70,6 +71,6 @@ def _export_qrels(data: Path, output: Path, overwrite: bool) -> int:
             docids = table.column("docid").combine_chunks() if "docid" in names else None
             write_lines(out, qrels_lines(table.column("qid").combine_chunks(), docids,
                                          table.column("label").combine_chunks(),
-                                         rows=np.arange(rows, rows + n)))
+                                         rows=np.arange(rows, rows + n), source=str(data)))
             rows += n
     return rows

@@ -2,7 +2,8 @@
 
 Writes a run: a Parquet file with `qid`, `docid` (or `row`, the row number in DATA when it has no docid), `label`
 (when DATA has labels) and `score`, rows in DATA's order; or with `--format trec` a TREC run file
-(`qid Q0 docid rank score tag`, best first; ties in input order). The feature columns of DATA must be the model's
+(`qid Q0 docid rank score tag`, best first; ties in input order), each document named by its docid or, when DATA has
+none, `<qid>-<row>` as `export --format trec-qrels` names it. The feature columns of DATA must be the model's
 (exit 3 naming the difference).
 
 Example: rankcli predict model test.parquet -o run.parquet
@@ -38,7 +39,7 @@ def predict_dataset(model_dir: Path, data: Path):
 
 
 def write_run(path: Path, ds, scores, *, fmt: str = "parquet", tag: str = "rankcli", overwrite: bool = False,
-              metadata: dict | None = None) -> None:
+              metadata: dict | None = None, source: str = "") -> None:
     import numpy as np
     import pyarrow as pa
 
@@ -50,7 +51,10 @@ def write_run(path: Path, ds, scores, *, fmt: str = "parquet", tag: str = "rankc
 
         perm = order_within(scores, ds.offsets)
         rank = np.arange(perm.shape[0], dtype=np.int64) - broadcast(ds.offsets[:-1], ds.offsets) + 1
-        docs = ds.docids if ds.docids is not None else np.arange(ds.n_rows).astype(str)
+        from rankcli.formats.trec import document_names
+
+        # The docid, else <qid>-<row>: the names `export --format trec-qrels` gives the same rows.
+        docs = np.array(document_names(ds.qids, ds.docids, source=source).to_pylist(), dtype=object)
         tag = "".join(tag.split()) or "rankcli"
         with atomic_path(path, overwrite) as tmp, open(tmp, "w") as fh:
             for q, d, r, s in zip(ds.qids[perm].tolist(), docs[perm].tolist(), rank.tolist(),
@@ -85,7 +89,7 @@ def command(
     check_target(output, overwrite)
     ds, scores, model = predict_dataset(model_dir, data)
     write_run(output, ds, scores, fmt=fmt.value, tag=tag or Path(model_dir).resolve().name, overwrite=overwrite,
-              metadata={"model": str(model_dir), "loss": model.info.get("loss", {}).get("name"), "data": str(data)})
+              source=str(data), metadata={"model": str(model_dir), "loss": model.info.get("loss", {}).get("name"), "data": str(data)})
     summary = {"run": str(output), "format": fmt.value, "rows": ds.n_rows, "queries": ds.n_queries,
                "model": str(model_dir)}
     if json_out:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rankcli.errors import InputError, InputFormatError
+from rankcli.errors import InputError, InputFormatError, SchemaError
 
 
 @dataclass
@@ -113,11 +113,75 @@ def read_qrels(path: Path | str) -> Qrels:
     return Qrels(np.array(qids, dtype=object), np.array(docids, dtype=object), np.array(labels, dtype=np.float64))
 
 
-def qrels_lines(qids, docids, labels, rows=None):
+#: What cannot be part of a document name in a TREC file: the empty name, whitespace (Python's ``str.split`` set, which
+#: the readers split lines on) and NUL (trec_eval's C strings end there). RE2 syntax, for ``pyarrow.compute``.
+_UNWRITABLE = (r"^$|[\x00\t\n\x0b\x0c\r\x1c-\x1f \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}"
+               r"\x{205f}\x{3000}]")
+
+
+def _arrow_strings(values):
+    """An Arrow string array from an Arrow array or a numpy/list of ``str`` (``None`` = null), without pandas."""
+    import pyarrow as pa
+
+    from rankcli.formats.parquet import array_from_numpy
+    from rankcli.formats.svmlight import strings_array
+
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if isinstance(values, pa.Array):
+        return values if pa.types.is_string(values.type) else values.cast(pa.string())
+    values = np.asarray(values)
+    if values.dtype.kind in "iuf":
+        return array_from_numpy(values).cast(pa.string())
+    return strings_array([None if v is None else str(v).encode() for v in values.tolist()])
+
+
+def document_names(qids, docids=None, rows=None, *, source: str = "", check: bool = True):
+    """The name of each document in every TREC file rankcli writes or reads against a dataset: an Arrow string array.
+
+    A document is named by its ``docid`` when it has one; otherwise (no docid column, or a null in it) by
+    ``<qid>-<row>``, with ``row`` its 0-based row number in the dataset (``rows``; default ``0..n-1``). ``export
+    --format trec-qrels``, ``predict --format trec`` and the evaluation of a Parquet run under the ``trec`` tie rule
+    all name documents with this function, so a run and the qrels exported from the same dataset always match.
+
+    ``qids``, ``docids`` and ``rows`` may be numpy arrays, lists or Arrow arrays. With ``check``, a name that a TREC
+    line cannot hold (empty, with whitespace or a NUL byte) is a :class:`SchemaError` naming the row (and ``source``).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from rankcli.formats.parquet import array_from_numpy
+    from rankcli.formats.svmlight import scalar
+
+    qid_text = _arrow_strings(qids)
+    n = len(qid_text)
+    rows = np.arange(n, dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
+    if rows.shape[0] != n:
+        raise ValueError(f"document_names: {rows.shape[0]} row numbers for {n} query ids")
+    names = pc.binary_join_element_wise(qid_text, array_from_numpy(rows).cast(pa.string()), scalar("-"))
+    if docids is not None:
+        given = _arrow_strings(docids)
+        if len(given) != n:
+            raise ValueError(f"document_names: {len(given)} docids for {n} query ids")
+        names = pc.coalesce(given, names)  # a row without a docid is named <qid>-<row>
+    if check and n:
+        bad = pc.match_substring_regex(names, _UNWRITABLE)
+        if pc.any(bad).as_py():
+            i = bad.to_pylist().index(True)
+            name = names[i].as_py()
+            why = ("it is empty" if name == "" else "it contains a NUL byte, where trec_eval's strings end"
+                   if "\x00" in name else "it contains whitespace, which separates the fields of a TREC line")
+            where = f"{source}: " if source else ""
+            raise SchemaError(f"{where}row {int(rows[i])} (qid {qid_text[i].as_py()}): docid {name!r} cannot name a "
+                              f"document in a TREC file: {why}")
+    return names
+
+
+def qrels_lines(qids, docids, labels, rows=None, *, source: str = ""):
     """TREC qrels lines ``qid 0 docid label\\n`` as an Arrow string array, built in C.
 
-    ``docids`` may be ``None`` (or null in places): the document is then named ``<qid>-<row>``, with ``rows`` the row numbers (default
-    ``0..n-1``, the row number in the dataset). Labels print as integers when they are (``2``), else as given (``0.07``).
+    Documents are named by :func:`document_names` (the docid, or ``<qid>-<row>`` where there is none). Labels print
+    as integers when they are (``2``), else as given (``0.07``).
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -126,15 +190,8 @@ def qrels_lines(qids, docids, labels, rows=None):
     from rankcli.formats.svmlight import scalar
 
     # array_from_numpy / scalar: no pandas import (pa.array, pa.scalar and Python literals in pc calls import it)
-    if isinstance(qids, (pa.Array, pa.ChunkedArray)):
-        qid_text = qids.cast(pa.string())
-    else:
-        qid_text = array_from_numpy(np.asarray(qids)).cast(pa.string())
-    rows = np.arange(len(qid_text), dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
-    doc_text = pc.binary_join_element_wise(qid_text, array_from_numpy(rows).cast(pa.string()), scalar("-"))
-    if docids is not None:
-        given = docids if isinstance(docids, (pa.Array, pa.ChunkedArray)) else pa.array(docids, pa.string())
-        doc_text = pc.coalesce(given, doc_text)  # a row without a docid is named <qid>-<row>
+    qid_text = _arrow_strings(qids)
+    doc_text = document_names(qid_text, docids, rows, source=source)
     if isinstance(labels, (pa.Array, pa.ChunkedArray)):
         label_text = labels.cast(pa.float64()).cast(pa.string())
     else:
@@ -148,7 +205,7 @@ def write_qrels(path: Path | str, qids, docids, labels, *, rows=None, overwrite:
     from rankcli.formats.atomic import atomic_path
     from rankcli.formats.svmlight import write_lines
 
-    lines = qrels_lines(qids, docids, labels, rows)
+    lines = qrels_lines(qids, docids, labels, rows, source=str(path))
     with atomic_path(path, overwrite) as tmp, open(tmp, "wb") as out:
         write_lines(out, lines)
     return len(lines)
