@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from rankcli.errors import InputError, InputFormatError, UsageError
 from rankcli.formats import svmlight
-from rankcli.formats.atomic import atomic_directory, atomic_path, check_target
+from rankcli.formats.atomic import STDOUT, atomic_directory, atomic_path, check_not_input, check_target
 from rankcli.formats.parquet import ROW_GROUP_ROWS, QueryAlignedWriter, dataset_schema, feature_names
 from rankcli.summary import DatasetSummary, SummaryBuilder
 
@@ -435,12 +435,14 @@ def _sidecar(source: str, options: ConvertOptions) -> Path | None:
 
 
 def convert(inputs: list[str], output: Path | str, options: ConvertOptions | None = None, *,
-            overwrite: bool = False, progress=None) -> ConvertResult:
+            overwrite: bool = False, progress=None, directory: bool = False) -> ConvertResult:
     """Convert ``inputs`` (files, ``-`` for stdin, directories) to Parquet at ``output``.
 
     One input file (or several, with an ``output`` ending in ``.parquet``): one Parquet file, the inputs concatenated.
     A directory input, or several files with another ``output``: ``output`` is a directory with one
-    ``<name>.parquet`` per input file, all with the same feature columns.
+    ``<name>.parquet`` per input file, all with the same feature columns; ``directory=True`` (an OUTPUT given with a
+    trailing slash) asks for that layout for a single input too. ``output`` ``-`` is standard output (one file).
+    An output that is or holds an input is refused (exit 2) before anything is read.
     """
     options = options or ConvertOptions()
     start = time.perf_counter()
@@ -461,11 +463,18 @@ def convert(inputs: list[str], output: Path | str, options: ConvertOptions | Non
             if item != svmlight.STDIN and not Path(item).exists():
                 raise InputError(f"{item}: no such file")
             expanded.append(item)
-    directory = any_dir or (len(expanded) > 1 and output.suffix.lower() != ".parquet")
+    to_stdout = str(output) == STDOUT
+    directory = directory or any_dir or (len(expanded) > 1 and output.suffix.lower() != ".parquet" and not to_stdout)
     if options.query_file is not None and len(expanded) != 1:
         raise UsageError("--query-file needs exactly one input file; for several, put <input>.query sidecars "
                          "next to them")
-    check_target(output, overwrite)
+    if to_stdout and directory:
+        raise UsageError("-o -: standard output takes one Parquet file, but these inputs make a directory of "
+                         "them; give a directory as --output")
+    if not to_stdout:
+        check_not_input(output, list(inputs) + expanded + [options.query_file]
+                        + [svmlight.sidecar_for(s) for s in expanded])
+        check_target(output, overwrite, kind="converted" if directory else "file")
     meta = {"kind": "dataset", "zero_based": options.zero_based, "converted_by": "rankcli convert"}
 
     if not directory:
@@ -492,7 +501,7 @@ def convert(inputs: list[str], output: Path | str, options: ConvertOptions | Non
     if dup:
         raise UsageError(f"two inputs would both be written to {sorted(dup)[0]}.parquet; convert them separately")
     results = []
-    with atomic_directory(output, overwrite) as tmpdir:
+    with atomic_directory(output, overwrite, kind="converted") as tmpdir:
         sinks = []
         try:
             for src, name in zip(expanded, names):

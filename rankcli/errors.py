@@ -16,7 +16,9 @@ class ExitStatus(IntEnum):
     INVALID_INPUT = 3
     OUTPUT = 4
     WORSE_THAN_BASELINE = 5
-    INTERRUPTED = 130
+    HANGUP = 129  # SIGHUP: the terminal went away (128 + 1)
+    INTERRUPTED = 130  # SIGINT: Ctrl-C (128 + 2)
+    TERMINATED = 143  # SIGTERM: what timeout, Slurm and Kubernetes send before SIGKILL (128 + 15)
 
 
 class RankcliError(Exception):
@@ -69,3 +71,16 @@ class WorseThanBaseline(RankcliError):
     """``compare --fail-if-worse``: some run is significantly worse than the baseline."""
 
     exit_status = ExitStatus.WORSE_THAN_BASELINE
+
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived: raised in the main thread like :class:`KeyboardInterrupt` for SIGINT, so that every
+    ``finally`` and every atomic output's clean-up runs. A :class:`BaseException`, so that no ``except Exception``
+    swallows it. The CLI exits with 128 + the signal's number."""
+
+    def __init__(self, signum: int):
+        import signal
+
+        self.signum = signum
+        self.exit_status = ExitStatus.HANGUP if signum == signal.SIGHUP else ExitStatus.TERMINATED
+        super().__init__(signal.Signals(signum).name)

@@ -20,7 +20,8 @@ app = typer.Typer(
     help="Learning-to-rank from the shell: convert LETOR data, train LightGBM rankers with XE-NDCG, LambdaMART, "
     "ListNet and more, evaluate, simulate clicks and compare runs with significance tests.\n\n"
     "Exit statuses: 0 success, 1 internal error (a bug), 2 usage error, 3 invalid input data, "
-    "4 output or filesystem problem, 5 compare --fail-if-worse triggered, 130 interrupted.",
+    "4 output or filesystem problem, 5 compare --fail-if-worse triggered, 129 hangup (SIGHUP), "
+    "130 interrupted (Ctrl-C, SIGINT), 143 terminated (SIGTERM, as sent by timeout, Slurm and Kubernetes).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -89,13 +90,76 @@ _register()
 
 
 def _print_error(message: str) -> None:
-    sys.stderr.write(f"Error: {message}\n")
-    sys.stderr.flush()
+    try:
+        sys.stderr.write(f"Error: {message}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):  # stderr gone (SIGHUP of a closed terminal, a closed pipe)
+        pass
+
+
+def _raise_terminated(signum: int, frame) -> None:
+    from rankcli.errors import Terminated
+
+    raise Terminated(signum)
+
+
+def _install_signal_handlers() -> dict:
+    """SIGTERM and SIGHUP raise :class:`rankcli.errors.Terminated` in the main thread, as SIGINT raises
+    KeyboardInterrupt: temporaries are removed and the exit status is 143 / 129. Returns the previous handlers."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    previous = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            current = signal.getsignal(sig)
+            if current is signal.SIG_IGN:  # nohup: the user asked for this signal to be ignored
+                continue
+            previous[sig] = signal.signal(sig, _raise_terminated)
+        except (ValueError, OSError):
+            pass
+    return previous
+
+
+def _restore_signal_handlers(previous: dict) -> None:
+    import signal
+
+    for sig, handler in previous.items():
+        try:
+            signal.signal(sig, handler)
+        except (ValueError, OSError):
+            pass
+
+
+def _interrupted(status: int, name: str) -> int:
+    """An interrupt: a failure, unless the command's output was already in place (then it has succeeded)."""
+    from rankcli.formats.atomic import final_output_written
+
+    if final_output_written():
+        return ExitStatus.SUCCESS
+    _print_error(name)
+    return status
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return the exit status; every failure is mapped here and only here."""
+    from rankcli.formats.atomic import expect_final_output
+
+    previous = _install_signal_handlers()
+    expect_final_output(None)
+    try:
+        return _main(argv)
+    finally:
+        expect_final_output(None)
+        _restore_signal_handlers(previous)
+
+
+def _main(argv: list[str] | None) -> int:
     from typer._click import exceptions as click_exceptions
+
+    from rankcli.errors import Terminated
 
     args = list(sys.argv[1:] if argv is None else argv)
     # --debug is accepted anywhere before "--", so that it can be added to the end of any failing command line.
@@ -106,22 +170,27 @@ def main(argv: list[str] | None = None) -> int:
     _state["debug"] = debug
     command = typer.main.get_command(app)
     try:
-        result = command.main(args=args, prog_name="rankcli", standalone_mode=False)
+        try:
+            result = command.main(args=args, prog_name="rankcli", standalone_mode=False)
+        except Terminated as exc:
+            if _state["debug"]:
+                traceback.print_exc()
+            return _interrupted(exc.exit_status, f"terminated ({exc})")
         if result == ExitStatus.INTERRUPTED:
             # typer turns Ctrl-C inside a command into Exit(130) before it reaches the handlers below.
-            _print_error("interrupted")
+            return _interrupted(ExitStatus.INTERRUPTED, "interrupted")
         return int(result) if isinstance(result, int) else ExitStatus.SUCCESS
+    except Terminated as exc:  # a second signal while the first was being handled
+        return _interrupted(exc.exit_status, f"terminated ({exc})")
     except click_exceptions.ClickException as exc:
         exc.show()
         return exc.exit_code
     except typer.Abort:
-        _print_error("interrupted")
-        return ExitStatus.INTERRUPTED
+        return _interrupted(ExitStatus.INTERRUPTED, "interrupted")
     except KeyboardInterrupt:
         if _state["debug"]:
             traceback.print_exc()
-        _print_error("interrupted")
-        return ExitStatus.INTERRUPTED
+        return _interrupted(ExitStatus.INTERRUPTED, "interrupted")
     except RankcliError as exc:
         if _state["debug"]:
             traceback.print_exc()

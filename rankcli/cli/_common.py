@@ -89,3 +89,35 @@ def _field_defaults(extra: str) -> dict[str, str]:
     import re
 
     return {name: "" for name in re.findall(r"task\.fields\[['\"]?(\w+)['\"]?\]", extra)}
+
+
+def prepare_output(text: str, *, overwrite: bool, kind: str = "file", inputs=(), read_whole=(),
+                   binary: bool = False, option: str = "--output", final: bool = True):
+    """Check a command's output option before any work; returns the :class:`~pathlib.Path` to write, or ``"-"``.
+
+    ``kind``: ``"file"`` (one file; ``-`` is standard output, a trailing slash is a usage error saying which file
+    name to give) or a directory kind (``model``, ``converted``, ``experiment``). ``inputs``: the command's input
+    paths (an output that is or holds one is exit 2); ``read_whole``: input directories read as a whole (a model
+    directory: no output inside it). ``binary``: Parquet, refused on a terminal. ``final``: this output's rename
+    completes the command (an interrupt after it is a success)."""
+    from rankcli.formats.atomic import (STDOUT, check_not_input, check_stdout, check_target, expect_final_output,
+                                        output_path)
+
+    path = output_path(text, directory=kind != "file", option=option)
+    if path == STDOUT:
+        check_stdout(binary)
+    else:
+        check_not_input(path, inputs, read_whole=read_whole)
+        if kind != "experiment":  # an experiment directory is reopened (resumed) by its own rules
+            check_target(path, overwrite, kind=kind)
+    if final:
+        expect_final_output(path)
+    return path
+
+
+def stdout_taken(output, json_output: bool, what: str = "--json") -> None:
+    """``-o -`` and another result on standard output (``--json``) cannot both have it: exit 2."""
+    from rankcli.errors import UsageError
+
+    if str(output) == "-" and json_output:
+        raise UsageError(f"-o - and {what} both write to standard output; give the output a file name")

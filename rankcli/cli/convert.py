@@ -37,8 +37,9 @@ def command(
     inputs: Annotated[List[str], typer.Argument(
         help="SVMlight/LETOR text files (.gz/.bz2/.xz ok), - for standard input, or directories of them.",
         show_default=False, metavar="INPUT...")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Parquet file, or directory for several inputs.",
-                                         show_default=False)],
+    output: Annotated[str, typer.Option("--output", "-o", help="Parquet file (- for standard output, not a "
+                                        "terminal), or directory for several inputs (a trailing / makes a directory "
+                                        "of one input too).", show_default=False, metavar="PATH")],
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output.")] = False,
     query_file: Annotated[Optional[Path], typer.Option(
         "--query-file", help="Group sizes (one per line) for an input without qid: (default: <input>.query).",
@@ -58,18 +59,28 @@ def command(
     dask: Annotated[Optional[str], typer.Option(
         "--dask", help="Convert the input files in parallel on a Dask cluster, one OUTPUT/<name>.parquet per input: "
                        "local:N (N worker processes here) or a scheduler address such as tcp://host:8786. Inputs "
-                       "and OUTPUT must be on a filesystem every worker sees. Needs pip install \"rankcli[dask]\".",
+                       "and OUTPUT must be on a filesystem every worker sees. Needs pip install \"rankcli\\[dask]\".",
         show_default=False)] = None,
 ) -> None:
     import os
 
-    from rankcli.cli._common import log, print_json, progress_bar, stdout_console
+    from rankcli.cli._common import log, print_json, progress_bar, stderr_console, stdout_console
     from rankcli.cli.info import summary_table
     from rankcli.convert import ConvertOptions, convert
     from rankcli.errors import UsageError
 
     if block_bytes < 1:
         raise UsageError(f"--block-bytes must be positive, got {block_bytes}")
+    from rankcli.cli._common import stdout_taken
+    from rankcli.formats.atomic import STDOUT, check_stdout, expect_final_output, output_path
+
+    # The output's checks (an input, an existing target, --overwrite) are convert()'s, which knows the layout.
+    as_directory = output.endswith("/")  # a trailing slash names a directory: OUTPUT/<name>.parquet
+    if output == STDOUT:
+        check_stdout(binary=True)
+    target = STDOUT if output == STDOUT else output_path(output, directory=True)
+    stdout_taken(target, json_output)
+    expect_final_output(target)
     options = ConvertOptions(zero_based=zero_based, num_features=num_features, keep_comments=keep_comments,
                              sort_queries=sort_queries, query_file=query_file, block_bytes=block_bytes)
     total = 0
@@ -83,14 +94,15 @@ def command(
         parse_dask_target(dask)
         require_dask()
         with progress_bar(None, "converting") as bar:
-            result = convert_on_cluster(dask, list(inputs), output, options, overwrite=overwrite,
+            result = convert_on_cluster(dask, list(inputs), target, options, overwrite=overwrite,
                                         on_file=lambda r: bar.advance(1))
     else:
         with progress_bar(total or None, "converting") as bar:
-            result = convert(list(inputs), output, options, overwrite=overwrite, progress=bar)
+            result = convert(list(inputs), target, options, overwrite=overwrite, progress=bar,
+                             directory=as_directory)
     if json_output:
         print_json(result.as_dict())
         return
     summaries = {Path(f.output).name: f.summary for f in result.files}
-    stdout_console().print(summary_table(summaries, title=f"{result.output} ({result.seconds:.2f} s)"))
+    (stderr_console() if target == STDOUT else stdout_console()).print(summary_table(summaries, title=f"{result.output} ({result.seconds:.2f} s)"))
     log(f"wrote {result.output}")

@@ -24,13 +24,13 @@ def test_existing_target_needs_overwrite(tmp_path):
 
 def test_temporary_file_cannot_be_created(tmp_path, monkeypatch):
     """A directory that exists but refuses new files (/proc, a full or read-only filesystem): exit 4, no traceback."""
-    import tempfile
+    from rankcli.formats import atomic
 
     def refuse(*args, **kwargs):
         raise FileNotFoundError(errno.ENOENT, "No such file or directory")
 
-    monkeypatch.setattr(tempfile, "mkstemp", refuse)
-    monkeypatch.setattr(tempfile, "mkdtemp", refuse)
+    monkeypatch.setattr(atomic, "_create_file", refuse)
+    monkeypatch.setattr(atomic, "_create_directory", refuse)
     with pytest.raises(OutputError, match=rf"^{tmp_path}/out: cannot create a file in {tmp_path} "
                                           r"\(No such file or directory\)$") as info:
         with atomic_path(tmp_path / "out"):
