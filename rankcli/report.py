@@ -126,7 +126,7 @@ def _plain_mark(report, mark: str) -> str:
 def _comparison_rows(report) -> list[list[str]]:
     rows = []
     for c in report.comparisons:
-        rows.append([f"{c.b} vs {c.a}", c.metric, _signed(c.difference), _num(c.result.stderr), _pval(c.result.p_value),
+        rows.append([f"{c.b} - {c.a}", c.metric, _signed(c.difference), _num(c.result.stderr), _pval(c.result.p_value),
                      _pval(c.p_adjusted), f"{c.wins}/{c.ties}/{c.losses}", c.decision])
     return rows
 

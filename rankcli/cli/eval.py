@@ -93,9 +93,9 @@ def command(
     max_grade: Annotated[Optional[float], typer.Option(
         help="err: the top of the label scale (default: 4).", show_default=False)] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")] = False,
-    per_query: Annotated[Optional[Path], typer.Option(
+    per_query: Annotated[Optional[str], typer.Option(
         "--per-query", help="Write one row per query (qid and a column per metric) to this Parquet file.",
-        show_default=False)] = None,
+        show_default=False, metavar="PATH")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --per-query file.")] = False,
 ) -> None:
     from rankcli.errors import UsageError
@@ -122,9 +122,12 @@ def command(
         gain=gain.value if gain else None, no_relevant=no_relevant.value if no_relevant else None,
         ties=ties.value if ties else None, relevance_threshold=threshold, max_grade=max_grade)
     if per_query is not None:
-        from rankcli.formats.atomic import check_target
+        from rankcli.cli._common import prepare_output
 
-        check_target(per_query, overwrite)
+        if per_query == "-":
+            raise UsageError("--per-query -: standard output carries the table (or --json); give a file name")
+        per_query = prepare_output(per_query, overwrite=overwrite, inputs=[run, qrels, trec_run],
+                                   read_whole=[model], option="--per-query")
 
     from rankcli import evaluate
 

@@ -65,8 +65,8 @@ def command(
     data: Annotated[Path, typer.Argument(help="A Parquet dataset, or a directory of Parquet files (pooled; or train/vali/test with "
                                               "--use-given-splits).",
                                          show_default=False)],
-    output: Annotated[Path, typer.Option("--output", "-o", help="The experiment directory (EXP_DIR).",
-                                         show_default=False)],
+    output: Annotated[str, typer.Option("--output", "-o", help="The experiment directory (EXP_DIR).",
+                                        show_default=False, metavar="EXP_DIR")],
     losses: Annotated[str, typer.Option("--losses", help="Comma-separated losses (any loss `train` knows).")]
     = "lambdamart,xendcg,listnet",
     trials: Annotated[int, typer.Option("--trials", help="Random splits (trials) per setting.")] = 100,
@@ -121,11 +121,14 @@ def command(
 ) -> None:
     import time
 
-    from rankcli.cli._common import log, print_json, progress_bar
+    from rankcli.cli._common import log, prepare_output, print_json, progress_bar
     from rankcli.core.perturb import parse_split
     from rankcli.errors import UsageError
     from rankcli.experiment import ExperimentConfig, iter_levels, json_shape, run_experiment
 
+    # EXP_DIR is reopened by the experiment's own rules (resume, --overwrite of an experiment only); here: not an
+    # input, not a special file. Not "final": a run interrupted while summarising is resumed, not redone.
+    output = prepare_output(output, overwrite=overwrite, kind="experiment", inputs=[data], final=False)
     loss_list = [x.strip() for x in losses.split(",") if x.strip()]
     if convention not in ("paper", "lightgbm", "sklearn"):
         raise UsageError(f"--convention: expected paper, lightgbm or sklearn, got {convention!r}")

@@ -31,15 +31,18 @@ class Format(str, Enum):
 
 def command(
     data: Annotated[Path, typer.Argument(help="A Parquet dataset (from `rankcli convert`).", show_default=False)],
-    output: Annotated[Path, typer.Option("--output", "-o", help="The text file to write.", show_default=False)],
+    output: Annotated[str, typer.Option("--output", "-o", help="The text file to write (- for standard output).",
+                                        show_default=False, metavar="PATH")],
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.svmlight,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output.")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print a summary as JSON on stdout.")] = False,
 ) -> None:
     import time
 
-    from rankcli.cli._common import log, print_json
+    from rankcli.cli._common import log, print_json, prepare_output, stdout_taken
 
+    output = prepare_output(output, overwrite=overwrite, inputs=[data])
+    stdout_taken(output, json_output)
     start = time.perf_counter()
     if format == Format.svmlight:
         from rankcli.formats.svmlight import write_svmlight
@@ -47,13 +50,13 @@ def command(
         rows = write_svmlight(output, data, overwrite=overwrite)
     else:
         rows = _export_qrels(data, output, overwrite)
-    log(f"wrote {rows:,} rows to {output}")
+    log(f"wrote {rows:,} rows to {'standard output' if output == '-' else output}")
     if json_output:
         print_json({"input": str(data), "output": str(output), "format": format.value, "rows": rows,
                     "seconds": round(time.perf_counter() - start, 3)})
 
 
-def _export_qrels(data: Path, output: Path, overwrite: bool) -> int:
+def _export_qrels(data: Path, output: Path | str, overwrite: bool) -> int:
     import numpy as np
 
     from rankcli.formats.atomic import atomic_path

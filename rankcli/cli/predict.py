@@ -75,7 +75,9 @@ def write_run(path: Path, ds, scores, *, fmt: str = "parquet", tag: str = "rankc
 def command(
     model_dir: Annotated[Path, typer.Argument(help="Model directory written by `rankcli train`.", show_default=False)],
     data: Annotated[Path, typer.Argument(help="Dataset to score (Parquet).", show_default=False)],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Run file to write.", show_default=False)],
+    output: Annotated[str, typer.Option("--output", "-o", help="Run file to write; - for standard output (a TREC "
+                                        "run, or Parquet into a pipe or file).", show_default=False,
+                                        metavar="PATH")],
     fmt: Annotated[RunFormat, typer.Option("--format", help="parquet (qid, docid|row, label, score) or trec.")]
     = RunFormat.parquet,
     json_out: Annotated[bool, typer.Option("--json", help="Print a summary as JSON on stdout.")] = False,
@@ -83,10 +85,11 @@ def command(
     tag: Annotated[Optional[str], typer.Option(help="Run tag of a TREC run (default: the model directory's "
                                                     "name).", show_default=False)] = None,
 ) -> None:
-    from rankcli.cli._common import log, print_json
-    from rankcli.formats.atomic import check_target
+    from rankcli.cli._common import log, print_json, prepare_output, stdout_taken
 
-    check_target(output, overwrite)
+    output = prepare_output(output, overwrite=overwrite, inputs=[data], read_whole=[model_dir],
+                            binary=fmt.value == "parquet")
+    stdout_taken(output, json_out)
     ds, scores, model = predict_dataset(model_dir, data)
     write_run(output, ds, scores, fmt=fmt.value, tag=tag or Path(model_dir).resolve().name, overwrite=overwrite,
               source=str(data), metadata={"model": str(model_dir), "loss": model.info.get("loss", {}).get("name"), "data": str(data)})

@@ -29,7 +29,8 @@ SHORT_HELP = "Simulate click logs with a cascade or position-based model."
 
 def command(
     data: Annotated[Path, typer.Argument(help="Dataset with graded labels (Parquet).", show_default=False)],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Click log to write (Parquet).", show_default=False)],
+    output: Annotated[str, typer.Option("--output", "-o", help="Click log to write (Parquet; - for standard output "
+                                        "into a pipe or file).", show_default=False, metavar="PATH")],
     model: Annotated[str, typer.Option(help="Click model: cascade | pbm.")] = "cascade",
     click_probs: Annotated[str, typer.Option("--click-probs", help="Click probability per grade 0, 1, 2, ..., "
                                              "comma-separated (the paper's default).")] = "0.05,0.3,0.5,0.7,0.95",
@@ -56,7 +57,7 @@ def command(
     from rankcli.cli._common import log, print_json
     from rankcli.core.clicks import MODELS
     from rankcli.errors import UsageError
-    from rankcli.formats.atomic import check_target
+    from rankcli.cli._common import prepare_output, stdout_taken
     from rankcli.formats.parquet import query_aligned_groups, read_dataset
     from rankcli.simulate import RANKERS, click_batches, model_scores, parse_click_probs, simulate_log
 
@@ -71,7 +72,9 @@ def command(
         raise UsageError(f"--eta: must be non-negative, got {eta:g}")
     if ranker not in RANKERS and not Path(ranker).is_dir():
         raise UsageError(f"--ranker: expected random, label, input or a model directory, got {ranker!r}")
-    check_target(output, overwrite)
+    output = prepare_output(output, overwrite=overwrite, inputs=[data],
+                            read_whole=[ranker] if ranker not in RANKERS else [], binary=True)
+    stdout_taken(output, json_out)
 
     source = reader = None
     got: dict = {}
@@ -237,7 +240,9 @@ def _render(summary, output: Path) -> None:
 
     from rankcli.cli._common import stdout_console
 
-    con = stdout_console()
+    from rankcli.cli._common import stderr_console
+
+    con = stderr_console() if str(output) == "-" else stdout_console()  # -o -: stdout carries the log
     con.print(f"{summary.model} clicks, ranker {summary.ranker} -> {output}")
     con.print(f"impressions {summary.impressions}  kept {summary.kept}  dropped (no click) {summary.dropped}  "
               f"clicks {summary.clicks}  rows {summary.rows}")

@@ -48,7 +48,8 @@ def parse_param(text: str) -> tuple[str, object]:
 
 def command(
     train: Annotated[Path, typer.Argument(help="Training data (Parquet).", show_default=False)],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Model directory to write.", show_default=False)],
+    output: Annotated[str, typer.Option("--output", "-o", help="Model directory to write (new, empty, or a previous "
+                                        "model with --overwrite).", show_default=False, metavar="DIR")],
     loss: Annotated[str, typer.Option(help="lambdamart | xendcg | xendcg-native | listnet | ranknet | pointwise.")]
     = "xendcg",
     gamma: Annotated[str, typer.Option(help="XE-NDCG gamma: uniform (redrawn per document and tree) | mean | "
@@ -89,7 +90,7 @@ def command(
 ) -> None:
     from rankcli.cli._common import log, print_json, progress_bar
     from rankcli.errors import UsageError
-    from rankcli.formats.atomic import check_target
+    from rankcli.cli._common import prepare_output
     from rankcli.formats.parquet import read_dataset
     from rankcli.core.losses import parse_gamma
     from rankcli.train import (TrainConfig, check_inputs, check_loss, check_preset, import_lightgbm_lean, save_model,
@@ -120,7 +121,8 @@ def command(
                          convention=convention, learning_rate=learning_rate, num_leaves=num_leaves,
                          min_data_in_leaf=min_data_in_leaf, params=params, threads=threads, seed=seed,
                          label_grades=label_grades, preset=preset)
-    check_target(output, overwrite)  # fail before a long training, not after
+    # Fail before a long training, not after: an output holding an input, a directory that is not a model.
+    output = prepare_output(output, overwrite=overwrite, kind="model", inputs=[train, valid])
 
     if dask is not None:  # data-parallel on a Dask cluster (rankcli.distributed); same model directory
         from rankcli.distributed import train_command

@@ -423,3 +423,18 @@ def test_latex_escapes_names(runs, capsys):
     status, out, _ = _run(capsys, "compare", good, bad, "--name", "a_b & c", "--name", "50%", "--format", "latex")
     assert status == 0
     assert r"a\_b \& c (baseline) & " in out and r"50\% & " in out
+
+
+def test_difference_is_labelled_with_the_names_it_subtracts(runs, capsys):
+    """One sign convention (issue 11 item 7): the row of b against a reads "b - a" and its value is mean(b) - mean(a),
+    in the table and in Markdown, as in the JSON (a, b, difference)."""
+    _, _, _, good, bad = runs
+    status, out, _ = _run(capsys, "compare", good, bad, "--json", "--metric", "ndcg@5")
+    comp = json.loads(out)["comparisons"][0]
+    assert (comp["a"], comp["b"]) == ("good", "bad") and comp["difference"] < 0
+    assert comp["difference"] == pytest.approx(comp["mean_b"] - comp["mean_a"])
+    for fmt in ("table", "markdown"):
+        status, out, _ = _run(capsys, "compare", good, bad, "--format", fmt, "--metric", "ndcg@5")
+        assert status == 0
+        row = next(line for line in out.splitlines() if "bad - good" in line)
+        assert f"{comp['difference']:+.4f}" in row and " vs " not in out
