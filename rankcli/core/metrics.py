@@ -32,6 +32,10 @@ Ties between equal scores (``Convention.ties``):
 
 - ``input``: documents with equal scores keep their input order (a stable sort by score, descending) — LightGBM's rule.
   The top ``k`` is exactly the first ``k`` rows of that stable order, also across the cut.
+- ``docid-desc``: documents with equal scores are ordered by document id, descending in byte order — trec_eval's
+  rule (its ``qsort`` comparator ``comp_sim_docno`` in ``form_res_rels.c``: ``sim`` descending, then
+  ``strcmp(docno2, docno1)``). It needs the ``docids``; comparing code points of ``str`` equals comparing their UTF-8
+  bytes, as ``strcmp`` does (which reads bytes as ``unsigned char``).
 - ``average``: the expected value of the metric over all orderings of tied documents (McSherry & Najork, ECIR 2008),
   as scikit-learn's ``ndcg_score`` computes it. It is computed in closed form per tie group: for DCG, precision and
   recall a group contributes its mean gain (or relevant fraction) times the discounts (or count) of the positions it
@@ -58,8 +62,8 @@ from rankcli.errors import ExitStatus, InputError, UsageError
 
 GAINS = ("exponential", "linear")
 NO_RELEVANT = ("skip", "one", "zero")
-TIES = ("input", "average")
-PRESETS = ("paper", "lightgbm", "sklearn")
+TIES = ("input", "average", "docid-desc")
+PRESETS = ("paper", "lightgbm", "sklearn", "trec")
 #: ERR's maximum grade when ``Convention.max_grade`` is None (the five-grade scale 0..4 of LETOR / Web30K / Yahoo).
 DEFAULT_MAX_GRADE = 4.0
 
@@ -87,13 +91,16 @@ class Convention:
     @classmethod
     def preset(cls, name: str) -> "Convention":
         """``paper``: exponential gain, skip, input order; ``lightgbm``: exponential, one, input order;
-        ``sklearn``: linear gain, zero, average over ties."""
+        ``sklearn``: linear gain, zero, average over ties; ``trec`` (trec_eval's): linear gain, zero, ties by docid
+        descending in byte order."""
         if name == "paper":
             return cls(gain="exponential", no_relevant="skip", ties="input")
         if name == "lightgbm":
             return cls(gain="exponential", no_relevant="one", ties="input")
         if name == "sklearn":
             return cls(gain="linear", no_relevant="zero", ties="average")
+        if name == "trec":
+            return cls(gain="linear", no_relevant="zero", ties="docid-desc")
         raise UsageError(f"unknown convention preset {name!r}; expected one of: {', '.join(PRESETS)}")
 
     def with_(self, **changes) -> "Convention":
@@ -426,8 +433,47 @@ def _topk_input_order(scores_mat: np.ndarray, kk: int) -> np.ndarray:
     return np.take_along_axis(cols, np.argsort(sel, axis=1, kind="stable"), axis=1)
 
 
+def _docid_tie_order(scores: np.ndarray, offsets: np.ndarray, docids) -> np.ndarray | None:
+    """A permutation of the rows, within their queries, after which the stable "input" order of equal scores is the
+    order of their document ids, descending in byte order (trec_eval's tie rule); None when no query has a tie.
+
+    Only rows whose score ties another row of the same query are compared by document id, so a run without ties
+    costs one pass. ``str`` ids compare by code point, which is the byte order of their UTF-8 encoding (a trailing NUL
+    is dropped, as ``strcmp`` would stop there).
+    """
+    n = scores.shape[0]
+    if n < 2:
+        return None
+    qidx = query_index(offsets)
+    with np.errstate(invalid="ignore"):  # inf - inf is NaN, which fails "<= 0" below: the sorting path handles it
+        step = np.diff(scores)
+    same_query = qidx[1:] == qidx[:-1]
+    if np.all(step[same_query] <= 0):  # already best first within each query (a TREC run as written): no sort
+        order = None
+        tie = same_query & (step == 0)
+    else:
+        order = np.lexsort((-scores, qidx))  # by query, then score descending
+        s = scores[order]
+        tie = same_query & (s[1:] == s[:-1])  # qidx[order] == qidx: lexsort keeps queries in place
+    if not tie.any():
+        return None
+    tied = np.zeros(n, dtype=bool)
+    tied[1:] |= tie
+    tied[:-1] |= tie
+    rows = np.flatnonzero(tied) if order is None else order[tied]
+    keys = np.asarray(docids)[rows]
+    if keys.dtype == object:
+        keys = keys.astype(str)
+    rank = np.unique(keys, return_inverse=True)[1].reshape(-1)
+    key = np.zeros(n, dtype=np.int64)
+    key[rows] = rank + 1
+    # Within each query, tied rows by descending docid; rows without a tie (key 0) after them, in input order. Their
+    # place relative to other scores does not matter: the stable sort by score puts them back.
+    return np.lexsort((-key, qidx))
+
+
 def per_query(specs: Sequence[MetricSpec | str], labels, scores, offsets, convention: Convention = Convention(), *,
-              unranked_labels=None, unranked_offsets=None) -> dict[str, np.ndarray]:
+              unranked_labels=None, unranked_offsets=None, docids=None) -> dict[str, np.ndarray]:
     """One float64 value per query for each metric (key ``str(spec)``); NaN where the query is skipped.
 
     Parameters
@@ -438,11 +484,21 @@ def per_query(specs: Sequence[MetricSpec | str], labels, scores, offsets, conven
     convention : see :class:`Convention` and the module docstring.
     unranked_labels, unranked_offsets : judged documents of each query that the ranking does not contain (TREC qrels
         entries missing from a run): they count in the ideal DCG and in the number of relevant documents ``R``.
+    docids : (n_rows,) document ids (``str``), needed by ``ties="docid-desc"`` and ignored otherwise.
     """
     specs = [parse_metric(s) for s in specs]
     labels, scores, offsets = _check_inputs(labels, scores, offsets)
     if (unranked_labels is None) != (unranked_offsets is None):
         raise UsageError("unranked_labels and unranked_offsets go together")
+    if convention.ties == "docid-desc":
+        if docids is None:
+            raise UsageError("ties=docid-desc (the trec convention) orders equal scores by document id, and this "
+                             "input has none; choose another tie rule (--ties input or average)")
+        if len(docids) != labels.shape[0]:
+            raise InputError(f"docids must have one entry per row ({labels.shape[0]}), got {len(docids)}")
+        perm = _docid_tie_order(scores, offsets, docids)
+        if perm is not None:  # rows move only within their query: the per-query results keep their order
+            labels, scores = labels[perm], scores[perm]
     nq = offsets.shape[0] - 1
     judg = _Judgments(labels, offsets, unranked_labels, unranked_offsets, convention)
     if any(s.name == "err" for s in specs):
@@ -464,7 +520,7 @@ def per_query(specs: Sequence[MetricSpec | str], labels, scores, offsets, conven
     for qs, width in size_buckets(offsets):
         rows, valid = padded_rows(offsets, qs, width)
         sizes = (offsets[qs + 1] - offsets[qs]).astype(np.float64)
-        if convention.ties == "input":
+        if convention.ties != "average":  # "docid-desc" rows are already in docid order within ties
             kk = width if kmax is None else min(kmax, width)
             smat = scores[rows]
             smat[~valid] = -np.inf
@@ -700,11 +756,11 @@ def _apply_no_relevant(specs, out, judg, convention) -> None:
 
 
 def evaluate(specs: Sequence[MetricSpec | str], labels, scores, offsets, convention: Convention = Convention(), *,
-             unranked_labels=None, unranked_offsets=None) -> EvalResult:
+             unranked_labels=None, unranked_offsets=None, docids=None) -> EvalResult:
     """Per-query values and their means (over the queries not skipped) for several metrics."""
     specs = [parse_metric(s) for s in specs]
     pq = per_query(specs, labels, scores, offsets, convention, unranked_labels=unranked_labels,
-                   unranked_offsets=unranked_offsets)
+                   unranked_offsets=unranked_offsets, docids=docids)
     nq = len(offsets) - 1
     skipped_any = np.zeros(nq, dtype=bool)
     means, evaluated = {}, {}

@@ -22,10 +22,47 @@ def random_batch(rng, n_queries=60, max_size=30, tie_levels=3, grades=5, min_siz
     return labels, scores, offsets
 
 
-def ref(name, k, labels, scores, offsets, conv, unranked=None):
+def ref(name, k, labels, scores, offsets, conv, unranked=None, docids=None):
+    ties = conv.ties
+    if ties == "docid-desc":
+        # trec_eval's comparator, literally: score descending, then strcmp(docno2, docno1) on the UTF-8 bytes. The
+        # rows so ordered are then read in input order.
+        order = []
+        for a, b in zip(offsets[:-1], offsets[1:]):
+            order += sorted(range(a, b), key=lambda i: (-scores[i], _Desc(docids[i].encode())))
+        labels, scores, ties = labels[order], scores[order], "input"
     return reference.metric_per_query(name, k, labels, scores, offsets, gain=conv.gain, no_relevant=conv.no_relevant,
-                                      ties=conv.ties, threshold=conv.relevance_threshold,
+                                      ties=ties, threshold=conv.relevance_threshold,
                                       max_grade=conv.err_max_grade, unranked=unranked)
+
+
+class _Desc:
+    """A sort key that orders bytes descending."""
+
+    def __init__(self, b):
+        self.b = b
+
+    def __lt__(self, other):
+        return self.b > other.b
+
+    def __eq__(self, other):
+        return self.b == other.b
+
+
+def row_names(offsets, rng=None):
+    """A docid per row, unique within its query: ``"<j>"`` (so "10" sorts before "9" in byte order), or with ``rng``
+    random names mixing ASCII, upper case, accents, CJK and 4-byte UTF-8."""
+    alphabet = ["a", "B", "z", "0", "9", "-", "_", "é", "É", "ß", "文", "\U0001F600", "\uFFFD", "~"]
+    names = []
+    for a, b in zip(offsets[:-1], offsets[1:]):
+        if rng is None:
+            names += [str(j) for j in range(b - a)]
+            continue
+        seen = set()
+        while len(seen) < b - a:
+            seen.add("".join(rng.choice(alphabet, int(rng.integers(1, 4)))))
+        names += list(rng.permutation(sorted(seen)))
+    return np.array(names, dtype=object)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -75,8 +112,10 @@ def test_convention_presets_and_dict():
     assert (sk.gain, sk.no_relevant, sk.ties) == ("linear", "zero", "average")
     assert M.Convention().as_dict() == {"gain": "exponential", "no_relevant": "skip", "ties": "input",
                                         "relevance_threshold": 1.0, "max_grade": 4.0}
-    with pytest.raises(UsageError, match="unknown convention preset 'trec'"):
-        M.Convention.preset("trec")
+    trec = M.Convention.preset("trec")
+    assert (trec.gain, trec.no_relevant, trec.ties, trec.relevance_threshold) == ("linear", "zero", "docid-desc", 1.0)
+    with pytest.raises(UsageError, match="unknown convention preset 'trec_eval'"):
+        M.Convention.preset("trec_eval")
     with pytest.raises(UsageError, match="unknown ties 'random'"):
         M.Convention(ties="random")
     assert M.Convention.preset("sklearn").with_(ties="input", gain=None).ties == "input"
@@ -125,20 +164,124 @@ def test_average_ties_match_enumeration_of_all_permutations(gain, no_relevant):
                                    rtol=1e-10, atol=1e-12, err_msg=str(spec))
 
 
+def test_docid_ties_match_reference_on_tie_heavy_data():
+    # Every metric and cutoff, wide queries too (the argpartition path), names with odd bytes.
+    rng = np.random.default_rng(21)
+    for max_size, min_size in ((40, 1), (300, 100)):
+        labels, scores, offsets = random_batch(rng, n_queries=40, max_size=max_size, min_size=min_size, grades=3)
+        docids = row_names(offsets, rng)
+        conv = M.Convention.preset("trec")
+        specs = [M.MetricSpec(n, k) for n in ALL_NAMES for k in (None, 1, 3, 10, 20)]
+        got = M.per_query(specs, labels, scores, offsets, conv, docids=docids)
+        for spec in specs:
+            np.testing.assert_allclose(got[str(spec)],
+                                       ref(spec.name, spec.k, labels, scores, offsets, conv, docids=docids),
+                                       rtol=1e-12, atol=1e-12, err_msg=str(spec))
+
+
+def test_docid_ties_do_not_depend_on_row_order():
+    # A run written best first (the no-sort path) and the same rows shuffled within queries (the sorting path) agree;
+    # -0.0 ties 0.0 and inf ties inf, as in trec_eval's comparisons.
+    rng = np.random.default_rng(5)
+    labels, scores, offsets = random_batch(rng, n_queries=50, max_size=20, grades=3)
+    scores = np.choose(rng.integers(0, 4, scores.shape[0]), [scores, -scores * 0.0, scores * 0.0, scores + np.inf])
+    docids = row_names(offsets, rng)
+    specs = M.parse_metrics(["ndcg@1,3,10", "ndcg", "map", "mrr", "precision@5", "recall@5", "err@5"])
+    conv = M.Convention.preset("trec")
+    base = M.per_query(specs, labels, scores, offsets, conv, docids=docids)
+    for rows in ([np.argsort(-scores[a:b], kind="stable") + a for a, b in zip(offsets[:-1], offsets[1:])],
+                 [rng.permutation(np.arange(a, b)) for a, b in zip(offsets[:-1], offsets[1:])]):
+        order = np.concatenate(rows)
+        got = M.per_query(specs, labels[order], scores[order], offsets, conv, docids=docids[order])
+        for name in base:
+            np.testing.assert_array_equal(got[name], base[name], err_msg=name)
+
+
+def test_tie_order_changes_the_result_as_in_trec_eval():
+    # Two documents tie; "d9" > "d10" in byte order, so trec_eval ranks d9 (not relevant) first whatever the file says.
+    labels, scores, offsets = np.array([1.0, 0.0]), np.array([1.0, 1.0]), np.array([0, 2])
+    docids = np.array(["d10", "d9"], dtype=object)
+    specs = M.parse_metrics(["precision@1", "mrr", "ndcg@1", "map"])
+    trec = M.per_query(specs, labels, scores, offsets, M.Convention.preset("trec"), docids=docids)
+    file_order = M.per_query(specs, labels, scores, offsets, M.Convention.preset("trec").with_(ties="input"))
+    assert {k: float(v[0]) for k, v in trec.items()} == {"precision@1": 0.0, "mrr": 0.5, "ndcg@1": 0.0, "map": 0.5}
+    assert {k: float(v[0]) for k, v in file_order.items()} == {"precision@1": 1.0, "mrr": 1.0, "ndcg@1": 1.0,
+                                                                "map": 1.0}
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    theirs = pytrec_eval.RelevanceEvaluator({"q": {"d10": 1, "d9": 0}}, {"P_1", "recip_rank", "ndcg_cut_1", "map"}
+                                            ).evaluate({"q": {"d10": 1.0, "d9": 1.0}})["q"]
+    assert theirs == {"P_1": 0.0, "recip_rank": 0.5, "ndcg_cut_1": 0.0, "map": 0.5}
+
+
+def test_docid_ties_need_docids():
+    with pytest.raises(UsageError, match="ties=docid-desc .* orders equal scores by document id"):
+        M.per_query(["ndcg"], [1.0, 0.0], [1.0, 1.0], [0, 2], M.Convention.preset("trec"))
+    with pytest.raises(InputError, match="docids must have one entry per row"):
+        M.per_query(["ndcg"], [1.0, 0.0], [1.0, 1.0], [0, 2], M.Convention.preset("trec"), docids=["a"])
+
+
+TREC_MEASURES = {"ndcg": "ndcg", "ndcg_cut_1": "ndcg@1", "ndcg_cut_5": "ndcg@5", "ndcg_cut_10": "ndcg@10",
+                 "ndcg_cut_100": "ndcg@100", "map": "map", "map_cut_10": "map@10", "P_1": "precision@1",
+                 "P_5": "precision@5", "P_20": "precision@20", "recall_5": "recall@5", "recall_20": "recall@20",
+                 "recall_1000": "recall@1000", "recip_rank": "mrr"}
+
+
+def test_trec_preset_equals_pytrec_eval_per_query_on_tie_heavy_runs():
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    rng = np.random.default_rng(2024)
+    qrels, run = {}, {}
+    labels, scores, docids, sizes, unranked = [], [], [], [], []
+    for q in range(400):
+        n = int(rng.integers(1, 40))
+        names = [str(d) for d in row_names(np.array([0, n]), rng)]
+        s = rng.integers(0, 4, n).astype(float) * rng.choice([1.0, 0.25])  # 4 score levels: ties everywhere
+        rel = rng.choice([-1, 0, 0, 1, 2, 3, 4], n)  # -1: in the pool, unjudged (gain 0, not relevant)
+        judged = rng.random(n) < 0.7
+        qid = f"q{q}"
+        run[qid] = {d: float(v) for d, v in zip(names, s)}
+        qrels[qid] = {d: int(r) for d, r, j in zip(names, rel, judged) if j}
+        extra = {f"unretrieved{i}": int(rng.integers(0, 5)) for i in range(int(rng.integers(0, 4)))}
+        qrels[qid].update(extra)
+        if not qrels[qid]:
+            qrels[qid] = {"nowhere": 0}
+        labels += [float(r) if j else 0.0 for r, j in zip(rel, judged)]
+        scores += s.tolist()
+        docids += names
+        sizes.append(n)
+        unranked.append([float(v) for d, v in qrels[qid].items() if d not in run[qid]])
+    offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    u_off = np.concatenate(([0], np.cumsum([len(u) for u in unranked]))).astype(np.int64)
+    u_lab = np.array([y for u in unranked for y in u], dtype=np.float64)
+    theirs = pytrec_eval.RelevanceEvaluator(qrels, set(TREC_MEASURES)).evaluate(run)
+    args = (np.array(labels), np.array(scores), offsets)
+    kw = dict(unranked_labels=u_lab, unranked_offsets=u_off, docids=np.array(docids, dtype=object))
+    ours = M.per_query(list(TREC_MEASURES.values()), *args, M.Convention.preset("trec"), **kw)
+    in_file_order = M.per_query(list(TREC_MEASURES.values()), *args, M.Convention.preset("trec").with_(ties="input"),
+                                **kw)
+    for measure, name in TREC_MEASURES.items():
+        want = np.array([theirs[f"q{q}"][measure] for q in range(400)])
+        np.testing.assert_allclose(ours[name], want, rtol=0, atol=1e-9, err_msg=measure)
+        if measure != "recall_1000":  # no query is that long: the order cannot matter
+            assert np.abs(in_file_order[name] - want).max() > 0.01, measure  # the tie rule is what makes them equal
+
+
 def test_unranked_judgments_count_in_ideal_and_recall():
     rng = np.random.default_rng(3)
     labels, scores, offsets = random_batch(rng, n_queries=30, max_size=12, grades=3)
     extra = [list(rng.integers(0, 4, rng.integers(0, 4)).astype(float)) for _ in range(30)]
     u_off = np.concatenate(([0], np.cumsum([len(e) for e in extra]))).astype(np.int64)
     u_lab = np.array([y for e in extra for y in e], dtype=np.float64)
+    docids = row_names(offsets)
     for ties in M.TIES:
         conv = M.Convention(ties=ties, no_relevant="zero")
         specs = [M.MetricSpec(n, k) for n in ("ndcg", "dcg", "map", "recall", "precision", "mrr") for k in (None, 3)]
-        got = M.per_query(specs, labels, scores, offsets, conv, unranked_labels=u_lab, unranked_offsets=u_off)
+        got = M.per_query(specs, labels, scores, offsets, conv, unranked_labels=u_lab, unranked_offsets=u_off,
+                          docids=docids)
         if ties == "average":
             continue  # tie groups of up to 12 are too many permutations for the reference; input order suffices
         for spec in specs:
-            np.testing.assert_allclose(got[str(spec)], ref(spec.name, spec.k, labels, scores, offsets, conv, extra),
+            np.testing.assert_allclose(got[str(spec)],
+                                       ref(spec.name, spec.k, labels, scores, offsets, conv, extra, docids),
                                        rtol=1e-12, atol=1e-12, err_msg=str(spec))
 
 
@@ -319,6 +462,12 @@ def _arrays(batch):
     return labels, scores, offsets
 
 
+def _ids(batch):
+    """Docids for the docid-desc tie rule (ignored by the others): the j-th document of a query is "<j>", so a
+    query keeps its names when the queries are reordered."""
+    return row_names(_arrays(batch)[2])
+
+
 PROPERTY_SPECS = M.parse_metrics(["ndcg@1,3,10", "ndcg", "mrr", "map@5", "precision@3", "recall@3", "err@5"])
 
 
@@ -327,7 +476,7 @@ PROPERTY_SPECS = M.parse_metrics(["ndcg@1,3,10", "ndcg", "mrr", "map@5", "precis
 def test_values_in_unit_interval(batch, ties, no_relevant):
     labels, scores, offsets = _arrays(batch)
     conv = M.Convention(ties=ties, no_relevant=no_relevant)
-    for name, v in M.per_query(PROPERTY_SPECS, labels, scores, offsets, conv).items():
+    for name, v in M.per_query(PROPERTY_SPECS, labels, scores, offsets, conv, docids=_ids(batch)).items():
         v = v[~np.isnan(v)]
         assert np.all(v >= -1e-12) and np.all(v <= 1 + 1e-12), name
 
@@ -336,7 +485,8 @@ def test_values_in_unit_interval(batch, ties, no_relevant):
 @given(batches, st.sampled_from(M.TIES))
 def test_ideal_ranking_scores_one(batch, ties):
     labels, _, offsets = _arrays(batch)
-    res = M.per_query(M.parse_metrics(["ndcg@1,3,10", "ndcg"]), labels, labels, offsets, M.Convention(ties=ties))
+    res = M.per_query(M.parse_metrics(["ndcg@1,3,10", "ndcg"]), labels, labels, offsets, M.Convention(ties=ties),
+                      docids=_ids(batch))
     for v in res.values():
         np.testing.assert_allclose(v[~np.isnan(v)], 1.0)
 
@@ -346,8 +496,8 @@ def test_ideal_ranking_scores_one(batch, ties):
 def test_invariant_to_strictly_increasing_transforms(batch, ties):
     labels, scores, offsets = _arrays(batch)
     conv = M.Convention(ties=ties)
-    a = M.per_query(PROPERTY_SPECS, labels, scores, offsets, conv)
-    b = M.per_query(PROPERTY_SPECS, labels, np.exp(scores) * 3 - 7, offsets, conv)
+    a = M.per_query(PROPERTY_SPECS, labels, scores, offsets, conv, docids=_ids(batch))
+    b = M.per_query(PROPERTY_SPECS, labels, np.exp(scores) * 3 - 7, offsets, conv, docids=_ids(batch))
     for name in a:
         np.testing.assert_allclose(a[name], b[name], rtol=1e-12, err_msg=name)
 
@@ -360,8 +510,8 @@ def test_invariant_to_query_order(batch, rnd, ties):
     rnd.shuffle(perm)
     l2, s2, o2 = _arrays([batch[i] for i in perm])
     conv = M.Convention(ties=ties)
-    a = M.evaluate(PROPERTY_SPECS, labels, scores, offsets, conv)
-    b = M.evaluate(PROPERTY_SPECS, l2, s2, o2, conv)
+    a = M.evaluate(PROPERTY_SPECS, labels, scores, offsets, conv, docids=_ids(batch))
+    b = M.evaluate(PROPERTY_SPECS, l2, s2, o2, conv, docids=_ids([batch[i] for i in perm]))
     for name in a.per_query:
         np.testing.assert_allclose(a.per_query[name][perm], b.per_query[name], rtol=1e-12)
         np.testing.assert_allclose(a.means[name], b.means[name], rtol=1e-12)
@@ -372,6 +522,7 @@ def test_invariant_to_query_order(batch, rnd, ties):
 def test_dcg_non_decreasing_in_k(batch, ties, gain):
     labels, scores, offsets = _arrays(batch)
     specs = [M.MetricSpec("dcg", k) for k in range(1, 14)]
-    res = M.per_query(specs, labels, scores, offsets, M.Convention(ties=ties, gain=gain, no_relevant="zero"))
+    res = M.per_query(specs, labels, scores, offsets, M.Convention(ties=ties, gain=gain, no_relevant="zero"),
+                      docids=_ids(batch))
     stacked = np.stack([res[str(s)] for s in specs])
     assert np.all(np.diff(stacked, axis=0) >= -1e-12)
