@@ -75,13 +75,29 @@ PRESET_LAMBDARANK = {"sigmoid": 1.0, "lambdarank_norm": False}
 MODEL_FILE = "model.txt"
 INFO_FILE = "rankcli.json"
 
+#: LightGBM parameters that a rankcli option sets (main name -> the option): ``--param`` may set neither them nor any
+#: of their aliases. Every LightGBM ``*_seed`` is derived from ``seed``, so ``--seed`` owns them too.
+OPTION_PARAMS: dict[str, str] = {
+    "objective": "--loss",
+    "metric": "--select-by",
+    "num_iterations": "--trees",
+    "learning_rate": "--learning-rate",
+    "num_leaves": "--num-leaves",
+    "min_data_in_leaf": "--min-data-in-leaf",
+    "early_stopping_round": "--early-stopping",
+    "early_stopping_min_delta": "--early-stopping",
+    "num_threads": "--threads",
+    "seed": "--seed",
+}
+
 
 @dataclass
 class TrainConfig:
     """Everything that determines a trained model (with the data and the seed).
 
     ``learning_rate``, ``num_leaves`` and ``min_data_in_leaf`` left at ``None`` take the preset's value, else 0.05,
-    31 and 20. ``params`` (any LightGBM parameter) override everything else.
+    31 and 20. ``params`` (any other LightGBM parameter, checked by :func:`check_params`: not one that an option
+    here sets) override the preset's and rankcli's other defaults.
     """
 
     loss: str = "xendcg"
@@ -159,6 +175,59 @@ def check_preset(name: str | None) -> str | None:
     raise UsageError(f"unknown preset {name!r}{hint} (choose from {', '.join(PRESETS)})")
 
 
+def _option_of(main: str, options: dict[str, str]) -> str | None:
+    if main in options:
+        return options[main]
+    return options.get("seed") if main.endswith("_seed") else None
+
+
+def check_params(items: Any, options: dict[str, str] | None = None) -> dict[str, Any]:
+    """``--param`` keys checked against LightGBM's own parameter names and aliases; returns them under main names.
+
+    ``items`` is a mapping or ``(key, value)`` pairs. A key LightGBM does not know is a :class:`UsageError` naming the
+    closest known parameter; so is a key (or an alias of one) that a rankcli option sets (:data:`OPTION_PARAMS`;
+    ``options`` overrides the option names, e.g. ``{"objective": "--losses"}`` for ``experiment``), and two keys that
+    are one parameter. Aliases are replaced by the main name, so that a value given under an alias is the one
+    LightGBM uses (LightGBM prefers the main name when both are present, and rankcli or a preset may set it).
+    """
+    from rankcli.compat import lightgbm_parameter_aliases
+
+    pairs = list(items.items()) if isinstance(items, dict) else list(items)
+    if not pairs:
+        return {}
+    table = lightgbm_parameter_aliases()
+    main_of = {alias: main for main, aliases in table.items() for alias in aliases}
+    opts = {**OPTION_PARAMS, **(options or {})}
+    out: dict[str, Any] = {}
+    given_as: dict[str, str] = {}
+    for key, value in pairs:
+        key = str(key)
+        main = main_of.get(key)
+        if main is None:
+            close = difflib.get_close_matches(key, list(main_of), n=1, cutoff=0.6)
+            hint = ""
+            if close:
+                suggestion = main_of[close[0]]
+                hint = f"; did you mean {suggestion!r}?"
+                option = _option_of(suggestion, opts)
+                if option:
+                    hint += f" (rankcli sets it: use {option})"
+            raise UsageError(f"--param {key}: LightGBM has no parameter {key!r}{hint} "
+                             "(LightGBM's parameters: https://lightgbm.readthedocs.io/en/stable/Parameters.html)")
+        option = _option_of(main, opts)
+        if option:
+            what = key if key == main else f"{key} (LightGBM's alias of {main})"
+            why = "rankcli derives every LightGBM seed from --seed" if option == opts.get("seed") and main != "seed" \
+                else f"it is set by {option}"
+            raise UsageError(f"--param {key}: {what} cannot be set with --param, {why}; use {option}")
+        if main in out:
+            raise UsageError(f"--param {key}: sets {main} again (already given as --param {given_as[main]}); "
+                             "give each parameter once")
+        out[main] = value
+        given_as[main] = key
+    return out
+
+
 def feature_difference(expected: list[str], got: list[str]) -> str | None:
     """A human description of how two feature column lists differ, or ``None`` when they are equal."""
     if list(expected) == list(got):
@@ -233,7 +302,7 @@ def resolve_params(config: TrainConfig, max_grade: int | None = None) -> dict[st
     if config.loss == "lambdamart" and max_grade is not None and max_grade >= 31:
         # LightGBM's default label_gain has 31 entries (grades 0..30); extend it with the same 2^g - 1 gains.
         params["label_gain"] = [float(2.0**g - 1.0) for g in range(max_grade + 1)]
-    params.update(config.params)
+    params.update(check_params(config.params))
     return params
 
 
@@ -336,6 +405,7 @@ def _prepare(train: Dataset, valid: Dataset | None, config: TrainConfig):
         raise UsageError(f"--early-stopping must be 0 (off) or a positive number of trees, got {config.early_stopping}")
     if config.loss == "xendcg":
         losses.parse_gamma(config.gamma)
+    check_params(config.params)
     metric_name, metric_fn = _metric_function(config.select_by, config.convention)
     if train.n_rows == 0:
         raise InputError("training data has no rows")

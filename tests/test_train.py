@@ -159,3 +159,49 @@ def test_presets_and_params(data, tmp_path):
     for key in ("loss", "params", "seed", "features", "data_sha256", "best_iteration", "curve", "versions", "seconds"):
         assert key in stored
     assert stored["loss"] == {"name": "xendcg", "label_grades": False, "gamma": "uniform"}
+
+
+# ------------------------------------------------------------------------------------------ --param (issue 11 item 8)
+@pytest.mark.parametrize("key, message", [
+    ("num_leafs", "--param num_leafs: LightGBM has no parameter 'num_leafs'; did you mean 'num_leaves'? "
+                  "(rankcli sets it: use --num-leaves)"),
+    ("lamda_l2", "--param lamda_l2: LightGBM has no parameter 'lamda_l2'; did you mean 'lambda_l2'?"),
+    ("objective", "--param objective: objective cannot be set with --param, it is set by --loss; use --loss"),
+    ("application", "--param application: application (LightGBM's alias of objective) cannot be set with --param"),
+    ("metric", "it is set by --select-by"),
+    ("n_estimators", "n_estimators (LightGBM's alias of num_iterations) cannot be set with --param, it is set by "
+                     "--trees"),
+    ("eta", "it is set by --learning-rate"),
+    ("max_leaves", "it is set by --num-leaves"),
+    ("min_child_samples", "it is set by --min-data-in-leaf"),
+    ("early_stopping_rounds", "it is set by --early-stopping"),
+    ("nthread", "it is set by --threads"),
+    ("random_state", "random_state (LightGBM's alias of seed) cannot be set with --param, it is set by --seed"),
+    ("bagging_seed", "bagging_seed cannot be set with --param, rankcli derives every LightGBM seed from --seed"),
+    ("bagging_fraction_seed", "rankcli derives every LightGBM seed from --seed"),
+    ("objective_seed", "rankcli derives every LightGBM seed from --seed"),
+])
+def test_param_keys_checked_against_lightgbm(key, message):
+    from rankcli.train import check_params
+
+    with pytest.raises(UsageError) as err:
+        check_params({key: 3})
+    assert err.value.exit_status == 2 and str(err.value).startswith(f"--param {key}: ") and message in str(err.value)
+    with pytest.raises(UsageError):  # the library path (and the Dask path, which resolves params alike) checks too
+        resolve_params(TrainConfig(params={key: 3}))
+
+
+def test_param_aliases_pass_through_under_the_main_name():
+    from rankcli.train import check_params
+
+    got = check_params([("label_gain", [0, 1, 3]), ("sigmoid", 2.0), ("lambdarank_truncation_level", 10),
+                        ("reg_lambda", 1.5), ("min_sum_hessian", 1.0)])
+    assert got == {"label_gain": [0, 1, 3], "sigmoid": 2.0, "lambdarank_truncation_level": 10, "lambda_l2": 1.5,
+                   "min_sum_hessian_in_leaf": 1.0}
+    # an alias overrides the preset's value under the main name (LightGBM would prefer the main name and ignore it)
+    p = resolve_params(TrainConfig(preset="paper-web30k", params={"min_sum_hessian": 1.0}))
+    assert p["min_sum_hessian_in_leaf"] == 1.0 and "min_sum_hessian" not in p
+    with pytest.raises(UsageError, match="--param reg_lambda: sets lambda_l2 again"):
+        check_params([("lambda_l2", 1), ("reg_lambda", 2)])
+    with pytest.raises(UsageError, match="--losses"):
+        check_params({"objective": "regression"}, {"objective": "--losses"})

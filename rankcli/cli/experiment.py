@@ -40,25 +40,10 @@ SHORT_HELP = "Run the paper's protocol: repeated splits, losses side by side, ro
 
 
 def _parse_params(items: list[str]) -> dict:
-    from rankcli.errors import UsageError
+    """``--param KEY=VALUE`` items, checked against LightGBM's parameter names as ``train`` checks them."""
+    from rankcli.cli.train import parse_params
 
-    out: dict = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"--param: expected KEY=VALUE, got {item!r}")
-        value = value.strip()
-        parsed: object = value
-        for cast in (int, float):
-            try:
-                parsed = cast(value)
-                break
-            except ValueError:
-                continue
-        if value.lower() in ("true", "false"):
-            parsed = value.lower() == "true"
-        out[key.strip()] = parsed
-    return out
+    return parse_params(items, {"objective": "--losses"})
 
 
 def command(
@@ -116,7 +101,7 @@ def command(
     dask: Annotated[Optional[str], typer.Option(
         "--dask", help="Run the units as tasks on a Dask cluster instead of --jobs: local:N (N worker processes "
                        "here) or a scheduler address such as tcp://host:8786. Each trial trains single-machine; "
-                       "results are identical to --jobs runs and resumable. Needs pip install \"rankcli[dask]\".",
+                       "results are identical to --jobs runs and resumable. Needs pip install \"rankcli\\[dask]\".",
         show_default=False)] = None,
 ) -> None:
     import time

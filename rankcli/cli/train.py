@@ -46,6 +46,17 @@ def parse_param(text: str) -> tuple[str, object]:
     return key, value
 
 
+def parse_params(items: list[str], options: dict[str, str] | None = None) -> dict[str, object]:
+    """Every ``--param key=value``, checked (:func:`rankcli.train.check_params`), under LightGBM's main names."""
+    if not items:
+        return {}
+    from rankcli.train import check_params, import_lightgbm_lean
+
+    pairs = [parse_param(p) for p in items]
+    import_lightgbm_lean()  # the parameter table comes from LightGBM's library
+    return check_params(pairs, options)
+
+
 def command(
     train: Annotated[Path, typer.Argument(help="Training data (Parquet).", show_default=False)],
     output: Annotated[str, typer.Option("--output", "-o", help="Model directory to write (new, empty, or a previous "
@@ -71,7 +82,10 @@ def command(
     min_data_in_leaf: Annotated[Optional[int], typer.Option("--min-data-in-leaf", help="Minimum documents per leaf (default 20, or "
                                                             "the preset's).", show_default=False)] = None,
     param: Annotated[Optional[List[str]], typer.Option("--param", help="Any other LightGBM parameter, key=value "
-                                                       "(repeatable); overrides everything else.",
+                                                       "(repeatable), checked against LightGBM's names and aliases; "
+                                                       "overrides the preset. Not one that an option sets (objective, "
+                                                       "metric, num_iterations, learning_rate, num_leaves, "
+                                                       "min_data_in_leaf, early_stopping_round, num_threads, seeds).",
                                                        show_default=False)] = None,
     threads: Annotated[Optional[int], typer.Option(help="LightGBM threads (default: all cores).",
                                                    show_default=False)] = None,
@@ -85,7 +99,7 @@ def command(
     dask: Annotated[Optional[str], typer.Option(
         "--dask", help="Train data-parallel on a Dask cluster: local:N (N worker processes here) or a scheduler "
                        "address such as tcp://host:8786. Native losses only (lambdamart, xendcg-native, pointwise); "
-                       "TRAIN must be readable by every worker. Needs pip install \"rankcli[dask]\".",
+                       "TRAIN must be readable by every worker. Needs pip install \"rankcli\\[dask]\".",
         show_default=False)] = None,
 ) -> None:
     from rankcli.cli._common import log, print_json, progress_bar
@@ -107,7 +121,7 @@ def command(
     if early_stopping and valid is None:
         raise UsageError(f"--early-stopping {early_stopping} needs a validation set: pass --valid VALID.parquet "
                          "(or --early-stopping 0)")
-    params = dict(parse_param(p) for p in (param or []))
+    params = parse_params(param or [])
     if threads is not None and threads < 1:
         raise UsageError(f"--threads must be at least 1, got {threads}")
     if learning_rate is not None and not learning_rate > 0:

@@ -58,7 +58,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from rankcli.core.groups import padded_rows, query_index, size_buckets
-from rankcli.errors import ExitStatus, InputError, UsageError
+from rankcli.errors import InputError, UsageError
 
 GAINS = ("exponential", "linear")
 NO_RELEVANT = ("skip", "one", "zero")
@@ -141,9 +141,7 @@ NORMALISED = frozenset({"ndcg", "mrr", "map", "precision", "recall"})
 
 
 class UnknownMetricError(UsageError):
-    """A metric name that is not known, or a malformed ``name@k``. Bad input: exit status 3 (the issue's contract)."""
-
-    exit_status = ExitStatus.INVALID_INPUT
+    """A metric name that is not known, or a malformed ``name@k``: a usage error (exit status 2), as an unknown loss."""
 
 
 @dataclass(frozen=True, order=True)
@@ -179,7 +177,7 @@ _SPEC = re.compile(r"^\s*([A-Za-z_]+)\s*(?:@\s*([^\s]+))?\s*$")
 def parse_metric(text: str) -> MetricSpec:
     """Parse ``ndcg@10``, ``NDCG@10``, ``mrr``, ``rr@5``, ``P@5`` into a :class:`MetricSpec`.
 
-    An unknown name raises :class:`UnknownMetricError` (a :class:`UsageError` with exit status 3) naming the closest
+    An unknown name raises :class:`UnknownMetricError` (a :class:`UsageError`, exit status 2) naming the closest
     known metric.
     """
     if isinstance(text, MetricSpec):

@@ -110,10 +110,11 @@ def test_non_contiguous_qid_exit_3(cli, tmp_path):
     assert out.stderr.decode().startswith(f"Error: {path}: column qid: qid 1 reappears at row 2")
 
 
-def test_unknown_metric_exit_3(cli, run_file):
+def test_unknown_metric_is_a_usage_error_exit_2(cli, run_file):
+    """A misspelt metric is a usage error (2), as a misspelt loss is (issue 11 item 9)."""
     path, _ = run_file
     out = cli("eval", path, "--metric", "ndgc@5")
-    assert out.returncode == 3
+    assert out.returncode == 2
     assert out.stderr.decode() == ("Error: unknown metric 'ndgc'; did you mean 'ndcg'? (known: ndcg, dcg, err, mrr, "
                                    "map, precision, recall, each optionally @k)\n")
 

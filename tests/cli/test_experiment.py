@@ -128,7 +128,7 @@ def test_usage_errors(capsys, data, tmp_path, args, message):
 
 
 @pytest.mark.parametrize("args, status, message", [
-    (["--select-by", "foo"], 3, "Error: unknown metric 'foo'"),
+    (["--select-by", "foo"], 2, "Error: unknown metric 'foo'"),
     (["--preset", "nope"], 2, "Error: unknown preset 'nope' (choose from paper-web30k, paper-yahoo)\n"),
 ])
 def test_bad_select_by_or_preset_fails_before_exp_dir_is_created(capsys, data, tmp_path, args, status, message):
@@ -150,5 +150,5 @@ def test_param_parsing():
 
     assert _parse_params(["max_bin=63", "lambda_l2=0.5", "boosting=dart", "extra_trees=true"]) == {
         "max_bin": 63, "lambda_l2": 0.5, "boosting": "dart", "extra_trees": True}
-    with pytest.raises(UsageError, match="--param: expected KEY=VALUE, got 'max_bin'"):
+    with pytest.raises(UsageError, match="--param expects key=value, got 'max_bin'"):
         _parse_params(["max_bin"])

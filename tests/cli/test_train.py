@@ -139,3 +139,65 @@ def test_existing_output_and_predict_errors(cli, data, tmp_path):
     assert not (tmp_path / "run.parquet").exists()
     r = cli("predict", tmp_path, data["test"], "-o", tmp_path / "run.parquet")
     assert r.returncode == 3 and r.stderr.decode().startswith(f"Error: {tmp_path}: not a model directory")
+
+
+# ----------------------------------------------------------------------------------- issue 11 items 8 and 9
+@pytest.mark.parametrize("command", ["train", "experiment", "train-dask"])
+@pytest.mark.parametrize("param, message", [
+    ("num_leafs=3", "Error: --param num_leafs: LightGBM has no parameter 'num_leafs'; did you mean 'num_leaves'? "
+                    "(rankcli sets it: use --num-leaves)"),
+    ("objective=regression", "Error: --param objective: objective cannot be set with --param, it is set by --loss"),
+    ("max_leaves=3", "Error: --param max_leaves: max_leaves (LightGBM's alias of num_leaves) cannot be set with "
+                     "--param, it is set by --num-leaves; use --num-leaves\n"),
+    ("bagging_seed=3", "Error: --param bagging_seed: bagging_seed cannot be set with --param, rankcli derives every "
+                       "LightGBM seed from --seed; use --seed\n"),
+])
+def test_param_is_checked_in_train_experiment_and_dask_train(cli, data, tmp_path, command, param, message):
+    """`--param num_leafs=3` trained with 31 leaves and `--param objective=regression` was ignored, silently."""
+    if command == "experiment":
+        args = ["experiment", data["train"], "-o", tmp_path / "m", "--trials", "1", "--trees", "2"]
+        message = message.replace("--loss\n", "--losses\n").replace("set by --loss", "set by --losses")
+    else:
+        args = ["train", data["train"], "-o", tmp_path / "m", *FAST]
+        if command == "train-dask":
+            args += ["--dask", "local:1", "--loss", "lambdamart"]  # refused before a cluster starts
+    r = cli(*args, "--param", param)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.decode().startswith(message), r.stderr
+    assert not (tmp_path / "m").exists()
+
+
+def test_other_lightgbm_params_pass_through_under_their_main_name(cli, data, tmp_path):
+    r = cli("train", data["train"], "-o", tmp_path / "m", *FAST, "--param", "min_sum_hessian=0.5",
+            "--param", "lambda_l2=2", "--param", "max_bin=63")
+    assert r.returncode == 0, r.stderr
+    info = json.loads((tmp_path / "m" / "rankcli.json").read_text())
+    assert info["params"]["min_sum_hessian_in_leaf"] == 0.5 and "min_sum_hessian" not in info["params"]
+    assert info["params"]["lambda_l2"] == 2 and info["params"]["max_bin"] == 63
+    text = (tmp_path / "m" / "model.txt").read_text()
+    assert "[min_sum_hessian_in_leaf: 0.5]" in text and "[lambda_l2: 2]" in text and "[max_bin: 63]" in text
+
+
+@pytest.mark.parametrize("command", ["train", "experiment"])
+@pytest.mark.parametrize("args, message", [
+    (["LOSS", "xendgc"], "Error: unknown loss 'xendgc'; did you mean 'xendcg'?"),
+    (["--select-by", "ndgc@5"], "Error: unknown metric 'ndgc'; did you mean 'ndcg'?"),
+])
+def test_loss_and_metric_typos_are_both_usage_errors(cli, data, tmp_path, command, args, message):
+    """A typo in a loss name and in a metric name: the same status (2), the closest name suggested."""
+    args = [("--losses" if command == "experiment" else "--loss") if a == "LOSS" else a for a in args]
+    extra = ["--trials", "1", "--trees", "2"] if command == "experiment" else FAST
+    r = cli(command, data["train"], "-o", tmp_path / "m", *extra, *args)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.decode().startswith(message)
+    if command == "experiment":
+        r = cli(command, data["train"], "-o", tmp_path / "m", *extra, "--metric", "ndcg@5,mrrr")
+        assert r.returncode == 2 and r.stderr.decode().startswith("Error: unknown metric 'mrrr'; did you mean 'mrr'?")
+
+
+@pytest.mark.parametrize("command", ["train", "experiment", "convert"])
+def test_dask_help_shows_the_extra(cli, command):
+    """rich markup ate `[dask]` in `pip install "rankcli[dask]"`."""
+    r = cli(command, "--help", env={"COLUMNS": "400", "TERM": "dumb"})
+    assert r.returncode == 0
+    assert 'Needs pip install "rankcli[dask]".' in r.stdout.decode()

@@ -1,0 +1,41 @@
+"""rankcli.compat: each private name of a dependency that rankcli uses is still where rankcli reads it.
+
+When one of these tests fails after a dependency upgrade, the private name moved: update rankcli/compat.py (and only
+it), or pin the dependency.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rankcli import compat
+
+
+def test_lightgbm_still_exposes_its_parameter_alias_table_where_compat_reads_it():
+    import lightgbm.basic
+
+    getter = lightgbm.basic._ConfigAliases._get_all_param_aliases  # the private name compat.py relies on
+    table = getter()
+    assert isinstance(table, dict) and {"num_leaves", "objective", "seed", "label_gain"} <= set(table)
+    assert "num_leaf" in table["num_leaves"] and "random_state" in table["seed"]
+
+
+def test_lightgbm_parameter_aliases_main_name_first():
+    table = compat.lightgbm_parameter_aliases()
+    assert table["num_leaves"][0] == "num_leaves" and "max_leaves" in table["num_leaves"]
+    assert table["objective"][0] == "objective" and "application" in table["objective"]
+    assert all(aliases[0] == main for main, aliases in table.items())
+    assert len(table) > 100
+
+
+def test_a_moved_private_name_is_a_clear_error_not_an_attribute_error(monkeypatch):
+    import lightgbm.basic
+
+    monkeypatch.delattr(lightgbm.basic._ConfigAliases, "_get_all_param_aliases")
+    compat.lightgbm_parameter_aliases.cache_clear()
+    try:
+        with pytest.raises(compat.DependencyChanged, match="_ConfigAliases._get_all_param_aliases") as err:
+            compat.lightgbm_parameter_aliases()
+        assert err.value.exit_status == 1
+    finally:
+        compat.lightgbm_parameter_aliases.cache_clear()
