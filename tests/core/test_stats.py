@@ -11,7 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from rankcli.core.stats import adjust_pvalues, paired_test, win_tie_loss
+from rankcli.core import stats
+from rankcli.core.stats import (REASON_NO_VARIANCE, REASON_TOO_FEW, adjust_pvalues, paired_test, paired_tests,
+                                 win_tie_loss)
 from rankcli.errors import InputError, UsageError
 
 
@@ -46,15 +48,6 @@ def test_ttest_equals_scipy_ttest_rel(seed, n):
     assert ours.stderr == pytest.approx(np.std(a - b, ddof=1) / math.sqrt(n))
     ci = ref.confidence_interval(0.95)
     assert (ours.ci_low, ours.ci_high) == pytest.approx((ci.low, ci.high))
-
-
-@pytest.mark.parametrize("seed,n,ties", [(0, 8, False), (1, 40, False), (2, 300, False), (3, 60, True)])
-def test_wilcoxon_equals_scipy(seed, n, ties):
-    a, b = _pair(seed, n, ties=ties)
-    ours = paired_test(a, b, "wilcoxon")
-    ref = sps.wilcoxon(a - b)
-    assert ours.statistic == ref.statistic
-    assert ours.p_value == pytest.approx(ref.pvalue, rel=1e-12)
 
 
 @pytest.mark.parametrize("seed,n,ties", [(0, 4, False), (1, 9, False), (2, 12, True), (3, 10, False)])
@@ -93,27 +86,6 @@ def test_permutation_needs_rng_when_random():
         paired_test(a, b, "permutation")
 
 
-def test_bootstrap_reproducible_and_consistent_with_its_interval():
-    a, b = _pair(5, 200, shift=0.02)
-    r1 = paired_test(a, b, "bootstrap", rng=np.random.default_rng(3), permutations=4000, confidence=0.99)
-    r2 = paired_test(a, b, "bootstrap", rng=np.random.default_rng(3), permutations=4000, confidence=0.99)
-    assert r1 == r2
-    assert r1.ci_low < r1.mean_diff < r1.ci_high
-    excludes_zero = r1.ci_high < 0 or r1.ci_low > 0
-    # p < 1 - confidence iff the interval excludes 0, up to the +1 in p's numerator and the quantile interpolation.
-    assert r1.p_value < 0.01 + 2 / 4001 and excludes_zero
-    for seed in range(10):
-        x, y = _pair(seed, 100, shift=0.01 * seed)
-        r = paired_test(x, y, "bootstrap", rng=np.random.default_rng(seed), permutations=2000, confidence=0.95)
-        if abs(r.p_value - 0.05) > 2 / 2001:
-            assert (r.p_value < 0.05) == (r.ci_high < 0 or r.ci_low > 0)
-    # The percentile interval is close to the normal one for a mean over 200 queries.
-    assert r1.ci_low == pytest.approx(r1.mean_diff - 2.576 * r1.stderr, abs=0.3 * r1.stderr)
-    strong = paired_test(a, a + 0.05 + np.random.default_rng(1).normal(0, 0.01, 200), "bootstrap",
-                         rng=np.random.default_rng(3), permutations=999)
-    assert strong.p_value == pytest.approx(2 / 1000)                # no resample crosses zero
-
-
 @pytest.mark.parametrize("test", ["ttest", "permutation", "wilcoxon", "bootstrap"])
 def test_run_against_itself_is_not_significant(test):
     a, _ = _pair(0, 50)
@@ -126,13 +98,8 @@ def test_run_against_itself_is_not_significant(test):
 def test_fewer_than_two_queries_is_not_testable(test, n):
     res = paired_test(np.ones(n), np.zeros(n), test, rng=np.random.default_rng(0))
     assert math.isnan(res.p_value) and math.isnan(res.statistic) and not res.testable
-    assert res.n == n
+    assert res.n == n and res.reason == REASON_TOO_FEW
     assert (n == 0 and math.isnan(res.mean_diff)) or res.mean_diff == 1.0
-
-
-def test_constant_nonzero_difference_ttest():
-    res = paired_test(np.full(5, 0.5), np.zeros(5), "ttest")
-    assert res.statistic == math.inf and res.p_value == 0.0 and res.stderr == 0.0
 
 
 def test_bad_inputs():
@@ -195,3 +162,290 @@ def test_exact_permutation_properties(diffs):
     assert paired_test(np.zeros_like(d), d, "permutation").p_value == res.p_value
     # At least the identity and the full flip reach the observed statistic.
     assert res.p_value >= min(1.0, 2 / 2 ** len(d)) or not np.any(d)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Wilcoxon: pinned method, against scipy with explicit arguments and against brute-force enumeration
+
+
+def _wilcoxon_by_enumeration(d):
+    """Drop zeros, rank |d| with average ranks, count all 2^m sign patterns: the obviously correct exact test."""
+    d = [x for x in d if x != 0.0]
+    m = len(d)
+    absd = sorted(abs(x) for x in d)
+    ranks = [sum(i + 1 for i, v in enumerate(absd) if v == abs(x)) / absd.count(abs(x)) for x in d]
+    r_plus = sum(r for r, x in zip(ranks, d) if x > 0)
+    r_minus = sum(r for r, x in zip(ranks, d) if x < 0)
+    stat = min(r_plus, r_minus)
+    below = sum(1 for signs in itertools.product((0, 1), repeat=m)
+                if sum(r for r, s in zip(ranks, signs) if s) <= stat + 1e-9)
+    return stat, min(1.0, 2 * below / 2 ** m)
+
+
+@pytest.mark.parametrize("seed,n,zeros", [(0, 5, 0), (1, 8, 0), (2, 20, 3), (3, 50, 0), (4, 53, 3), (5, 12, 1)])
+def test_wilcoxon_exact_equals_scipy_exact(seed, n, zeros):
+    # At most 50 non-zero differences without ties: the exact signed-rank distribution, zeros dropped.
+    d = np.random.default_rng(seed).normal(0.3, 1.0, n)
+    d[:zeros] = 0.0
+    ours = paired_test(d, np.zeros(n), "wilcoxon")
+    ref = sps.wilcoxon(d, zero_method="wilcox", correction=False, method="exact")
+    assert ours.exact and ours.statistic == ref.statistic
+    assert ours.p_value == pytest.approx(ref.pvalue, rel=1e-12, abs=0)
+
+
+@pytest.mark.parametrize("seed,n,ties", [(0, 51, False), (1, 300, False), (2, 300, True), (3, 2000, True)])
+def test_wilcoxon_normal_approximation_equals_scipy_asymptotic(seed, n, ties):
+    # More than 50 non-zero differences: normal approximation, tie correction, no continuity correction.
+    d = np.random.default_rng(seed).normal(0.05, 1.0, n)
+    if ties:
+        d = np.round(d, 1)                                          # many ties and some zeros (dropped)
+    ref = sps.wilcoxon(d, zero_method="wilcox", correction=False, method="asymptotic")
+    ours = paired_test(d, np.zeros(n), "wilcoxon")
+    assert not ours.exact and ours.statistic == ref.statistic
+    assert ours.p_value == pytest.approx(ref.pvalue, rel=1e-10, abs=0)
+
+
+def test_wilcoxon_exact_with_ties_and_zeros_equals_enumeration():
+    rng = np.random.default_rng(0)
+    for trial in range(60):
+        n = int(rng.integers(2, 13))
+        d = rng.integers(-3, 4, n) / 10.0                           # ties and zeros everywhere
+        if not np.any(d):
+            continue
+        ours = paired_test(d, np.zeros(n), "wilcoxon")
+        stat, p = _wilcoxon_by_enumeration(list(d))
+        assert ours.exact and ours.statistic == stat
+        assert ours.p_value == pytest.approx(p, rel=1e-12, abs=0), d
+
+
+def test_wilcoxon_does_not_depend_on_scipy_defaults():
+    # scipy's defaults moved between versions (exact/approx thresholds; in 1.17 a permutation test for ties with
+    # n <= 13). Ties with 14 queries: scipy's default uses the normal approximation, ours the exact enumeration.
+    d = np.array([0.1, 0.1, 0.2, 0.2, 0.2, -0.1, 0.3, 0.3, 0.4, 0.1, 0.2, -0.2, 0.5, 0.1])
+    ours = paired_test(d, np.zeros_like(d), "wilcoxon")
+    assert ours.exact and ours.p_value == pytest.approx(_wilcoxon_by_enumeration(list(d))[1], rel=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Bootstrap: the symmetric studentized, null-shifted test and the interval it inverts
+
+
+def _bootstrap_reference(d, rng, resamples):
+    """Sakai's test one resample at a time (same draws as rankcli: one (B, n) block of indices)."""
+    d = np.asarray(d, dtype=np.float64)
+    n = d.shape[0]
+    t = d.mean() / (d.std(ddof=1) / math.sqrt(n))
+    z = d - d.mean()
+    idx = rng.integers(0, n, size=(resamples, n))
+    abs_t = []
+    for row in idx:
+        x = z[row]
+        if np.all(x == x[0]):
+            abs_t.append(math.inf)                                  # no variance: as extreme as it gets
+        else:
+            abs_t.append(abs(x.mean() / (x.std(ddof=1) / math.sqrt(n))))
+    hits = sum(1 for v in abs_t if v >= abs(t))
+    return t, (hits + 1) / (resamples + 1), sorted(abs_t)
+
+
+@pytest.mark.parametrize("seed,n", [(0, 3), (1, 5), (2, 12), (3, 40), (4, 7)])
+def test_bootstrap_equals_one_resample_at_a_time(seed, n):
+    rng = np.random.default_rng(seed)
+    d = rng.normal(0.2, 1.0, n)
+    if seed == 4:
+        d = np.round(d, 0)                                          # ties: all-equal resamples beyond the diagonal
+    ours = paired_test(d, np.zeros(n), "bootstrap", rng=np.random.default_rng(seed), permutations=999, alpha=0.05)
+    t, p, sorted_abs_t = _bootstrap_reference(d, np.random.default_rng(seed), 999)
+    assert ours.statistic == pytest.approx(t, rel=1e-12)
+    assert ours.p_value == p
+    # q* = the (k+1)-th largest |t*|, k = 48: the largest hit count with (k + 1) / 1000 < 0.05.
+    q = sorted_abs_t[999 - 49]
+    se = np.std(d, ddof=1) / math.sqrt(n)
+    if math.isinf(q):
+        assert (ours.ci_low, ours.ci_high) == (-math.inf, math.inf)
+    else:
+        assert ours.ci_low == pytest.approx(d.mean() - q * se, rel=1e-9)
+        assert ours.ci_high == pytest.approx(d.mean() + q * se, rel=1e-9)
+
+
+def test_bootstrap_p_value_formula_and_reproducibility():
+    a, b = _pair(5, 200, shift=0.02)
+    r1 = paired_test(a, b, "bootstrap", rng=np.random.default_rng(3), permutations=4000, confidence=0.99)
+    r2 = paired_test(a, b, "bootstrap", rng=np.random.default_rng(3), permutations=4000, confidence=0.99)
+    assert r1 == r2
+    hits = r1.p_value * 4001 - 1
+    assert hits == pytest.approx(round(hits)) and 0.0 < r1.p_value <= 1.0
+    assert r1.statistic == pytest.approx(r1.mean_diff / r1.stderr)
+    assert r1.ci_low < r1.mean_diff < r1.ci_high
+    assert r1.mean_diff - r1.ci_low == pytest.approx(r1.ci_high - r1.mean_diff)     # symmetric
+    # With 200 queries the studentized bootstrap is close to the t-test.
+    assert r1.p_value == pytest.approx(paired_test(a, b).p_value, abs=0.01)
+    strong = paired_test(a, a + 0.05 + np.random.default_rng(1).normal(0, 0.01, 200), "bootstrap",
+                         rng=np.random.default_rng(3), permutations=999)
+    assert strong.p_value == pytest.approx(1 / 1000)                # no resample reaches |t|
+
+
+def test_bootstrap_interval_and_p_value_never_disagree():
+    # Many random inputs: small and tie-heavy samples, several levels and resample counts (some too few for alpha).
+    rng = np.random.default_rng(2026)
+    checked = rejected = 0
+    for n in (2, 3, 4, 5, 8, 13, 30):
+        for resamples in (19, 99, 999):
+            for alpha in (0.2, 0.1, 0.05, 0.01):
+                shift = rng.normal(0.0, 0.7, (60, 1))
+                d = rng.standard_t(3, (60, n)) + shift
+                d[::4] = np.round(d[::4])                           # ties, zeros, all-equal resamples
+                res = paired_tests(d, np.zeros_like(d), "bootstrap", rng=np.random.default_rng(n), alpha=alpha,
+                                   permutations=resamples)
+                ok = ~np.isnan(res.p_value)
+                excludes = (res.ci_low > 0) | (res.ci_high < 0)
+                reject = res.p_value < alpha
+                assert np.array_equal(excludes[ok], reject[ok]), (n, resamples, alpha)
+                assert np.all(res.ci_low[ok] <= res.mean_diff[ok]) and np.all(res.mean_diff[ok] <= res.ci_high[ok])
+                checked += int(ok.sum())
+                rejected += int(reject[ok].sum())
+    assert checked > 4500 and rejected > 500
+
+
+def test_bootstrap_interval_is_the_set_of_null_values_it_does_not_reject():
+    # Shifting d by c leaves the centred differences, hence every |t*|, as they are: testing mean = c is testing
+    # d - c against 0 with the same resamples. Just inside the interval: not rejected; just outside: rejected.
+    d = np.random.default_rng(8).normal(0.3, 1.0, 15)
+    res = paired_test(d, np.zeros(15), "bootstrap", rng=np.random.default_rng(1), permutations=999, alpha=0.05)
+    width = res.ci_high - res.ci_low
+    for c, rejects in ((res.ci_low - 1e-6 * width, True), (res.ci_low + 1e-6 * width, False),
+                       (res.ci_high - 1e-6 * width, False), (res.ci_high + 1e-6 * width, True)):
+        shifted = paired_test(d - c, np.zeros(15), "bootstrap", rng=np.random.default_rng(1), permutations=999,
+                              alpha=0.05)
+        assert (shifted.p_value < 0.05) == rejects, c
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_bootstrap_cannot_reject_with_two_or_three_queries(n):
+    # With 2 queries half the resamples, with 3 one in nine, have no variance and count as extreme: p >= 0.11.
+    d = np.random.default_rng(n).normal(0.0, 1.0, (200, n)) + 3.0
+    res = paired_tests(d, np.zeros_like(d), "bootstrap", rng=np.random.default_rng(0), permutations=999)
+    assert np.all(res.p_value > 0.1)
+    assert np.all(np.isinf(res.ci_low[res.p_value > 0.2]))   # the whole line when even 1 - alpha cannot be reached
+
+
+def test_bootstrap_too_few_resamples_for_alpha_gives_the_whole_line():
+    d = np.random.default_rng(0).normal(1.0, 0.1, 30)
+    res = paired_test(d, np.zeros(30), "bootstrap", rng=np.random.default_rng(0), permutations=50, alpha=0.01)
+    assert res.p_value == pytest.approx(1 / 51) and (res.ci_low, res.ci_high) == (-math.inf, math.inf)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Degenerate inputs: constant differences, rounding, huge and tiny values
+
+
+@pytest.mark.parametrize("test", ["ttest", "bootstrap"])
+@pytest.mark.parametrize("n", [2, 5, 30])
+def test_constant_nonzero_difference_is_not_testable_for_ttest_and_bootstrap(test, n):
+    # Repeats of one result are not samples: no variance, so no t statistic, never p = 0 (it was t = inf, p = 0).
+    res = paired_test(np.full(n, 0.5), np.full(n, 0.25), test, rng=np.random.default_rng(0))
+    assert math.isnan(res.p_value) and math.isnan(res.statistic) and not res.testable
+    assert res.reason == REASON_NO_VARIANCE and res.mean_diff == 0.25 and res.stderr == 0.0
+    assert res.ci_low is None and res.ci_high is None
+    # A constant difference that float rounding made unequal (b + 0.1 - b is not 0.1 for every b) is the same case.
+    b = np.random.default_rng(1).random(n) * 7
+    near = paired_test(b + 0.1, b, test, rng=np.random.default_rng(0))
+    assert np.ptp((b + 0.1) - b) > 0 or n == 2
+    assert near.reason == REASON_NO_VARIANCE and math.isnan(near.p_value)
+
+
+@pytest.mark.parametrize("n", [2, 5, 12])
+def test_constant_nonzero_difference_exact_p_for_permutation_and_wilcoxon(n):
+    for sign in (1.0, -1.0):
+        a = np.full(n, 0.5 + sign * 0.25)
+        for test in ("permutation", "wilcoxon"):
+            res = paired_test(a, np.full(n, 0.5), test)
+            assert res.exact and res.reason is None
+            assert res.p_value == 2 / 2 ** n
+
+
+def test_differences_at_rounding_level_count_as_zero():
+    b = np.random.default_rng(0).random(20)
+    a = (b + 0.7) - 0.7                                             # b again, up to rounding
+    assert np.any(a != b)
+    for test in stats.TESTS:
+        res = paired_test(a, b, test, rng=np.random.default_rng(0))
+        assert (res.p_value, res.statistic, res.mean_diff, res.stderr) == (1.0, 0.0, 0.0, 0.0)
+
+
+@pytest.mark.parametrize("test", ["ttest", "permutation", "wilcoxon", "bootstrap"])
+def test_huge_and_tiny_values_give_the_same_p_values(test):
+    a, b = _pair(3, 25, shift=0.05)
+    ref = paired_test(a, b, test, rng=np.random.default_rng(0))
+    for factor in (2.0 ** 1000, 1e300, 1e-300, 2.0 ** -1020):       # squares would overflow or underflow
+        res = paired_test(a * factor, b * factor, test, rng=np.random.default_rng(0))
+        assert res.p_value == pytest.approx(ref.p_value, rel=1e-9)
+        assert res.mean_diff == pytest.approx(ref.mean_diff * factor, rel=1e-9)
+        assert res.stderr == pytest.approx(ref.stderr * factor, rel=1e-9)
+    # Subnormal values keep fewer digits, so the data differ a little; the answer is still a number.
+    res = paired_test(a * 2.0 ** -1060, b * 2.0 ** -1060, test, rng=np.random.default_rng(0))
+    assert res.p_value == pytest.approx(ref.p_value, rel=0.05)
+
+
+def test_overflowing_differences_are_refused():
+    with pytest.raises(InputError, match="overflows"):
+        paired_test([1e308, -1e308], [-1e308, 1e308])
+
+
+def test_batched_bad_inputs():
+    with pytest.raises(UsageError, match="same shape"):
+        paired_tests(np.zeros((3, 4)), np.zeros((3, 5)))
+    with pytest.raises(UsageError, match="same shape"):
+        paired_tests(np.zeros(4), np.zeros(4))
+    with pytest.raises(InputError, match="finite"):
+        paired_tests(np.array([[1.0, np.inf]]), np.zeros((1, 2)))
+    with pytest.raises(UsageError, match="alpha"):
+        paired_tests(np.zeros((1, 4)), np.zeros((1, 4)), alpha=1.0)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Batched and single versions agree exactly
+
+
+def _mixed_rows(seed, rows, n):
+    rng = np.random.default_rng(seed)
+    a = rng.random((rows, n))
+    b = a + rng.normal(0.05, 0.2, (rows, n))
+    b[1] = a[1]                                                     # all zero
+    b[2] = a[2] - 0.125                                             # constant
+    b[3] = np.round(b[3], 1)
+    a[3] = np.round(a[3], 1)                                        # ties and zeros
+    b[4, : n // 2] = a[4, : n // 2]                                 # half zeros
+    return a, b
+
+
+@pytest.mark.parametrize("test", ["ttest", "permutation", "wilcoxon", "bootstrap"])
+@pytest.mark.parametrize("n,permutations", [(2, 99), (5, 999), (9, 300), (13, 999), (60, 500)])
+def test_batched_equals_single_exactly(test, n, permutations):
+    a, b = _mixed_rows(n, 12, n)
+    batch = paired_tests(a, b, test, rng=np.random.default_rng(4), permutations=permutations, alpha=0.05)
+    assert len(batch) == 12 and batch.n == n
+    for i in range(12):
+        single = paired_test(a[i], b[i], test, rng=np.random.default_rng(4), permutations=permutations, alpha=0.05)
+        assert _same(batch.result(i), single), (i, batch.result(i), single)
+    # Chunked work (tiny chunks) gives the same answers for a fixed draw order.
+    rejects = batch.rejects(0.05)
+    assert rejects.dtype == bool and not rejects[1]
+
+
+def _same(x, y):
+    def norm(v):
+        return "nan" if isinstance(v, float) and math.isnan(v) else v
+    return all(norm(u) == norm(v) for u, v in zip(x.as_dict().values(), y.as_dict().values()))
+
+
+def test_batched_result_is_independent_of_the_row_chunking(monkeypatch):
+    a, b = _mixed_rows(1, 40, 30)
+    ref = {t: paired_tests(a, b, t, rng=np.random.default_rng(0), permutations=700) for t in ("permutation",
+                                                                                           "bootstrap")}
+    # Fewer rows per chunk: same draws (their chunking depends on n only when the draws fit), same results.
+    monkeypatch.setattr(stats, "_CHUNK_ELEMENTS", 30 * 700)
+    for t, r in ref.items():
+        again = paired_tests(a, b, t, rng=np.random.default_rng(0), permutations=700)
+        assert np.array_equal(again.p_value, r.p_value, equal_nan=True)
+        assert np.array_equal(again.ci_low, r.ci_low, equal_nan=True)
