@@ -91,24 +91,27 @@ def _field_defaults(extra: str) -> dict[str, str]:
     return {name: "" for name in re.findall(r"task\.fields\[['\"]?(\w+)['\"]?\]", extra)}
 
 
-def prepare_output(text: str, *, overwrite: bool, kind: str = "file", inputs=(), read_whole=(),
-                   binary: bool = False, option: str = "--output", final: bool = True):
+def prepare_output(text: str, *, overwrite: bool, kind: str = "file", inputs=(),
+                   binary: bool = False, option: str = "--output", final: bool = True, example: str = "output"):
     """Check a command's output option before any work; returns the :class:`~pathlib.Path` to write, or ``"-"``.
 
     ``kind``: ``"file"`` (one file; ``-`` is standard output, a trailing slash is a usage error saying which file
     name to give) or a directory kind (``model``, ``converted``, ``experiment``). ``inputs``: the command's input
-    paths (an output that is or holds one is exit 2); ``read_whole``: input directories read as a whole (a model
-    directory: no output inside it). ``binary``: Parquet, refused on a terminal. ``final``: this output's rename
-    completes the command (an interrupt after it is a success)."""
+    paths (an output that is or holds one is exit 2; a model directory as :func:`rankcli.formats.atomic.model_files`).
+    ``binary``: Parquet, refused on a terminal. ``final``: this output's rename
+    completes the command (an interrupt after it is a success). ``example``: a file name the trailing-slash error
+    suggests."""
     from rankcli.formats.atomic import (STDOUT, check_not_input, check_stdout, check_target, expect_final_output,
-                                        output_path)
+                                        output_path, resolve_target)
 
-    path = output_path(text, directory=kind != "file", option=option)
+    path = output_path(text, directory=kind != "file", option=option, example=example)
     if path == STDOUT:
         check_stdout(binary)
     else:
-        check_not_input(path, inputs, read_whole=read_whole)
-        if kind != "experiment":  # an experiment directory is reopened (resumed) by its own rules
+        check_not_input(path, inputs)
+        if kind == "experiment":  # an experiment directory is reopened (resumed) by its own rules
+            resolve_target(path)
+        else:
             check_target(path, overwrite, kind=kind)
     if final:
         expect_final_output(path)

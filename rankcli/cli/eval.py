@@ -123,11 +123,12 @@ def command(
         ties=ties.value if ties else None, relevance_threshold=threshold, max_grade=max_grade)
     if per_query is not None:
         from rankcli.cli._common import prepare_output
+        from rankcli.formats.atomic import model_files
 
         if per_query == "-":
             raise UsageError("--per-query -: standard output carries the table (or --json); give a file name")
-        per_query = prepare_output(per_query, overwrite=overwrite, inputs=[run, qrels, trec_run],
-                                   read_whole=[model], option="--per-query")
+        per_query = prepare_output(per_query, overwrite=overwrite, inputs=[run, qrels, trec_run, *model_files(model)],
+                                   option="--per-query", example="per-query.parquet")
 
     from rankcli import evaluate
 

@@ -41,7 +41,8 @@ def command(
 
     from rankcli.cli._common import log, print_json, prepare_output, stdout_taken
 
-    output = prepare_output(output, overwrite=overwrite, inputs=[data])
+    output = prepare_output(output, overwrite=overwrite, inputs=[data],
+                            example="data.txt" if format == Format.svmlight else "data.qrels")
     stdout_taken(output, json_output)
     start = time.perf_counter()
     if format == Format.svmlight:

@@ -86,9 +86,10 @@ def command(
                                                     "name).", show_default=False)] = None,
 ) -> None:
     from rankcli.cli._common import log, print_json, prepare_output, stdout_taken
+    from rankcli.formats.atomic import model_files
 
-    output = prepare_output(output, overwrite=overwrite, inputs=[data], read_whole=[model_dir],
-                            binary=fmt.value == "parquet")
+    output = prepare_output(output, overwrite=overwrite, inputs=[data, *model_files(model_dir)],
+                            binary=fmt.value == "parquet", example="run.txt" if fmt.value == "trec" else "run.parquet")
     stdout_taken(output, json_out)
     ds, scores, model = predict_dataset(model_dir, data)
     write_run(output, ds, scores, fmt=fmt.value, tag=tag or Path(model_dir).resolve().name, overwrite=overwrite,

@@ -72,8 +72,11 @@ def command(
         raise UsageError(f"--eta: must be non-negative, got {eta:g}")
     if ranker not in RANKERS and not Path(ranker).is_dir():
         raise UsageError(f"--ranker: expected random, label, input or a model directory, got {ranker!r}")
-    output = prepare_output(output, overwrite=overwrite, inputs=[data],
-                            read_whole=[ranker] if ranker not in RANKERS else [], binary=True)
+    from rankcli.formats.atomic import model_files
+
+    output = prepare_output(output, overwrite=overwrite,
+                            inputs=[data, *(model_files(ranker) if ranker not in RANKERS else [])], binary=True,
+                            example="clicks.parquet")
     stdout_taken(output, json_out)
 
     source = reader = None

@@ -212,10 +212,9 @@ def _real(path: Path | str) -> Path:
     return Path(os.path.realpath(path))
 
 
-def check_not_input(output: Path | str | None, inputs: Iterable[Path | str | None] = (), *,
-                    read_whole: Iterable[Path | str | None] = ()) -> None:
-    """Refuse (exit 2) an output that is one of the command's ``inputs`` or a directory holding one (symlinks
-    resolved), and an output inside a directory read as a whole (``read_whole``: a model directory)."""
+def check_not_input(output: Path | str | None, inputs: Iterable[Path | str | None] = ()) -> None:
+    """Refuse (exit 2) an output that is one of the command's ``inputs`` or a directory holding one, symlinks
+    resolved. A model directory input is given as its files (:func:`model_files`)."""
     if output is None or str(output) == STDOUT:
         return
     out = _real(output)
@@ -227,15 +226,16 @@ def check_not_input(output: Path | str | None, inputs: Iterable[Path | str | Non
             raise UsageError(f"{output}: is also an input ({item}); write the output to another path")
         if out in real.parents:
             raise UsageError(f"{output}: holds the input {item}; write the output to another path")
-    for item in read_whole:
-        if item is None:
-            continue
-        real = _real(item)
-        if real == out or real in out.parents:
-            raise UsageError(f"{output}: is inside the input directory {item}; write the output elsewhere")
 
 
-def output_path(text: str, *, directory: bool = False, option: str = "--output") -> Path | str:
+def model_files(model_dir: Path | str | None) -> list[Path]:
+    """The files a command reads from a model directory, as inputs for :func:`check_not_input`."""
+    if model_dir is None:
+        return []
+    return [Path(model_dir) / name for name in sorted(_MODEL_FILES)]
+
+
+def output_path(text: str, *, directory: bool = False, option: str = "--output", example: str = "output") -> Path | str:
     """The path a command's output option names: ``-`` (standard output) as is; for a single-file output a trailing
     slash names a directory, which is a usage error saying which file name to give."""
     if text == STDOUT:
@@ -246,12 +246,8 @@ def output_path(text: str, *, directory: bool = False, option: str = "--output")
         raise UsageError(f"{option}: expected a path, got ''")
     if not directory and text.endswith("/"):
         raise UsageError(f"{option} {text}: names a directory, but the output is one file; give a file name, "
-                         f"e.g. {text}{_example_name(option)}")
+                         f"e.g. {text}{example}")
     return Path(text)
-
-
-def _example_name(option: str) -> str:
-    return {"--per-query": "per-query.parquet"}.get(option, "output")
 
 
 def check_stdout(binary: bool, what: str = "Parquet") -> None:
