@@ -543,19 +543,14 @@ def train_command(dask: str, train_path: Path, valid_path: Path | None, config: 
 def save_distributed_model(result: Any, config: Any, info: DistributedInfo, model_dir: Path | str, *,
                            train_path: Path | str, valid_path: Path | str | None = None,
                            feature_names: list[str], overwrite: bool = False) -> dict:
-    """Write the same model directory as ``rankcli train`` (``model.txt``, ``rankcli.json``), plus a ``dask`` key."""
-    import json
-
-    from rankcli.formats.atomic import atomic_directory
-    from rankcli.train import INFO_FILE, MODEL_FILE, model_info
+    """Write the same model directory as ``rankcli train`` (``model.txt``, ``rankcli.json`` with the model's
+    SHA-256), plus a ``dask`` key."""
+    from rankcli.train import model_info, write_model_dir
 
     content = model_info(result, config, train_path=train_path, valid_path=valid_path, feature_names=feature_names)
     content["dask"] = info.as_dict()
-    text = result.booster.model_to_string(num_iteration=result.best_iteration)
-    with atomic_directory(model_dir, overwrite) as tmp:
-        (tmp / MODEL_FILE).write_text(text)
-        (tmp / INFO_FILE).write_text(json.dumps(content, indent=2) + "\n")
-    return content
+    return write_model_dir(model_dir, result.booster.model_to_string(num_iteration=result.best_iteration), content,
+                           overwrite=overwrite)
 
 
 @contextmanager
@@ -588,10 +583,10 @@ def _unit_task(data_path: str, data: Any, fingerprint: str, config: Any, setting
     from rankcli.experiment import load_data, run_unit
 
     if data is None:  # read from the shared filesystem, once per worker
-        key = (data_path, bool(config.use_given_splits))
+        key = (data_path, bool(config.folds))
         if key not in _WORKER_DATA:
             _WORKER_DATA.clear()
-            loaded = load_data(data_path, config.use_given_splits)
+            loaded = load_data(data_path, config.folds)  # folds: read when a unit needs them
             _WORKER_DATA[key] = (loaded, loaded.fingerprint())
         data, seen = _WORKER_DATA[key]
         if seen != fingerprint:
@@ -612,8 +607,10 @@ def run_experiment_units(target: "str | DaskTarget | distributed.Client", data_p
     module writes the unit to ``trials.parquet``: whatever finished is on disk, so if the client, the scheduler or
     workers die, a rerun resumes. A worker that dies mid-unit only loses that unit: Dask runs it again elsewhere.
 
-    Workers read ``data_path`` themselves when every worker sees it (a shared filesystem), once per worker process;
-    otherwise ``data`` (the :class:`rankcli.experiment.ExperimentData` the caller loaded) is sent to every worker.
+    Workers read ``data_path`` themselves when every worker sees it (a shared filesystem), once per worker process
+    (under the folds protocol, each fold when a unit needs it); otherwise ``data`` (the
+    :class:`rankcli.experiment.ExperimentData` the caller loaded, with every fold read into memory) is sent to every
+    worker. The units, their seeds and the per-query files are those of a ``--jobs`` run: both protocols run alike.
     """
     from distributed import as_completed
 
@@ -624,12 +621,12 @@ def run_experiment_units(target: "str | DaskTarget | distributed.Client", data_p
         if data is None:
             from rankcli.experiment import load_data
 
-            data = load_data(data_path, config.use_given_splits)
+            data = load_data(data_path, config.folds)
         fingerprint = data.fingerprint()
         if _visible_everywhere(client, [str(Path(data_path).resolve())])[str(Path(data_path).resolve())]:
             data_path, shipped = str(Path(data_path).resolve()), None
         else:
-            shipped = client.scatter(data, broadcast=True, hash=False)
+            shipped = client.scatter(data.in_memory() if data.folds is not None else data, broadcast=True, hash=False)
         slots = window or max(2, 2 * sum(client.nthreads().values()))
         queue = list(pending)
         futures = as_completed()

@@ -1,23 +1,41 @@
-"""The paper's experimental protocol as a library: repeated query-level splits, losses side by side, robustness sweeps.
+"""The paper's experimental protocol as a library: repeated query-level splits or fixed folds, losses side by side,
+robustness sweeps.
 
 An experiment is a set of *units* ``(setting, trial, loss)``. A unit takes trial ``t``'s split of the data, applies
 the setting's perturbation to the training (and, for clicks, validation) queries, trains one loss with
-:func:`rankcli.train.train_model`, and evaluates it on the untouched test queries. Everything random in a unit is
-seeded from ``(seed, trial)`` (the split) and ``(seed, trial, setting)`` (the perturbation and LightGBM's seed) with
-:class:`numpy.random.SeedSequence`, never from the loss, the order of execution or the number of processes: so
-every loss sees the same split and the same perturbed data in a trial, and ``jobs=1`` and ``jobs=N`` give identical
-results. LightGBM runs with a fixed thread count per model (``threads``, default 1) for the same reason.
+:func:`rankcli.train.train_model`, and evaluates it on the untouched test queries. Two protocols give the splits:
+
+- *random splits* (the default): trial ``t`` (``0 .. trials - 1``) splits the pooled queries at random; the paired
+  tests run across trials (one unit of the test is one trial's test mean, ``n`` = trials);
+- *folds* (``folds=True``): ``DATA`` holds ``Fold1/ .. FoldK/`` (or is one fold), each with its own train, validation
+  and test files; trial ``k`` (``1 .. K``) is fold ``k``, trained once per loss and setting. The test metrics of all
+  folds are pooled per query and the paired tests run over those queries (``n`` = pooled test queries), as LETOR
+  results are reported.
+
+Everything random in a unit is seeded from ``(seed, trial)`` (the split) and ``(seed, trial, setting)`` (the
+perturbation and LightGBM's seed) with :class:`numpy.random.SeedSequence`, never from the loss, the order of execution
+or the number of processes: so every loss sees the same split and the same perturbed data in a trial, and ``jobs=1``
+and ``jobs=N`` give identical results. LightGBM runs with a fixed thread count per model (``threads``, default 1) for
+the same reason.
 
 Results land in ``EXP_DIR`` as each unit finishes:
 
 - ``trials.parquet``: one row per (trial, setting, loss, metric): ``value`` (test metric), ``trees`` (trees used, the
-  best iteration under early stopping), ``seconds`` (wall time of the unit). Rewritten atomically (temporary file +
-  rename) after every unit, so it is always complete and readable; a rerun of the same command skips the units
-  already in it (resume).
+  best iteration under early stopping), ``seconds`` (wall time of the unit); ``trial`` is the fold number under the
+  folds protocol. Rewritten atomically (temporary file + rename) after every unit, so it is always complete and
+  readable; a rerun of the same command skips the units already in it (resume).
 - ``curves/<setting>__<trial>__<loss>.parquet``: the validation metric (``select_by``) after every tree, written
-  before the unit's rows reach ``trials.parquet``. ``convergence.csv`` holds their mean per tree.
+  before the unit's rows reach ``trials.parquet``. ``convergence.csv`` holds their mean per tree, every trial counted
+  at every tree (a trial that stopped early carries its kept model's value forward).
+- ``queries/<setting>__<fold>__<loss>.parquet`` (folds protocol only): ``qid`` and one column per test metric, the
+  value of every test query of the fold (NaN where the convention skips it), written before the unit's rows reach
+  ``trials.parquet``; the pooled tests are computed from these files (also on resume). They are per-query metric
+  files as ``rankcli eval --per-query`` writes them.
 - ``config.json``: the configuration; a rerun with a different one is refused unless the caller overwrites.
 - ``summary.json``, ``summary.md``, ``sweep-<kind>.csv`` when the experiment is complete.
+
+Sign convention: every difference is ``mean(b) - mean(a)`` for a test of the pair ``(a, b)`` (``a`` the loss listed
+first), labelled ``"b - a"`` wherever it is shown, as in ``rankcli compare``.
 
 This module never prints; the CLI renders its results.
 """
@@ -28,11 +46,11 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import time
 import zlib
 from dataclasses import asdict, dataclass, field
-from itertools import combinations
 from pathlib import Path
 from typing import Callable
 
@@ -58,8 +76,11 @@ SWEEP_NOTES = {
 CONFIG_FILE = "config.json"
 TRIALS_FILE = "trials.parquet"
 CURVES_DIR = "curves"
+QUERIES_DIR = "queries"
+#: Trials of the random-split protocol when none are given.
+DEFAULT_TRIALS = 100
 TRIAL_COLUMNS = ("trial", "setting", "loss", "metric", "value", "trees", "seconds")
-_OUTPUT_NAMES = (CONFIG_FILE, TRIALS_FILE, CURVES_DIR, "summary.json", "summary.md", "convergence.csv",
+_OUTPUT_NAMES = (CONFIG_FILE, TRIALS_FILE, CURVES_DIR, QUERIES_DIR, "summary.json", "summary.md", "convergence.csv",
                  "convergence.png")
 
 
@@ -70,9 +91,12 @@ _OUTPUT_NAMES = (CONFIG_FILE, TRIALS_FILE, CURVES_DIR, "summary.json", "summary.
 @dataclass
 class ExperimentConfig:
     losses: list[str] = field(default_factory=lambda: ["lambdamart", "xendcg", "listnet"])
-    trials: int = 100
+    #: Random splits: the number of trials (None: DEFAULT_TRIALS). Folds: the number of folds, set when the data are
+    #: read (a different number given is refused).
+    trials: int | None = None
     split: tuple[float, float, float] = (0.6, 0.2, 0.2)
-    use_given_splits: bool = False
+    #: The fixed-split protocol: DATA holds Fold1/ .. FoldK/ (or one fold's train/vali/test files).
+    folds: bool = False
     metrics: list[str] = field(default_factory=lambda: ["ndcg@5", "ndcg@10"])
     select_by: str = "ndcg@5"
     early_stopping: int = 50
@@ -97,6 +121,11 @@ class ExperimentConfig:
         d.pop("trials")
         d.pop("correction")  # only the summary depends on it
         d["split"] = list(d["split"])
+        if not d["folds"]:
+            # The random-split identity as written before the folds protocol existed, so that an experiment
+            # directory of an earlier version still resumes.
+            del d["folds"]
+            d["use_given_splits"] = False
         return json.loads(json.dumps(d, sort_keys=True))
 
     def validate(self) -> None:
@@ -104,7 +133,7 @@ class ExperimentConfig:
             raise UsageError("--losses: give at least one loss")
         if len(set(self.losses)) != len(self.losses):
             raise UsageError(f"--losses: a loss is listed twice, got {','.join(self.losses)}")
-        if self.trials < 1:
+        if self.trials is not None and self.trials < 1:
             raise UsageError(f"--trials must be >= 1, got {self.trials}")
         if self.seed < 0:
             raise UsageError(f"--seed must be >= 0, got {self.seed}")
@@ -199,24 +228,78 @@ def model_seed(seed: int, trial: int, setting: str) -> int:
 
 GIVEN_NAMES = {"train": ("train.parquet",), "valid": ("vali.parquet", "valid.parquet", "validation.parquet"),
                "test": ("test.parquet",)}
+_FOLD_DIR = re.compile(r"^fold(\d+)$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Fold:
+    """One fixed split: fold ``number``'s train, validation (optional) and test Parquet files."""
+
+    number: int
+    train: Path
+    valid: Path | None
+    test: Path
+
+    def parts(self) -> list[tuple[str, Path]]:
+        return [(part, p) for part, p in (("train", self.train), ("valid", self.valid), ("test", self.test))
+                if p is not None]
+
+
+def _hash_datasets(h, parts) -> None:
+    for ds in parts:
+        for arr in (ds.offsets, ds.labels, ds.features):
+            arr = np.ascontiguousarray(arr)
+            h.update(str((arr.dtype.str, arr.shape)).encode())
+            h.update(memoryview(arr).cast("B"))
 
 
 @dataclass
 class ExperimentData:
-    """The queries an experiment draws from: one pooled dataset, or the given train/validation/test files."""
+    """The queries an experiment draws from: one pooled dataset, or fixed folds.
+
+    Folds are read when a unit needs them, one fold at a time (a WEB30K fold holds the whole dataset), unless
+    :meth:`in_memory` loaded them all (to send them to workers that cannot read the files).
+    """
 
     pooled: Dataset | None = None
-    given: tuple[Dataset, Dataset | None, Dataset] | None = None
+    folds: list[Fold] | None = None
+    _loaded: dict = field(default_factory=dict, repr=False, compare=False)
+    _keep_all: bool = field(default=False, repr=False, compare=False)
+    _fingerprint: str | None = field(default=None, repr=False, compare=False)
+
+    def fold(self, number: int) -> tuple[Dataset, Dataset | None, Dataset]:
+        """Fold ``number``'s (train, validation or None, test) datasets."""
+        from rankcli.formats.parquet import read_dataset
+
+        if number not in self._loaded:
+            fold = next((f for f in self.folds or [] if f.number == number), None)
+            if fold is None:
+                raise UsageError(f"no fold {number} in the data (folds: "
+                                 f"{', '.join(str(f.number) for f in self.folds or [])})")
+            if not self._keep_all:
+                self._loaded.clear()
+            self._loaded[number] = (read_dataset(fold.train), read_dataset(fold.valid) if fold.valid else None,
+                                    read_dataset(fold.test))
+        return self._loaded[number]
+
+    def in_memory(self) -> "ExperimentData":
+        """A copy holding every fold in memory (what gets shipped to workers that cannot read the files)."""
+        out = ExperimentData(pooled=self.pooled, folds=self.folds, _keep_all=True, _fingerprint=self.fingerprint())
+        for f in self.folds or []:
+            out.fold(f.number)
+        return out
 
     def fingerprint(self) -> str:
-        h = hashlib.blake2b(digest_size=16)
-        parts = [self.pooled] if self.pooled is not None else [d for d in self.given if d is not None]
-        for ds in parts:
-            for arr in (ds.offsets, ds.labels, ds.features):
-                arr = np.ascontiguousarray(arr)
-                h.update(str((arr.dtype.str, arr.shape)).encode())
-                h.update(memoryview(arr).cast("B"))
-        return h.hexdigest()
+        if self._fingerprint is None:
+            h = hashlib.blake2b(digest_size=16)
+            if self.pooled is not None:
+                _hash_datasets(h, [self.pooled])
+            else:
+                for f in self.folds:
+                    h.update(f"fold {f.number} {'with' if f.valid else 'without'} validation".encode())
+                    _hash_datasets(h, [d for d in self.fold(f.number) if d is not None])
+            self._fingerprint = h.hexdigest()
+        return self._fingerprint
 
 
 def _find_given(path: Path, part: str) -> Path | None:
@@ -252,40 +335,119 @@ def concat_datasets(parts: list[Dataset]) -> Dataset:
                    metadata=dict(parts[0].metadata))
 
 
-def load_data(path: Path | str, use_given_splits: bool = False) -> ExperimentData:
+def _listing(path: Path) -> str:
+    names = sorted(p.name + ("/" if p.is_dir() else "") for p in path.iterdir())
+    return ", ".join(names[:8]) + (", ..." if len(names) > 8 else "") if names else "nothing"
+
+
+def _describe_features(names: list[str]) -> str:
+    from rankcli.formats.parquet import feature_names
+
+    if not names:
+        return "no feature column"
+    if names == feature_names(len(names)):
+        return f"{len(names)} features (f1..f{len(names)})"
+    return f"{len(names)} features ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''})"
+
+
+def find_folds(path: Path) -> list[Fold]:
+    """The folds of a directory: its ``Fold1/ .. FoldK/`` subdirectories, or the directory itself as one fold.
+
+    Each fold needs ``train.parquet`` and ``test.parquet``, and either every fold has a validation file
+    (``vali.parquet``; also ``valid``/``validation``) or none has. Every file of every fold must have the same feature
+    columns (a model trained on one fold's features is tested on that fold's test file). Problems are
+    :class:`InputError` (exit 3) naming the fold and the file.
+    """
+    from rankcli.formats.parquet import column_names, feature_columns, require_columns
+
+    numbered = {}
+    for p in path.iterdir():
+        m = _FOLD_DIR.match(p.name)
+        if m and p.is_dir():
+            k = int(m.group(1))
+            if k in numbered:
+                raise InputError(f"{path}: two directories name fold {k} ({numbered[k].name}, {p.name})")
+            numbered[k] = p
+    has_own = _find_given(path, "train") is not None or _find_given(path, "test") is not None
+    if numbered and has_own:
+        raise InputError(f"{path}: holds both fold directories ({', '.join(sorted(p.name for p in numbered.values()))})"
+                         " and train/test files of its own; --folds reads one or the other, move one away")
+    if not numbered:
+        dirs = [(1, path)]
+    else:
+        wanted = list(range(1, max(numbered) + 1))
+        missing = [k for k in wanted if k not in numbered]
+        if missing:
+            raise InputError(f"{path}: fold directories must be numbered 1..K without gaps, got "
+                             f"{', '.join(numbered[k].name for k in sorted(numbered))} (Fold{missing[0]} missing)")
+        dirs = [(k, numbered[k]) for k in wanted]
+    folds = []
+    for k, d in dirs:
+        train_p, valid_p, test_p = (_find_given(d, part) for part in ("train", "valid", "test"))
+        if train_p is None or test_p is None:
+            lack = " and ".join(n for n, p in (("train.parquet", train_p), ("test.parquet", test_p)) if p is None)
+            what = "a fold directory" if numbered else "DATA (one fold, or Fold1/ .. FoldK/)"
+            raise InputError(f"{d}: no {lack}; {what} needs train.parquet, vali.parquet and test.parquet "
+                             f"(convert the fold's train/vali/test files into it), got {_listing(d)}")
+        folds.append(Fold(k, train_p, valid_p, test_p))
+    with_valid = [f for f in folds if f.valid is not None]
+    if with_valid and len(with_valid) < len(folds):
+        lacking = next(f for f in folds if f.valid is None)
+        raise InputError(f"{lacking.train.parent}: no vali.parquet, but {with_valid[0].valid} exists; every fold "
+                         "needs the same parts (validation selects each fold's model), got "
+                         f"{_listing(lacking.train.parent)}")
+    first: tuple[Path, list[str]] | None = None
+    for f in folds:
+        for _part, p in f.parts():
+            names = column_names(p)
+            require_columns(p, names, ["qid", "label"])
+            feats = feature_columns(names)
+            if first is None:
+                first = (p, feats)
+            elif feats != first[1]:
+                raise InputError(f"{p}: {_describe_features(feats)}, but {first[0]} has "
+                                 f"{_describe_features(first[1])}; every file of every fold needs the same feature "
+                                 "columns (convert them in one run, or pass convert --num-features N)")
+    return folds
+
+
+def load_data(path: Path | str, folds: bool = False) -> ExperimentData:
     """Read ``DATA``: a Parquet file (pooled queries) or a directory.
 
-    A directory's ``*.parquet`` files are pooled (concatenated in name order) unless ``use_given_splits``, which reads
-    its ``train``, ``vali`` (optional; also ``valid``/``validation``) and ``test`` Parquet files as the fixed split.
+    A directory's ``*.parquet`` files are pooled (concatenated in name order), unless ``folds``: then it holds
+    ``Fold1/ .. FoldK/`` or is one fold (see :func:`find_folds`); fold files are read when a unit needs them.
     """
     from rankcli.formats.parquet import read_dataset
 
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such file or directory")
-    if path.is_dir() and use_given_splits:
-        train_p, valid_p, test_p = (_find_given(path, part) for part in ("train", "valid", "test"))
-        if train_p is None or test_p is None:
-            raise InputError(f"{path}: --use-given-splits expects train.parquet and test.parquet (and optionally "
-                             f"vali.parquet) in the directory, got "
-                             f"{', '.join(sorted(p.name for p in path.iterdir())[:8]) or 'nothing'}")
-        return ExperimentData(given=(read_dataset(train_p), read_dataset(valid_p) if valid_p else None,
-                                     read_dataset(test_p)))
+    if folds:
+        if not path.is_dir():
+            raise UsageError(f"--folds needs DATA to be a directory holding Fold1/ .. FoldK/ (or one fold's "
+                             f"train/vali/test Parquet files), got file {path}")
+        return ExperimentData(folds=find_folds(path))
     if path.is_dir():
         files = sorted(p for p in path.glob("*.parquet") if p.is_file())
         if not files:
-            raise InputError(f"{path}: no *.parquet file in the directory")
+            raise InputError(f"{path}: no *.parquet file in the directory"
+                             + ("; it holds fold directories: pass --folds" if any(
+                                 _FOLD_DIR.match(p.name) and p.is_dir() for p in path.iterdir()) else ""))
         return ExperimentData(pooled=concat_datasets([read_dataset(p) for p in files]))
-    if use_given_splits:
-        raise UsageError(f"--use-given-splits needs DATA to be a directory with train/vali/test files, got file {path}")
     return ExperimentData(pooled=read_dataset(path))
+
+
+def trial_ids(config: ExperimentConfig) -> list[int]:
+    """The trials of an experiment: ``0 .. trials - 1`` (random splits) or the fold numbers ``1 .. K`` (folds)."""
+    trials = config.trials if config.trials is not None else DEFAULT_TRIALS
+    return list(range(1, trials + 1)) if config.folds else list(range(trials))
 
 
 def trial_split(data: ExperimentData, config: ExperimentConfig, trial: int
                 ) -> tuple[Dataset, Dataset | None, Dataset]:
-    """Trial ``trial``'s (train, validation, test): a random query-level split, or the given files."""
-    if data.given is not None:
-        return data.given
+    """Trial ``trial``'s (train, validation, test): a random query-level split, or fold ``trial``'s files."""
+    if data.folds is not None:
+        return data.fold(trial)
     ds = data.pooled
     train_q, valid_q, test_q = split_queries(ds.n_queries, config.split, trial_rng(config.seed, trial))
     valid = ds.take_queries(valid_q) if valid_q.shape[0] else None
@@ -353,6 +515,8 @@ class UnitResult:
     trees: int
     seconds: float
     curve: list[float]           # validation select_by per tree
+    qids: np.ndarray | None = None                          # the test queries, in test-file order
+    per_query: dict[str, np.ndarray] = field(default_factory=dict)  # test metric -> value per test query (NaN: skipped)
 
 
 def train_config(config: ExperimentConfig, loss: str, seed: int):
@@ -384,8 +548,10 @@ def run_unit(data: ExperimentData, config: ExperimentConfig, setting: Setting, t
     specs = parse_metrics(config.metrics)
     ev = evaluate(specs, test.labels, scores, test.offsets, Convention.preset(config.convention))
     values = {str(s): float(ev.means[str(s)]) for s in specs}
+    per_query = {str(s): np.asarray(ev.per_query[str(s)], dtype=np.float64) for s in specs} if config.folds else {}
     return UnitResult(setting.name, trial, loss, values, trees, time.perf_counter() - start,
-                      [float(v) for v in result.curve])
+                      [float(v) for v in result.curve], test.qids[test.offsets[:-1]].copy() if config.folds else None,
+                      per_query)
 
 
 # Worker processes load the data once (initializer) and then run units by key.
@@ -398,7 +564,7 @@ def _init_worker(data_path: str, config_dict: dict) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the pool
     config = _config_from_dict(config_dict)
     _WORKER["config"] = config
-    _WORKER["data"] = load_data(data_path, config.use_given_splits)
+    _WORKER["data"] = load_data(data_path, config.folds)
 
 
 def _worker_unit(setting: Setting, trial: int, loss: str) -> UnitResult:
@@ -419,11 +585,20 @@ def _curve_path(exp_dir: Path, setting: str, trial: int, loss: str) -> Path:
     return exp_dir / CURVES_DIR / f"{setting}__{trial:05d}__{loss}.parquet"
 
 
-class ResultStore:
-    """``trials.parquet`` (rewritten atomically after every unit) and the per-unit curve files."""
+def queries_path(exp_dir: Path, setting: str, trial: int, loss: str) -> Path:
+    """The per-query test metrics of one unit (folds protocol): ``qid`` and one column per metric."""
+    return exp_dir / QUERIES_DIR / f"{setting}__{trial:05d}__{loss}.parquet"
 
-    def __init__(self, exp_dir: Path, settings: list[str], losses: list[str], metrics: list[str]):
+
+class ResultStore:
+    """``trials.parquet`` (rewritten atomically after every unit), the per-unit curve files and, under the folds
+    protocol, the per-unit per-query test metrics (written before the unit's rows reach ``trials.parquet``, which is
+    the record of what is finished)."""
+
+    def __init__(self, exp_dir: Path, settings: list[str], losses: list[str], metrics: list[str],
+                 convention: dict | None = None):
         self.exp_dir = exp_dir
+        self.convention = convention
         self.rows: list[dict] = []
         self._order = ({s: i for i, s in enumerate(settings)}, {x: i for i, x in enumerate(losses)},
                        {m: i for i, m in enumerate(metrics)})
@@ -457,6 +632,16 @@ class ResultStore:
         (self.exp_dir / CURVES_DIR).mkdir(exist_ok=True)
         write_table(_curve_path(self.exp_dir, u.setting, u.trial, u.loss), curve, overwrite=True,
                     query_aligned=False, metadata={"kind": "experiment-curve"})
+        if u.qids is not None:
+            columns = {"qid": pa.array(np.asarray(u.qids, dtype=np.int64), pa.int64())}
+            columns.update({m: pa.array(v, pa.float64()) for m, v in u.per_query.items()})
+            (self.exp_dir / QUERIES_DIR).mkdir(exist_ok=True)
+            meta = {"kind": "per-query", "metrics": list(u.per_query), "setting": u.setting, "fold": u.trial,
+                    "loss": u.loss}
+            if self.convention is not None:
+                meta["convention"] = json.dumps(self.convention)
+            write_table(queries_path(self.exp_dir, u.setting, u.trial, u.loss), pa.table(columns), overwrite=True,
+                        query_aligned=False, metadata=meta)
         key = (u.setting, u.trial, u.loss)
         self.rows = [r for r in self.rows if (r["setting"], int(r["trial"]), r["loss"]) != key]
         self.rows += [dict(trial=u.trial, setting=u.setting, loss=u.loss, metric=m, value=v, trees=u.trees,
@@ -543,7 +728,7 @@ class ExperimentResult:
     settings: list[Setting]
     sweeps: dict[str, list[tuple[float, Setting]]]
     summary: dict               # see summarize()
-    convergence: dict           # setting -> loss -> {"mean": [...], "trials": [...]}
+    convergence: dict           # setting -> loss -> {"mean", "stderr", "trials", "running"} (see convergence())
     resumed_units: int
     ran_units: int
     seconds: float
@@ -551,8 +736,8 @@ class ExperimentResult:
 
 
 def plan_units(config: ExperimentConfig, settings: list[Setting]) -> list[tuple[Setting, int, str]]:
-    """All units, trial-major (so that whole trials finish early), then setting, then loss."""
-    return [(s, t, loss) for t in range(config.trials) for s in settings for loss in config.losses]
+    """All units, trial-major (so that whole trials, or folds, finish early), then setting, then loss."""
+    return [(s, t, loss) for t in trial_ids(config) for s in settings for loss in config.losses]
 
 
 def run_experiment(data_path: Path | str, exp_dir: Path | str, config: ExperimentConfig, *, jobs: int = 1,
@@ -562,6 +747,8 @@ def run_experiment(data_path: Path | str, exp_dir: Path | str, config: Experimen
 
     ``on_plan(total_units, already_done)`` is called once before training starts, ``on_unit`` after every finished
     unit (in the parent process). ``jobs > 1`` runs units in that many worker processes; results do not depend on it.
+    Under the folds protocol ``config.trials`` is set to the number of folds (another number given is refused);
+    under random splits ``None`` becomes :data:`DEFAULT_TRIALS`.
     """
     from rankcli.core.metrics import parse_metrics
 
@@ -576,12 +763,25 @@ def run_experiment(data_path: Path | str, exp_dir: Path | str, config: Experimen
     check_preset(config.preset)
     exp_dir = Path(exp_dir)
     started = time.perf_counter()
-    data = load_data(data_path, config.use_given_splits)
+    data = load_data(data_path, config.folds)
+    if config.folds:
+        if config.trials is not None and config.trials != len(data.folds):
+            raise UsageError(f"trials do not combine with folds: each of the {len(data.folds)} folds of {data_path} "
+                             f"is trained once per loss, got trials={config.trials}")
+        config.trials = len(data.folds)
+    elif config.trials is None:
+        config.trials = DEFAULT_TRIALS
     _check_data(data, config)
     resumed = prepare_directory(exp_dir, config, data.fingerprint(), overwrite)
     settings, sweeps = plan_settings(config)
-    store = ResultStore(exp_dir, [s.name for s in settings], config.losses, metrics)
+    from rankcli.core.metrics import Convention
+
+    store = ResultStore(exp_dir, [s.name for s in settings], config.losses, metrics,
+                        Convention.preset(config.convention).as_dict())
     done = store.done(metrics) if resumed else set()
+    if config.folds:
+        # A unit is finished only with its per-query values (the pooled tests need them); one without is run again.
+        done = {u for u in done if queries_path(exp_dir, *u).is_file()}
     units = plan_units(config, settings)
     pending = [u for u in units if (u[0].name, u[1], u[2]) not in done]
     if on_plan is not None:
@@ -642,12 +842,19 @@ def _check_data(data: ExperimentData, config: ExperimentConfig) -> None:
         if ds.n_queries < 3:
             raise InputError(f"need at least 3 queries to split into train/validation/test, got {ds.n_queries}")
     if config.click_noise:
-        labels = data.pooled.labels if data.pooled is not None else np.concatenate(
-            [d.labels for d in data.given if d is not None])
-        bad = labels[(labels != np.round(labels)) | (labels < 0) | (labels > 4)]
-        if bad.shape[0]:
-            raise InputError(f"--click-noise needs integer grades 0..4 (click probabilities per grade), "
-                             f"got label {bad[0]:g}")
+        if data.pooled is not None:
+            sources = [(None, data.pooled.labels)]
+        else:
+            from rankcli.formats.parquet import column_to_numpy, read_table
+
+            # Training and validation get clicks; their labels are the grades the click model needs.
+            sources = [(p, column_to_numpy(read_table(p, ["label"]).column("label")).astype(np.float64))
+                       for f in data.folds for part, p in f.parts() if part != "test"]
+        for path, labels in sources:
+            bad = labels[(labels != np.round(labels)) | (labels < 0) | (labels > 4)]
+            if bad.shape[0]:
+                raise InputError(f"{str(path) + ': ' if path else ''}--click-noise needs integer grades 0..4 (click "
+                                 f"probabilities per grade), got label {bad[0]:g}")
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -664,62 +871,135 @@ def _mean_stderr(values: np.ndarray) -> tuple[float, float, int]:
     return mean, stderr, n
 
 
-def summarize(rows: list[dict], config: ExperimentConfig, settings: list[Setting]) -> dict:
-    """The paper's Table 1 per setting: mean and standard error per loss and metric, paired t-tests across trials.
+def pooled_queries(exp_dir: Path, config: ExperimentConfig, settings: list[Setting]) -> dict:
+    """Folds protocol: every setting's per-query test metrics, pooled over the folds.
 
-    Returns ``{"settings": [{"setting", "losses": {loss: {metric: {"mean", "stderr", "trials"}}},
-    "tests": [{"a", "b", "metric", "p_value", "p_adjusted", "mean_diff", "trials"}]}]}``; tests pair every two losses
-    on the trials both finished, p-values corrected (``config.correction``) within each setting over all pairs and
-    metrics.
+    Returns ``{setting: {"folds": [k, ...], "values": {loss: {metric: vector}}}}``: the vectors of all losses run over
+    the same queries in the same order (fold by fold, each in test-file order), taken from the per-query files of the
+    folds that every loss finished. A fold whose losses were tested on different queries is an :class:`InputError`
+    (the store is inconsistent).
     """
-    from rankcli.core.stats import adjust_pvalues, paired_test
+    from rankcli.formats.parquet import column_to_numpy, read_table
 
+    out: dict = {}
+    for s in settings:
+        folds, parts = [], {loss: {m: [] for m in config.metrics} for loss in config.losses}
+        for k in trial_ids(config):
+            paths = {loss: queries_path(exp_dir, s.name, k, loss) for loss in config.losses}
+            if not all(p.is_file() for p in paths.values()):
+                continue
+            tables = {loss: read_table(p) for loss, p in paths.items()}
+            ref_loss = config.losses[0]
+            ref = column_to_numpy(tables[ref_loss].column("qid"))
+            for loss, t in tables.items():
+                if not np.array_equal(column_to_numpy(t.column("qid")), ref):
+                    raise InputError(f"{paths[loss]}: tested on other queries than {paths[ref_loss]}; the experiment "
+                                     "directory is inconsistent, rerun with --overwrite")
+                missing = [m for m in config.metrics if m not in t.column_names]
+                if missing:
+                    raise InputError(f"{paths[loss]}: no column {missing[0]}; the experiment directory is "
+                                     "inconsistent, rerun with --overwrite")
+            folds.append(k)
+            for loss, t in tables.items():
+                for m in config.metrics:
+                    parts[loss][m].append(column_to_numpy(t.column(m)).astype(np.float64))
+        values = {loss: {m: np.concatenate(v) if v else np.zeros(0) for m, v in ms.items()}
+                  for loss, ms in parts.items()}
+        out[s.name] = {"folds": folds, "values": values}
+    return out
+
+
+def summarize(rows: list[dict], config: ExperimentConfig, settings: list[Setting], pooled: dict | None = None) -> dict:
+    """The paper's Table 1 per setting, and paired t-tests between every two losses.
+
+    The *units* of the statistics are the trials (random splits: one value per trial, its test mean) or, with
+    ``pooled`` (the folds protocol, see :func:`pooled_queries`), the test queries of all folds. Returns
+    ``{"settings": [{"setting", "losses": {loss: {metric: {"mean", "stderr", "n", "trials"}}}, "tests": [...]}]}``
+    where ``n`` counts the units a number is computed over and ``trials`` the trials (folds) behind it. A test
+    ``{"a", "b", "metric", "n", "trials", "mean_a", "mean_b", "difference", "stderr", "test", "statistic",
+    "p_value", "p_adjusted"}`` compares ``b`` with ``a`` (``a`` listed first in ``config.losses``) on the units where
+    every loss has a value: ``difference = mean(b) - mean(a)``, as ``rankcli compare`` reports it (one
+    implementation: :func:`rankcli.compare.compare_values`). p-values are corrected (``config.correction``) within
+    each setting over all pairs and metrics; a test that cannot be run (fewer than two units, or no variance for the
+    t-test) has ``p_value`` NaN and says why in ``reason`` (None for a test that ran).
+    """
+    from rankcli.compare import compare_values
+    from rankcli.core.stats import REASON_TOO_FEW
+
+    ids = trial_ids(config)
+    wanted = set(ids)
     # value[setting][loss][metric] -> {trial: value}
     table: dict = {}
     for r in rows:
-        if int(r["trial"]) >= config.trials:
+        if int(r["trial"]) not in wanted:
             continue
         table.setdefault(r["setting"], {}).setdefault(r["loss"], {}).setdefault(r["metric"], {})[int(r["trial"])] = \
             r["value"]
     out = []
     for s in settings:
         by_loss = table.get(s.name, {})
+        if pooled is not None:
+            p = pooled.get(s.name) or {"folds": [], "values": {}}
+            units = {loss: {m: np.asarray(p["values"].get(loss, {}).get(m, np.zeros(0)), dtype=np.float64)
+                            for m in config.metrics} for loss in config.losses}
+            n_folds = len(p["folds"])
+        else:
+            units = {loss: {m: np.array([by_loss.get(loss, {}).get(m, {}).get(t, np.nan) for t in ids],
+                                        dtype=np.float64) for m in config.metrics} for loss in config.losses}
         losses = {}
         for loss in config.losses:
             losses[loss] = {}
             for m in config.metrics:
-                vals = np.array(list(by_loss.get(loss, {}).get(m, {}).values()), dtype=np.float64)
-                mean, stderr, n = _mean_stderr(vals)
-                losses[loss][m] = {"mean": mean, "stderr": stderr, "trials": n}
+                mean, stderr, n = _mean_stderr(units[loss][m])
+                trials = n_folds if pooled is not None else n
+                losses[loss][m] = {"mean": mean, "stderr": stderr, "n": n, "trials": trials}
         tests = []
-        for a, b in combinations(config.losses, 2):
-            for m in config.metrics:
-                va, vb = by_loss.get(a, {}).get(m, {}), by_loss.get(b, {}).get(m, {})
-                common = sorted(t for t in set(va) & set(vb) if np.isfinite(va[t]) and np.isfinite(vb[t]))
-                x = np.array([va[t] for t in common], dtype=np.float64)
-                y = np.array([vb[t] for t in common], dtype=np.float64)
-                if len(common) >= 2:
-                    res = paired_test(x, y, "ttest")
-                    p, diff = float(res.p_value), float(res.mean_diff)
-                else:
-                    p, diff = float("nan"), float((x - y).mean()) if len(common) else float("nan")
-                tests.append({"a": a, "b": b, "metric": m, "p_value": p, "p_adjusted": float("nan"),
-                              "mean_diff": diff, "trials": len(common)})
-        if tests:
-            adjusted = adjust_pvalues([t["p_value"] for t in tests], config.correction)
-            for t, p in zip(tests, adjusted):
-                t["p_adjusted"] = float(p)
+        if len(config.losses) > 1:
+            _means, _used, comparisons, _ = compare_values(units, config.metrics, test="ttest",
+                                                           correction=config.correction, alpha=0.05)
+            for c in comparisons:
+                r = c.result
+                reason = getattr(r, "reason", None)
+                if reason == REASON_TOO_FEW and pooled is None:
+                    reason = "fewer than two trials"  # the units here are trials
+                tests.append({"a": c.a, "b": c.b, "metric": c.metric, "n": int(r.n),
+                              "trials": n_folds if pooled is not None else int(r.n),
+                              "mean_a": c.mean_a, "mean_b": c.mean_b, "difference": float(r.mean_diff),
+                              "stderr": float(r.stderr), "test": r.test, "statistic": float(r.statistic),
+                              "p_value": float(r.p_value), "p_adjusted": float(c.p_adjusted), "reason": reason})
         out.append({"setting": s.name, "losses": losses, "tests": tests})
     return {"settings": out}
 
 
+def difference_label(a: str, b: str) -> str:
+    """How a difference ``mean(b) - mean(a)`` is labelled everywhere: ``"b - a"``."""
+    return f"{b} - {a}"
+
+
+def protocol_note(config: ExperimentConfig, summary: dict | None = None) -> str:
+    """One sentence: what a unit of the statistics is and how many there are."""
+    if config.folds:
+        n = None
+        if summary and summary["settings"]:
+            ns = {v["n"] for ms in summary["settings"][0]["losses"].values() for v in ms.values()}
+            n = max(ns) if ns else None
+        queries = f"{n} " if n is not None else ""
+        return (f"{config.trials} fold{'s' if config.trials != 1 else ''}, each trained once per loss; test metrics "
+                f"pooled over the {queries}test queries of all folds; paired t-tests over those queries "
+                "(n = queries)")
+    return (f"{config.trials} random split{'s' if config.trials != 1 else ''} (trials); paired t-tests across trials "
+            "(n = trials, one test mean per trial)")
+
+
 def json_shape(summary: dict) -> dict:
-    """The ``--json`` document, exactly the issue's shape (the extra fields live in ``summary.json``)."""
+    """The ``--json`` document: the issue's shape, each test with ``n`` and ``difference`` = mean(b) - mean(a) (the
+    other fields live in ``summary.json``)."""
     return {"settings": [
         {"setting": s["setting"],
          "losses": {loss: {m: {"mean": v["mean"], "stderr": v["stderr"]} for m, v in ms.items()}
                     for loss, ms in s["losses"].items()},
-         "tests": [{k: t[k] for k in ("a", "b", "metric", "p_value", "p_adjusted")} for t in s["tests"]]}
+         "tests": [{k: t[k] for k in ("a", "b", "metric", "n", "difference", "p_value", "p_adjusted")}
+                   for t in s["tests"]]}
         for s in summary["settings"]]}
 
 
@@ -744,30 +1024,54 @@ def load_curves(exp_dir: Path) -> list[tuple[str, int, str, np.ndarray]]:
 
 
 def convergence(curves: list[tuple[str, int, str, np.ndarray]], config: ExperimentConfig,
-                settings: list[Setting]) -> dict:
-    """Mean validation metric per tree per loss and setting, over the trials whose model reached that tree.
+                settings: list[Setting], kept: dict[tuple[str, int, str], int] | None = None) -> dict:
+    """Mean validation metric per tree per loss and setting, every trial counted at every tree.
 
-    Returns ``{setting: {loss: {"mean": [...], "trials": [...]}}}`` (``trials``: how many curves reached the tree).
+    A trial that stopped before the longest curve (early stopping) carries forward the value of the model it keeps:
+    its curve at ``kept[(setting, trial, loss)]`` trees (the best iteration, the ``trees`` of ``trials.parquet``), or
+    its last value when ``kept`` does not say. So every point averages the same trials, and a curve never becomes the
+    mean of the few trials that trained longest. Curves of trials outside the experiment, or (with ``kept``) of units
+    not finished, are left out.
+
+    Returns ``{setting: {loss: {"mean": [...], "stderr": [...], "trials": [...], "running": [...]}}}`` per tree:
+    ``trials`` counts the values averaged (every trial with a curve, unless a value is NaN), ``running`` the trials
+    that actually trained that tree (the rest carry forward), ``stderr`` the standard error of the mean over trials.
     """
+    wanted = set(trial_ids(config))
     grouped: dict = {}
     for setting, trial, loss, values in curves:
-        if trial < config.trials:
-            grouped.setdefault((setting, loss), []).append(values)
+        if trial not in wanted or values.shape[0] == 0:
+            continue
+        keep = None
+        if kept is not None:
+            keep = kept.get((setting, trial, loss))
+            if keep is None:
+                continue  # the unit did not finish; its curve is rewritten when it runs again
+        grouped.setdefault((setting, loss), []).append((values, keep))
     out: dict = {}
     for s in settings:
         out[s.name] = {}
         for loss in config.losses:
             series = grouped.get((s.name, loss), [])
-            length = max((v.shape[0] for v in series), default=0)
-            total = np.zeros(length)
-            count = np.zeros(length, dtype=np.int64)
-            for vals in series:
-                ok = np.isfinite(vals)
-                total[: vals.shape[0]] += np.where(ok, vals, 0.0)
-                count[: vals.shape[0]] += ok
+            length = max((v.shape[0] for v, _ in series), default=0)
+            grid = np.full((len(series), length), np.nan)
+            running = np.zeros(length, dtype=np.int64)
+            for i, (vals, keep) in enumerate(series):
+                n = vals.shape[0]
+                grid[i, :n] = vals
+                running[:n] += 1
+                at = n if keep is None or not 1 <= keep <= n else keep
+                grid[i, n:] = vals[at - 1]
+            ok = np.isfinite(grid)
+            count = ok.sum(axis=0)
             with np.errstate(invalid="ignore", divide="ignore"):
+                total = np.where(ok, grid, 0.0).sum(axis=0)
                 mean = np.where(count > 0, total / np.maximum(count, 1), np.nan)
-            out[s.name][loss] = {"mean": mean.tolist(), "trials": count.tolist()}
+                dev = np.where(ok, grid - mean, 0.0)
+                var = (dev ** 2).sum(axis=0) / np.maximum(count - 1, 1)
+                stderr = np.where(count > 1, np.sqrt(var / np.maximum(count, 1)), np.nan)
+            out[s.name][loss] = {"mean": mean.tolist(), "stderr": stderr.tolist(), "trials": count.tolist(),
+                                 "running": running.tolist()}
     return out
 
 
@@ -777,7 +1081,9 @@ def primary_metric(config: ExperimentConfig) -> str:
 
 
 def sweep_rows(summary: dict, config: ExperimentConfig, sweeps: dict) -> dict[str, list[dict]]:
-    """Per sweep, one row per level: mean (and stderr) of the primary metric per loss, differences to the first loss."""
+    """Per sweep, one row per level: mean (and stderr) of the primary metric per loss, and for every other loss its
+    difference to the first loss, ``"<loss> - <first>"`` = mean(loss) - mean(first), with the adjusted p-value of that
+    test (``"<loss> - <first> p_adjusted"``)."""
     metric = primary_metric(config)
     by_name = {s["setting"]: s for s in summary["settings"]}
     first = config.losses[0]
@@ -791,10 +1097,11 @@ def sweep_rows(summary: dict, config: ExperimentConfig, sweeps: dict) -> dict[st
                 row[loss] = s["losses"][loss][metric]["mean"]
                 row[f"{loss} stderr"] = s["losses"][loss][metric]["stderr"]
             for loss in config.losses[1:]:
-                row[f"{loss} - {first}"] = row[loss] - row[first]
+                label = difference_label(first, loss)
+                row[label] = row[loss] - row[first]
                 test = next((t for t in s["tests"] if t["a"] == first and t["b"] == loss and t["metric"] == metric),
                             None)
-                row[f"{loss} vs {first} p_adjusted"] = test["p_adjusted"] if test else float("nan")
+                row[f"{label} p_adjusted"] = test["p_adjusted"] if test else float("nan")
             rows.append(row)
         out[kind] = rows
     return out
@@ -817,39 +1124,58 @@ def _fmt(x: float, digits: int = 4) -> str:
     return "n/a" if x is None or not math.isfinite(x) else f"{x:.{digits}f}"
 
 
+def _signed(x: float | None, digits: int = 4) -> str:
+    return "n/a" if x is None or not math.isfinite(x) else f"{x:+.{digits}f}"
+
+
+def p_cell(p: float | None, digits: int = 3, reason: str | None = None) -> str:
+    """A p-value for a table; a test that could not be run says so (and why, when ``reason`` is given)."""
+    if p is None or not math.isfinite(p):
+        return f"not testable ({reason})" if reason else "not testable"
+    return f"{p:.{digits}f}"
+
+
 def render_markdown(result: "ExperimentResult", sweep_tables: dict[str, list[dict]]) -> str:
     config = result.config
     lines = [f"# rankcli experiment: {', '.join(config.losses)}", ""]
-    lines.append(f"Trials: {config.trials}; split: {'given files' if config.use_given_splits else ','.join(f'{x:g}' for x in config.split)}; "
-                 f"seed {config.seed}; selection by validation {config.select_by}, early stopping "
-                 f"{config.early_stopping}, at most {config.trees} trees; test convention `{config.convention}`"
+    split = "given folds" if config.folds else "split " + ",".join(f"{x:g}" for x in config.split)
+    lines.append(f"Protocol: {protocol_note(config, result.summary)}. {split.capitalize()}; seed {config.seed}; "
+                 f"selection by validation {config.select_by}, early stopping {config.early_stopping}, at most "
+                 f"{config.trees} trees; test convention `{config.convention}`"
                  f"{' (queries without a relevant document skipped)' if config.convention == 'paper' else ''}. "
-                 f"Paired t-tests across trials, p-values adjusted with `{config.correction}` within each setting.")
+                 f"p-values adjusted with `{config.correction}` within each setting. A difference `b - a` is "
+                 "mean(b) - mean(a); `n` counts the units a number is computed over.")
     lines.append("")
+    unit = "queries" if config.folds else "trials"
     for s in result.summary["settings"]:
-        lines += [f"## {s['setting']}", "", "| loss | " + " | ".join(config.metrics) + " |",
-                  "|---|" + "---|" * len(config.metrics)]
+        lines += [f"## {s['setting']}", "", "| loss | " + " | ".join(config.metrics) + " | n |",
+                  "|---|" + "---|" * (len(config.metrics) + 1)]
         for loss in config.losses:
-            cells = [f"{_fmt(v['mean'])} ± {_fmt(v['stderr'])}" for v in (s["losses"][loss][m] for m in config.metrics)]
-            lines.append(f"| {loss} | " + " | ".join(cells) + " |")
+            vs = [s["losses"][loss][m] for m in config.metrics]
+            ns = sorted({v["n"] for v in vs})
+            cells = [f"{_fmt(v['mean'])} ± {_fmt(v['stderr'])}" for v in vs]
+            lines.append(f"| {loss} | " + " | ".join(cells) + f" | {'/'.join(map(str, ns))} {unit} |")
         lines.append("")
         if s["tests"]:
-            lines += ["| a | b | metric | mean a - b | trials | p | p adjusted |", "|---|---|---|---|---|---|---|"]
+            lines += ["| difference | metric | mean difference | stderr | n | p | p adjusted |",
+                      "|---|---|---|---|---|---|---|"]
             for t in s["tests"]:
-                lines.append(f"| {t['a']} | {t['b']} | {t['metric']} | {_fmt(t['mean_diff'])} | {t['trials']} | "
-                             f"{_fmt(t['p_value'], 3)} | {_fmt(t['p_adjusted'], 3)} |")
+                lines.append(f"| {difference_label(t['a'], t['b'])} | {t['metric']} | {_signed(t['difference'])} | "
+                             f"{_fmt(t['stderr'])} | {t['n']} | {p_cell(t['p_value'], reason=t['reason'])} | "
+                             f"{p_cell(t['p_adjusted'])} |")
             lines.append("")
     for kind, rows in sweep_tables.items():
         metric = primary_metric(config)
         first = config.losses[0]
-        diffs = [f"{loss} - {first}" for loss in config.losses[1:]]
+        diffs = [difference_label(first, loss) for loss in config.losses[1:]]
         lines += [f"## sweep {kind}: test {metric}", "", SWEEP_NOTES[kind].format(impressions=config.click_impressions),
                   "",
-                  f"| {kind} | " + " | ".join(config.losses + diffs) + " |",
-                  "|---|" + "---|" * (len(config.losses) + len(diffs))]
+                  f"| {kind} | " + " | ".join(config.losses + diffs + [f"p adjusted ({d})" for d in diffs]) + " |",
+                  "|---|" + "---|" * (len(config.losses) + 2 * len(diffs))]
         for r in rows:
-            lines.append(f"| {format_level(r['level'])} | " + " | ".join(_fmt(r[c]) for c in config.losses + diffs)
-                         + " |")
+            lines.append(f"| {format_level(r['level'])} | " + " | ".join(
+                [_fmt(r[c]) for c in config.losses] + [_signed(r[d]) for d in diffs]
+                + [p_cell(r[f"{d} p_adjusted"]) for d in diffs]) + " |")
         lines.append("")
     return "\n".join(lines)
 
@@ -859,8 +1185,10 @@ def finalize(exp_dir: Path, config: ExperimentConfig, settings: list[Setting], s
     """Write summary.json, summary.md, convergence.csv and the sweep CSVs from what is in the directory."""
     from rankcli.formats.atomic import atomic_path
 
-    summary = summarize(store.rows, config, settings)
-    conv = convergence(load_curves(exp_dir), config, settings)
+    pooled = pooled_queries(exp_dir, config, settings) if config.folds else None
+    summary = summarize(store.rows, config, settings, pooled)
+    kept = {(r["setting"], int(r["trial"]), r["loss"]): int(r["trees"]) for r in store.rows}
+    conv = convergence(load_curves(exp_dir), config, settings, kept)
     result = ExperimentResult(exp_dir, config, settings, sweeps, summary, conv, 0, 0, 0.0, [])
     tables = sweep_rows(summary, config, sweeps)
 
@@ -869,14 +1197,17 @@ def finalize(exp_dir: Path, config: ExperimentConfig, settings: list[Setting], s
             tmp.write_text(text)
         result.files.append(exp_dir / name)
 
-    write("summary.json", json.dumps(_jsonable({**summary, "convention": config.convention,
+    head = {"protocol": "folds" if config.folds else "random-splits", "unit": "query" if config.folds else "trial",
+            "difference": "mean(b) - mean(a)"}
+    write("summary.json", json.dumps(_jsonable({**head, **summary, "convention": config.convention,
                                                 "correction": config.correction, "trials": config.trials,
                                                 "sweeps": tables}), indent=2) + "\n")
     write("summary.md", render_markdown(result, tables) + "\n")
-    conv_lines = ["setting,loss,tree,mean,trials"]
+    conv_lines = ["setting,loss,tree,mean,stderr,trials,running"]
     for s, losses in conv.items():
         for loss, c in losses.items():
-            conv_lines += [f"{s},{loss},{i + 1},{m!r},{n}" for i, (m, n) in enumerate(zip(c["mean"], c["trials"]))]
+            conv_lines += [f"{s},{loss},{i + 1},{m!r},{e!r},{n},{r}" for i, (m, e, n, r) in
+                           enumerate(zip(c["mean"], c["stderr"], c["trials"], c["running"]))]
     write("convergence.csv", "\n".join(conv_lines) + "\n")
     for kind, rows in tables.items():
         cols = list(rows[0].keys()) if rows else ["level"]

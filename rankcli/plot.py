@@ -50,27 +50,44 @@ def sparkline(values: list[float], lo: float, hi: float, width: int = 40) -> str
     return "".join(out)
 
 
+#: What every point of a convergence curve is (the plot's caption; the CLI prints it under the sparklines).
+CONVERGENCE_NOTE = ("Every point averages all trials; a trial that stopped early (early stopping) carries forward the "
+                    "value of the model it keeps (its best iteration). Band: ± 1 standard error over trials.")
+
+
 def plot_convergence(curves: dict[str, dict], path: Path, metric: str, title: str) -> Path:
-    """Mean validation metric against the number of trees, one line per loss (the paper's Figure 1)."""
+    """Mean validation metric against the number of trees, one line per loss with a ± 1 standard error band (the
+    paper's Figure 1). ``curves[loss]`` has ``mean`` and ``stderr`` per tree (see
+    :func:`rankcli.experiment.convergence`: carried-forward curves, so every point averages the same trials)."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    fig, ax = plt.subplots(figsize=(6.4, 4.6))
     for i, (loss, c) in enumerate(curves.items()):
         mean = c["mean"]
-        if mean:
-            ax.plot(range(1, len(mean) + 1), mean, label=loss, color=f"C{i}")
+        if not mean:
+            continue
+        trees = range(1, len(mean) + 1)
+        ax.plot(trees, mean, label=loss, color=f"C{i}")
+        err = c.get("stderr")
+        if err:
+            lo = [m - e if e is not None and math.isfinite(e) else m for m, e in zip(mean, err)]
+            hi = [m + e if e is not None and math.isfinite(e) else m for m, e in zip(mean, err)]
+            ax.fill_between(trees, lo, hi, color=f"C{i}", alpha=0.2, linewidth=0,
+                            label=f"{loss} ± 1 stderr")
     ax.set_xlabel("number of trees")
     ax.set_ylabel(f"mean validation {metric}")
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend()
-    fig.tight_layout()
+    fig.text(0.01, 0.01, CONVERGENCE_NOTE, fontsize=7, wrap=True, ha="left", va="bottom")
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
 
 
 def plot_sweep(rows: list[dict], losses: list[str], path: Path, kind: str, metric: str) -> Path:
-    """Mean test metric per loss against the sweep level (top) and the difference to the first loss (bottom)."""
+    """Mean test metric per loss against the sweep level (top) and each loss's difference to the first loss,
+    ``loss - first`` = mean(loss) - mean(first), labelled so (bottom)."""
     plt = _pyplot()
     levels = [r["level"] for r in rows]
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(6.4, 6.4), sharex=True,
@@ -86,11 +103,12 @@ def plot_sweep(rows: list[dict], losses: list[str], path: Path, kind: str, metri
     top.legend()
     first = losses[0]
     for i, loss in enumerate(losses[1:], start=1):
-        bottom.plot(levels, [r[f"{loss} - {first}"] for r in rows], marker="o", label=f"{loss} - {first}",
-                    color=f"C{i}")
+        label = f"{loss} - {first}"
+        bottom.plot(levels, [r[label] for r in rows], marker="o", label=label, color=f"C{i}")
     bottom.axhline(0.0, color="grey", linewidth=0.8)
     bottom.set_xlabel(kind)
-    bottom.set_ylabel("difference")
+    bottom.set_ylabel(f"difference (loss - {first})" if len(losses) > 2 else
+                      (f"{losses[1]} - {first}" if len(losses) == 2 else "difference"))
     bottom.grid(alpha=0.3)
     if len(losses) > 1:
         bottom.legend()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ from scipy import stats as sps
 
 from rankcli import experiment as ex
 from rankcli.dataset import Dataset
-from rankcli.errors import InputError, OutputError
+from rankcli.errors import InputError, OutputError, UsageError
 from rankcli.formats.parquet import feature_names, write_dataset
 
 
@@ -167,21 +168,38 @@ def test_summarize_means_stderr_and_paired_tests():
     expected = np.empty(3)
     expected[order] = holm
     assert [t["p_adjusted"] for t in s["tests"]] == pytest.approx(expected)
+    # one sign convention: difference = mean(b) - mean(a), over n = 5 trials
+    for t in s["tests"]:
+        assert t["difference"] == pytest.approx(vals[t["b"]].mean() - vals[t["a"]].mean())
+        assert t["n"] == t["trials"] == 5
+    assert all(s["losses"][loss]["ndcg@5"]["n"] == 5 for loss in cfg.losses)
     shape = ex.json_shape(out)
     assert set(shape) == {"settings"}
     assert set(shape["settings"][0]) == {"setting", "losses", "tests"}
     assert set(shape["settings"][0]["losses"]["a"]["ndcg@5"]) == {"mean", "stderr"}
-    assert set(shape["settings"][0]["tests"][0]) == {"a", "b", "metric", "p_value", "p_adjusted"}
+    assert set(shape["settings"][0]["tests"][0]) == {"a", "b", "metric", "n", "difference", "p_value", "p_adjusted"}
 
 
-def test_convergence_means_over_the_trials_that_reached_each_tree():
+def test_convergence_carries_a_stopped_trial_forward_so_every_point_averages_all_trials():
+    """Issue 11 item 6: a trial that stopped early keeps the value of the model it keeps (its best iteration) at
+    every later tree; before, each point averaged only the trials still running (trials 3, 2, 1)."""
     cfg = ex.ExperimentConfig(losses=["a", "b"], trials=3)
-    curves = [("baseline", 0, "a", np.array([0.1, 0.2, 0.3])), ("baseline", 1, "a", np.array([0.3, 0.4])),
-              ("baseline", 2, "a", np.array([0.2, np.nan])), ("baseline", 5, "a", np.array([9.0]))]
-    conv = ex.convergence(curves, cfg, [ex.BASELINE])
-    assert conv["baseline"]["a"]["mean"] == pytest.approx([0.2, 0.3, 0.3])
-    assert conv["baseline"]["a"]["trials"] == [3, 2, 1]
-    assert conv["baseline"]["b"] == {"mean": [], "trials": []}
+    curves = [("baseline", 0, "a", np.array([0.1, 0.2, 0.3])),     # ran to the end, keeps 3 trees
+              ("baseline", 1, "a", np.array([0.3, 0.4])),          # stopped after 2 trees, keeps 1: 0.3 onwards
+              ("baseline", 2, "a", np.array([0.2])),               # stopped after 1 tree
+              ("baseline", 5, "a", np.array([9.0])),               # beyond --trials: left out
+              ("baseline", 0, "b", np.array([0.5, 0.6]))]          # not finished (no kept entry): left out
+    kept = {("baseline", 0, "a"): 3, ("baseline", 1, "a"): 1, ("baseline", 2, "a"): 1, ("baseline", 5, "a"): 1}
+    conv = ex.convergence(curves, cfg, [ex.BASELINE], kept)
+    a = conv["baseline"]["a"]
+    grid = np.array([[0.1, 0.2, 0.3], [0.3, 0.4, 0.3], [0.2, 0.2, 0.2]])
+    assert a["mean"] == pytest.approx(grid.mean(axis=0).tolist())
+    assert a["stderr"] == pytest.approx((grid.std(axis=0, ddof=1) / np.sqrt(3)).tolist())
+    assert a["trials"] == [3, 3, 3] and a["running"] == [3, 2, 1]
+    assert conv["baseline"]["b"] == {"mean": [], "stderr": [], "trials": [], "running": []}
+    # without kept, a stopped trial carries its last value
+    last = ex.convergence(curves[:3], cfg, [ex.BASELINE])["baseline"]["a"]
+    assert last["mean"] == pytest.approx([0.2, (0.2 + 0.4 + 0.2) / 3, (0.3 + 0.4 + 0.2) / 3])
 
 
 def test_summarize_single_trial_has_no_test():
@@ -190,6 +208,19 @@ def test_summarize_single_trial_has_no_test():
             for x in "ab"]
     s = ex.summarize(rows, cfg, [ex.BASELINE])["settings"][0]
     assert np.isnan(s["tests"][0]["p_value"]) and np.isnan(s["losses"]["a"]["ndcg@5"]["stderr"])
+    assert s["tests"][0]["reason"] == "fewer than two trials" and s["tests"][0]["n"] == 1
+
+
+def test_identical_repeats_are_not_a_sample():
+    """Losses differing by the same amount in every trial (what repeats of one fixed split gave): the t-test has no
+    variance to use; it is reported not testable with its reason, never p = 0."""
+    cfg = ex.ExperimentConfig(losses=["a", "b"], trials=4, metrics=["ndcg@5"])
+    rows = [dict(trial=t, setting="baseline", loss=x, metric="ndcg@5", value=v, trees=1, seconds=0.0)
+            for t in range(4) for x, v in (("a", 0.5), ("b", 0.625))]
+    s = ex.summarize(rows, cfg, [ex.BASELINE])["settings"][0]
+    t = s["tests"][0]
+    assert np.isnan(t["p_value"]) and "zero variance" in t["reason"]
+    assert (t["difference"], t["n"]) == (0.125, 4)
 
 
 # --- running, resuming, refusing ---------------------------------------------------------------------------------------
@@ -234,18 +265,162 @@ def test_refuses_foreign_directory(tmp_path):
     assert (tmp_path / "other" / "notes.txt").exists()
 
 
-def test_load_data_directory_pooled_or_given(tmp_path):
+def write_folds(root, k: int = 2, n_queries: int = 12, valid: bool = True, seed: int = 0, n_features: int = 4):
+    """``root/Fold1 .. FoldK`` with train/vali/test Parquet files (distinct synthetic queries in each file)."""
+    for fold in range(1, k + 1):
+        d = root / f"Fold{fold}"
+        d.mkdir(parents=True)
+        for j, part in enumerate(("train", "vali", "test")):
+            if part == "vali" and not valid:
+                continue
+            ds = synthetic(n_queries if part == "train" else n_queries // 2, seed=seed + 10 * fold + j,
+                           n_features=n_features)
+            ds.qids = ds.qids + 1000 * fold + 100 * j
+            write_dataset(d / f"{part}.parquet", ds)
+    return root
+
+
+def test_load_data_directory_pooled_or_folds(tmp_path):
     parts = {"train": synthetic(6, seed=1), "vali": synthetic(3, seed=2), "test": synthetic(3, seed=3)}
     for name, ds in parts.items():
         write_dataset(tmp_path / f"{name}.parquet", ds)
     pooled = ex.load_data(tmp_path)
-    assert pooled.given is None and pooled.pooled.n_queries == 12  # test, train, vali in name order
-    given = ex.load_data(tmp_path, use_given_splits=True)
-    assert [d.n_queries for d in given.given] == [6, 3, 3]
-    cfg = ex.ExperimentConfig(use_given_splits=True)
-    assert all(_same(a, b) for a, b in zip(ex.trial_split(given, cfg, 0), ex.trial_split(given, cfg, 5)))
+    assert pooled.folds is None and pooled.pooled.n_queries == 12  # test, train, vali in name order
+    one = ex.load_data(tmp_path, folds=True)                        # a train/vali/test directory is one fold
+    assert [f.number for f in one.folds] == [1]
+    assert [d.n_queries for d in one.fold(1)] == [6, 3, 3]
+    cfg = ex.ExperimentConfig(folds=True, trials=1)
+    assert ex.trial_ids(cfg) == [1]
+    assert all(_same(a, b) for a, b in zip(ex.trial_split(one, cfg, 1), parts.values()))
     (tmp_path / "vali.parquet").unlink()
-    assert ex.load_data(tmp_path, use_given_splits=True).given[1] is None
+    assert ex.load_data(tmp_path, folds=True).fold(1)[1] is None
     (tmp_path / "train.parquet").unlink()
-    with pytest.raises(InputError, match="--use-given-splits expects train.parquet"):
-        ex.load_data(tmp_path, use_given_splits=True)
+    with pytest.raises(InputError, match="no train.parquet; DATA .* needs train.parquet, vali.parquet and test"):
+        ex.load_data(tmp_path, folds=True)
+
+
+def test_fold_directories(tmp_path):
+    root = write_folds(tmp_path / "d", k=3)
+    data = ex.load_data(root, folds=True)
+    assert [(f.number, f.train.parent.name) for f in data.folds] == [(1, "Fold1"), (2, "Fold2"), (3, "Fold3")]
+    train, valid, test = data.fold(2)
+    assert set(test.qids.tolist()) == {q + 2000 + 200 for q in range(100, 106)}
+    # a file instead of a directory is a usage error
+    with pytest.raises(UsageError, match="--folds needs DATA to be a directory holding Fold1/ .. FoldK/"):
+        ex.load_data(root / "Fold1" / "train.parquet", folds=True)
+    # pooling a directory of fold directories says to pass --folds
+    with pytest.raises(InputError, match="no \\*.parquet file in the directory; it holds fold directories: pass --folds"):
+        ex.load_data(root)
+
+
+def test_fold_without_validation_is_refused_when_others_have_one(tmp_path):
+    root = write_folds(tmp_path / "d", k=2)
+    (root / "Fold2" / "vali.parquet").unlink()
+    with pytest.raises(InputError, match="Fold2: no vali.parquet, but .*Fold1/vali.parquet exists; every fold needs the "
+                                         "same parts"):
+        ex.load_data(root, folds=True)
+    # no fold with validation is a protocol (no early stopping); it is read
+    (root / "Fold1" / "vali.parquet").unlink()
+    assert [f.valid for f in ex.load_data(root, folds=True).folds] == [None, None]
+
+
+def test_folds_with_different_feature_columns_are_refused(tmp_path):
+    root = write_folds(tmp_path / "d", k=2)
+    write_dataset(root / "Fold2" / "test.parquet", synthetic(6, seed=7, n_features=3), overwrite=True)
+    with pytest.raises(InputError, match="Fold2/test.parquet: 3 features \\(f1..f3\\), but .*Fold1/train.parquet has 4 "
+                                         "features \\(f1..f4\\); every file of every fold needs the same feature"):
+        ex.load_data(root, folds=True)
+
+
+def test_fold_numbers_without_gaps_and_not_mixed_with_files(tmp_path):
+    root = write_folds(tmp_path / "d", k=3)
+    shutil.rmtree(root / "Fold2")
+    with pytest.raises(InputError, match="numbered 1..K without gaps, got Fold1, Fold3 \\(Fold2 missing\\)"):
+        ex.load_data(root, folds=True)
+    shutil.rmtree(root / "Fold3")
+    write_dataset(root / "train.parquet", synthetic(5))
+    with pytest.raises(InputError, match="holds both fold directories \\(Fold1\\) and train/test files"):
+        ex.load_data(root, folds=True)
+
+
+FOLD_CFG = dict(losses=["lambdamart", "xendcg"], folds=True, trees=3, early_stopping=0, metrics=["ndcg@3", "ndcg@5"])
+
+
+def test_folds_pool_test_queries_and_test_over_them(tmp_path):
+    """Issue 11 item 5: each fold trained once per loss; the paired tests run over the pooled test queries of all
+    folds (n = queries), with difference = mean(b) - mean(a); trials.parquet's trial column is the fold number."""
+    import pyarrow.parquet as pq
+
+    root = write_folds(tmp_path / "d", k=3, n_queries=16)
+    res = ex.run_experiment(root, tmp_path / "exp", ex.ExperimentConfig(**FOLD_CFG, label_noise=[0.3]))
+    assert res.config.trials == 3 and res.ran_units == 3 * 2 * 2
+    table = pq.read_table(tmp_path / "exp" / "trials.parquet")
+    assert table.column_names == list(ex.TRIAL_COLUMNS)
+    assert sorted(set(table.column("trial").to_pylist())) == [1, 2, 3]
+    summary = json.loads((tmp_path / "exp" / "summary.json").read_text())
+    assert summary["protocol"] == "folds" and summary["unit"] == "query" and summary["trials"] == 3
+    for s in summary["settings"]:
+        pooled = {}
+        for loss in FOLD_CFG["losses"]:
+            parts = [pq.read_table(ex.queries_path(tmp_path / "exp", s["setting"], k, loss)) for k in (1, 2, 3)]
+            pooled[loss] = {m: np.concatenate([p.column(m).to_numpy() for p in parts]) for m in FOLD_CFG["metrics"]}
+            # the fold means in trials.parquet are the means of the per-query files
+            for k, p in zip((1, 2, 3), parts):
+                row = next(r for r in table.to_pylist() if (r["setting"], r["trial"], r["loss"], r["metric"]) ==
+                           (s["setting"], k, loss, "ndcg@5"))
+                assert row["value"] == pytest.approx(np.nanmean(p.column("ndcg@5").to_numpy()))
+        for t in s["tests"]:
+            a, b = pooled[t["a"]][t["metric"]], pooled[t["b"]][t["metric"]]
+            ok = ~np.isnan(a) & ~np.isnan(b)
+            assert t["n"] == int(ok.sum()) > 3 * 2      # queries, not folds
+            assert t["trials"] == 3
+            assert t["difference"] == pytest.approx(b[ok].mean() - a[ok].mean())
+            assert t["p_value"] == pytest.approx(sps.ttest_rel(b[ok], a[ok]).pvalue)
+            assert s["losses"][t["a"]][t["metric"]]["n"] == t["n"]
+    # the --json shape carries n and the difference
+    assert ex.json_shape(res.summary)["settings"][0]["tests"][0]["n"] == summary["settings"][0]["tests"][0]["n"]
+    # a number of trials other than the number of folds is refused (before EXP_DIR is touched)
+    with pytest.raises(UsageError, match="trials do not combine with folds: each of the 3 folds"):
+        ex.run_experiment(root, tmp_path / "exp2", ex.ExperimentConfig(**FOLD_CFG, trials=5))
+    assert not (tmp_path / "exp2").exists()
+
+
+def test_use_given_splits_one_fold_tests_over_queries_not_repeats(tmp_path):
+    """The old --use-given-splits trained one deterministic split --trials times and t-tested the identical repeats
+    (p = 0 between losses differing by a constant). Now a one-fold directory is one trial, tested over its queries."""
+    root = write_folds(tmp_path / "d", k=1, n_queries=16)
+    res = ex.run_experiment(root / "Fold1", tmp_path / "exp", ex.ExperimentConfig(**FOLD_CFG))
+    assert res.config.trials == 1 and res.ran_units == 2
+    t = res.summary["settings"][0]["tests"][0]
+    assert t["trials"] == 1 and t["n"] >= 6
+
+
+def test_folds_resume_after_interrupt_equals_uninterrupted(tmp_path):
+    import pyarrow.parquet as pq
+
+    root = write_folds(tmp_path / "d", k=2)
+    ref = ex.run_experiment(root, tmp_path / "ref", ex.ExperimentConfig(**FOLD_CFG))
+    seen = []
+
+    def interrupt(u):
+        seen.append(u)
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        ex.run_experiment(root, tmp_path / "exp", ex.ExperimentConfig(**FOLD_CFG), on_unit=interrupt)
+    # a unit whose per-query file is lost is run again (the pooled tests need it)
+    ex.queries_path(tmp_path / "exp", "baseline", 1, "lambdamart").unlink()
+    again = ex.run_experiment(root, tmp_path / "exp", ex.ExperimentConfig(**FOLD_CFG))
+    assert (again.resumed_units, again.ran_units) == (1, 3)
+    assert again.summary == ref.summary
+    cols = ["trial", "setting", "loss", "metric", "value", "trees"]
+    assert pq.read_table(tmp_path / "exp" / "trials.parquet").select(cols).equals(
+        pq.read_table(tmp_path / "ref" / "trials.parquet").select(cols))
+    assert (tmp_path / "exp" / "summary.md").read_text() == (tmp_path / "ref" / "summary.md").read_text()
+
+
+def test_random_split_identity_is_unchanged_so_old_experiments_resume():
+    ident = ex.ExperimentConfig(trials=3).identity()
+    assert ident["use_given_splits"] is False and "folds" not in ident
+    assert ex.ExperimentConfig(folds=True).identity()["folds"] is True

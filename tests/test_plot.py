@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from rankcli.plot import have_matplotlib, plot_convergence, plot_sweep, sparkline
+from rankcli.plot import CONVERGENCE_NOTE, have_matplotlib, plot_convergence, plot_sweep, sparkline
 
 
 def test_sparkline_scale_and_resampling():
@@ -20,10 +20,16 @@ def test_sparkline_scale_and_resampling():
 
 @pytest.mark.skipif(not have_matplotlib(), reason="matplotlib (the plot extra) is not installed")
 def test_plots_are_png(tmp_path):
-    curves = {"a": {"mean": [0.1, 0.2, 0.3], "trials": [2, 2, 1]}, "b": {"mean": [0.2, 0.25], "trials": [2, 2]}}
+    curves = {"a": {"mean": [0.1, 0.2, 0.3], "stderr": [0.01, math.nan, 0.02], "trials": [2, 2, 2]},
+              "b": {"mean": [0.2, 0.25], "stderr": [0.01, 0.01], "trials": [2, 2]}}
     p = plot_convergence(curves, tmp_path / "c.png", "ndcg@5", "t")
     rows = [{"level": 0.0, "a": 0.5, "a stderr": 0.01, "b": 0.6, "b stderr": math.nan, "b - a": 0.1},
             {"level": 0.2, "a": 0.4, "a stderr": 0.02, "b": 0.55, "b stderr": 0.01, "b - a": 0.15}]
     q = plot_sweep(rows, ["a", "b"], tmp_path / "s.png", "label-noise", "ndcg@5")
     for path in (p, q):
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_convergence_caption_says_what_carried_forward_means():
+    assert "carries forward the value of the model it keeps" in CONVERGENCE_NOTE
+    assert "standard error" in CONVERGENCE_NOTE

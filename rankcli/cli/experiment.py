@@ -1,19 +1,26 @@
-"""Run the paper's protocol: repeated query-level splits, losses side by side, robustness sweeps, plots.
+"""Run the paper's protocol: repeated query-level splits or fixed folds, losses side by side, robustness sweeps, plots.
 
-DATA is one Parquet dataset (its queries are split at random in every trial, --split train,valid,test) or a
-directory: its *.parquet files are pooled and split the same way, or, with --use-given-splits, its train/vali/test
-Parquet files are used as they are in every trial.
-Every trial trains every loss on the same split; test metrics use the paper's convention (queries without a relevant
-document are skipped) unless --convention says otherwise.
+Two protocols:
+  random splits (default)  DATA is one Parquet dataset, or a directory whose *.parquet files are pooled; every one of
+                           --trials trials splits the queries at random (--split train,valid,test). Paired t-tests
+                           run across trials (n = trials).
+  --folds                  DATA holds Fold1/ .. FoldK/, each with train, vali and test Parquet files (MSLR-WEB and
+                           LETOR 4.0 after `convert`), or is one such fold. Each fold is trained once per loss; the
+                           test metrics of all folds are pooled per query and the paired t-tests run over those
+                           queries (n = queries). --use-given-splits is the old spelling of --folds.
+Every trial (fold) trains every loss on the same data; test metrics use the paper's convention (queries without a
+relevant document are skipped) unless --convention says otherwise. A difference is labelled `b - a` and is
+mean(b) - mean(a), as in `compare`.
 
 Results go to EXP_DIR as each (setting, trial, loss) finishes: trials.parquet (trial, setting, loss, metric, value,
-trees, seconds), curves/ (validation metric per tree), config.json. Rerunning the same command resumes an interrupted
-experiment (finished units are skipped; a larger --trials extends it); a different configuration is refused unless
---overwrite. At the end: summary.md and summary.json (mean and standard error per loss, paired t-tests across trials
-between every pair of losses, corrected), convergence.csv, sweep-<kind>.csv, and PNG plots when matplotlib is
-installed (the plot extra: pip install "rankcli\\[plot]").
+trees, seconds; trial is the fold number with --folds), curves/ (validation metric per tree), queries/ (--folds: test
+metric per query), config.json. Rerunning the same command resumes an interrupted experiment (finished units are
+skipped; a larger --trials extends a random-split one); a different configuration is refused unless --overwrite. At
+the end: summary.md and summary.json (mean and standard error per loss, paired t-tests between every pair of losses,
+corrected, each with its n), convergence.csv, sweep-<kind>.csv, and PNG plots when matplotlib is installed (the plot
+extra: pip install "rankcli\\[plot]").
 
-Sweeps (each level is a full set of trials; several sweeps can be combined):
+Sweeps (each level is a full set of trials or folds, training part perturbed, seeded; several combine):
   --augment-negatives 0,0.2,...  grow each training list by that fraction with documents of other training queries
                                  labelled 0;
   --label-noise 0,0.1,...        that fraction of each training query's documents get a random grade,
@@ -26,6 +33,7 @@ and the setting, and each model uses --threads threads, default 1).
 
 Example:
   rankcli experiment data.parquet -o exp --trials 30 --losses lambdamart,xendcg,listnet --jobs 2
+  rankcli experiment MSLR-WEB10K-parquet/ --folds -o exp-folds --jobs 2
 """
 
 from __future__ import annotations
@@ -47,18 +55,25 @@ def _parse_params(items: list[str]) -> dict:
 
 
 def command(
-    data: Annotated[Path, typer.Argument(help="A Parquet dataset, or a directory of Parquet files (pooled; or train/vali/test with "
-                                              "--use-given-splits).",
+    data: Annotated[Path, typer.Argument(help="A Parquet dataset or a directory of Parquet files (pooled); with --folds "
+                                              "a directory of Fold1/ .. FoldK/ (or one fold's train/vali/test).",
                                          show_default=False)],
     output: Annotated[str, typer.Option("--output", "-o", help="The experiment directory (EXP_DIR).",
                                         show_default=False, metavar="EXP_DIR")],
     losses: Annotated[str, typer.Option("--losses", help="Comma-separated losses (any loss `train` knows).")]
     = "lambdamart,xendcg,listnet",
-    trials: Annotated[int, typer.Option("--trials", help="Random splits (trials) per setting.")] = 100,
-    split: Annotated[str, typer.Option("--split", help="Query fractions train,validation,test.")] = "0.6,0.2,0.2",
+    trials: Annotated[Optional[int], typer.Option("--trials", help="Random splits (trials) per setting "
+                                                                   "[default: 100]; not with --folds.",
+                                                  show_default=False)] = None,
+    split: Annotated[Optional[str], typer.Option("--split", help="Query fractions train,validation,test "
+                                                                 "[default: 0.6,0.2,0.2]; not with --folds.",
+                                                 show_default=False)] = None,
+    folds: Annotated[bool, typer.Option("--folds", help="Fixed splits: DATA holds Fold1/ .. FoldK/ (or one fold), "
+                                                        "each trained once per loss; tests over the pooled test "
+                                                        "queries.")] = False,
     use_given_splits: Annotated[bool, typer.Option("--use-given-splits",
-                                                   help="DATA is a directory: use its train/vali/test files as they "
-                                                        "are in every trial.")] = False,
+                                                   help="The old spelling of --folds (DATA one fold's train/vali/test "
+                                                        "directory).")] = False,
     metric: Annotated[str, typer.Option("--metric", help="Test metrics, e.g. ndcg@5,ndcg@10.")] = "ndcg@5,ndcg@10",
     select_by: Annotated[str, typer.Option("--select-by", help="Validation metric for early stopping and the "
                                                                "convergence curves.")] = "ndcg@5",
@@ -115,12 +130,20 @@ def command(
     # input, not a special file. Not "final": a run interrupted while summarising is resumed, not redone.
     output = prepare_output(output, overwrite=overwrite, kind="experiment", inputs=[data], final=False)
     loss_list = [x.strip() for x in losses.split(",") if x.strip()]
+    flag = "--folds" if folds or not use_given_splits else "--use-given-splits"
+    folds = folds or use_given_splits
+    if folds and trials is not None:
+        raise UsageError(f"--trials does not combine with {flag}: each fold is trained once per loss (the folds are "
+                         "the trials); drop --trials")
+    if folds and split is not None:
+        raise UsageError(f"--split does not combine with {flag}: the folds' own train/vali/test files are the split; "
+                         "drop --split")
     if convention not in ("paper", "lightgbm", "sklearn"):
         raise UsageError(f"--convention: expected paper, lightgbm or sklearn, got {convention!r}")
     if correction not in ("holm", "bonferroni", "bh", "none"):
         raise UsageError(f"--correction: expected holm, bonferroni, bh or none, got {correction!r}")
     config = ExperimentConfig(
-        losses=loss_list, trials=trials, split=parse_split(split), use_given_splits=use_given_splits,
+        losses=loss_list, trials=trials, split=parse_split(split or "0.6,0.2,0.2"), folds=folds,
         metrics=[metric], select_by=select_by, early_stopping=early_stopping, trees=trees,
         learning_rate=learning_rate, num_leaves=num_leaves, min_data_in_leaf=min_data_in_leaf,
         params=_parse_params(param or []), preset=preset, seed=seed, convention=convention,
@@ -142,8 +165,10 @@ def command(
     with progress_bar(None, "experiment") as bar:
         def on_plan(total: int, done: int) -> None:
             bar.update(total=total, completed=done)
-            per = f"{len(loss_list)} loss{'es' if len(loss_list) > 1 else ''} x {trials} trials"
-            log(f"experiment: {total} units ({per} x {total // max(1, len(loss_list) * trials)} settings)"
+            n = config.trials  # the number of folds with --folds, known once DATA is read
+            per = (f"{len(loss_list)} loss{'es' if len(loss_list) > 1 else ''} x {n} "
+                   f"{'fold' if folds else 'trial'}{'s' if n != 1 else ''}")
+            log(f"experiment: {total} units ({per} x {total // max(1, len(loss_list) * n)} settings)"
                 + (f", {done} already done (resuming)" if done else "")
                 + (f", on the Dask cluster {dask}" if dask else f", {jobs} job{'s' if jobs > 1 else ''}"))
 
@@ -186,7 +211,7 @@ def _plots(result, wanted: bool):
     base = result.convergence.get("baseline", {})
     if any(c["mean"] for c in base.values()):
         files.append(plot_convergence(base, result.exp_dir / "convergence.png", cfg.select_by,
-                                      f"convergence (baseline, {cfg.trials} trials)"))
+                                      f"convergence (baseline, {cfg.trials} {'folds' if cfg.folds else 'trials'})"))
     for kind, rows in sweep_rows(result.summary, cfg, result.sweeps).items():
         files.append(plot_sweep(rows, cfg.losses, result.exp_dir / f"sweep-{kind}.png", kind, primary_metric(cfg)))
     return files, ""
@@ -198,35 +223,50 @@ def _fmt(x, digits: int = 4) -> str:
     return "n/a" if x is None or not math.isfinite(x) else f"{x:.{digits}f}"
 
 
+def _signed(x, digits: int = 4) -> str:
+    import math
+
+    return "n/a" if x is None or not math.isfinite(x) else f"{x:+.{digits}f}"
+
+
 def _render_text(result, to_stderr: bool) -> None:
     """The summary tables (stdout, unless --json) and a sparkline of every curve."""
     from rich.table import Table
+    from rich.text import Text
 
     from rankcli.cli._common import stderr_console, stdout_console
-    from rankcli.experiment import SWEEP_NOTES, format_level, primary_metric, sweep_rows
-    from rankcli.plot import sparkline
+    from rankcli.experiment import SWEEP_NOTES, difference_label, format_level, p_cell, primary_metric, sweep_rows
+    from rankcli.plot import CONVERGENCE_NOTE, sparkline
 
     console = stderr_console() if to_stderr else stdout_console()
     cfg = result.config
+    unit = "queries" if cfg.folds else "trials"
     if not to_stderr:
         # Table 1 for the baseline; sweep settings get their sweep table (every setting's full table: summary.md).
         for s in result.summary["settings"][:1]:
-            t = Table(title=f"{s['setting']}: test metrics, mean ± stderr over {cfg.trials} trials "
-                            f"({cfg.convention} convention)", title_justify="left")
+            ns = sorted({v["n"] for ms in s["losses"].values() for v in ms.values()})
+            over = (f"{'/'.join(map(str, ns))} pooled test queries of {cfg.trials} fold{'s' if cfg.trials != 1 else ''}"
+                    if cfg.folds else f"{cfg.trials} trials")
+            t = Table(title=f"{s['setting']}: test metrics, mean ± stderr over {over} ({cfg.convention} convention)",
+                      title_justify="left")
             t.add_column("loss")
             for m in cfg.metrics:
                 t.add_column(m, justify="right")
             for loss in cfg.losses:
-                t.add_row(loss, *[f"{_fmt(v['mean'])} ± {_fmt(v['stderr'])}"
-                                  for v in (s["losses"][loss][m] for m in cfg.metrics)])
+                t.add_row(Text(loss), *[f"{_fmt(v['mean'])} ± {_fmt(v['stderr'])}"
+                                        for v in (s["losses"][loss][m] for m in cfg.metrics)])
             console.print(t)
             if s["tests"]:
-                tt = Table(title=f"paired t-tests across trials ({cfg.correction})", title_justify="left")
-                for col in ("a", "b", "metric", "mean a-b", "p", "p adjusted"):
-                    tt.add_column(col, justify="right" if col not in ("a", "b", "metric") else "left")
+                over = "the pooled test queries" if cfg.folds else "trials"
+                tt = Table(title=f"paired t-tests over {over} (n = {unit}; p adjusted: {cfg.correction}); "
+                                 "b - a = mean(b) - mean(a)", title_justify="left")
+                for col in ("difference", "metric", "mean", "stderr", "n", "p", "p adjusted"):
+                    tt.add_column(col, justify="left" if col in ("difference", "metric") else "right",
+                                  no_wrap=col == "difference")
                 for x in s["tests"]:
-                    tt.add_row(x["a"], x["b"], x["metric"], _fmt(x["mean_diff"]), _fmt(x["p_value"], 3),
-                               _fmt(x["p_adjusted"], 3))
+                    tt.add_row(Text(difference_label(x["a"], x["b"])), x["metric"], _signed(x["difference"]),
+                               _fmt(x["stderr"]), str(x["n"]), p_cell(x["p_value"], reason=x["reason"]),
+                               p_cell(x["p_adjusted"]))
                 console.print(tt)
     # Convergence: one sparkline per loss on a common scale.
     base = result.convergence.get("baseline", {})
@@ -234,31 +274,36 @@ def _render_text(result, to_stderr: bool) -> None:
     if curves:
         vals = [v for c in curves.values() for v in c if v == v]
         lo, hi = (min(vals), max(vals)) if vals else (0.0, 1.0)
-        console.print(f"convergence (baseline): mean validation {cfg.select_by} per tree, scale {_fmt(lo)}..{_fmt(hi)}")
+        console.print(f"convergence (baseline): mean validation {cfg.select_by} per tree over all "
+                      f"{cfg.trials} {'folds' if cfg.folds else 'trials'}, scale {_fmt(lo)}..{_fmt(hi)}", markup=False)
         width = max(len(x) for x in curves)
         for loss, c in curves.items():
-            best = max((v for v in c if v == v), default=float("nan"))
+            peak = max((v for v in c if v == v), default=float("nan"))
             console.print(f"  {loss:<{width}} {sparkline(c, lo, hi)}  {len(c)} trees, last {_fmt(c[-1])}, "
-                          f"best {_fmt(best)}", markup=False)
+                          f"peak {_fmt(peak)}", markup=False)
+        console.print(f"  {CONVERGENCE_NOTE}", markup=False)
     metric = primary_metric(cfg)
     for kind, rows in sweep_rows(result.summary, cfg, result.sweeps).items():
         if not to_stderr:
             first = cfg.losses[0]
+            diffs = [difference_label(first, x) for x in cfg.losses[1:]]
             t = Table(title=f"{kind} sweep: mean test {metric}", title_justify="left",
                       caption=SWEEP_NOTES[kind].format(impressions=cfg.click_impressions), caption_justify="left")
             t.add_column("level", justify="right")
             for loss in cfg.losses:
-                t.add_column(loss, justify="right")
-            for loss in cfg.losses[1:]:
-                t.add_column(f"{loss} - {first}", justify="right")
+                t.add_column(Text(loss), justify="right")
+            for d in diffs:
+                t.add_column(Text(d), justify="right")
+            for d in diffs:
+                t.add_column(Text(f"p adj. ({d})"), justify="right")
             for r in rows:
                 t.add_row(format_level(r["level"]), *[_fmt(r[x]) for x in cfg.losses],
-                          *[_fmt(r[f"{x} - {first}"]) for x in cfg.losses[1:]])
+                          *[_signed(r[d]) for d in diffs], *[p_cell(r[f"{d} p_adjusted"]) for d in diffs])
             console.print(t)
         vals = [r[x] for r in rows for x in cfg.losses if r[x] == r[x] and r[x] is not None]
         lo, hi = (min(vals), max(vals)) if vals else (0.0, 1.0)
         console.print(f"{kind}: test {metric} per level ({', '.join(format_level(r['level']) for r in rows)}), "
-                      f"scale {_fmt(lo)}..{_fmt(hi)}")
+                      f"scale {_fmt(lo)}..{_fmt(hi)}", markup=False)
         width = max(len(x) for x in cfg.losses)
         for loss in cfg.losses:
             series = [r[loss] for r in rows]

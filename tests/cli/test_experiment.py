@@ -15,7 +15,7 @@ import pytest
 from rankcli.cli import main
 from rankcli.formats.parquet import write_dataset
 from tests.conftest import REPO
-from tests.test_experiment import synthetic
+from tests.test_experiment import synthetic, write_folds
 
 # Small and fast: 30 queries, 3 trees, no early stopping.
 FAST = ["--trees", "3", "--early-stopping", "0", "--no-plots"]
@@ -85,12 +85,19 @@ def test_json_shape_and_files(capsys, data, tmp_path):
         assert set(s["losses"]["xendcg"]["ndcg@5"]) == {"mean", "stderr"}
         assert [(t["a"], t["b"], t["metric"]) for t in s["tests"]] == [("lambdamart", "xendcg", "ndcg@3"),
                                                                        ("lambdamart", "xendcg", "ndcg@5")]
-        assert all(set(t) == {"a", "b", "metric", "p_value", "p_adjusted"} for t in s["tests"])
+        assert all(set(t) == {"a", "b", "metric", "n", "difference", "p_value", "p_adjusted"} for t in s["tests"])
+        assert all(t["n"] == 2 for t in s["tests"])          # random splits: the units are the 2 trials
     for name in ("config.json", "trials.parquet", "summary.md", "summary.json", "convergence.csv",
                  "sweep-label-noise.csv"):
         assert (tmp_path / "e" / name).exists(), name
     conv = (tmp_path / "e" / "convergence.csv").read_text().splitlines()
-    assert conv[0] == "setting,loss,tree,mean,trials" and len(conv) == 1 + 2 * 2 * 3
+    assert conv[0] == "setting,loss,tree,mean,stderr,trials,running" and len(conv) == 1 + 2 * 2 * 3
+    full = json.loads((tmp_path / "e" / "summary.json").read_text())
+    assert full["protocol"] == "random-splits" and full["unit"] == "trial"
+    t = full["settings"][0]["tests"][0]
+    means = {x: full["settings"][0]["losses"][x][t["metric"]]["mean"] for x in (t["a"], t["b"])}
+    assert t["difference"] == pytest.approx(means[t["b"]] - means[t["a"]])
+    assert "xendcg - lambdamart p_adjusted" in (tmp_path / "e" / "sweep-label-noise.csv").read_text()
     # the text rendering of the curves goes to stderr with --json
     assert "convergence (baseline)" in err
 
@@ -118,7 +125,12 @@ def test_different_configuration_refused(capsys, data, tmp_path):
     (["--learning-rate", "-1"], "Error: --learning-rate must be positive, got -1\n"),
     (["--num-leaves", "1"], "Error: --num-leaves must be at least 2, got 1\n"),
     (["--min-data-in-leaf", "-1"], "Error: --min-data-in-leaf must be 0 or more, got -1\n"),
-    (["--use-given-splits"], "Error: --use-given-splits needs DATA to be a directory"),
+    (["--use-given-splits"], "Error: --folds needs DATA to be a directory holding Fold1/ .. FoldK/"),
+    (["--folds"], "Error: --folds needs DATA to be a directory holding Fold1/ .. FoldK/"),
+    (["--folds", "--trials", "3"], "Error: --trials does not combine with --folds: each fold is trained once per "
+                                   "loss (the folds are the trials); drop --trials\n"),
+    (["--use-given-splits", "--trials", "3"], "Error: --trials does not combine with --use-given-splits"),
+    (["--folds", "--split", "0.5,0.25,0.25"], "Error: --split does not combine with --folds"),
 ])
 def test_usage_errors(capsys, data, tmp_path, args, message):
     status, _, err = run(capsys, data, "-o", tmp_path / "e", *args, *FAST)
@@ -152,3 +164,85 @@ def test_param_parsing():
         "max_bin": 63, "lambda_l2": 0.5, "boosting": "dart", "extra_trees": True}
     with pytest.raises(UsageError, match="--param expects key=value, got 'max_bin'"):
         _parse_params(["max_bin"])
+
+
+# --- the folds protocol (issue 11 item 5), sign convention (item 7), carried-forward curves (item 6) ----------------
+
+FOLD_ARGS = ["--losses", "lambdamart,xendcg", "--trees", "3", "--early-stopping", "0", "--no-plots"]
+
+
+@pytest.fixture(scope="module")
+def folds(tmp_path_factory):
+    return write_folds(tmp_path_factory.mktemp("folds") / "data", k=2, n_queries=16)
+
+
+def test_folds_end_to_end(capsys, folds, tmp_path):
+    status, out, err = run(capsys, folds, "--folds", "-o", tmp_path / "e", *FOLD_ARGS)
+    assert status == 0, err
+    assert "experiment: 4 units (2 losses x 2 folds x 1 settings)" in err
+    assert "paired t-tests over the pooled test queries" in out and "xendcg - lambdamart" in out
+    summary = json.loads((tmp_path / "e" / "summary.json").read_text())
+    t = summary["settings"][0]["tests"][0]
+    assert (t["a"], t["b"], t["trials"]) == ("lambdamart", "xendcg", 2) and t["n"] > 2
+    md = (tmp_path / "e" / "summary.md").read_text()
+    assert "| difference | metric | mean difference | stderr | n | p | p adjusted |" in md
+    assert f"| xendcg - lambdamart | ndcg@5 | {t['difference']:+.4f} |" in md and f"| {t['n']} |" in md
+    assert sorted(pq.read_table(tmp_path / "e" / "trials.parquet").column("trial").to_pylist()) == [1] * 4 + [2] * 4
+    assert sorted(p.name for p in (tmp_path / "e" / "queries").iterdir()) == [
+        f"baseline__0000{k}__{x}.parquet" for k in (1, 2) for x in ("lambdamart", "xendcg")]
+    # the old spelling on one fold's directory: the same per-query tests
+    status, out, err = run(capsys, folds / "Fold1", "--use-given-splits", "-o", tmp_path / "one", *FOLD_ARGS)
+    assert status == 0, err
+    one = json.loads((tmp_path / "one" / "summary.json").read_text())["settings"][0]["tests"][0]
+    assert one["trials"] == 1 and one["n"] > 1
+
+
+def test_folds_data_errors(capsys, folds, tmp_path):
+    import shutil
+
+    bad = tmp_path / "bad"
+    shutil.copytree(folds, bad)
+    (bad / "Fold2" / "vali.parquet").unlink()
+    status, _, err = run(capsys, bad, "--folds", "-o", tmp_path / "e", *FOLD_ARGS)
+    assert status == 3
+    assert err.startswith(f"Error: {bad / 'Fold2'}: no vali.parquet, but {bad / 'Fold1' / 'vali.parquet'} exists")
+    shutil.copy(bad / "Fold1" / "vali.parquet", bad / "Fold2" / "vali.parquet")
+    write_dataset(bad / "Fold2" / "train.parquet", synthetic(8, seed=3, n_features=6), overwrite=True)
+    status, _, err = run(capsys, bad, "--folds", "-o", tmp_path / "e", *FOLD_ARGS)
+    assert status == 3
+    assert err.startswith(f"Error: {bad / 'Fold2' / 'train.parquet'}: 6 features (f1..f6), but "
+                          f"{bad / 'Fold1' / 'train.parquet'} has 4 features (f1..f4)")
+    assert not (tmp_path / "e").exists()
+
+
+def test_folds_resume_after_ctrl_c(capsys, folds, tmp_path):
+    """SIGINT (Ctrl-C) once the first unit is saved: exit 130; the same command then resumes to the same results."""
+    args = [str(folds), "--folds", *FOLD_ARGS]
+    status, _, err = run(capsys, *args, "-o", tmp_path / "ref")
+    assert status == 0, err
+    target = tmp_path / "stopped"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "rankcli", "experiment", *args, "-o", str(target)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    deadline = time.monotonic() + 120
+    while not (target / "trials.parquet").exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait() == 130
+    assert 0 < len(_results(target)) < len(_results(tmp_path / "ref"))
+    status, _, err = run(capsys, *args, "-o", target)
+    assert status == 0, err
+    assert "already done (resuming)" in err
+    assert _results(target) == _results(tmp_path / "ref")
+    assert (target / "summary.md").read_text() == (tmp_path / "ref" / "summary.md").read_text()
+    assert (target / "summary.json").read_text() == (tmp_path / "ref" / "summary.json").read_text()
+
+
+def test_convergence_with_early_stopping_counts_every_trial_at_every_tree(capsys, data, tmp_path):
+    status, out, err = run(capsys, data, "-o", tmp_path / "e", "--losses", "lambdamart,xendcg", "--trials", "4",
+                           "--trees", "30", "--early-stopping", "2", "--no-plots")
+    assert status == 0, err
+    rows = [line.split(",") for line in (tmp_path / "e" / "convergence.csv").read_text().splitlines()[1:]]
+    assert {r[5] for r in rows} == {"4"}                      # trials: every point averages all 4 trials
+    assert any(int(r[6]) < 4 for r in rows)                   # ... though some had stopped (carried forward)
+    assert "carries forward the value of the model it keeps" in out
