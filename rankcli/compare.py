@@ -24,7 +24,9 @@ Comparisons: with a baseline, every other run against it; otherwise every pair `
 ``b``. A comparison tests ``b`` against ``a``: ``difference = mean(b) - mean(a)``, wins count queries where ``b`` is
 higher. The family for the multiple-testing correction is every (pair, metric) test in the report; the default
 correction is Holm when there is more than one test, else none. A comparison is significant when its adjusted p-value
-is below ``alpha``.
+is below ``alpha``. A test that cannot run (fewer than two queries; for ``ttest`` and ``bootstrap`` also differences
+that are all equal, which have no variance) is *not testable*: its p-value is NaN, its ``reason`` says why, and it is
+left out of the correction's family (see :mod:`rankcli.core.stats`).
 """
 
 from __future__ import annotations
@@ -95,7 +97,8 @@ class Comparison:
             "mean_a": self.mean_a, "mean_b": self.mean_b, "difference": r.mean_diff, "stderr": r.stderr,
             "ci_low": r.ci_low, "ci_high": r.ci_high, "test": r.test, "exact": r.exact, "statistic": r.statistic,
             "p_value": r.p_value, "p_adjusted": self.p_adjusted, "significant": self.significant,
-            "decision": self.decision, "wins": self.wins, "ties": self.ties, "losses": self.losses,
+            "decision": self.decision, "reason": r.reason, "wins": self.wins, "ties": self.ties,
+            "losses": self.losses,
         }
 
 
@@ -396,7 +399,8 @@ def compare_values(values: dict[str, dict[str, np.ndarray]], metrics: Sequence[s
             va, vb = values[a][m][masks[m]], values[b][m][masks[m]]
             # One generator per test, from (seed, pair, metric): each result is reproducible on its own.
             rng = np.random.default_rng([seed, pi, mi])
-            result = stats.paired_test(vb, va, test, rng=rng, permutations=permutations, confidence=1.0 - alpha)
+            # alpha: the bootstrap interval is then the one its p-value inverts (excludes 0 iff p < alpha).
+            result = stats.paired_test(vb, va, test, rng=rng, permutations=permutations, alpha=alpha)
             w, t, l = stats.win_tie_loss(vb, va)
             comparisons.append(Comparison(a, b, m, means[a][m], means[b][m], result, float("nan"), False, w, t, l))
     testable = sum(1 for c in comparisons if c.result.testable)

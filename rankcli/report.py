@@ -102,11 +102,30 @@ def compare_notes(report) -> list[str]:
     else:
         notes.append(f"superscript letters: significantly better than the runs with those letters "
                      f"(adjusted p < {report.alpha:g}).")
-    untestable = [c for c in report.comparisons if not c.result.testable]
-    if untestable:
-        notes.append(f"{len(untestable)} comparison{'s' if len(untestable) != 1 else ''} not testable "
-                     "(fewer than two queries with a value in every run).")
+    untestable: dict[str, int] = {}
+    for c in report.comparisons:
+        if not c.result.testable:
+            reason = c.result.reason or "no p-value"
+            untestable[reason] = untestable.get(reason, 0) + 1
+    for reason, count in untestable.items():
+        explained = _REASON_NOTES.get(reason, reason)
+        notes.append(f"{count} comparison{'s' if count != 1 else ''} not testable ({explained}).")
     return notes
+
+
+#: Why a comparison is not testable (rankcli.core.stats.REASON_*), as the notes under the table explain it.
+_REASON_NOTES = {
+    "fewer than two queries": "fewer than two queries with a value in every run",
+    "all differences are equal (zero variance)": "every query differs by the same amount, so the test has no "
+                                                 "variance to use; permutation and wilcoxon give an exact p-value",
+}
+
+
+def _decision(c) -> str:
+    # Not testable: say why in the table itself.
+    if not c.result.testable and c.result.reason:
+        return f"{c.decision}: {c.result.reason}"
+    return c.decision
 
 
 def _run_label(report, name: str) -> str:
@@ -127,7 +146,7 @@ def _comparison_rows(report) -> list[list[str]]:
     rows = []
     for c in report.comparisons:
         rows.append([f"{c.b} - {c.a}", c.metric, _signed(c.difference), _num(c.result.stderr), _pval(c.result.p_value),
-                     _pval(c.p_adjusted), f"{c.wins}/{c.ties}/{c.losses}", c.decision])
+                     _pval(c.p_adjusted), f"{c.wins}/{c.ties}/{c.losses}", _decision(c)])
     return rows
 
 
@@ -230,7 +249,7 @@ def compare_latex(report) -> str:
 
 
 _TSV_COLUMNS = ["a", "b", "metric", "n", "mean_a", "mean_b", "difference", "stderr", "ci_low", "ci_high", "test",
-                "statistic", "p_value", "p_adjusted", "significant", "decision", "wins", "ties", "losses"]
+                "statistic", "p_value", "p_adjusted", "significant", "decision", "wins", "ties", "losses", "reason"]
 
 
 def _tsv_cell(x) -> str:

@@ -41,3 +41,18 @@ def test_compare_values_not_testable():
     means, used, comps, correction = compare_values(values, ["m"])
     assert used == {"m": 1} and correction == "none"
     assert comps[0].decision == "not testable" and math.isnan(comps[0].p_adjusted) and not comps[0].significant
+
+
+def test_compare_values_zero_variance_is_not_testable_and_out_of_the_family():
+    rng = np.random.default_rng(3)
+    base = rng.random(20)
+    values = {"base": {"m": base, "k": base}, "shifted": {"m": base + 0.125, "k": base + rng.normal(0.1, 0.05, 20)}}
+    for test in ("ttest", "bootstrap"):
+        means, used, comps, correction = compare_values(values, ["m", "k"], baseline="base", test=test)
+        flat, noisy = comps
+        assert flat.decision == "not testable" and flat.result.reason == "all differences are equal (zero variance)"
+        assert math.isnan(flat.p_adjusted) and not flat.significant and flat.as_dict()["reason"] == flat.result.reason
+        # One testable comparison left: no correction needed.
+        assert correction == "none" and noisy.p_adjusted == noisy.result.p_value and noisy.as_dict()["reason"] is None
+    _, _, comps, _ = compare_values(values, ["m"], baseline="base", test="permutation", alpha=0.05)
+    assert comps[0].result.p_value == pytest.approx(1 / 10001, rel=0.5) and comps[0].decision == "better"

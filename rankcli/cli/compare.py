@@ -10,8 +10,10 @@ baseline): difference = mean(b) - mean(a), W/T/L = queries where b is higher / e
 
 Tests (two-sided): ttest (paired t-test, the paper's; default), permutation (paired sign-flip randomization test,
 p = (hits + 1) / (permutations + 1); every sign vector is enumerated, exactly, when 2^queries <= --permutations),
-wilcoxon (signed-rank), bootstrap (resampled queries; percentile interval of the mean difference, and the p-value that
-interval inverts). Fewer than two queries: not testable (n/a). All differences zero: p = 1.
+wilcoxon (signed-rank; zeros dropped, exact p up to 50 non-zero differences), bootstrap (symmetric studentized
+bootstrap of the mean: centred differences resampled --permutations times, |t*| against |t|; its interval ci_low,
+ci_high excludes 0 exactly when p < --alpha). Fewer than two queries: not testable (n/a). All differences zero: p = 1.
+All differences equal and non-zero: not testable for ttest and bootstrap (no variance), exact p for the others.
 
 The p-values of every (comparison, metric) test form one family for --correction: holm (default when there is more
 than one test), bonferroni, bh (Benjamini-Hochberg), none. Significant means adjusted p < --alpha (default 0.01, the

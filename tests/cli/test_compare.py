@@ -438,3 +438,50 @@ def test_difference_is_labelled_with_the_names_it_subtracts(runs, capsys):
         assert status == 0
         row = next(line for line in out.splitlines() if "bad - good" in line)
         assert f"{comp['difference']:+.4f}" in row and " vs " not in out
+
+
+def _per_query_file(path, qid, values):
+    table = pa.table({"qid": pa.array(qid, pa.int64()), "ndcg@10": pa.array(values, pa.float64())})
+    pq.write_table(table.replace_schema_metadata({b"rankcli.kind": b"per-query"}), str(path))
+    return path
+
+
+def test_constant_difference_is_not_testable_for_ttest_and_bootstrap(tmp_path, capsys):
+    # Every query 0.25 lower: repeats of one shift, no variance. Was t = -inf and p = 0 ("worse", exit 5).
+    qid = np.arange(1, 7, dtype=np.int64)
+    base = np.array([0.5, 0.75, 0.625, 1.0, 0.875, 0.5])
+    a = _per_query_file(tmp_path / "a.parquet", qid, base)
+    b = _per_query_file(tmp_path / "b.parquet", qid, base - 0.25)
+    reason = "all differences are equal (zero variance)"
+    for test in ("ttest", "bootstrap"):
+        status, out, err = _run(capsys, "compare", a, b, "--json", "--test", test, "--fail-if-worse")
+        assert status == 0, err
+        comp = json.loads(out)["comparisons"][0]
+        assert comp["p_value"] is None and comp["p_adjusted"] is None and comp["statistic"] is None
+        assert comp["decision"] == "not testable" and comp["reason"] == reason and comp["significant"] is False
+        assert comp["difference"] == -0.25 and comp["n"] == 6 and comp["ci_low"] is None
+        status, out, err = _run(capsys, "compare", a, b, "--test", test)
+        assert status == 0, err
+        assert f"not testable: {reason}" in out
+        assert ("1 comparison not testable (every query differs by the same amount, so the test has no variance to "
+                "use; permutation and wilcoxon give an exact p-value).") in out
+        status, out, err = _run(capsys, "compare", a, b, "--test", test, "--format", "tsv")
+        header, row = [line.split("\t") for line in out.splitlines()]
+        assert row[header.index("reason")] == reason and row[header.index("p_value")] == "nan"
+    for test in ("permutation", "wilcoxon"):
+        # Their exact p-value: only the observed signs and the full flip are as extreme, 2 / 2^6.
+        status, out, err = _run(capsys, "compare", a, b, "--json", "--test", test, "--alpha", "0.05")
+        comp = json.loads(out)["comparisons"][0]
+        assert comp["p_value"] == 2 / 2 ** 6 and comp["exact"] is True and comp["reason"] is None
+        assert comp["decision"] == "worse"
+
+
+def test_bootstrap_interval_in_report_agrees_with_p_value(runs, capsys):
+    _, _, _, good, bad = runs
+    status, out, err = _run(capsys, "compare", good, bad, "--json", "--test", "bootstrap", "--alpha", "0.05",
+                            "--correction", "none", "--permutations", "999", "-m", "ndcg@1,3,5,10")
+    assert status == 0, err
+    for comp in json.loads(out)["comparisons"]:
+        excludes = comp["ci_low"] > 0 or comp["ci_high"] < 0
+        assert excludes == (comp["p_value"] < 0.05) == comp["significant"]
+        assert comp["statistic"] == pytest.approx(comp["difference"] / comp["stderr"])
