@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
-from rankcli.errors import InputError, InputFormatError, UsageError
+from rankcli.errors import InputError, InputFormatError, RankcliError, UsageError
 from rankcli.formats import svmlight
+from rankcli.formats.inputs import unreadable_input
 from rankcli.formats.atomic import STDOUT, atomic_directory, atomic_path, check_not_input, check_target
 from rankcli.formats.parquet import ROW_GROUP_ROWS, QueryAlignedWriter, dataset_schema, feature_names
 from rankcli.summary import DatasetSummary, SummaryBuilder
@@ -58,6 +59,7 @@ class ConvertResult:
     files: list[FileResult]
     features: int
     seconds: float
+    notes: list[str] = field(default_factory=list)  # for stderr: what was read but not used (an ignored sidecar)
 
     def as_dict(self) -> dict:
         def one(f: FileResult) -> dict:
@@ -221,6 +223,17 @@ def _join_parts(sink: _Sink, target: Path, width: int) -> None:
 # Reading one output's inputs
 
 
+@dataclass
+class _FileState:
+    """What the reader knows of the input being read: its qid mode (from the first data line) and rows so far."""
+
+    name: str
+    sidecar: Path | None
+    mode: bool | None = None
+    sizes: np.ndarray | None = None  # cumulative group sizes from the sidecar, for a file without qid:
+    rows: int = 0
+
+
 class _Converter:
     """Converts one or more inputs into one output sink, checking query contiguity across all of them.
 
@@ -238,19 +251,25 @@ class _Converter:
         self.last_qid: int | None = None
         self.threads = threads if threads is not None else min(2, os.cpu_count() or 1)
         self._held: list[tuple] = []  # --sort-queries keeps everything
+        self._file: _FileState | None = None
+        self.notes: list[str] = []  # said on stderr by the CLI (a sidecar ignored)
 
     def convert(self, source: str, sidecar: Path | None, progress=None) -> int:
         name = svmlight.display_name(source)
         stream = svmlight.open_binary(source)
         self.last_qid = None  # a query does not continue from one file into the next
-        sizes = None
-        if sidecar is not None:
-            sizes = np.cumsum(svmlight.read_query_file(sidecar))
+        # The sidecar is read once the first line says the file has no qid: (a file with qid: ignores it).
+        self._file = _FileState(name, sidecar)
         try:
-            rows = self._stream(stream, name, sizes, sidecar, progress)
+            for block, failure in self._parsed(stream, name, progress):
+                if failure is not None:
+                    self._fail(*failure)
+                self._take(block)
         finally:
             if source != svmlight.STDIN:
                 stream.close()
+        state, self._file = self._file, None
+        rows, sizes = state.rows, state.sizes
         if rows == 0:
             raise InputError(f"{name}: no data rows (empty input)")
         if sizes is not None and rows != int(sizes[-1] if sizes.size else 0):
@@ -261,7 +280,10 @@ class _Converter:
         return rows
 
     def _blocks(self, stream, name: str, progress):
-        """Whole-line blocks of the stream with the number of their first line."""
+        """Whole-line blocks of the stream with the number of their first line.
+
+        A line whose end has not been read yet is checked as it grows (binary data, CR-only line ends, longer than
+        ``svmlight.MAX_LINE_BYTES``), so memory stays bounded for input without newlines."""
         block_bytes = self.options.block_bytes
         pending = b""
         line_no = 1
@@ -276,6 +298,7 @@ class _Converter:
             buf = pending + chunk if pending else chunk
             cut = buf.rfind(b"\n") + 1
             if cut == 0:
+                svmlight.check_partial_line(buf, name, line_no)
                 pending = buf
                 continue
             data, pending = (buf, b"") if cut == len(buf) else (buf[:cut], buf[cut:])
@@ -283,12 +306,17 @@ class _Converter:
             line_no += data.count(b"\n")
 
     def _parsed(self, stream, name: str, progress):
+        """``(block, None)`` per block in order, or ``(None, (error, data, first_line))`` for a block that does not
+        parse (its lines before the error still go through the checks across blocks, see :meth:`_fail`)."""
         opts = self.options
 
         def parse(item):
             data, line_no = item
-            return svmlight.parse_block(data, line_no, name=name, zero_based=opts.zero_based,
-                                        num_features=opts.num_features, keep_comments=True)
+            try:
+                return svmlight.parse_block(data, line_no, name=name, zero_based=opts.zero_based,
+                                            num_features=opts.num_features, keep_comments=True), None
+            except InputFormatError as exc:
+                return None, (exc, data, line_no)
 
         blocks = self._blocks(stream, name, progress)
         if self.threads <= 1:
@@ -300,10 +328,16 @@ class _Converter:
         pool = ThreadPoolExecutor(self.threads, thread_name_prefix="rankcli-parse")
         inflight: deque = deque()
         try:
-            for item in blocks:
-                inflight.append(pool.submit(parse, item))
-                if len(inflight) >= self.threads + 2:  # keep the workers busy while a row group is written
+            try:
+                for item in blocks:
+                    inflight.append(pool.submit(parse, item))
+                    if len(inflight) >= self.threads + 2:  # keep the workers busy while a row group is written
+                        yield inflight.popleft().result()
+            except RankcliError:
+                # The reader stopped (a line too long, a truncated file): the blocks before come first.
+                while inflight:
                     yield inflight.popleft().result()
+                raise
             while inflight:
                 yield inflight.popleft().result()
         finally:
@@ -311,39 +345,57 @@ class _Converter:
                 f.cancel()
             pool.shutdown(wait=True, cancel_futures=True)
 
-    def _stream(self, stream, name: str, sizes, sidecar, progress) -> int:
-        rows_done = 0
-        mode: bool | None = None
-        for block in self._parsed(stream, name, progress):
-            n = block.n_rows
-            if n == 0:
-                continue
-            if mode is None:
-                mode = block.has_qid
-                if not mode and sizes is None:
-                    raise InputFormatError(
-                        f"no qid: on the lines and no {name}.query sidecar; add qid:<id> after each label, put "
-                        "the group sizes in a .query file next to the input, or pass --query-file", name,
-                        int(block.lines[0]))
-                if mode and sizes is not None and self.options.query_file is not None:
-                    raise UsageError(f"{name} has qid: on its lines; --query-file applies only to files without")
-            elif block.has_qid != mode:
-                what = "line has qid: but earlier lines do not" if block.has_qid else \
-                    "line has no qid: but earlier lines do"
-                raise InputFormatError(what, name, int(block.lines[0]))
-            if mode:
-                qids = block.qids
-            else:
-                total = int(sizes[-1]) if sizes.size else 0
-                global_rows = np.arange(rows_done, rows_done + n, dtype=np.int64)
-                over = np.flatnonzero(global_rows >= total)
-                if over.size:
-                    raise InputFormatError(f"more rows than the group sizes in {sidecar} add up to ({total})",
-                                           name, int(block.lines[over[0]]))
-                qids = np.searchsorted(sizes, global_rows, side="right") + self.next_group
-            self._emit(block, qids, name)
-            rows_done += n
-        return rows_done
+    def _fail(self, error: InputFormatError, data: bytes, first_line: int) -> None:
+        """Raise ``error`` of a block, unless its lines before the error fail a check across blocks (qid mode, the
+        sidecar's row count, a reappearing qid) first: errors are reported in file order."""
+        if error.line is not None and error.line > first_line:
+            opts = self.options
+            prefix = data[:svmlight.line_offset(data, error.line - first_line)]
+            self._take(svmlight.parse_block(prefix, first_line, name=self._file.name, zero_based=opts.zero_based,
+                                            num_features=opts.num_features, keep_comments=True))
+        raise error
+
+    def _take(self, block: svmlight.Block) -> None:
+        """Check one parsed block against the file so far (qid mode, sidecar) and hand its rows on."""
+        state = self._file
+        name, n = state.name, block.n_rows
+        if n == 0:
+            return
+        if state.mode is None:
+            state.mode = block.has_qid
+            self._start_mode(state, block)
+        elif block.has_qid != state.mode:
+            what = "line has qid: but earlier lines do not" if block.has_qid else \
+                "line has no qid: but earlier lines do"
+            raise InputFormatError(what, name, int(block.lines[0]))
+        if state.mode:
+            qids = block.qids
+        else:
+            sizes = state.sizes
+            total = int(sizes[-1]) if sizes.size else 0
+            global_rows = np.arange(state.rows, state.rows + n, dtype=np.int64)
+            over = np.flatnonzero(global_rows >= total)
+            if over.size:
+                raise InputFormatError(f"more rows than the group sizes in {state.sidecar} add up to ({total})",
+                                       name, int(block.lines[over[0]]))
+            qids = np.searchsorted(sizes, global_rows, side="right") + self.next_group
+        self._emit(block, qids, name)
+        state.rows += n
+
+    def _start_mode(self, state: "_FileState", block: svmlight.Block) -> None:
+        """The first data line decides: qid: on the lines, or queries from the sidecar (read now)."""
+        name, sidecar = state.name, state.sidecar
+        if not state.mode:
+            if sidecar is None:
+                raise InputFormatError(
+                    f"no qid: on the lines and no {name}.query sidecar; add qid:<id> after each label, put "
+                    "the group sizes in a .query file next to the input, or pass --query-file", name,
+                    int(block.lines[0]))
+            state.sizes = np.cumsum(svmlight.read_query_file(sidecar))
+        elif sidecar is not None:
+            if self.options.query_file is not None:
+                raise UsageError(f"{name} has qid: on its lines; --query-file applies only to files without")
+            self.notes.append(f"{sidecar} ignored: {name} has qid: on its lines, which give the queries")
 
     def _emit(self, block: svmlight.Block, qids: np.ndarray, name: str) -> None:
         docids = comments = None
@@ -451,6 +503,9 @@ def convert(inputs: list[str], output: Path | str, options: ConvertOptions | Non
         raise UsageError("no input given")
     if options.num_features is not None and options.num_features < 1:
         raise UsageError(f"--num-features must be at least 1, got {options.num_features}")
+    if options.num_features is not None and options.num_features > svmlight.MAX_FEATURES:
+        raise UsageError(f"--num-features {options.num_features}: at most {svmlight.MAX_FEATURES} (each feature is a "
+                         "dense float32 column; a sparse file with more features does not fit this data model)")
     if inputs.count(svmlight.STDIN) > 1:
         raise UsageError("standard input (-) can be given only once")
     expanded: list[str] = []
@@ -461,7 +516,7 @@ def convert(inputs: list[str], output: Path | str, options: ConvertOptions | Non
             expanded.extend(str(p) for p in directory_inputs(Path(item)))
         else:
             if item != svmlight.STDIN and not Path(item).exists():
-                raise InputError(f"{item}: no such file")
+                raise unreadable_input(item)
             expanded.append(item)
     to_stdout = str(output) == STDOUT
     directory = directory or any_dir or (len(expanded) > 1 and output.suffix.lower() != ".parquet" and not to_stdout)
@@ -494,7 +549,7 @@ def convert(inputs: list[str], output: Path | str, options: ConvertOptions | Non
         seconds = time.perf_counter() - start
         summary.seconds = seconds
         return ConvertResult(str(output), False, [FileResult([svmlight.display_name(s) for s in expanded],
-                                                             str(output), summary)], sink.width, seconds)
+                                                             str(output), summary)], sink.width, seconds, conv.notes)
 
     names = [(_output_name(Path(src)) if src != svmlight.STDIN else "stdin") for src in expanded]
     dup = {n for n in names if names.count(n) > 1}
@@ -523,4 +578,5 @@ def convert(inputs: list[str], output: Path | str, options: ConvertOptions | Non
         finally:
             for sink in sinks:
                 sink.cleanup()
-    return ConvertResult(str(output), True, files, width, time.perf_counter() - start)
+    return ConvertResult(str(output), True, files, width, time.perf_counter() - start,
+                         [note for r in results for note in r[2].notes])

@@ -100,6 +100,8 @@ def command(
         with progress_bar(total or None, "converting") as bar:
             result = convert(list(inputs), target, options, overwrite=overwrite, progress=bar,
                              directory=as_directory)
+    for note in result.notes:
+        log(f"note: {note}")
     if json_output:
         print_json(result.as_dict())
         return

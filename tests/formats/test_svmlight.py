@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import warnings
 
 import numpy as np
 import pyarrow as pa
@@ -180,6 +181,16 @@ def test_read_query_file_errors(tmp_path):
     (tmp_path / "q").write_text("0\n")
     with pytest.raises(InputFormatError, match=r"q:1: group sizes must be positive, got '0'"):
         read_query_file(tmp_path / "q")
+    # issue 12.7: an OverflowError traceback before
+    (tmp_path / "q").write_text("3\n99999999999999999999999\n")
+    with pytest.raises(InputFormatError, match=r"q:2: group sizes add up to more rows than a file can hold "
+                                               r"\(9223372036854775807\), got '99999999999999999999999'"):
+        read_query_file(tmp_path / "q")
+    (tmp_path / "q").write_text("9223372036854775807\n1\n")
+    with pytest.raises(InputFormatError, match=r"q:2: group sizes add up to more rows"):
+        read_query_file(tmp_path / "q")
+    (tmp_path / "q").write_text("0003\n+2\n")
+    assert read_query_file(tmp_path / "q").tolist() == [3, 2]
 
 
 @pytest.mark.parametrize("text,message", [
@@ -205,6 +216,27 @@ def test_read_query_file_errors(tmp_path):
      "got '99999999:1'"),
     ("", "in.txt: no data rows (empty input)"),
     ("\n# just a comment\n", "in.txt: no data rows (empty input)"),
+    # issue 12.3: a finite number too large for its column's type is an error, not a silent inf
+    ("1 qid:1 1:1e39\n", "in.txt:1: feature value overflows float32 (largest finite 3.4028235e+38), got '1:1e39'"),
+    ("1 qid:1 2:-3.5e38\n", "in.txt:1: feature value overflows float32 (largest finite 3.4028235e+38), got '2:-3.5e38'"),
+    ("1 qid:1 1:inf 2:1e400\n", "in.txt:1: feature value overflows float32 (largest finite 3.4028235e+38), "
+     "got '2:1e400'"),
+    ("1e400 qid:1 1:1\n", "in.txt:1: label overflows float64 (largest finite 1.7976931348623157e+308), got '1e400'"),
+    # issue 12.5: a qid beyond int64 is refused, never wrapped
+    ("1 qid:9223372036854775808 1:1\n", "in.txt:1: qid out of range (a 64-bit integer, -9223372036854775808 to "
+     "9223372036854775807), got 'qid:9223372036854775808'"),
+    ("1 qid:-99999999999999999999999 1:1\n", "in.txt:1: qid out of range (a 64-bit integer, -9223372036854775808 to "
+     "9223372036854775807), got 'qid:-99999999999999999999999'"),
+    ("1 qid:1 99999999999999999999999:1\n", "in.txt:1: feature index too large for a dense table (at most 20000 "
+     "features), got '99999999999999999999999:1'"),
+    # messages that mislead: CR-only line ends, Latin-1 comments
+    ("1 qid:1 1:1\r0 qid:1 1:1\r", "in.txt:1: CR-only line ends (classic Mac OS; a carriage return not followed by a "
+     "newline): save the file with LF or CRLF line ends, e.g. tr '\\r' '\\n' < in.txt > out.txt, got '1 qid:1 1:1\\r'"),
+    ("1 qid:1 1:1 # docid = a\r0 qid:1 1:1\r", "in.txt:1: CR-only line ends (classic Mac OS; a carriage return not "
+     "followed by a newline): save the file with LF or CRLF line ends, e.g. tr '\\r' '\\n' < in.txt > out.txt, got "
+     "'1 qid:1 1:1 # docid = a\\r'"),
+    (b"1 qid:1 1:1 # docid = a\n0 qid:1 1:1 # docid = caf\xe9\n", "in.txt:2: comment is not UTF-8 text (byte 0xe9; "
+     "Latin-1 or another 8-bit encoding?): save the file as UTF-8, got 'docid = caf\xe9'"),
     ("1 1:2\n", "in.txt:1: no qid: on the lines and no in.txt.query sidecar; add qid:<id> after each label, put the "
      "group sizes in a .query file next to the input, or pass --query-file"),
 ])
@@ -222,6 +254,85 @@ def test_errors_are_reported_in_file_order(tmp_path):
     text = "".join(f"1 qid:1 1:{i}\n" for i in range(500)) + "1 qid:1 1:oops\n"
     with pytest.raises(InputFormatError, match=r"in.txt:501: non-numeric feature value, got '1:oops'"):
         convert_text(tmp_path, text, block_bytes=1000)
+
+
+def test_literal_inf_nan_and_extremes_are_kept_without_a_warning(tmp_path):
+    """A literal inf/nan is data (documented); float32's largest finite value and underflow to 0 are not errors; and
+    no numpy warning is emitted on the way (issue 12.3: one leaked to stderr)."""
+    text = "inf qid:1 1:inf 2:-Infinity 3:nan 4:3.4028235e38 5:-3.4028235e38 6:1e-50\n-inf qid:1 1:1\n"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        table = convert_text(tmp_path, text)
+        with pytest.raises(InputFormatError, match="overflows float32"):
+            convert_text(tmp_path, "1 qid:1 1:1 2:1e39\n" * 3)  # the dense fast path: no warning either
+    assert table.column("label").to_pylist() == [np.inf, -np.inf]
+    f = features_of(table)
+    assert f[0, 0] == np.inf and f[0, 1] == -np.inf and np.isnan(f[0, 2])
+    assert f[0, 3] == np.finfo(np.float32).max and f[0, 4] == -np.finfo(np.float32).max and f[0, 5] == 0
+
+
+def test_qids_cover_the_int64_range(tmp_path):
+    """Issue 12.5 / messages: 19-digit qids and leading zeros are integers; the ends of int64 are exact."""
+    text = ("1 qid:9223372036854775807 1:1\n1 qid:0000000000000000003 1:1\n1 qid:-9223372036854775808 1:1\n"
+            "1 qid:+00000000000000000000000000007 1:1\n1 qid:999999999999999999 1:1\n")
+    table = convert_text(tmp_path, text)
+    assert table.column("qid").to_pylist() == [2 ** 63 - 1, 3, -2 ** 63, 7, 999999999999999999]
+    assert features_of(convert_text(tmp_path, "1 qid:1 00000000000000000000000002:5\n")).tolist() == [[0, 5]]
+
+
+@pytest.mark.parametrize("text,message", [
+    # a label error on line 1 was reported as line 2's colon problem (the colon check stopped the parse first)
+    ("abc qid:1 1:0.5\n1 qid:1 5\n", "in.txt:1: non-numeric label, got 'abc'"),
+    ("abc qid:1 1:0.5\n1 1:3\n", "in.txt:1: non-numeric label, got 'abc'"),
+    ("1 qid:1 1:1 1:2\n1 qid:1 1:x\n", "in.txt:1: duplicate feature index on one line, got '1:2'"),
+    ("1 qid:1 0:2\n1 qid:x 1:1\n", "in.txt:1: feature index must be >= 1 (pass --zero-based for 0-based files), "
+     "got '0:2'"),
+    ("1 qid:1 1:1e39\n\x01\n", "in.txt:1: feature value overflows float32 (largest finite 3.4028235e+38), "
+     "got '1:1e39'"),
+])
+def test_the_first_error_in_file_order_is_reported(tmp_path, text, message):
+    with pytest.raises(InputFormatError) as info:
+        convert_text(tmp_path, text)
+    assert str(info.value).replace(str(tmp_path) + "/", "") == message
+
+
+def test_errors_across_blocks_are_reported_in_file_order(tmp_path):
+    """A block whose first line breaks the file's qid mode and whose later line does not parse: the mode error (the
+    earlier line) is reported, whatever the block boundaries; and a reader failure (truncated file) comes after
+    the errors of the blocks read before it, although they are parsed in threads."""
+    text = "1 qid:1 1:1\n" * 30 + "1 1:1\n" + "1 qid:1 1:x\n" * 3
+    for block in range(1, 60, 3):
+        with pytest.raises(InputFormatError) as info:
+            convert_text(tmp_path, text, block_bytes=block)
+        message = str(info.value).replace(str(tmp_path) + "/", "")
+        assert message.startswith("in.txt:31: line has no qid: but earlier lines do"), (block, message)
+    import gzip
+
+    rng = np.random.default_rng(3)
+    noise = "".join(f"1 qid:1 1:{v:.17g}\n" for v in rng.random(60)).encode()  # incompressible: the cut is late
+    blob = gzip.compress(b"1 qid:1 1:x\n" + noise)
+    with pytest.raises(InputFormatError, match=r"in.txt.gz:1: non-numeric feature value, got '1:x'"):
+        convert_text(tmp_path, blob[:-30], name="in.txt.gz", block_bytes=500)
+
+
+def test_long_lines_are_refused_with_their_number(tmp_path, monkeypatch):
+    """Issue 12.10: a line past MAX_LINE_BYTES is refused (exit 3) with its number, whether it arrives whole in one
+    block or grows over many reads without a newline; binary data is named from the first block."""
+    import rankcli.formats.svmlight as svm
+
+    monkeypatch.setattr(svm, "MAX_LINE_BYTES", 64)
+    long = "1 qid:1 " + " ".join(f"{i}:0.5" for i in range(1, 20)) + "\n"
+    assert len(long) > 64
+    for block in (16, 1000):
+        with pytest.raises(InputFormatError) as info:
+            convert_text(tmp_path, "1 qid:1 1:1\n" * 3 + long + "1 qid:1 1:1\n", block_bytes=block)
+        assert str(info.value).replace(str(tmp_path) + "/", "") == (
+            "in.txt:4: line longer than 64 bytes, the limit (no SVMlight line is this long: is this text with "
+            "line ends?), got '1 qid:1 1:0.5 2:0.5 3:0....'")
+    with pytest.raises(InputFormatError, match=r"in.txt:1: not SVMlight text \(binary data\), got '\\x00"):
+        convert_text(tmp_path, b"\x00" * 100, block_bytes=16)
+    with pytest.raises(InputFormatError, match=r"in.txt:2: CR-only line ends"):
+        convert_text(tmp_path, b"1 qid:1 1:1\n1 qid:1 1:1\r2 qid:1 1:1\r" * 5, block_bytes=16)
 
 
 def test_sidecar_mismatch(tmp_path):
@@ -261,7 +372,8 @@ def test_directory_input_shares_the_width(tmp_path):
     (d / "test.txt").write_text("1 qid:3 1:1\n")
     (d / "notes.md").write_text("not data\n")
     result = convert([str(d)], tmp_path / "out")
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["test.parquet", "train.parquet", "vali.parquet"]
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.parquet")) == ["test.parquet", "train.parquet",
+                                                                           "vali.parquet"]
     for name in ("train", "vali", "test"):
         t = pq.read_table(tmp_path / "out" / f"{name}.parquet")
         assert len(feature_columns(t.column_names)) == 7
