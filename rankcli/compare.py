@@ -10,7 +10,10 @@ Inputs, detected per file:
 * a *per-query metric file*: a Parquet file with ``qid`` and one column per metric (what ``rankcli eval --per-query``
   writes; recognised by its footer ``rankcli.kind`` or by having neither ``label`` nor ``score``); its values are used
   as they are;
-* a *TREC run* (text, ``qid Q0 docid rank score tag``) together with ``qrels``.
+* a *TREC run* (text, ``qid Q0 docid rank score tag``) together with ``qrels``, read as
+  :func:`rankcli.evaluate.load_trec_run` reads it (a run sharing no document id with the qrels is an error). With
+  ``qrels`` the default convention is ``trec`` (trec_eval's), else ``paper``; under its docid tie rule the documents of
+  a Parquet run are named as TREC files name them (the docid column, else ``<qid>-<row>``).
 
 Alignment: every input must cover the same queries, and runs with labels the same labels per query (compared as
 multisets, so two runs may order a query's documents differently). A difference is an
@@ -167,15 +170,9 @@ class Report:
 
 
 def _is_parquet(path: Path) -> bool:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(4) == b"PAR1"
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, expected a run file") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    from rankcli.evaluate import is_parquet
+
+    return is_parquet(path)
 
 
 def _sorted_queries(qids_per_query: np.ndarray, values: dict[str, np.ndarray]) -> tuple[np.ndarray, dict]:
@@ -220,10 +217,11 @@ def load_input(path: Path | str, name: str, specs: Sequence, convention, *, qrel
         return _load_per_query(path, name, names, meta, specs)
     from rankcli.evaluate import read_run
 
-    run = read_run(path)                       # checks columns, NaN and contiguous queries, as eval does
+    # Checks columns, NaN and contiguous queries, as eval does; names the documents for the docid tie rule.
+    run = read_run(path, docids=convention.ties == "docid-desc")
     wanted = list(specs) if specs is not None else list(DEFAULT_METRICS)
     try:
-        values = per_query(wanted, run.labels, run.scores, run.offsets, convention)
+        values = per_query(wanted, run.labels, run.scores, run.offsets, convention, docids=run.docids)
     except InputError as exc:
         raise type(exc)(f"{path}: {exc}") from None
     qids, values = _sorted_queries(run.qids, values)
@@ -292,7 +290,8 @@ def _load_trec(path: Path, name: str, specs, convention, qrels: Path) -> LoadedI
     wanted = list(specs) if specs is not None else list(DEFAULT_METRICS)
     try:
         values = per_query(wanted, run.labels, run.scores, run.offsets, convention,
-                           unranked_labels=run.unranked_labels, unranked_offsets=run.unranked_offsets)
+                           unranked_labels=run.unranked_labels, unranked_offsets=run.unranked_offsets,
+                           docids=run.docids)
     except InputError as exc:
         raise type(exc)(f"{path}: {exc}") from None
     qids, values = _sorted_queries(run.qids, values)
@@ -451,7 +450,10 @@ def compare_inputs(paths: Sequence[Path | str], *, names: Sequence[str] | None =
     baseline_name = resolve_baseline(baseline, paths, names)
     if baseline_name is None and len(paths) == 2:
         baseline_name = names[0]        # two runs: the first is the baseline
-    convention = convention or Convention()
+    if convention is None:  # trec_eval's for TREC runs (they come with qrels), the paper's otherwise
+        from rankcli.evaluate import default_convention
+
+        convention = Convention.preset(default_convention(qrels is not None))
     specs = parse_metrics(metrics) if metrics else None
 
     inputs = [load_input(p, n, specs, convention, qrels=qrels) for p, n in zip(paths, names)]

@@ -6,7 +6,13 @@ Returns :class:`EvalReport` objects; never prints (rendering lives in :mod:`rank
 - A TREC run (``qid Q0 docid rank score tag``) is scored against TREC qrels (``qid iter docid rel``) as trec_eval does:
   documents of the run missing from the qrels count as label 0; judged documents missing from the run count in the
   ideal DCG and in the number of relevant documents (recall, MAP); only queries that are both in the run and in the
-  qrels are evaluated (the others are counted in ``notes``). Ties between equal scores keep file order.
+  qrels are evaluated (the others are counted in ``notes``). Its default convention is ``trec`` (linear gain, queries
+  without a relevant document score 0, equal scores ordered by docid descending in byte order, as trec_eval).
+  A run that shares no (query, document) pair with its qrels is an error, since every number would be 0; evaluated
+  queries none of whose retrieved documents is judged are counted (``queries_without_judged``) and noted.
+- Documents of a Parquet run or dataset, which the ``docid-desc`` tie rule orders by name, are named as every TREC
+  file rankcli writes names them (:func:`rankcli.formats.trec.document_names`): the ``docid`` column, else
+  ``<qid>-<row>``.
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ class Run:
     unranked_offsets: np.ndarray | None = None
     source: str = ""
     notes: list[str] = field(default_factory=list)
+    docids: np.ndarray | None = None  # (n_rows,) document names, for the docid-desc tie rule
+    queries_without_judged: int = 0   # queries none of whose documents is judged (TREC runs)
 
     @property
     def n_rows(self) -> int:
@@ -53,10 +61,15 @@ class EvalReport:
     source: str
     rows: int
     notes: list[str] = field(default_factory=list)
+    queries_without_judged: int = 0
 
     def as_dict(self) -> dict:
-        """Exactly ``{"convention": {...}, "queries": N, "skipped": K, "metrics": {"ndcg@5": ...}}``."""
-        return self.result.as_dict()
+        """Exactly ``{"convention": {...}, "queries": N, "skipped": K, "queries_without_judged": J,
+        "metrics": {"ndcg@5": ...}}``; ``J`` counts the evaluated queries none of whose documents is judged (TREC runs;
+        every row of a Parquet run carries its label, so 0 there)."""
+        d = self.result.as_dict()
+        return {"convention": d["convention"], "queries": d["queries"], "skipped": d["skipped"],
+                "queries_without_judged": self.queries_without_judged, "metrics": d["metrics"]}
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -87,8 +100,42 @@ def run_from_arrays(qids: np.ndarray, labels: np.ndarray, scores: np.ndarray, so
     return Run(qids=np.asarray(qids)[offsets[:-1]], labels=labels, scores=scores, offsets=offsets, source=source)
 
 
-def read_run(path: Path | str) -> Run:
-    """Read a Parquet run with ``qid``, ``label`` and ``score`` (other columns are ignored)."""
+def is_parquet(path: Path | str) -> bool:
+    """Whether ``path`` starts with Parquet's magic bytes; a missing or unreadable path is an :class:`InputError`."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == b"PAR1"
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, expected a run file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+def _names(qids, docid_column, row_column, path) -> np.ndarray:
+    """Document names (object array of str) of a run's or dataset's rows, as TREC files name them."""
+    from rankcli.formats.trec import document_names
+
+    rows = None
+    if row_column is not None:
+        import pyarrow as pa
+
+        from rankcli.formats import parquet
+
+        if row_column.null_count or not pa.types.is_integer(row_column.type):
+            raise SchemaError(f"{path}: column row must be integer without missing values (the row number in the "
+                              f"dataset), got {row_column.type}")
+        rows = parquet.column_to_numpy(row_column)
+    return np.array(document_names(qids, docid_column, rows, check=False).to_pylist(), dtype=object)
+
+
+def read_run(path: Path | str, *, docids: bool = False) -> Run:
+    """Read a Parquet run with ``qid``, ``label`` and ``score`` (other columns are ignored).
+
+    With ``docids``, the rows are also named (``Run.docids``), as TREC files name them: the ``docid`` column, else
+    ``<qid>-<row>`` with the ``row`` column that ``rankcli predict`` writes, else the row number in the file.
+    """
     from rankcli.formats import parquet
 
     names = parquet.column_names(path)
@@ -96,7 +143,8 @@ def read_run(path: Path | str) -> Run:
         raise SchemaError(f"{path}: missing column score: this looks like a dataset (it has feature columns); "
                           "score it with a model: rankcli eval DATA --model MODEL_DIR")
     parquet.require_columns(path, names, RUN_COLUMNS)
-    table = parquet.read_table(path, list(RUN_COLUMNS))
+    name_column = ("docid" if "docid" in names else "row" if "row" in names else None) if docids else None
+    table = parquet.read_table(path, list(RUN_COLUMNS) + ([name_column] if name_column else []))
     arrays = {}
     for name in RUN_COLUMNS:
         col = table.column(name)
@@ -111,7 +159,11 @@ def read_run(path: Path | str) -> Run:
         arrays[name] = values
     if arrays["qid"].shape[0] == 0:
         raise InputError(f"{path}: the run has no rows")
-    return run_from_arrays(arrays["qid"].astype(np.int64, copy=False), arrays["label"], arrays["score"], str(path))
+    run = run_from_arrays(arrays["qid"].astype(np.int64, copy=False), arrays["label"], arrays["score"], str(path))
+    if docids:
+        run.docids = _names(arrays["qid"], table.column("docid") if name_column == "docid" else None,
+                            table.column("row") if name_column == "row" else None, path)
+    return run
 
 
 def _query_ids(names: list[str]) -> np.ndarray:
@@ -156,10 +208,25 @@ def load_trec_run(run_path: Path | str, qrels_path: Path | str) -> Run:
     rows = rows[np.argsort(codes[rows], kind="stable")]
     qids_rows = lines.qids[rows].tolist()
     docs_rows = lines.docids[rows].tolist()
-    labels = np.array([judged.get(k, 0.0) for k in zip(qids_rows, docs_rows)], dtype=np.float64)
+    found = [judged.get(k) for k in zip(qids_rows, docs_rows)]
+    is_judged = np.fromiter((y is not None for y in found), dtype=bool, count=len(found))
+    labels = np.array([0.0 if y is None else y for y in found], dtype=np.float64)
     scores = lines.scores[rows]
     offsets = offsets_from_qids(codes[rows])
     kept = [q for q, k in zip(run_queries, keep_query) if k]
+    if not is_judged.any():
+        # Every number would be 0 (or skipped): the run and the qrels name documents differently.
+        q0 = qids_rows[0]
+        theirs = next(d for q, d in zip(qrels.qids.tolist(), qrels.docids.tolist()) if q == q0)
+        raise InputError(f"{run_path} and {qrels_path} share no document id: none of the {len(rows):,} documents "
+                         f"the run ranks for its {len(kept):,} judged quer{'y' if len(kept) == 1 else 'ies'} is "
+                         f"in the qrels (query {q0}: the run has {docs_rows[0]!r}, the qrels {theirs!r}); were they "
+                         "written from the same data?")
+    unjudged = int((np.add.reduceat(is_judged.view(np.int8), offsets[:-1], dtype=np.int64) == 0).sum())
+    if unjudged:
+        notes.append(f"{unjudged} of the {len(kept)} evaluated quer{'y' if len(kept) == 1 else 'ies'} "
+                     f"{'has' if unjudged == 1 else 'have'} no judged document among those the run ranks "
+                     f"(every one counts as not relevant; do the run and {qrels_path} name documents alike?)")
     position = {q: i for i, q in enumerate(kept)}
     in_run = set(zip(qids_rows, docs_rows))
     missing_q, missing_l = [], []
@@ -172,11 +239,13 @@ def load_trec_run(run_path: Path | str, qrels_path: Path | str) -> Run:
     unranked_labels = np.array(missing_l, dtype=np.float64)[order]
     unranked_offsets = np.concatenate(([0], np.cumsum(np.bincount(missing_q, minlength=len(kept))))).astype(np.int64)
     return Run(qids=_query_ids(kept), labels=labels, scores=scores, offsets=offsets,
-               unranked_labels=unranked_labels, unranked_offsets=unranked_offsets, source=str(run_path), notes=notes)
+               unranked_labels=unranked_labels, unranked_offsets=unranked_offsets, source=str(run_path), notes=notes,
+               docids=lines.docids[rows], queries_without_judged=unjudged)
 
 
-def model_run(data_path: Path | str, model_dir: Path | str) -> Run:
-    """Score a Parquet dataset with a model written by ``rankcli train`` (its labels are the judgments)."""
+def model_run(data_path: Path | str, model_dir: Path | str, *, docids: bool = False) -> Run:
+    """Score a Parquet dataset with a model written by ``rankcli train`` (its labels are the judgments); with
+    ``docids`` its rows are named as TREC files name them (the docid, else ``<qid>-<row>``)."""
     from rankcli.formats.parquet import read_dataset
     from rankcli.train import load_model
 
@@ -185,6 +254,8 @@ def model_run(data_path: Path | str, model_dir: Path | str) -> Run:
     scores = np.asarray(model.predict(ds, what=str(data_path)), dtype=np.float64)
     run = run_from_arrays(ds.qids, ds.labels, scores, str(data_path))
     run.source = f"{data_path} scored by {model_dir}"
+    if docids:
+        run.docids = _names(ds.qids, ds.docids, None, data_path)
     return run
 
 
@@ -196,26 +267,35 @@ def evaluate_run(run: Run, metrics: Sequence[MetricSpec | str], convention: Conv
     specs = parse_metrics([str(m) for m in metrics])
     try:
         result = evaluate(specs, run.labels, run.scores, run.offsets, convention,
-                          unranked_labels=run.unranked_labels, unranked_offsets=run.unranked_offsets)
+                          unranked_labels=run.unranked_labels, unranked_offsets=run.unranked_offsets,
+                          docids=run.docids)
     except InputError as exc:
         raise type(exc)(f"{run.source}: {exc}" if run.source else str(exc)) from None
     return EvalReport(result=result, specs=specs, qids=run.qids, source=run.source, rows=run.n_rows,
-                      notes=list(run.notes))
+                      notes=list(run.notes), queries_without_judged=run.queries_without_judged)
+
+
+def default_convention(trec_input: bool) -> str:
+    """The preset used when none is given: ``trec`` for TREC runs (read as trec_eval reads them), else ``paper``."""
+    return "trec" if trec_input else "paper"
 
 
 def evaluate_path(path: Path | str, metrics: Sequence[MetricSpec | str],
                   convention: Convention = Convention()) -> EvalReport:
-    return evaluate_run(read_run(path), metrics, convention)
+    return evaluate_run(read_run(path, docids=convention.ties == "docid-desc"), metrics, convention)
 
 
 def evaluate_trec(run_path: Path | str, qrels_path: Path | str, metrics: Sequence[MetricSpec | str],
-                  convention: Convention = Convention()) -> EvalReport:
+                  convention: Convention | None = None) -> EvalReport:
+    """A TREC run against its qrels; the convention defaults to the ``trec`` preset."""
+    if convention is None:
+        convention = Convention.preset(default_convention(True))
     return evaluate_run(load_trec_run(run_path, qrels_path), metrics, convention)
 
 
 def evaluate_model(data_path: Path | str, model_dir: Path | str, metrics: Sequence[MetricSpec | str],
                    convention: Convention = Convention()) -> EvalReport:
-    return evaluate_run(model_run(data_path, model_dir), metrics, convention)
+    return evaluate_run(model_run(data_path, model_dir, docids=convention.ties == "docid-desc"), metrics, convention)
 
 
 def write_per_query(path: Path | str, report: EvalReport, *, overwrite: bool = False) -> None:

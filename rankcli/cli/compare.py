@@ -2,7 +2,9 @@
 
 Each RUN is a Parquet run (qid, label, score: what `rankcli predict` writes), a TREC run (qid Q0 docid rank score tag)
 together with --qrels, or a per-query metric file from `rankcli eval --per-query` (qid and one column per metric).
-Runs are named by their file name without the extension unless --name is given (once per run, in order).
+Runs are named by their file name without the extension unless --name is given (once per run, in order). TREC runs are
+read as `rankcli eval` reads them: under the trec convention by default, and a run that shares no document id with
+the qrels is exit 3.
 
 With --baseline RUN (a name or a path) every other run is tested against it; with exactly two runs the first is the
 baseline; otherwise every pair is tested. Each comparison tests the later run against the earlier one (or the
@@ -19,7 +21,7 @@ The p-values of every (comparison, metric) test form one family for --correction
 than one test), bonferroni, bh (Benjamini-Hochberg), none. Significant means adjusted p < --alpha (default 0.01, the
 paper's). All runs must cover the same queries with the same labels (exit 3 names the first differing query) unless
 --intersect. Per metric, only queries where every run has a value are used (queries without a relevant document are
-skipped under the default convention).
+skipped under the paper convention).
 
 Output: a table of means with markers (▲/▼ against the baseline, or superscript letters of the runs a run is
 significantly better than) and one row per comparison; --json with every number; --format markdown|latex|tsv. The same
@@ -83,18 +85,19 @@ def command(
         "--permutations", help="Sign-flip permutations (permutation test) or resamples (bootstrap).")] = 10000,
     intersect: Annotated[bool, typer.Option(
         "--intersect", help="Compare on the queries every run has with identical labels instead of failing.")] = False,
-    convention: Annotated[Preset, typer.Option(
+    convention: Annotated[Optional[Preset], typer.Option(
         "--convention", help="Metric convention preset, as in eval: paper (exp gain, skip, input order), lightgbm "
-        "(exp gain, one, input order), sklearn (linear gain, zero, average ties). Runs only: per-query files carry "
-        "the convention they were evaluated under.")] = Preset.paper,
+        "(exp gain, one, input order), sklearn (linear gain, zero, average ties), trec (linear gain, zero, ties by "
+        "docid descending, as trec_eval). Default: trec with --qrels (TREC runs), paper otherwise. Runs only: "
+        "per-query files carry the convention they were evaluated under.", show_default=False)] = None,
     gain: Annotated[Optional[Gain], typer.Option("--gain", help="Override the preset's gain: 2^y-1 or y.",
                                                  show_default=False)] = None,
     no_relevant: Annotated[Optional[NoRelevant], typer.Option(
         "--no-relevant", help="Override: queries without a relevant document are skipped, score 1 or 0.",
         show_default=False)] = None,
     ties: Annotated[Optional[Ties], typer.Option(
-        "--ties", help="Override: equal scores in input order, or averaged over their permutations.",
-        show_default=False)] = None,
+        "--ties", help="Override: equal scores in input order, averaged over their permutations, or ordered by docid "
+        "descending in byte order (trec_eval's rule).", show_default=False)] = None,
     threshold: Annotated[Optional[float], typer.Option(
         "--threshold", help="mrr/map/precision/recall: a document is relevant when label >= this. Default: 1.",
         show_default=False)] = None,
@@ -125,7 +128,10 @@ def command(
     def value(x):
         return None if x is None else x.value
 
-    conv = Convention.preset(value(convention)).with_(gain=value(gain), no_relevant=value(no_relevant),
+    from rankcli.evaluate import default_convention
+
+    preset = value(convention) or default_convention(qrels is not None)
+    conv = Convention.preset(preset).with_(gain=value(gain), no_relevant=value(no_relevant),
                                                       ties=value(ties), relevance_threshold=threshold,
                                                       max_grade=max_grade)
     result = compare_inputs(runs, names=name, metrics=metric, qrels=qrels, convention=conv, test=value(test),

@@ -7,20 +7,25 @@ Inputs (one of):
                                            ("qid iter docid rel"), as trec_eval does: documents missing from the
                                            qrels count as label 0, and relevant documents missing from the run
                                            still count in the ideal DCG and in R (recall, MAP); only queries both
-                                           in the run and in the qrels are evaluated
+                                           in the run and in the qrels are evaluated. A run that shares no document
+                                           id with its qrels is exit 3.
   rankcli eval DATA.parquet --model DIR    score a dataset with a model from `rankcli train`, then evaluate
 
 Metrics: --metric ndcg@5 --metric map; `--metric ndcg@1,3,5,10` is shorthand for four cutoffs; `k` omitted means the
 whole list. Names: ndcg, dcg, err, mrr (rr), map (ap), precision (p), recall (r).
 
 Convention (stated in every report): --convention paper (exponential gain 2^y-1, queries without a relevant document
-skipped, ties in input order; the default), lightgbm (such queries score 1), sklearn (linear gain, such queries score
-0, ties averaged over their permutations). --gain, --no-relevant, --ties, --threshold and --max-grade override single
-parts. For ndcg/dcg/err a query has no relevant document when no label is positive (ideal DCG 0); for mrr, map,
-precision and recall when no label reaches --threshold.
+skipped, ties in input order; the default for Parquet input), lightgbm (such queries score 1), sklearn (linear gain,
+such queries score 0, ties averaged over their permutations), trec (trec_eval's: linear gain, such queries score 0,
+equal scores ordered by docid descending in byte order; the default for a TREC run). --gain, --no-relevant, --ties,
+--threshold and --max-grade override single parts. For ndcg/dcg/err a query has no relevant document when no label
+is positive (ideal DCG 0); for mrr, map, precision and recall when no label reaches --threshold. Under the docid tie
+rule the documents of a Parquet run are named as TREC files name them: its docid column, else <qid>-<row>.
 
 Output: a table of means with the number of queries evaluated and skipped; --json prints {"convention": {...},
-"queries": N, "skipped": K, "metrics": {...}}; --per-query OUT.parquet writes one row per query, a column per metric.
+"queries": N, "skipped": K, "queries_without_judged": J, "metrics": {...}}, J counting the evaluated queries of a
+TREC run none of whose ranked documents is in the qrels (noted under the table too); --per-query OUT.parquet writes
+one row per query, a column per metric.
 
 Example: rankcli eval run.parquet --metric ndcg@1,3,5,10 --metric map --json
 """
@@ -42,6 +47,7 @@ class Preset(str, Enum):
     paper = "paper"
     lightgbm = "lightgbm"
     sklearn = "sklearn"
+    trec = "trec"
 
 
 class Gain(str, Enum):
@@ -58,6 +64,7 @@ class NoRelevant(str, Enum):
 class Ties(str, Enum):
     input = "input"
     average = "average"
+    docid_desc = "docid-desc"
 
 
 def command(
@@ -71,22 +78,23 @@ def command(
         help="TREC qrels (qid iter docid rel). Documents missing from it count as label 0; judged documents missing "
         "from the run still count in the ideal DCG and in R, as in trec_eval.", show_default=False)] = None,
     trec_run: Annotated[Optional[Path], typer.Option(
-        "--run", help="TREC run (qid Q0 docid rank score tag) to score against --qrels; ties keep file order.",
+        "--run", help="TREC run (qid Q0 docid rank score tag) to score against --qrels.",
         show_default=False)] = None,
     model: Annotated[Optional[Path], typer.Option(
         help="Model directory from `rankcli train`: score the dataset RUN with it, then evaluate.",
         show_default=False)] = None,
-    convention: Annotated[Preset, typer.Option(
+    convention: Annotated[Optional[Preset], typer.Option(
         help="Preset: paper (exp gain, skip, input order), lightgbm (exp gain, one, input order), sklearn (linear "
-        "gain, zero, average ties).")] = Preset.paper,
+        "gain, zero, average ties), trec (linear gain, zero, ties by docid descending, as trec_eval). Default: trec "
+        "for a TREC run, paper otherwise.", show_default=False)] = None,
     gain: Annotated[Optional[Gain], typer.Option(help="Override the preset's gain: 2^y-1 or y.",
                                                  show_default=False)] = None,
     no_relevant: Annotated[Optional[NoRelevant], typer.Option(
         help="Override: queries without a relevant document are skipped, score 1 (normalised metrics) or 0.",
         show_default=False)] = None,
     ties: Annotated[Optional[Ties], typer.Option(
-        help="Override: equal scores in input order, or averaged over their permutations.",
-        show_default=False)] = None,
+        help="Override: equal scores in input order, averaged over their permutations, or ordered by docid "
+        "descending in byte order (trec_eval's rule).", show_default=False)] = None,
     threshold: Annotated[Optional[float], typer.Option(
         help="mrr/map/precision/recall: a document is relevant when label >= this (default: 1).",
         show_default=False)] = None,
@@ -116,9 +124,14 @@ def command(
         raise UsageError("--model scores a Parquet dataset; it cannot be combined with --qrels/--run")
 
     from rankcli.core.metrics import Convention, parse_metrics
+    from rankcli import evaluate
 
     specs = parse_metrics(metric or DEFAULT_METRICS)
-    conv = Convention.preset(convention.value).with_(
+    if run is not None and model is None and not evaluate.is_parquet(run):
+        raise UsageError(f"{run}: not a Parquet file; a TREC run needs --qrels QRELS: "
+                         f"rankcli eval --qrels QRELS --run {run}")
+    preset = convention.value if convention is not None else evaluate.default_convention(trec_run is not None)
+    conv = Convention.preset(preset).with_(
         gain=gain.value if gain else None, no_relevant=no_relevant.value if no_relevant else None,
         ties=ties.value if ties else None, relevance_threshold=threshold, max_grade=max_grade)
     if per_query is not None:
@@ -129,8 +142,6 @@ def command(
             raise UsageError("--per-query -: standard output carries the table (or --json); give a file name")
         per_query = prepare_output(per_query, overwrite=overwrite, inputs=[run, qrels, trec_run, *model_files(model)],
                                    option="--per-query", example="per-query.parquet")
-
-    from rankcli import evaluate
 
     if trec_run is not None:
         report = evaluate.evaluate_trec(trec_run, qrels, specs, conv)

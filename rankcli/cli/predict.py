@@ -93,7 +93,8 @@ def command(
     stdout_taken(output, json_out)
     ds, scores, model = predict_dataset(model_dir, data)
     write_run(output, ds, scores, fmt=fmt.value, tag=tag or Path(model_dir).resolve().name, overwrite=overwrite,
-              source=str(data), metadata={"model": str(model_dir), "loss": model.info.get("loss", {}).get("name"), "data": str(data)})
+              source=str(data),
+              metadata={"model": str(model_dir), "loss": model.info.get("loss", {}).get("name"), "data": str(data)})
     summary = {"run": str(output), "format": fmt.value, "rows": ds.n_rows, "queries": ds.n_queries,
                "model": str(model_dir)}
     if json_out:

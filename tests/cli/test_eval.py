@@ -34,7 +34,8 @@ def test_json_is_exactly_the_contract(cli, run_file):
     out = cli("eval", path, "--metric", "ndcg@1,3,5,10", "-m", "map,mrr@10", "--json")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
-    assert list(doc) == ["convention", "queries", "skipped", "metrics"]
+    assert list(doc) == ["convention", "queries", "skipped", "queries_without_judged", "metrics"]
+    assert doc["queries_without_judged"] == 0  # a Parquet run carries a label on every row
     assert doc["convention"] == {"gain": "exponential", "no_relevant": "skip", "ties": "input",
                                  "relevance_threshold": 1.0, "max_grade": 4.0}
     assert (doc["queries"], doc["skipped"]) == (39, 1)
@@ -133,9 +134,12 @@ def test_trec_run_and_qrels(cli, tmp_path):
     run.write_text("1 Q0 a 1 3.0 t\n1 Q0 b 2 2.0 t\n1 Q0 c 3 1.0 t\n2 Q0 x 1 1 t\n9 Q0 x 1 1 t\n")
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("1 0 b 2\n1 0 z 1\n2 0 y 1\n3 0 q 1\n")
-    out = cli("eval", "--qrels", qrels, "--run", run, "-m", "ndcg,recall,map,p@2", "--no-relevant", "zero", "--json")
+    # An explicit --convention on a TREC run is honoured (the default there is trec, with linear gain).
+    out = cli("eval", "--qrels", qrels, "--run", run, "-m", "ndcg,recall,map,p@2", "--convention", "paper",
+              "--no-relevant", "zero", "--json")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
+    assert doc["convention"]["gain"] == "exponential" and doc["convention"]["ties"] == "input"
     # Query 1: b (gain 3) at rank 2; z (gain 1) judged but not retrieved still counts in the ideal DCG and in R.
     ndcg1 = (3 / np.log2(3)) / (3 + 1 / np.log2(3))
     assert doc["metrics"]["ndcg"] == pytest.approx(ndcg1 / 2)  # query 2: its only relevant document is unretrieved
@@ -145,6 +149,84 @@ def test_trec_run_and_qrels(cli, tmp_path):
     assert doc["queries"] == 2
     err = out.stderr.decode()
     assert "note: 1 query of the run has no judgments" in err and "1 judged query is absent from the run" in err
+
+
+def test_trec_run_defaults_to_the_trec_convention(cli, tmp_path):
+    # Two documents tie at the top: trec_eval ranks "d9" before "d10" (docid descending in byte order), whatever the
+    # file order; gains are linear; query 2 has no relevant document and scores 0 (not skipped).
+    run = tmp_path / "run.txt"
+    run.write_text("1 Q0 d10 1 5 t\n1 Q0 d9 2 5 t\n1 Q0 d8 3 1 t\n2 Q0 x 1 1 t\n")
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("1 0 d10 2\n1 0 d9 0\n1 0 d8 1\n2 0 x 0\n")
+    out = cli("eval", "--qrels", qrels, "--run", run, "-m", "ndcg@1,ndcg,mrr", "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["convention"] == {"gain": "linear", "no_relevant": "zero", "ties": "docid-desc",
+                                 "relevance_threshold": 1.0, "max_grade": 4.0}
+    assert (doc["queries"], doc["skipped"], doc["queries_without_judged"]) == (2, 0, 0)
+    ideal = 2 + 1 / np.log2(3)
+    assert doc["metrics"]["ndcg@1"] == 0.0
+    assert doc["metrics"]["ndcg"] == pytest.approx((2 / np.log2(3) + 1 / np.log2(4)) / ideal / 2, abs=1e-15)
+    assert doc["metrics"]["mrr"] == pytest.approx(0.5 / 2)
+    table = cli("eval", "--qrels", qrels, "--run", run, "-m", "ndcg@1").stdout.decode()
+    assert "convention: gain=linear no_relevant=zero ties=docid-desc threshold=1 max_grade=4" in table
+    # --ties input overrides one part of the preset: file order puts d10 (label 2) first.
+    out = cli("eval", "--qrels", qrels, "--run", run, "-m", "ndcg@1", "--ties", "input", "--json")
+    assert json.loads(out.stdout)["metrics"]["ndcg@1"] == pytest.approx(0.5)
+
+
+def test_trec_run_sharing_no_document_with_its_qrels_is_exit_3(cli, tmp_path):
+    run = tmp_path / "run.txt"
+    run.write_text("1 Q0 11 1 3.0 t\n1 Q0 12 2 2.0 t\n2 Q0 13 1 1.0 t\n")
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("1 0 1-11 1\n1 0 1-12 0\n2 0 2-13 1\n")
+    out = cli("eval", "--qrels", qrels, "--run", run)
+    assert out.returncode == 3 and out.stdout == b""
+    assert out.stderr.decode() == (
+        f"Error: {run} and {qrels} share no document id: none of the 3 documents the run ranks for its 2 judged "
+        "queries is in the qrels (query 1: the run has '11', the qrels '1-11'); were they written from the same "
+        "data?\n")
+
+
+def test_queries_without_a_judged_document_are_counted(cli, tmp_path):
+    # Query 2's documents are all missing from the qrels (query 1 matches): it scores 0, and the summary says so.
+    run = tmp_path / "run.txt"
+    run.write_text("1 Q0 a 1 3.0 t\n1 Q0 b 2 2.0 t\n2 Q0 c 1 1.0 t\n2 Q0 d 2 0.5 t\n")
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("1 0 a 1\n2 0 e 1\n")
+    out = cli("eval", "--qrels", qrels, "--run", run, "-m", "ndcg", "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["queries_without_judged"] == 1 and doc["metrics"]["ndcg"] == pytest.approx(0.5)
+    note = (f"note: 1 of the 2 evaluated queries has no judged document among those the run ranks (every one counts "
+            f"as not relevant; do the run and {qrels} name documents alike?)")
+    assert note in out.stderr.decode()
+    table = cli("eval", "--qrels", qrels, "--run", run, "-m", "ndcg")
+    assert table.returncode == 0 and note in " ".join(table.stdout.decode().split())
+
+
+def test_trec_run_without_qrels_is_a_usage_error(cli, tmp_path):
+    """`eval run.trec` says a TREC run needs --qrels (exit 2), as compare does, instead of a Parquet error."""
+    run = tmp_path / "run.trec"
+    run.write_text("1 Q0 a 1 3.0 t\n")
+    out = cli("eval", run)
+    assert out.returncode == 2
+    assert out.stderr.decode() == (f"Error: {run}: not a Parquet file; a TREC run needs --qrels QRELS: rankcli eval "
+                                   f"--qrels QRELS --run {run}\n")
+    missing = cli("eval", tmp_path / "nope.parquet")
+    assert missing.returncode == 3 and missing.stderr.decode() == f"Error: {tmp_path / 'nope.parquet'}: no such file\n"
+
+
+def test_parquet_run_under_the_trec_convention_names_rows_as_trec_files(cli, tmp_path):
+    # A run without docid: tied rows are ordered by "<qid>-<row>" descending in byte order ("5-10" < "5-9").
+    labels = np.zeros(11)
+    labels[10] = 1.0
+    path = write_run(tmp_path / "run.parquet", np.full(11, 5), labels, np.ones(11))
+    out = cli("eval", path, "-m", "mrr", "--convention", "trec", "--json")
+    assert out.returncode == 0, out.stderr
+    # Descending: 5-9, 5-8, ..., 5-2, 5-10, 5-1, 5-0: row 10 ranks 9th.
+    assert json.loads(out.stdout)["metrics"]["mrr"] == pytest.approx(1 / 9)
+    assert json.loads(cli("eval", path, "-m", "mrr", "--json").stdout)["metrics"]["mrr"] == pytest.approx(1 / 11)
 
 
 def test_trec_malformed_line_names_it(cli, tmp_path):
@@ -208,4 +290,5 @@ def test_eval_with_model_skips_lightgbm_sklearn_import(cli, tmp_path):
     assert r.returncode == 0, r.stderr
     *report, flags = r.stdout.strip().splitlines()
     assert json.loads(flags) == [0, False]
-    assert set(json.loads("\n".join(report))) == {"convention", "queries", "skipped", "metrics"}
+    assert set(json.loads("\n".join(report))) == {"convention", "queries", "skipped", "queries_without_judged",
+                                                   "metrics"}

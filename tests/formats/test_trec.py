@@ -22,3 +22,58 @@ def test_error_names_file_and_line(tmp_path):
     (tmp_path / "run.txt").write_text("q1 Q0 d1 1 3.0 a\nq1 Q0 d2 2 abc a\n")
     with pytest.raises(InputFormatError, match=r"run.txt:2: score must be a number, got 'abc'$"):
         read_trec_run(tmp_path / "run.txt")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Document names: one function for every TREC file rankcli writes or compares against a dataset
+
+
+def test_document_names_docid_else_qid_dash_row():
+    import numpy as np
+    import pyarrow as pa
+
+    from rankcli.formats.trec import document_names
+
+    qids = np.array([7, 7, 9, 9])
+    assert document_names(qids).to_pylist() == ["7-0", "7-1", "9-2", "9-3"]
+    assert document_names(qids, rows=[10, 11, 12, 13]).to_pylist() == ["7-10", "7-11", "9-12", "9-13"]
+    # A docid column wins; a null in it falls back to <qid>-<row>. numpy and Arrow inputs give the same names.
+    docids = np.array(["GX-1", None, "é文", "d2"], dtype=object)
+    want = ["GX-1", "7-1", "é文", "d2"]
+    assert document_names(qids, docids).to_pylist() == want
+    assert document_names(pa.array(qids), pa.array(docids.tolist(), pa.string())).to_pylist() == want
+    assert document_names(pa.chunked_array([pa.array(qids)]), None).to_pylist() == ["7-0", "7-1", "9-2", "9-3"]
+
+
+def test_document_names_refuse_what_a_trec_line_cannot_hold():
+    import numpy as np
+
+    from rankcli.errors import SchemaError
+    from rankcli.formats.trec import document_names
+
+    # Every character str.split() splits on (what the readers split lines on), and NUL.
+    spaces = [chr(c) for c in range(0x110000) if len(f"a{chr(c)}b".split()) == 2]
+    assert len(spaces) == 29
+    for bad in [f"a{c}b" for c in spaces] + ["a\x00b", ""]:
+        with pytest.raises(SchemaError) as err:
+            document_names(np.array([1, 2]), np.array(["ok", bad], dtype=object), rows=[40, 41], source="d.parquet")
+        assert str(err.value).startswith(f"d.parquet: row 41 (qid 2): docid {bad!r} cannot name a document in a "
+                                         "TREC file: it ")
+    # Odd but writable bytes pass; check=False (reading) names anything.
+    ok = ["a\x7fb", "\U0001F600", "#x", "Q0", "-"]
+    assert document_names(np.zeros(5, int), np.array(ok, dtype=object)).to_pylist() == ok
+    assert document_names([1], np.array(["a b"], dtype=object), check=False).to_pylist() == ["a b"]
+
+
+def test_qrels_lines_name_documents_like_document_names(tmp_path):
+    import numpy as np
+
+    from rankcli.formats.trec import document_names, qrels_lines, write_qrels
+
+    qids, labels = np.array([3, 3, 4]), np.array([2.0, 0.0, 0.5])
+    lines = qrels_lines(qids, None, labels, rows=np.array([5, 6, 7])).to_pylist()
+    assert lines == ["3 0 3-5 2\n", "3 0 3-6 0\n", "4 0 4-7 0.5\n"]
+    assert [line.split()[2] for line in lines] == document_names(qids, rows=[5, 6, 7]).to_pylist()
+    target = tmp_path / "q.txt"
+    assert write_qrels(target, qids, None, labels) == 3
+    assert read_qrels(target).docids.tolist() == ["3-0", "3-1", "4-2"]
