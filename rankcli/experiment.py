@@ -77,6 +77,9 @@ CONFIG_FILE = "config.json"
 TRIALS_FILE = "trials.parquet"
 CURVES_DIR = "curves"
 QUERIES_DIR = "queries"
+#: Lock files of concurrent runs on one EXP_DIR: the store's read-merge-write, and one per unit being trained.
+STORE_LOCK = ".trials.lock"
+LOCKS_DIR = ".locks"
 #: Trials of the random-split protocol when none are given.
 DEFAULT_TRIALS = 100
 TRIAL_COLUMNS = ("trial", "setting", "loss", "metric", "value", "trees", "seconds")
@@ -602,7 +605,12 @@ class ResultStore:
         self.rows: list[dict] = []
         self._order = ({s: i for i, s in enumerate(settings)}, {x: i for i, x in enumerate(losses)},
                        {m: i for i, m in enumerate(metrics)})
-        path = exp_dir / TRIALS_FILE
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Read ``trials.parquet`` again: another run on the same EXP_DIR may have added units. It is replaced by a
+        rename, so a reader always sees a whole file."""
+        path = self.exp_dir / TRIALS_FILE
         if path.exists():
             from rankcli.formats.parquet import read_table
 
@@ -643,12 +651,18 @@ class ResultStore:
             write_table(queries_path(self.exp_dir, u.setting, u.trial, u.loss), pa.table(columns), overwrite=True,
                         query_aligned=False, metadata=meta)
         key = (u.setting, u.trial, u.loss)
-        self.rows = [r for r in self.rows if (r["setting"], int(r["trial"]), r["loss"]) != key]
-        self.rows += [dict(trial=u.trial, setting=u.setting, loss=u.loss, metric=m, value=v, trees=u.trees,
-                           seconds=u.seconds) for m, v in u.values.items()]
-        self.rows.sort(key=self._key)
-        write_table(self.exp_dir / TRIALS_FILE, self.table(), overwrite=True, query_aligned=False,
-                    metadata={"kind": "experiment-trials"})
+        # Read, merge and write under a lock: concurrent runs of one EXP_DIR (array jobs) each add their own units,
+        # and none may lose another's rows.
+        from rankcli.formats.atomic import FileLock
+
+        with FileLock(self.exp_dir / STORE_LOCK):
+            self.refresh()
+            self.rows = [r for r in self.rows if (r["setting"], int(r["trial"]), r["loss"]) != key]
+            self.rows += [dict(trial=u.trial, setting=u.setting, loss=u.loss, metric=m, value=v, trees=u.trees,
+                               seconds=u.seconds) for m, v in u.values.items()]
+            self.rows.sort(key=self._key)
+            write_table(self.exp_dir / TRIALS_FILE, self.table(), overwrite=True, query_aligned=False,
+                        metadata={"kind": "experiment-trials"})
 
     def table(self):
         import pyarrow as pa
@@ -675,8 +689,11 @@ def prepare_directory(exp_dir: Path, config: ExperimentConfig, fingerprint: str,
     resumed = False
     cfg_path = exp_dir / CONFIG_FILE
     if exp_dir.is_dir() and any(exp_dir.iterdir()):
-        if not cfg_path.is_file():
-            raise OutputError(f"{exp_dir}: is not empty and holds no rankcli experiment ({CONFIG_FILE} missing); "
+        from rankcli.formats.atomic import is_experiment_config
+
+        if not cfg_path.is_file() or not is_experiment_config(cfg_path):
+            raise OutputError(f"{exp_dir}: is not empty and holds no rankcli experiment ({CONFIG_FILE} missing or "
+                              "not an experiment's); rankcli replaces only its own outputs, whatever the flags: "
                               "choose a new or empty directory")
         try:
             stored = json.loads(cfg_path.read_text())
@@ -701,8 +718,8 @@ def prepare_directory(exp_dir: Path, config: ExperimentConfig, fingerprint: str,
         with atomic_path(cfg_path, overwrite=True) as tmp:
             tmp.write_text(json.dumps({**identity, "trials": config.trials, "correction": config.correction},
                                       indent=2, sort_keys=True) + "\n")
-    except PermissionError as exc:
-        raise OutputError(f"{exp_dir}: cannot write ({exc.strerror})") from None
+    except OSError as exc:  # permission, read-only file system, disk full
+        raise OutputError(f"{exp_dir}: cannot write ({exc.strerror or exc})") from None
     return resumed
 
 
@@ -778,17 +795,24 @@ def run_experiment(data_path: Path | str, exp_dir: Path | str, config: Experimen
 
     store = ResultStore(exp_dir, [s.name for s in settings], config.losses, metrics,
                         Convention.preset(config.convention).as_dict())
-    done = store.done(metrics) if resumed else set()
-    if config.folds:
-        # A unit is finished only with its per-query values (the pooled tests need them); one without is run again.
-        done = {u for u in done if queries_path(exp_dir, *u).is_file()}
+    def done_units() -> set[tuple[str, int, str]]:
+        done = store.done(metrics)
+        if config.folds:
+            # A unit is finished only with its per-query values (the pooled tests need them); one without is run again.
+            done = {u for u in done if queries_path(exp_dir, *u).is_file()}
+        return done
+
+    done = done_units() if resumed else set()
     units = plan_units(config, settings)
     pending = [u for u in units if (u[0].name, u[1], u[2]) not in done]
     if on_plan is not None:
         on_plan(len(units), len(units) - len(pending))
 
+    claims = UnitClaims(exp_dir, pending, store, done_units)
+
     def finished(u: UnitResult) -> None:
         store.add(u)
+        claims.release((u.setting, u.trial, u.loss))
         if on_unit is not None:
             on_unit(u)
 
@@ -797,11 +821,17 @@ def run_experiment(data_path: Path | str, exp_dir: Path | str, config: Experimen
         from rankcli.distributed import run_experiment_units
 
         run_experiment_units(dask, str(data_path), config, pending, finished, data=data)
-    elif jobs == 1 or len(pending) <= 1:
-        for setting, trial, loss in pending:
-            finished(run_unit(data, config, setting, trial, loss))
     else:
-        _run_pool(str(data_path), config, pending, jobs, finished)
+        try:
+            if jobs == 1 or len(pending) <= 1:
+                while (unit := claims.next(wait=True)) is not None:
+                    finished(run_unit(data, config, *unit))
+            else:
+                _run_pool(str(data_path), config, claims, jobs, finished)
+        finally:
+            claims.release_all()
+        store.refresh()  # units a concurrent run trained belong in the summary too
+        pending = [u for u in pending if claims.ran(u)]
     result = finalize(exp_dir, config, settings, sweeps, store)
     result.resumed_units = len(units) - len(pending)
     result.ran_units = len(pending)
@@ -809,20 +839,23 @@ def run_experiment(data_path: Path | str, exp_dir: Path | str, config: Experimen
     return result
 
 
-def _run_pool(data_path: str, config: ExperimentConfig, pending, jobs: int, finished) -> None:
+def _run_pool(data_path: str, config: ExperimentConfig, claims: "UnitClaims", jobs: int, finished) -> None:
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     ctx = multiprocessing.get_context("spawn")  # no fork after pyarrow/OpenMP threads have started
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(pending)), mp_context=ctx, initializer=_init_worker,
+    pool = ProcessPoolExecutor(max_workers=min(jobs, claims.remaining), mp_context=ctx, initializer=_init_worker,
                                initargs=(data_path, asdict(config)))
     try:
-        # Keep a bounded number of units in flight so that results come back roughly in plan order.
-        queue = list(pending)
+        # Keep a bounded number of units in flight so that results come back roughly in plan order. A unit is
+        # claimed when submitted and released once stored; units another run holds are waited for only when
+        # nothing of ours is running.
         running = set()
-        while queue or running:
-            while queue and len(running) < 2 * jobs:
-                running.add(pool.submit(_worker_unit, *queue.pop(0)))
+        while True:
+            while len(running) < 2 * jobs and (unit := claims.next(wait=not running)) is not None:
+                running.add(pool.submit(_worker_unit, *unit))
+            if not running:
+                break
             done, running = wait(running, return_when=FIRST_COMPLETED)
             for fut in done:  # the store sorts rows, so completion order does not matter
                 finished(fut.result())
@@ -834,6 +867,72 @@ def _run_pool(data_path: str, config: ExperimentConfig, pending, jobs: int, fini
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
+
+
+class UnitClaims:
+    """Which pending units this run trains, when several runs share one EXP_DIR (array jobs, two terminals).
+
+    A unit is claimed with an exclusive ``flock`` on ``EXP_DIR/.locks/<setting>__<trial>__<loss>.lock``, held from
+    before training until its rows are stored; the kernel drops it if the run dies, so a killed run never leaves a
+    unit stuck. A claimed unit that the store already lists as done (another run finished it) is skipped. Units held
+    by another run are put off; once nothing else is left, :meth:`next` with ``wait`` blocks on them one by one and
+    trains only those whose holder died without finishing them.
+    """
+
+    def __init__(self, exp_dir: Path, pending: list, store: ResultStore,
+                 done_units: Callable[[], set[tuple[str, int, str]]]):
+        self.exp_dir = exp_dir
+        self._todo = list(pending)
+        self._deferred: list = []
+        self._store = store
+        self._done_units = done_units
+        self._held: dict[tuple[str, int, str], object] = {}
+        self._ran: set[tuple[str, int, str]] = set()
+
+    @staticmethod
+    def key(unit) -> tuple[str, int, str]:
+        setting, trial, loss = unit
+        return (setting.name, trial, loss)
+
+    @property
+    def remaining(self) -> int:
+        return len(self._todo) + len(self._deferred)
+
+    def ran(self, unit) -> bool:
+        """Whether this run claimed (and so trained) ``unit``."""
+        return self.key(unit) in self._ran
+
+    def next(self, wait: bool = True):
+        """The next unit to train, claimed; ``None`` when none is left (or, without ``wait``, when only units
+        another run holds are left)."""
+        from rankcli.formats.atomic import FileLock
+
+        while self._todo or (wait and self._deferred):
+            blocking = not self._todo
+            unit = self._todo.pop(0) if self._todo else self._deferred.pop(0)
+            key = self.key(unit)
+            (self.exp_dir / LOCKS_DIR).mkdir(exist_ok=True)
+            lock = FileLock(self.exp_dir / LOCKS_DIR / f"{key[0]}__{key[1]:05d}__{key[2]}.lock")
+            if not lock.acquire(blocking=blocking):
+                self._deferred.append(unit)
+                continue
+            self._store.refresh()
+            if key in self._done_units():  # finished by another run meanwhile
+                lock.release()
+                continue
+            self._held[key] = lock
+            self._ran.add(key)
+            return unit
+        return None
+
+    def release(self, key: tuple[str, int, str]) -> None:
+        lock = self._held.pop(key, None)
+        if lock is not None:
+            lock.release()
+
+    def release_all(self) -> None:
+        for key in list(self._held):
+            self.release(key)
 
 
 def _check_data(data: ExperimentData, config: ExperimentConfig) -> None:
