@@ -22,6 +22,7 @@ from rankcli.core.groups import offsets_from_qids
 from rankcli.dataset import Dataset
 from rankcli.errors import InputError, SchemaError
 from rankcli.formats.atomic import atomic_path
+from rankcli.formats.inputs import unreadable_input
 
 META_PREFIX = "rankcli."
 FEATURE_COLUMN = re.compile(r"^f([1-9][0-9]*)$")
@@ -168,7 +169,7 @@ def write_dataset(path: Path | str, ds: Dataset, *, metadata: dict[str, object] 
 def _open(path: Path | str) -> pq.ParquetFile:
     path = Path(path)
     if not path.exists():
-        raise InputError(f"{path}: no such file")
+        raise unreadable_input(path)
     if path.is_dir():
         raise InputError(f"{path}: is a directory, expected a Parquet file")
     try:

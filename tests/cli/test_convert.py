@@ -227,3 +227,106 @@ def test_interrupt_leaves_nothing(tmp_path):
     assert proc.returncode == ExitStatus.INTERRUPTED
     assert err.decode().endswith("Error: interrupted\n")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_sidecar_beside_a_file_with_qid_is_ignored_with_a_note(tmp_path, capsys):
+    """A .query sidecar next to a file that has qid: is not used: said on stderr, and not even read (a broken one
+    does not fail the conversion); an overflowing one beside a file without qid: is exit 3 with path:line."""
+    src = tmp_path / "train.txt"
+    src.write_text("1 qid:1 1:1\n0 qid:2 1:2\n")
+    (tmp_path / "train.txt.query").write_text("not sizes\n")
+    status, out, err = run(capsys, "convert", src, "-o", tmp_path / "o.parquet", "--json")
+    assert status == 0, err
+    assert err.splitlines()[0] == (f"note: {src}.query ignored: {src} has qid: on its lines, which give the queries")
+    assert pq.read_table(tmp_path / "o.parquet").column("qid").to_pylist() == [1, 2]
+    src.write_text("1 1:1\n0 1:2\n")
+    (tmp_path / "train.txt.query").write_text("99999999999999999999999\n")
+    status, _, err = run(capsys, "convert", src, "-o", tmp_path / "p.parquet")
+    assert status == 3
+    assert err == (f"Error: {src}.query:1: group sizes add up to more rows than a file can hold "
+                   "(9223372036854775807), got '99999999999999999999999'\n")
+
+
+def test_symlink_loop_and_broken_link_are_named(tmp_path, capsys):
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    status, _, err = run(capsys, "convert", tmp_path / "loop", "-o", tmp_path / "o.parquet")
+    assert status == 3 and err == f"Error: {tmp_path}/loop: symbolic link loop (too many levels of symbolic links)\n"
+    status, _, err = run(capsys, "convert", tmp_path / "dangling", "-o", tmp_path / "o.parquet")
+    assert status == 3
+    assert err == f"Error: {tmp_path}/dangling: broken symbolic link (its target {tmp_path}/nowhere does not exist)\n"
+    status, _, err = run(capsys, "info", tmp_path / "loop")
+    assert status == 3 and err == f"Error: {tmp_path}/loop: symbolic link loop (too many levels of symbolic links)\n"
+
+
+def test_num_features_beyond_the_dense_limit_is_refused_up_front(tmp_path, capsys):
+    """Issue 12.8: --num-features 1000000 wrote 218 MB for a 2-row file, past the documented 20,000 columns."""
+    src = tmp_path / "a.txt"
+    src.write_text("1 qid:1 1:1\n0 qid:1 2:1\n")
+    status, _, err = run(capsys, "convert", src, "-o", tmp_path / "a.parquet", "--num-features", "1000000")
+    assert status == ExitStatus.USAGE
+    assert err == ("Error: --num-features 1000000: at most 20000 (each feature is a dense float32 column; a sparse "
+                   "file with more features does not fit this data model)\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt"]
+
+
+def _peak_rss_mb(args, feed) -> tuple[int, bytes, float]:
+    """Run the CLI fed by ``feed()`` (an iterator of byte chunks) on stdin: exit status, stderr, peak RSS in MB
+    (wait4's rusage: this child alone)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "rankcli", *map(str, args)], stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    try:
+        for chunk in feed():
+            proc.stdin.write(chunk)
+    except BrokenPipeError:  # the command stopped reading: what the test wants
+        pass
+    try:
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, err, usage.ru_maxrss / 1024
+
+
+def test_memory_is_bounded_for_input_without_newlines(tmp_path):
+    """Issue 12.10: 300 MB of /dev/zero peaked at 5.9 GB and a 50 MB comment line at 2 GB before the error. Now the
+    first read of binary data is refused, and a line stops at MAX_LINE_BYTES (4 MiB): the peak stays near the
+    interpreter's own (about 100 MB with numpy and pyarrow loaded) while up to 300 MB are offered."""
+    zeros = bytes(1 << 20)
+
+    def dev_zero():
+        for _ in range(300):
+            yield zeros
+
+    status, err, peak = _peak_rss_mb(["convert", "-", "-o", tmp_path / "z.parquet"], dev_zero)
+    assert status == 3 and err.decode() == ("Error: <stdin>:1: not SVMlight text (binary data), got "
+                                            "'\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00'\n")
+    assert peak < 400, peak
+
+    def long_comment():
+        yield b"1 qid:1 1:1\n1 qid:1 1:2 # "
+        for _ in range(50):
+            yield b"a" * (1 << 20)
+        yield b"\n"
+
+    status, err, peak = _peak_rss_mb(["convert", "-", "-o", tmp_path / "c.parquet"], long_comment)
+    assert status == 3 and err.decode().startswith("Error: <stdin>:2: line longer than 4194304 bytes, the limit")
+    assert peak < 400, peak
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_overflow_is_an_error_and_no_numpy_warning_reaches_stderr(tmp_path, cli):
+    """Issue 12.3: `1 qid:1 1:1e39` converted to inf with a RuntimeWarning on stderr. Run with warnings shown
+    (-W default overrides any filter) so that a leaked warning would show in stderr."""
+    src = tmp_path / "a.txt"
+    src.write_text("1 qid:1 1:1 2:1e39\n" * 3)
+    result = cli("convert", src, "-o", tmp_path / "a.parquet", env={"PYTHONWARNINGS": "default"})
+    assert result.returncode == 3
+    assert result.stderr.decode() == (f"Error: {src}:1: feature value overflows float32 (largest finite "
+                                      "3.4028235e+38), got '2:1e39'\n")
+    src.write_text("inf qid:1 1:inf 2:nan 3:3.4e38\n")
+    result = cli("convert", src, "-o", tmp_path / "b.parquet", env={"PYTHONWARNINGS": "default"})
+    assert result.returncode == 0 and b"Warning" not in result.stderr, result.stderr.decode()
