@@ -565,11 +565,167 @@ def save_model(result: TrainResult, config: TrainConfig, model_dir: Path | str, 
                feature_names: list[str], overwrite: bool = False) -> dict:
     """Write ``model.txt`` and ``rankcli.json`` atomically into ``model_dir``; returns the ``rankcli.json`` content."""
     info = model_info(result, config, train_path=train_path, valid_path=valid_path, feature_names=feature_names)
-    text = result.booster.model_to_string(num_iteration=result.best_iteration)
+    return write_model_dir(model_dir, result.booster.model_to_string(num_iteration=result.best_iteration), info,
+                           overwrite=overwrite)
+
+
+def write_model_dir(model_dir: Path | str, model_text: str, info: dict, *, overwrite: bool = False) -> dict:
+    """Write a model directory (``model.txt`` and ``rankcli.json``) atomically, for every way of training.
+
+    ``rankcli.json`` records the SHA-256 of the exact ``model.txt`` bytes (``model_sha256``), which
+    :func:`load_model` verifies before LightGBM parses the file. Returns the ``rankcli.json`` content written.
+    """
+    data = model_text.encode("utf-8")
+    info = {**info, "model_sha256": hashlib.sha256(data).hexdigest()}
     with atomic_directory(model_dir, overwrite) as tmp:
-        (tmp / MODEL_FILE).write_text(text)
+        (tmp / MODEL_FILE).write_bytes(data)
         (tmp / INFO_FILE).write_text(json.dumps(info, indent=2) + "\n")
     return info
+
+
+# ------------------------------------------------------------------------------------------------------ loading
+#: The ``format`` values of ``rankcli.json`` this version reads.
+MODEL_FORMATS = ("rankcli-model/1",)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return f"a number ({value!r})"
+    if isinstance(value, str):
+        return f"a string ({value[:40]!r})"
+    return "a list" if isinstance(value, list) else "an object"
+
+
+def _list_of(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, list) and all(check(x) for x in v)
+
+
+def _optional(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda v: v is None or check(v)
+
+
+_is_str = lambda v: isinstance(v, str)  # noqa: E731
+_SHA256 = lambda v: isinstance(v, str) and len(v) == 64 and all(c in "0123456789abcdef" for c in v)  # noqa: E731
+
+#: ``rankcli.json`` keys -> (required, check, what it must be). Keys not listed are allowed (and not used).
+INFO_SCHEMA: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
+    "format": (True, _is_str, "a string"),
+    "loss": (True, lambda v: isinstance(v, dict), "an object"),
+    "features": (True, _list_of(_is_str), "a list of feature names (strings)"),
+    "model_sha256": (False, _SHA256, "64 lowercase hexadecimal digits"),
+    "params": (False, lambda v: isinstance(v, dict), "an object"),
+    "seed": (False, _is_int, "an integer"),
+    "preset": (False, _optional(_is_str), "a string or null"),
+    "trees": (False, _is_int, "an integer"),
+    "early_stopping": (False, _is_int, "an integer"),
+    "select_by": (False, _is_str, "a string"),
+    "convention": (False, _is_str, "a string"),
+    "data_sha256": (False, lambda v: isinstance(v, dict) and all(x is None or _SHA256(x) for x in v.values()),
+                    "an object of SHA-256 digests or nulls"),
+    "best_iteration": (False, _is_int, "an integer"),
+    "trees_trained": (False, _is_int, "an integer"),
+    "best_valid_metric": (False, _optional(_is_number), "a number or null"),
+    "curve": (False, _list_of(_optional(_is_number)), "a list of numbers or nulls"),
+    "versions": (False, lambda v: isinstance(v, dict), "an object"),
+    "seconds": (False, _is_number, "a number"),
+    "dask": (False, lambda v: isinstance(v, dict), "an object"),
+}
+LOSS_SCHEMA: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
+    "name": (True, _is_str, "a string"),
+    "label_grades": (False, lambda v: isinstance(v, bool), "true or false"),
+    "gamma": (False, _is_str, "a string"),
+    "label_values": (False, _list_of(_is_number), "a list of numbers"),
+}
+
+
+def _check_schema(obj: dict, schema: dict, where: str, prefix: str = "") -> None:
+    for key, (required, check, what) in schema.items():
+        name = repr(prefix + key)
+        if key not in obj:
+            if required:
+                raise InputError(f"{where}: not a rankcli model description, key {name} is missing")
+            continue
+        if not check(obj[key]):
+            raise InputError(f"{where}: key {name} must be {what}, got {_json_type(obj[key])}")
+
+
+def validate_model_info(info: Any, where: str) -> dict:
+    """``rankcli.json`` checked: an object, a ``format`` this version reads, every known key of the right type."""
+    if not isinstance(info, dict):
+        raise InputError(f"{where}: not a rankcli model description, expected a JSON object, got {_json_type(info)}")
+    fmt = info.get("format")
+    if isinstance(fmt, str) and fmt.startswith("rankcli-model/") and fmt not in MODEL_FORMATS:
+        raise InputError(f"{where}: unknown model format {fmt!r} (this rankcli {__version__} reads "
+                         f"{', '.join(MODEL_FORMATS)}); it was written by another rankcli version: use that version, "
+                         "or retrain the model")
+    _check_schema(info, INFO_SCHEMA, where)
+    if fmt not in MODEL_FORMATS:
+        raise InputError(f"{where}: not a rankcli model description, key 'format' must be "
+                         f"{' or '.join(map(repr, MODEL_FORMATS))}, got {fmt[:40]!r}")
+    _check_schema(info["loss"], LOSS_SCHEMA, where, "loss.")
+    return info
+
+
+def _json_ok(data: bytes) -> bool:
+    try:
+        json.loads(data)
+    except ValueError:
+        return False
+    return True
+
+
+def _check_model_text(text: str, model_path: Path, info: dict, info_path: Path) -> None:
+    """Refuse a ``model.txt`` that LightGBM could crash on (it aborts or segfaults on some truncated files).
+
+    With ``model_sha256`` (every model since rankcli records it) the bytes must match exactly; an older model is
+    checked for its structure instead: every tree that the header's ``tree_sizes`` announces is present, whole, and
+    followed by ``end of trees``.
+    """
+    expected = info.get("model_sha256")
+    if expected is not None:
+        got = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+        if got != expected:
+            raise InputError(f"{model_path}: the file was changed or truncated after training (its SHA-256 is "
+                             f"{got[:12]}..., {info_path.name} records {expected[:12]}...); restore it or retrain")
+        return
+    header, sep, rest = text.partition("\n\n")
+    sizes_line = next((line for line in header.splitlines() if line.startswith("tree_sizes=")), None)
+    problem = None
+    if not text.startswith("tree\n") or not sep:
+        problem = "it does not start with a LightGBM model header"
+    elif sizes_line is None:
+        problem = "its header has no tree_sizes line"
+    else:
+        try:
+            tree_sizes = [int(x) for x in sizes_line[len("tree_sizes="):].split()]
+        except ValueError:
+            tree_sizes = None
+        body = rest.encode("utf-8", "surrogateescape")
+        if tree_sizes is None or any(n <= 0 for n in tree_sizes):
+            problem = "its tree_sizes line is not a list of sizes"
+        else:
+            end = sum(tree_sizes)
+            trees, tail = body[:end], body[end:].lstrip(b"\n")
+            last = tail.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+            if len(trees) < end or trees.count(b"Tree=") != len(tree_sizes) or not tail.startswith(b"end of trees"):
+                problem = f"the {len(tree_sizes)} trees its header announces are not all there (truncated?)"
+            elif (b"\nparameters:\n" in tail and b"\nend of parameters\n" not in tail) or not tail.endswith(b"\n") \
+                    or not last.startswith(b"pandas_categorical:") or not _json_ok(last[len(b"pandas_categorical:"):]):
+                problem = "it ends before its last section (truncated?)"
+    if problem:
+        raise InputError(f"{model_path}: not a whole LightGBM model ({problem}); restore it or retrain")
 
 
 class TrainedModel:
@@ -597,6 +753,13 @@ class TrainedModel:
 
 
 def load_model(model_dir: Path | str) -> TrainedModel:
+    """Load a model directory for prediction (``predict``, ``eval --model``, ``simulate-clicks --ranker``).
+
+    ``rankcli.json`` is validated (:func:`validate_model_info`) and ``model.txt`` verified against the SHA-256 it
+    records (or, for a model written before rankcli recorded one, checked for its structure) before LightGBM parses
+    it: LightGBM can abort or segfault on a truncated model file. Every problem is an :class:`InputError` (exit 3)
+    naming the file.
+    """
     import lightgbm
 
     model_dir = Path(model_dir)
@@ -607,16 +770,27 @@ def load_model(model_dir: Path | str) -> TrainedModel:
         if not p.exists():
             raise InputError(f"{model_dir}: not a model directory, {p.name} is missing")
     try:
-        info = json.loads(info_path.read_text())
-    except (ValueError, UnicodeDecodeError) as exc:
+        info = json.loads(info_path.read_bytes().decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise InputError(f"{info_path}: not valid JSON ({exc})") from None
+    except OSError as exc:
+        raise InputError(f"{info_path}: cannot read it ({exc.strerror or exc})") from None
+    validate_model_info(info, str(info_path))
     try:
-        booster = lightgbm.Booster(model_file=str(model_path))
-    except lightgbm.basic.LightGBMError as exc:
+        text = model_path.read_bytes().decode("utf-8", "surrogateescape")
+    except OSError as exc:
+        raise InputError(f"{model_path}: cannot read it ({exc.strerror or exc})") from None
+    _check_model_text(text, model_path, info, info_path)
+    try:
+        booster = lightgbm.Booster(model_str=text)
+    except (lightgbm.basic.LightGBMError, UnicodeError) as exc:
         raise InputError(f"{model_path}: not a LightGBM model ({exc})") from None
+    if len(info["features"]) != booster.num_feature():
+        raise InputError(f"{info_path}: lists {len(info['features'])} features, but {model_path.name} was trained on "
+                         f"{booster.num_feature()}; the two files do not belong together")
     return TrainedModel(booster, info, model_dir)
 
 
 __all__ = ["LOSSES", "PRESETS", "TrainConfig", "TrainResult", "TrainedModel", "LibraryObjective", "check_inputs",
-           "check_loss", "import_lightgbm_lean", "feature_difference", "file_sha256", "load_model", "model_info", "resolve_params",
-           "save_model", "train_model"]
+           "check_loss", "check_params", "import_lightgbm_lean", "feature_difference", "file_sha256", "load_model",
+           "model_info", "resolve_params", "save_model", "train_model", "validate_model_info", "write_model_dir"]

@@ -205,3 +205,42 @@ def test_param_aliases_pass_through_under_the_main_name():
         check_params([("lambda_l2", 1), ("reg_lambda", 2)])
     with pytest.raises(UsageError, match="--losses"):
         check_params({"objective": "regression"}, {"objective": "--losses"})
+
+
+# ------------------------------------------------------------------------- the model checksum (issue 12 item 6)
+def test_dask_model_directory_records_the_checksum_and_loads_through_the_same_check(data, tmp_path):
+    import hashlib
+
+    from rankcli.distributed import DistributedInfo, save_distributed_model
+    from rankcli.errors import InputError
+
+    train, valid = data
+    config = TrainConfig(loss="pointwise", **FAST)
+    result = train_model(train, None, config)
+    info = save_distributed_model(result, config, DistributedInfo("local:1", 1, 1, train.n_rows, train.n_queries),
+                                  tmp_path / "m", train_path=None, feature_names=train.feature_names)
+    text = (tmp_path / "m" / "model.txt").read_bytes()
+    assert info["model_sha256"] == hashlib.sha256(text).hexdigest() and info["dask"]["workers"] == 1
+    np.testing.assert_allclose(load_model(tmp_path / "m").predict(valid), result.booster.predict(valid.features))
+    (tmp_path / "m" / "model.txt").write_bytes(text[:-1])
+    with pytest.raises(InputError, match="model.txt: the file was changed or truncated after training"):
+        load_model(tmp_path / "m")
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"loss": {"label_grades": True}}, "key 'loss.name' is missing"),
+    ({"loss": {"name": "xendcg", "label_values": ["a"]}}, "key 'loss.label_values' must be a list of numbers"),
+    ({"seed": True}, "key 'seed' must be an integer, got a boolean"),
+    ({"curve": [0.5, "x"]}, "key 'curve' must be a list of numbers or nulls"),
+    ({"format": "something"}, "key 'format' must be 'rankcli-model/1', got 'something'"),
+    ({"data_sha256": {"train": "abc"}}, "key 'data_sha256' must be an object of SHA-256 digests or nulls"),
+])
+def test_model_info_types_are_validated(change, message):
+    from rankcli.errors import InputError
+    from rankcli.train import validate_model_info
+
+    good = {"format": "rankcli-model/1", "loss": {"name": "xendcg", "label_grades": False}, "features": ["f1"],
+            "seed": 0, "curve": [0.5, None], "best_valid_metric": None, "preset": None}
+    assert validate_model_info(dict(good), "x/rankcli.json") == good
+    with pytest.raises(InputError, match="^x/rankcli.json: .*" + __import__("re").escape(message)):
+        validate_model_info({**good, **change}, "x/rankcli.json")

@@ -201,3 +201,90 @@ def test_dask_help_shows_the_extra(cli, command):
     r = cli(command, "--help", env={"COLUMNS": "400", "TERM": "dumb"})
     assert r.returncode == 0
     assert 'Needs pip install "rankcli[dask]".' in r.stdout.decode()
+
+
+# ------------------------------------------------------------------ corrupt model directories (issue 12 items 6, 7)
+@pytest.fixture(scope="module")
+def model_dir(data, tmp_path_factory):
+    from tests.conftest import run_cli
+
+    model = tmp_path_factory.mktemp("model") / "m"
+    r = run_cli("train", data["train"], "-o", model, "--loss", "pointwise", *FAST)
+    assert r.returncode == 0, r.stderr
+    return model
+
+
+def _corrupt_copy(model_dir, tmp_path, case):
+    import shutil
+
+    bad = tmp_path / "bad"
+    shutil.copytree(model_dir, bad)
+    info = json.loads((bad / "rankcli.json").read_text())
+    text = (bad / "model.txt").read_bytes()
+    if case in ("legacy", "legacy-truncated"):
+        del info["model_sha256"]  # a model written before rankcli recorded the checksum
+    if case in ("truncated", "legacy-truncated"):
+        (bad / "model.txt").write_bytes(text[:len(text) * 2 // 5])
+    if case == "legacy-params-cut":  # LightGBM segfaults on a file cut inside its parameters section
+        del info["model_sha256"]
+        (bad / "model.txt").write_bytes(text[:text.index(b"end of parameters") - 30])
+    if case == "byte-changed":
+        (bad / "model.txt").write_bytes(text.replace(b"Tree=1", b"Tree=9", 1))
+    if case == "loss-string":
+        info["loss"] = "pointwise"
+    if case == "features-number":
+        info["features"] = 5
+    if case == "format-2":
+        info["format"] = "rankcli-model/2"
+    if case == "sha-number":
+        info["model_sha256"] = 12
+    if case == "no-format":
+        del info["format"]
+    (bad / "rankcli.json").write_text(json.dumps([1, 2] if case == "list" else info))
+    return bad
+
+
+CORRUPT = {
+    "truncated": "{m}/model.txt: the file was changed or truncated after training (its SHA-256 is ",
+    "byte-changed": "{m}/model.txt: the file was changed or truncated after training",
+    "legacy-truncated": "{m}/model.txt: not a whole LightGBM model (the 6 trees its header announces are not all "
+                        "there (truncated?)); restore it or retrain\n",
+    "legacy-params-cut": "{m}/model.txt: not a whole LightGBM model (it ends before its last section (truncated?))",
+    "loss-string": "{m}/rankcli.json: key 'loss' must be an object, got a string ('pointwise')\n",
+    "features-number": "{m}/rankcli.json: key 'features' must be a list of feature names (strings), got a number (5)\n",
+    "list": "{m}/rankcli.json: not a rankcli model description, expected a JSON object, got a list\n",
+    "format-2": "{m}/rankcli.json: unknown model format 'rankcli-model/2' (this rankcli ",
+    "sha-number": "{m}/rankcli.json: key 'model_sha256' must be 64 lowercase hexadecimal digits, got a number (12)\n",
+    "no-format": "{m}/rankcli.json: not a rankcli model description, key 'format' is missing\n",
+}
+
+
+def _model_commands(model, data, tmp_path):
+    return {"predict": ["predict", model, data["test"], "-o", tmp_path / "run.parquet"],
+            "eval": ["eval", data["test"], "--model", model],
+            "simulate-clicks": ["simulate-clicks", data["test"], "--ranker", model, "-o", tmp_path / "c.parquet"]}
+
+
+@pytest.mark.parametrize("case", list(CORRUPT))
+def test_corrupt_model_directory_is_exit_3_naming_the_file(cli, data, model_dir, tmp_path, case):
+    """A truncated model.txt killed predict with SIGSEGV/SIGABRT; a malformed rankcli.json was a traceback."""
+    bad = _corrupt_copy(model_dir, tmp_path, case)
+    commands = _model_commands(bad, data, tmp_path)
+    for name in (commands if case in ("truncated", "legacy-params-cut", "loss-string") else ["predict"]):
+        r = cli(*commands[name])
+        err = r.stderr.decode()
+        assert r.returncode == 3, (name, err)
+        assert err.startswith("Error: " + CORRUPT[case].format(m=bad)), (name, err)
+        assert "Traceback" not in err and "[LightGBM]" not in err and err.count("\n") == 1
+    assert not (tmp_path / "run.parquet").exists() and not (tmp_path / "c.parquet").exists()
+
+
+def test_model_without_checksum_still_loads_and_predicts_alike(cli, data, model_dir, tmp_path):
+    bad = _corrupt_copy(model_dir, tmp_path, "legacy")
+    for m, out in ((model_dir, "a.parquet"), (bad, "b.parquet")):
+        r = cli("predict", m, data["test"], "-o", tmp_path / out)
+        assert r.returncode == 0, r.stderr
+    assert pq.read_table(tmp_path / "a.parquet").column("score") == pq.read_table(tmp_path / "b.parquet").column("score")
+    info = json.loads((model_dir / "rankcli.json").read_text())
+    import hashlib
+    assert info["model_sha256"] == hashlib.sha256((model_dir / "model.txt").read_bytes()).hexdigest()
