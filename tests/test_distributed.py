@@ -265,6 +265,36 @@ def test_experiment_data_sent_when_workers_cannot_read_the_path(client, sample, 
     assert on_cluster.summary == local.summary
 
 
+def test_experiment_folds_on_the_cluster_follow_the_same_protocol(client, sample, tmp_path, monkeypatch):
+    """--folds with --dask: the same units, seeds, per-query files and pooled tests as a --jobs 1 run, whether the
+    workers read the folds themselves or are sent them."""
+    import shutil
+
+    from rankcli.experiment import ExperimentConfig, queries_path, run_experiment
+
+    root = tmp_path / "folds"
+    for k in (1, 2):
+        shutil.copytree(sample, root / f"Fold{k}")
+
+    def config():
+        return ExperimentConfig(losses=["pointwise", "xendcg"], folds=True, trees=4, early_stopping=0,
+                                metrics=["ndcg@5"])
+
+    local = run_experiment(root, tmp_path / "jobs1", config(), jobs=1)
+    on_cluster = run_experiment(root, tmp_path / "dask", config(), dask=client)
+    assert on_cluster.summary == local.summary and local.summary["settings"][0]["tests"][0]["trials"] == 2
+    for k in (1, 2):
+        for loss in ("pointwise", "xendcg"):
+            a = pq.read_table(queries_path(tmp_path / "jobs1", "baseline", k, loss))
+            b = pq.read_table(queries_path(tmp_path / "dask", "baseline", k, loss))
+            assert a.column_names == b.column_names == ["qid", "ndcg@5"]
+            for col in a.column_names:
+                assert np.array_equal(a.column(col).to_numpy(), b.column(col).to_numpy(), equal_nan=True)
+    monkeypatch.setattr(rd, "_visible_everywhere", lambda client, paths, kind="exists": {p: False for p in paths})
+    shipped = run_experiment(root, tmp_path / "shipped", config(), dask=client)
+    assert shipped.summary == local.summary
+
+
 # ----------------------------------------------------------------------------------------------------------- convert
 def test_convert_directory_on_the_cluster(client, sample, tmp_path):
     result = rd.convert_on_cluster(client, [str(SAMPLE / "letor")], tmp_path / "out")
