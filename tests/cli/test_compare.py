@@ -329,13 +329,21 @@ def test_trec_runs_with_qrels(tmp_path, capsys):
     assert status == 0, err
     report = json.loads(out)
     assert [r["kind"] for r in report["runs"]] == ["trec", "trec"] and report["queries"] == 4
-    assert report["queries_used"] == {"ndcg@2": 3, "map": 3}            # q4 has no relevant document: skipped
+    # The trec convention by default: q4 has no relevant document and scores 0, as in trec_eval.
+    assert report["convention"] == Convention.preset("trec").as_dict()
+    assert report["queries_used"] == {"ndcg@2": 4, "map": 4}
     for run in ("r1", "r2"):
         ev = evaluate_trec(tmp_path / f"{run}.txt", qrels, ["ndcg@2", "map"])
         assert report["means"][run]["ndcg@2"] == pytest.approx(ev.result.means["ndcg@2"])
-    a = evaluate_trec(r1, qrels, ["map"]).result.per_query["map"][:3]
-    b = evaluate_trec(r2, qrels, ["map"]).result.per_query["map"][:3]
+    a = evaluate_trec(r1, qrels, ["map"]).result.per_query["map"]
+    b = evaluate_trec(r2, qrels, ["map"]).result.per_query["map"]
     assert report["comparisons"][1]["p_value"] == pytest.approx(sps.ttest_rel(b, a).pvalue)
+    # An explicit --convention paper is honoured: q4 is skipped.
+    status, out, err = _run(capsys, "compare", r1, r2, "--qrels", qrels, "-m", "ndcg@2,map", "--json",
+                            "--convention", "paper")
+    assert status == 0, err
+    assert json.loads(out)["queries_used"] == {"ndcg@2": 3, "map": 3}
+    assert json.loads(out)["convention"] == Convention().as_dict()
     # A run that misses a query: exit 3 naming it, or --intersect.
     r3 = _trec(tmp_path / "r3.txt", [("q1", "d1", 3), ("q3", "d5", 1), ("q4", "d7", 1)])
     status, _, err = _run(capsys, "compare", r1, r3, "--qrels", qrels)
@@ -485,3 +493,55 @@ def test_bootstrap_interval_in_report_agrees_with_p_value(runs, capsys):
         excludes = comp["ci_low"] > 0 or comp["ci_high"] < 0
         assert excludes == (comp["p_value"] < 0.05) == comp["significant"]
         assert comp["statistic"] == pytest.approx(comp["difference"] / comp["stderr"])
+
+
+def test_trec_runs_sharing_no_document_with_the_qrels_exit_3(tmp_path, capsys):
+    """Issue 11 item 1: a run named otherwise than its qrels is refused, not compared as "0 wins"."""
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text(QRELS)
+    good = _trec(tmp_path / "good.txt", [("q1", "d1", 2), ("q1", "d2", 1), ("q2", "d4", 1), ("q3", "d5", 1),
+                                          ("q4", "d7", 1)])
+    renamed = _trec(tmp_path / "renamed.txt", [(q, f"{q}-{d}", s) for q, d, s in
+                                                [("q1", "d1", 2), ("q1", "d2", 1), ("q2", "d4", 1), ("q3", "d5", 1),
+                                                 ("q4", "d7", 1)]])
+    status, out, err = _run(capsys, "compare", good, renamed, "--qrels", qrels)
+    assert status == ExitStatus.INVALID_INPUT and out == ""
+    assert err == (f"Error: {renamed} and {qrels} share no document id: none of the 5 documents the run ranks for "
+                   "its 4 judged queries is in the qrels (query q1: the run has 'q1-d1', the qrels 'd1'); were they "
+                   "written from the same data?\n")
+    # Partly unjudged: compared, and the notes (stderr and JSON) say how many queries had no judged document.
+    partly = _trec(tmp_path / "partly.txt", [("q1", "d1", 2), ("q1", "d2", 1), ("q2", "x", 1), ("q3", "y", 1),
+                                              ("q4", "d7", 1)])
+    status, out, err = _run(capsys, "compare", good, partly, "--qrels", qrels, "--json")
+    assert status == 0, err
+    note = ("partly: 2 of the 4 evaluated queries have no judged document among those the run ranks (every one "
+            f"counts as not relevant; do the run and {qrels} name documents alike?)")
+    assert note in json.loads(out)["notes"] and note in err
+
+
+def test_trec_ties_are_broken_by_docid_in_compare(tmp_path, capsys):
+    # Same documents and scores, different file order: identical under the trec convention (as trec_eval), different
+    # under --ties input. String query ids throughout.
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("qa 0 d10 1\nqa 0 d9 0\nqb 0 é 1\nqb 0 e 0\n")
+    one = _trec(tmp_path / "one.txt", [("qa", "d10", 1), ("qa", "d9", 1), ("qb", "é", 1), ("qb", "e", 1)])
+    two = _trec(tmp_path / "two.txt", [("qa", "d9", 1), ("qa", "d10", 1), ("qb", "e", 1), ("qb", "é", 1)])
+    status, out, err = _run(capsys, "compare", one, two, "--qrels", qrels, "-m", "mrr", "--json")
+    assert status == 0, err
+    report = json.loads(out)
+    # "d9" > "d10" and "é" (0xC3 0xA9) > "e" in byte order: the relevant d10 ranks 2nd, the relevant é 1st.
+    assert report["means"] == {"one": {"mrr": 0.75}, "two": {"mrr": 0.75}}
+    assert report["comparisons"][0]["ties"] == 2
+    status, out, err = _run(capsys, "compare", one, two, "--qrels", qrels, "-m", "mrr", "--json", "--ties", "input")
+    assert status == 0, err
+    assert json.loads(out)["means"] == {"one": {"mrr": 1.0}, "two": {"mrr": 0.5}}
+
+
+def test_parquet_runs_keep_the_paper_convention_by_default(runs, capsys):
+    _, _, _, good, bad = runs
+    status, out, err = _run(capsys, "compare", good, bad, "--json", "-m", "ndcg@5")
+    assert status == 0, err
+    assert json.loads(out)["convention"] == Convention().as_dict()
+    status, out, err = _run(capsys, "compare", good, bad, "--json", "-m", "ndcg@5", "--convention", "trec")
+    assert status == 0, err
+    assert json.loads(out)["convention"]["ties"] == "docid-desc"
