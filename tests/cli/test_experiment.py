@@ -190,6 +190,11 @@ def test_folds_end_to_end(capsys, folds, tmp_path):
     assert sorted(pq.read_table(tmp_path / "e" / "trials.parquet").column("trial").to_pylist()) == [1] * 4 + [2] * 4
     assert sorted(p.name for p in (tmp_path / "e" / "queries").iterdir()) == [
         f"baseline__0000{k}__{x}.parquet" for k in (1, 2) for x in ("lambdamart", "xendcg")]
+    # --jobs 2: workers read each fold when a unit needs it; the same results
+    status, _, err = run(capsys, folds, "--folds", "-o", tmp_path / "par", *FOLD_ARGS, "--jobs", "2")
+    assert status == 0, err
+    assert _results(tmp_path / "par") == _results(tmp_path / "e")
+    assert (tmp_path / "par" / "summary.json").read_text() == (tmp_path / "e" / "summary.json").read_text()
     # the old spelling on one fold's directory: the same per-query tests
     status, out, err = run(capsys, folds / "Fold1", "--use-given-splits", "-o", tmp_path / "one", *FOLD_ARGS)
     assert status == 0, err
