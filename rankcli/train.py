@@ -353,6 +353,9 @@ def _metric_function(select_by: str, convention: str) -> tuple[str, Callable[[np
 
     spec = metrics.parse_metric(select_by)
     conv = metrics.Convention.preset(convention)
+    if conv.ties == "docid-desc":  # the trec preset orders ties by document id, which training data need not have
+        raise UsageError(f"--convention {convention} is for evaluating TREC runs (it breaks ties by document id); "
+                         "select a model by paper, lightgbm or sklearn")
 
     def f(labels: np.ndarray, scores: np.ndarray, offsets: np.ndarray) -> float:
         return float(metrics.evaluate([spec], labels, scores, offsets, conv).means[str(spec)])

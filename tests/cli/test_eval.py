@@ -292,3 +292,16 @@ def test_eval_with_model_skips_lightgbm_sklearn_import(cli, tmp_path):
     assert json.loads(flags) == [0, False]
     assert set(json.loads("\n".join(report))) == {"convention", "queries", "skipped", "queries_without_judged",
                                                    "metrics"}
+
+
+def test_train_refuses_the_trec_convention_before_training(cli, tmp_path):
+    """The trec preset breaks ties by document id; train's --select-by works on datasets, so it is refused up front."""
+    from tests.conftest import SAMPLE
+
+    data = tmp_path / "vali.parquet"
+    assert cli("convert", SAMPLE / "letor" / "vali.txt", "-o", data).returncode == 0
+    out = cli("train", data, "--valid", data, "--trees", "2", "--convention", "trec", "-o", tmp_path / "m")
+    assert out.returncode == 2
+    assert out.stderr.decode().endswith("Error: --convention trec is for evaluating TREC runs (it breaks ties by "
+                                        "document id); select a model by paper, lightgbm or sklearn\n")
+    assert not (tmp_path / "m").exists()
