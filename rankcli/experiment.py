@@ -1182,7 +1182,7 @@ def primary_metric(config: ExperimentConfig) -> str:
 def sweep_rows(summary: dict, config: ExperimentConfig, sweeps: dict) -> dict[str, list[dict]]:
     """Per sweep, one row per level: mean (and stderr) of the primary metric per loss, and for every other loss its
     difference to the first loss, ``"<loss> - <first>"`` = mean(loss) - mean(first), with the adjusted p-value of that
-    test (``"<loss> - <first> p_adjusted"``)."""
+    test (``"<loss> - <first> p_adjusted"``) and the number of units it ran over (``"<loss> - <first> n"``)."""
     metric = primary_metric(config)
     by_name = {s["setting"]: s for s in summary["settings"]}
     first = config.losses[0]
@@ -1201,6 +1201,7 @@ def sweep_rows(summary: dict, config: ExperimentConfig, sweeps: dict) -> dict[st
                 test = next((t for t in s["tests"] if t["a"] == first and t["b"] == loss and t["metric"] == metric),
                             None)
                 row[f"{label} p_adjusted"] = test["p_adjusted"] if test else float("nan")
+                row[f"{label} n"] = test["n"] if test else 0
             rows.append(row)
         out[kind] = rows
     return out
