@@ -253,7 +253,7 @@ def _load_per_query(path: Path, name: str, names: list[str], meta: dict, specs) 
 
     qcol = table.column("qid")
     if pa.types.is_integer(qcol.type):
-        qids = qcol.to_numpy().astype(np.int64)
+        qids = parquet.qids_as_int64(path, qcol)  # a uint64 id beyond int64 is refused, never wrapped
     elif pa.types.is_string(qcol.type) or pa.types.is_large_string(qcol.type):
         qids = np.asarray(qcol.to_pylist(), dtype=str)   # TREC query ids written by eval --per-query
     else:

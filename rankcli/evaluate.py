@@ -159,7 +159,8 @@ def read_run(path: Path | str, *, docids: bool = False) -> Run:
         arrays[name] = values
     if arrays["qid"].shape[0] == 0:
         raise InputError(f"{path}: the run has no rows")
-    run = run_from_arrays(arrays["qid"].astype(np.int64, copy=False), arrays["label"], arrays["score"], str(path))
+    qids = parquet.qids_as_int64(path, table.column("qid"))  # a uint64 id beyond int64 is refused, never wrapped
+    run = run_from_arrays(qids, arrays["label"], arrays["score"], str(path))
     if docids:
         run.docids = _names(arrays["qid"], table.column("docid") if name_column == "docid" else None,
                             table.column("row") if name_column == "row" else None, path)
@@ -172,7 +173,7 @@ def _query_ids(names: list[str]) -> np.ndarray:
         ints = [int(n) for n in names]
     except ValueError:
         return np.array(names, dtype=object)
-    if all(str(i) == n for i, n in zip(ints, names)):
+    if all(str(i) == n and -2 ** 63 <= i < 2 ** 63 for i, n in zip(ints, names)):  # else strings: exact
         return np.array(ints, dtype=np.int64)
     return np.array(names, dtype=object)
 

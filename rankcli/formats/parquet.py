@@ -173,9 +173,16 @@ def _open(path: Path | str) -> pq.ParquetFile:
     if path.is_dir():
         raise InputError(f"{path}: is a directory, expected a Parquet file")
     try:
-        return pq.ParquetFile(str(path))
+        pf = pq.ParquetFile(str(path))
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
+    names = pf.schema_arrow.names
+    if len(set(names)) != len(names):
+        seen: set[str] = set()
+        dup = next(n for n in names if n in seen or seen.add(n))
+        raise SchemaError(f"{path}: column {dup} appears {names.count(dup)} times; column names must be unique "
+                          "(which one would be read?)")
+    return pf
 
 
 def read_table(path: Path | str, columns: list[str] | None = None) -> pa.Table:
@@ -214,6 +221,28 @@ def column_to_numpy(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
+#: The data model's qid is int64: a uint64 column is read exactly up to this, and refused beyond.
+INT64_MAX = 2 ** 63 - 1
+
+
+def qids_as_int64(path: Path | str, column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """An integer ``qid`` column as int64, exactly: a uint64 value beyond int64 is refused, never wrapped to a
+    negative id. Another type is a :class:`SchemaError`."""
+    if not pa.types.is_integer(column.type):
+        raise SchemaError(f"{path}: column qid must be integer, got {column.type}")
+    if column.null_count:
+        raise SchemaError(f"{path}: column qid: missing value at row "
+                          f"{int(np.argmax(column_to_numpy(column.is_null().cast(pa.int8()))))}")
+    values = column_to_numpy(column)
+    if values.dtype == np.uint64 and values.size:
+        over = np.flatnonzero(values > np.uint64(INT64_MAX))
+        if over.size:
+            row = int(over[0])
+            raise SchemaError(f"{path}: column qid: {int(values[row])} at row {row} is beyond the int64 range of "
+                              f"query ids (at most {INT64_MAX}); renumber the queries")
+    return values.astype(np.int64, copy=False)
+
+
 def require_columns(path: Path | str, names: list[str], required: Iterable[str]) -> None:
     missing = [c for c in required if c not in names]
     if missing:
@@ -244,9 +273,7 @@ def read_dataset(path: Path | str, *, features: bool = True, label_required: boo
     if features:
         wanted += fnames
     table = read_table(path, wanted)
-    qids = np.array(column_to_numpy(table.column("qid")))  # a writable copy, as to_numpy gave
-    if not np.issubdtype(qids.dtype, np.integer):
-        raise SchemaError(f"{path}: column qid must be integer, got {table.schema.field('qid').type}")
+    qids = np.array(qids_as_int64(path, table.column("qid")))  # a writable copy, as to_numpy gave
     labels = (column_to_numpy(table.column("label")).astype(np.float64) if "label" in names
               else np.full(qids.shape[0], np.nan))
     docids = table.column("docid").to_numpy(zero_copy_only=False) if "docid" in names else None
