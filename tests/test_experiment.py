@@ -309,15 +309,16 @@ def test_fold_directories(tmp_path):
     with pytest.raises(UsageError, match="--folds needs DATA to be a directory holding Fold1/ .. FoldK/"):
         ex.load_data(root / "Fold1" / "train.parquet", folds=True)
     # pooling a directory of fold directories says to pass --folds
-    with pytest.raises(InputError, match="no \\*.parquet file in the directory; it holds fold directories: pass --folds"):
+    with pytest.raises(InputError, match="no \\*.parquet file in the directory; it holds fold directories: "
+                                         "pass --folds"):
         ex.load_data(root)
 
 
 def test_fold_without_validation_is_refused_when_others_have_one(tmp_path):
     root = write_folds(tmp_path / "d", k=2)
     (root / "Fold2" / "vali.parquet").unlink()
-    with pytest.raises(InputError, match="Fold2: no vali.parquet, but .*Fold1/vali.parquet exists; every fold needs the "
-                                         "same parts"):
+    with pytest.raises(InputError, match="Fold2: no vali.parquet, but .*Fold1/vali.parquet exists; every fold "
+                                         "needs the same parts"):
         ex.load_data(root, folds=True)
     # no fold with validation is a protocol (no early stopping); it is read
     (root / "Fold1" / "vali.parquet").unlink()

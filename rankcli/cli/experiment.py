@@ -55,8 +55,9 @@ def _parse_params(items: list[str]) -> dict:
 
 
 def command(
-    data: Annotated[Path, typer.Argument(help="A Parquet dataset or a directory of Parquet files (pooled); with --folds "
-                                              "a directory of Fold1/ .. FoldK/ (or one fold's train/vali/test).",
+    data: Annotated[Path, typer.Argument(help="A Parquet dataset or a directory of Parquet files (pooled); with "
+                                              "--folds a directory of Fold1/ .. FoldK/ (or one fold's "
+                                              "train/vali/test).",
                                          show_default=False)],
     output: Annotated[str, typer.Option("--output", "-o", help="The experiment directory (EXP_DIR).",
                                         show_default=False, metavar="EXP_DIR")],
