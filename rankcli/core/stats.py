@@ -409,8 +409,10 @@ def _wilcoxon(d: np.ndarray):
         sel = exact & (m == mm) & ~tied
         if sel.any():
             p[sel] = np.minimum(1.0, 2.0 * _signed_rank_cdf(mm)[stat[sel].astype(np.int64)])
-        sel = np.flatnonzero(exact & (m == mm) & tied)
-        if sel.shape[0]:
+        tied_rows = np.flatnonzero(exact & (m == mm) & tied)
+        step = max(1, _CHUNK_ELEMENTS // (mm * (mm + 1) + 1))          # the knapsack counts: (rows, m(m+1) + 1)
+        for r0 in range(0, tied_rows.shape[0], step):
+            sel = tied_rows[r0:r0 + step]
             # Twice the ranks of the non-zero differences are integers; sorting puts the zeros' entries first.
             ranks2 = np.sort(np.where(d[sel] != 0.0, np.rint(2.0 * ranks[sel]), 0.0), axis=1)[:, n - mm:]
             p[sel] = _tied_signed_rank_p(ranks2.astype(np.int64), np.rint(2.0 * stat[sel]).astype(np.int64))
@@ -502,6 +504,17 @@ def _permutation(d: np.ndarray, rng, permutations: int):
 def _bootstrap(d: np.ndarray, mean: np.ndarray, se: np.ndarray, rng: np.random.Generator, resamples: int,
                alpha: float):
     rows, n = d.shape
+    group = max(1, _CHUNK_ELEMENTS // resamples)
+    if rows > group:
+        # Bound the (rows, resamples) matrix of |t*|: groups of rows, each with the same draws (the generator is
+        # rewound), so every row still sees the resamples a single test would.
+        state = rng.bit_generator.state
+        parts = []
+        for g0 in range(0, rows, group):
+            rng.bit_generator.state = state
+            sl = slice(g0, min(rows, g0 + group))
+            parts.append(_bootstrap(d[sl], mean[sl], se[sl], rng, resamples, alpha))
+        return tuple(np.concatenate(x) for x in zip(*parts))
     t_obs = mean / se                                    # se > 0: constant rows never get here
     z = d - mean[:, None]                                # centred: the null hypothesis holds for z
     abs_t = np.empty((rows, resamples))

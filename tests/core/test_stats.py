@@ -449,3 +449,26 @@ def test_batched_result_is_independent_of_the_row_chunking(monkeypatch):
         again = paired_tests(a, b, t, rng=np.random.default_rng(0), permutations=700)
         assert np.array_equal(again.p_value, r.p_value, equal_nan=True)
         assert np.array_equal(again.ci_low, r.ci_low, equal_nan=True)
+
+
+def test_bootstrap_row_groups_see_the_same_resamples(monkeypatch):
+    # Many rows: the |t*| matrix is built in groups of rows, the generator rewound for each: same answers.
+    a, b = _mixed_rows(2, 30, 12)
+    ref = paired_tests(a, b, "bootstrap", rng=np.random.default_rng(5), permutations=400)
+    monkeypatch.setattr(stats, "_CHUNK_ELEMENTS", 400 * 7)          # groups of 7 rows
+    rng = np.random.default_rng(5)
+    again = paired_tests(a, b, "bootstrap", rng=rng, permutations=400)
+    assert np.array_equal(again.p_value, ref.p_value, equal_nan=True)
+    assert np.array_equal(again.ci_high, ref.ci_high, equal_nan=True)
+    single = paired_test(a[29], b[29], "bootstrap", rng=np.random.default_rng(5), permutations=400)
+    assert single.p_value == again.p_value[29]
+
+
+def test_wilcoxon_tied_rows_in_chunks(monkeypatch):
+    d = np.round(np.random.default_rng(0).normal(0.2, 1.0, (9, 12)), 0)
+    ref = paired_tests(d, np.zeros_like(d), "wilcoxon")
+    monkeypatch.setattr(stats, "_CHUNK_ELEMENTS", 400)              # two rows of knapsack counts at a time
+    assert np.array_equal(paired_tests(d, np.zeros_like(d), "wilcoxon").p_value, ref.p_value)
+    for i in range(9):
+        if np.any(d[i]):
+            assert ref.p_value[i] == pytest.approx(_wilcoxon_by_enumeration(list(d[i]))[1], rel=1e-12)
