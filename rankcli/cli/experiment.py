@@ -8,6 +8,7 @@ Two protocols:
                            LETOR 4.0 after `convert`), or is one such fold. Each fold is trained once per loss; the
                            test metrics of all folds are pooled per query and the paired t-tests run over those
                            queries (n = queries). --use-given-splits is the old spelling of --folds.
+
 Every trial (fold) trains every loss on the same data; test metrics use the paper's convention (queries without a
 relevant document are skipped) unless --convention says otherwise. A difference is labelled `b - a` and is
 mean(b) - mean(a), as in `compare`.
@@ -64,10 +65,10 @@ def command(
     losses: Annotated[str, typer.Option("--losses", help="Comma-separated losses (any loss `train` knows).")]
     = "lambdamart,xendcg,listnet",
     trials: Annotated[Optional[int], typer.Option("--trials", help="Random splits (trials) per setting "
-                                                                   "[default: 100]; not with --folds.",
+                                                                   "(default 100; not with --folds).",
                                                   show_default=False)] = None,
     split: Annotated[Optional[str], typer.Option("--split", help="Query fractions train,validation,test "
-                                                                 "[default: 0.6,0.2,0.2]; not with --folds.",
+                                                                 "(default 0.6,0.2,0.2; not with --folds).",
                                                  show_default=False)] = None,
     folds: Annotated[bool, typer.Option("--folds", help="Fixed splits: DATA holds Fold1/ .. FoldK/ (or one fold), "
                                                         "each trained once per loss; tests over the pooled test "
