@@ -1231,7 +1231,7 @@ def _signed(x: float | None, digits: int = 4) -> str:
 def p_cell(p: float | None, digits: int = 3, reason: str | None = None) -> str:
     """A p-value for a table; a test that could not be run says so (and why, when ``reason`` is given)."""
     if p is None or not math.isfinite(p):
-        return f"not testable ({reason})" if reason else "not testable"
+        return f"not testable: {reason}" if reason else "not testable"
     return f"{p:.{digits}f}"
 
 

@@ -221,6 +221,8 @@ def test_identical_repeats_are_not_a_sample():
     t = s["tests"][0]
     assert np.isnan(t["p_value"]) and "zero variance" in t["reason"]
     assert (t["difference"], t["n"]) == (0.125, 4)
+    assert ex.p_cell(t["p_value"], reason=t["reason"]) == f"not testable: {t['reason']}"
+    assert ex.p_cell(0.01234) == "0.012"
 
 
 # --- running, resuming, refusing ---------------------------------------------------------------------------------------
