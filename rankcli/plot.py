@@ -50,9 +50,10 @@ def sparkline(values: list[float], lo: float, hi: float, width: int = 40) -> str
     return "".join(out)
 
 
-#: What every point of a convergence curve is (the plot's caption; the CLI prints it under the sparklines).
+#: What every point of a convergence curve is (the CLI prints it under the sparklines; the plot's caption adds the band).
 CONVERGENCE_NOTE = ("Every point averages all trials; a trial that stopped early (early stopping) carries forward the "
-                    "value of the model it keeps (its best iteration). Band: ± 1 standard error over trials.")
+                    "value of the model it keeps (its best iteration).")
+CONVERGENCE_CAPTION = CONVERGENCE_NOTE + " Shaded band: ± 1 standard error of the mean over trials."
 
 
 def plot_convergence(curves: dict[str, dict], path: Path, metric: str, title: str) -> Path:
@@ -78,7 +79,7 @@ def plot_convergence(curves: dict[str, dict], path: Path, metric: str, title: st
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend()
-    fig.text(0.01, 0.01, CONVERGENCE_NOTE, fontsize=7, wrap=True, ha="left", va="bottom")
+    fig.text(0.01, 0.01, CONVERGENCE_CAPTION, fontsize=7, wrap=True, ha="left", va="bottom")
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(path, dpi=120)
     plt.close(fig)

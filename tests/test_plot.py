@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from rankcli.plot import CONVERGENCE_NOTE, have_matplotlib, plot_convergence, plot_sweep, sparkline
+from rankcli.plot import CONVERGENCE_CAPTION, CONVERGENCE_NOTE, have_matplotlib, plot_convergence, plot_sweep, sparkline
 
 
 def test_sparkline_scale_and_resampling():
@@ -32,4 +32,4 @@ def test_plots_are_png(tmp_path):
 
 def test_convergence_caption_says_what_carried_forward_means():
     assert "carries forward the value of the model it keeps" in CONVERGENCE_NOTE
-    assert "standard error" in CONVERGENCE_NOTE
+    assert CONVERGENCE_CAPTION.startswith(CONVERGENCE_NOTE) and "standard error" in CONVERGENCE_CAPTION
