@@ -61,6 +61,15 @@ def plot_convergence(curves: dict[str, dict], path: Path, metric: str, title: st
     paper's Figure 1). ``curves[loss]`` has ``mean`` and ``stderr`` per tree (see
     :func:`rankcli.experiment.convergence`: carried-forward curves, so every point averages the same trials)."""
     plt = _pyplot()
+    fig = convergence_figure(curves, metric, title)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def convergence_figure(curves: dict[str, dict], metric: str, title: str):
+    """The matplotlib figure of :func:`plot_convergence` (lines, bands, caption), for callers that draw it elsewhere."""
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
     for i, (loss, c) in enumerate(curves.items()):
         mean = c["mean"]
@@ -81,9 +90,7 @@ def plot_convergence(curves: dict[str, dict], path: Path, metric: str, title: st
     ax.legend()
     fig.text(0.01, 0.01, CONVERGENCE_CAPTION, fontsize=7, wrap=True, ha="left", va="bottom")
     fig.tight_layout(rect=(0, 0.07, 1, 1))
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return fig
 
 
 def plot_sweep(rows: list[dict], losses: list[str], path: Path, kind: str, metric: str) -> Path:

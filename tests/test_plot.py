@@ -33,3 +33,22 @@ def test_plots_are_png(tmp_path):
 def test_convergence_caption_says_what_carried_forward_means():
     assert "carries forward the value of the model it keeps" in CONVERGENCE_NOTE
     assert CONVERGENCE_CAPTION.startswith(CONVERGENCE_NOTE) and "standard error" in CONVERGENCE_CAPTION
+
+
+@pytest.mark.skipif(not have_matplotlib(), reason="matplotlib (the plot extra) is not installed")
+def test_convergence_plot_has_a_stderr_band_per_loss_and_the_caption():
+    import matplotlib.pyplot as plt
+
+    from rankcli.plot import convergence_figure
+
+    curves = {"a": {"mean": [0.1, 0.2, 0.3], "stderr": [0.01, 0.02, 0.03], "trials": [3, 3, 3]},
+              "b": {"mean": [0.2, 0.25, 0.3], "stderr": [0.01, 0.01, 0.01], "trials": [3, 3, 3]}}
+    fig = convergence_figure(curves, "ndcg@5", "t")
+    ax = fig.axes[0]
+    bands = ax.collections
+    assert len(bands) == 2
+    lo, hi = bands[0].get_paths()[0].vertices[:, 1].min(), bands[0].get_paths()[0].vertices[:, 1].max()
+    assert (lo, hi) == pytest.approx((0.09, 0.33))
+    assert [t.get_text() for t in fig.texts] == [CONVERGENCE_CAPTION]
+    assert "a ± 1 stderr" in [t.get_text() for t in ax.get_legend().get_texts()]
+    plt.close(fig)
