@@ -21,6 +21,9 @@ from rankcli.errors import UsageError
 #: The paper's click probabilities for grades 0..4 (Bruch 2021, Robustness 3).
 PAPER_CLICK_PROBS = (0.05, 0.3, 0.5, 0.7, 0.95)
 RANKERS = ("random", "label", "input")
+#: The most displayed documents a simulation may produce (impressions x documents shown per impression, before
+#: impressions without a click are dropped): the log takes about 30 bytes a row, plus 4 per feature in the output.
+MAX_SIMULATED_ROWS = 100_000_000
 
 
 @dataclass
@@ -131,6 +134,24 @@ def model_scores(ds: Dataset, model_dir: Path | str, what: str = "data") -> np.n
     return load_model(model_dir).predict(ds, what)
 
 
+def check_simulation_size(offsets: np.ndarray, impressions: int, max_rank: int | None) -> int:
+    """The most rows a simulation can display (every impression shows its whole list, or ``max_rank`` documents);
+    above :data:`MAX_SIMULATED_ROWS` it is refused before anything is allocated (``--impressions 100000000`` ended in
+    MemoryError)."""
+    shown = sizes(offsets)
+    if max_rank is not None:
+        shown = np.minimum(shown, max_rank)
+    per_impression = int(shown.sum())
+    total = int(impressions) * per_impression  # Python integers: no overflow
+    if total > MAX_SIMULATED_ROWS:
+        raise UsageError(
+            f"--impressions {impressions}: up to {total:,} displayed documents ({impressions:,} impressions of each "
+            f"of {shown.shape[0]:,} queries, {per_impression:,} documents shown per round), more than the limit of "
+            f"{MAX_SIMULATED_ROWS:,}; lower --impressions or --max-rank, or simulate in several runs with different "
+            "--seed values")
+    return total
+
+
 def simulate_log(ds: Dataset, *, model: str = "cascade", click_probs=PAPER_CLICK_PROBS, eta: float = 1.0,
                  max_rank: int | None = None, impressions: int = 10, ranker: str | np.ndarray = "random",
                  keep_no_click: bool = False, label_grades: bool = False,
@@ -145,6 +166,7 @@ def simulate_log(ds: Dataset, *, model: str = "cascade", click_probs=PAPER_CLICK
     else:
         grades = require_integer_grades(ds.labels, "click simulation (one click probability per grade)")
         values = None
+    check_simulation_size(ds.offsets, impressions, max_rank)
     ranks = display_ranks(ds, ranker)
     log = core.simulate(model, grades, ds.offsets, click_probs, impressions, rng, eta=eta, display_rank=ranks,
                         max_rank=max_rank, keep_no_click=keep_no_click)

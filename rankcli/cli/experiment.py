@@ -124,7 +124,7 @@ def command(
     import time
 
     from rankcli.cli._common import log, prepare_output, print_json, progress_bar
-    from rankcli.core.perturb import parse_split
+    from rankcli.core.perturb import check_augment_fraction, parse_split
     from rankcli.errors import UsageError
     from rankcli.experiment import ExperimentConfig, iter_levels, json_shape, run_experiment
 
@@ -155,6 +155,8 @@ def command(
         threads=threads, correction=correction,
     )
     _check_losses(loss_list)
+    for level in config.augment_negatives:  # before any unit runs: a level of 1e9 ended in MemoryError
+        check_augment_fraction(level)
     if dask is not None:
         from rankcli.distributed import parse_dask_target, require_dask
 

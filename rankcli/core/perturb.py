@@ -24,6 +24,18 @@ from rankcli.errors import UsageError
 
 #: The paper's distribution of a noisy grade: p(0..4).
 NOISE_GRADE_PROBS: tuple[float, ...] = (0.5, 0.2, 0.15, 0.1, 0.05)
+#: The largest list augmentation: each list grows by at most this many times its length (the paper sweeps 0 to 1),
+#: so that the augmented training set is at most 11 times the input's rows, known before anything is allocated.
+MAX_AUGMENT_FRACTION = 10.0
+
+
+def check_augment_fraction(fraction: float) -> None:
+    """Refuse an augmentation level that is negative, not finite, or above :data:`MAX_AUGMENT_FRACTION`."""
+    if not np.isfinite(fraction) or fraction < 0:
+        raise UsageError(f"--augment-negatives: a level must be >= 0, got {fraction:g}")
+    if fraction > MAX_AUGMENT_FRACTION:
+        raise UsageError(f"--augment-negatives: a level must be at most {MAX_AUGMENT_FRACTION:g} (each training list "
+                         f"grows by that many times its length; the paper sweeps 0 to 1), got {fraction:g}")
 
 
 def parse_split(text: str) -> tuple[float, float, float]:
@@ -86,10 +98,10 @@ def augment_negatives(offsets: np.ndarray, fraction: float, rng: np.random.Gener
     a copy of old row ``source_rows[i]``; each query keeps its original rows first, in order, then its added rows.
     Added rows must be labelled 0 by the caller (their label in the source query says nothing about this one).
 
-    With a single query there is no other query to draw from: ``fraction > 0`` is refused.
+    With a single query there is no other query to draw from: ``fraction > 0`` is refused; so is a ``fraction``
+    above :data:`MAX_AUGMENT_FRACTION` (before anything is allocated).
     """
-    if not np.isfinite(fraction) or fraction < 0:
-        raise UsageError(f"--augment-negatives: a level must be >= 0, got {fraction:g}")
+    check_augment_fraction(fraction)
     offsets = np.asarray(offsets, dtype=np.int64)
     sz = sizes(offsets)
     nq = sz.shape[0]

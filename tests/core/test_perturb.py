@@ -115,6 +115,17 @@ def test_augment_refuses_single_query_and_negative():
     assert source.tolist() == [0, 1, 2, 3, 4] and not added.any()
 
 
+def test_augment_refuses_a_level_above_the_cap_before_allocating():
+    """Issue 12.8: --augment-negatives 1e9 ended in MemoryError; the cap is checked before any array is made."""
+    from rankcli.core.perturb import MAX_AUGMENT_FRACTION
+
+    with pytest.raises(UsageError, match=r"--augment-negatives: a level must be at most 10 \(each training list grows "
+                                         r"by that many times its length; the paper sweeps 0 to 1\), got 1e\+09"):
+        augment_negatives(_offsets([5, 3]), 1e9, np.random.default_rng(0))
+    source, new_offsets, added = augment_negatives(_offsets([5, 3]), MAX_AUGMENT_FRACTION, np.random.default_rng(0))
+    assert new_offsets.tolist() == [0, 55, 88] and added.sum() == 80
+
+
 # --- label noise ------------------------------------------------------------------------------------------------------
 
 @given(sz=st.lists(st.integers(1, 25), min_size=1, max_size=30), frac=st.sampled_from([0.0, 0.1, 0.3, 0.5, 1.0]),
