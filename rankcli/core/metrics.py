@@ -431,43 +431,43 @@ def _topk_input_order(scores_mat: np.ndarray, kk: int) -> np.ndarray:
     return np.take_along_axis(cols, np.argsort(sel, axis=1, kind="stable"), axis=1)
 
 
-def _docid_tie_order(scores: np.ndarray, offsets: np.ndarray, docids) -> np.ndarray | None:
+def _docid_tie_order(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray, docids) -> np.ndarray | None:
     """A permutation of the rows, within their queries, after which the stable "input" order of equal scores is the
-    order of their document ids, descending in byte order (trec_eval's tie rule); None when no query has a tie.
+    order of their document ids, descending in byte order (trec_eval's tie rule); None when no order changes.
 
-    Only rows whose score ties another row of the same query are compared by document id, so a run without ties
-    costs one pass. ``str`` ids compare by code point, which is the byte order of their UTF-8 encoding (a trailing NUL
-    is dropped, as ``strcmp`` would stop there).
+    Only queries with a tie group whose labels differ are reordered: the order inside a group of equal labels cannot
+    change any metric. Their document ids are compared as UTF-8 bytes (``bytes`` compare as ``strcmp`` does, unsigned;
+    numpy's fixed-width bytes drop trailing NULs, where ``strcmp`` stops too), each query sorted on its own.
     """
-    n = scores.shape[0]
-    if n < 2:
-        return None
-    qidx = query_index(offsets)
-    with np.errstate(invalid="ignore"):  # inf - inf is NaN, which fails "<= 0" below: the sorting path handles it
-        step = np.diff(scores)
-    same_query = qidx[1:] == qidx[:-1]
-    if np.all(step[same_query] <= 0):  # already best first within each query (a TREC run as written): no sort
-        order = None
-        tie = same_query & (step == 0)
-    else:
-        order = np.lexsort((-scores, qidx))  # by query, then score descending
-        s = scores[order]
-        tie = same_query & (s[1:] == s[:-1])  # qidx[order] == qidx: lexsort keeps queries in place
-    if not tie.any():
-        return None
-    tied = np.zeros(n, dtype=bool)
-    tied[1:] |= tie
-    tied[:-1] |= tie
-    rows = np.flatnonzero(tied) if order is None else order[tied]
-    keys = np.asarray(docids)[rows]
-    if keys.dtype == object:
-        keys = keys.astype(str)
-    rank = np.unique(keys, return_inverse=True)[1].reshape(-1)
-    key = np.zeros(n, dtype=np.int64)
-    key[rows] = rank + 1
-    # Within each query, tied rows by descending docid; rows without a tie (key 0) after them, in input order. Their
-    # place relative to other scores does not matter: the stable sort by score puts them back.
-    return np.lexsort((-key, qidx))
+    perm = None
+    for qs, width in size_buckets(offsets):
+        if width < 2:
+            continue
+        rows, valid = padded_rows(offsets, qs, width)
+        smat = scores[rows]
+        smat[~valid] = -np.inf
+        order = np.argsort(-smat, axis=1, kind="stable")  # padding (last columns) stays after real -inf scores
+        s_sorted = np.take_along_axis(smat, order, axis=1)
+        v_sorted = np.take_along_axis(valid, order, axis=1)
+        l_sorted = labels[np.take_along_axis(rows, order, axis=1)]
+        # A group of equal scores with different labels has two neighbours (in sorted order) that differ in label.
+        mixed = (s_sorted[:, 1:] == s_sorted[:, :-1]) & v_sorted[:, 1:] & (l_sorted[:, 1:] != l_sorted[:, :-1])
+        need = np.flatnonzero(mixed.any(axis=1))
+        if need.shape[0] == 0:
+            continue
+        rows, valid, smat = rows[need], valid[need], smat[need]
+        names = np.asarray(docids, dtype=object)[rows[valid]]
+        encoded = np.array([str(d).encode() for d in names.tolist()], dtype=bytes)
+        key = np.zeros(rows.shape, dtype=encoded.dtype)  # padding: b""
+        key[valid] = encoded
+        rank = np.empty(rows.shape, dtype=np.int64)
+        np.put_along_axis(rank, np.argsort(key, axis=1, kind="stable"), np.arange(width)[None, :], axis=1)
+        # Real cells first (padding last, whatever its key), then score descending, then docid descending.
+        new = np.lexsort((-rank, -smat, ~valid), axis=1)
+        if perm is None:
+            perm = np.arange(scores.shape[0])
+        perm[rows[valid]] = np.take_along_axis(rows, new, axis=1)[valid]
+    return perm
 
 
 def per_query(specs: Sequence[MetricSpec | str], labels, scores, offsets, convention: Convention = Convention(), *,
@@ -494,7 +494,7 @@ def per_query(specs: Sequence[MetricSpec | str], labels, scores, offsets, conven
                              "input has none; choose another tie rule (--ties input or average)")
         if len(docids) != labels.shape[0]:
             raise InputError(f"docids must have one entry per row ({labels.shape[0]}), got {len(docids)}")
-        perm = _docid_tie_order(scores, offsets, docids)
+        perm = _docid_tie_order(scores, labels, offsets, docids)
         if perm is not None:  # rows move only within their query: the per-query results keep their order
             labels, scores = labels[perm], scores[perm]
     nq = offsets.shape[0] - 1

@@ -92,11 +92,12 @@ def test_parse_metrics_shorthand_and_dedup():
     ("ndcg@x", "positive integer"),
     ("zzz", "unknown metric 'zzz'"),
 ])
-def test_unknown_metric_suggests_and_exits_3(text, fragment):
+def test_unknown_metric_suggests_and_exits_2(text, fragment):
+    # A usage error, as a misspelt loss is (issue 11 item 9).
     with pytest.raises(UsageError) as err:
         M.parse_metrics([text])
     assert fragment in str(err.value)
-    assert err.value.exit_status == ExitStatus.INVALID_INPUT
+    assert err.value.exit_status == ExitStatus.USAGE
 
 
 def test_bare_cutoff_without_metric_is_refused():
