@@ -845,6 +845,33 @@ def write_svmlight(path: str | Path, dataset_path: str | Path, *, overwrite: boo
     rows = 0
     with atomic_path(path, overwrite) as tmp, open(tmp, "wb") as out:
         for table in iter_row_groups(dataset_path):
+            check_comment_text(table, dataset_path, rows)
             write_lines(out, svmlight_lines(table, fcols, force_width=rows == 0))
             rows += table.num_rows
     return rows
+
+
+#: What a docid written as ``# docid = X`` cannot hold: the reader takes the docid up to the first blank (RE2's
+#: ``\S+``, ASCII whitespace), so it would come back cut or empty.
+_DOCID_UNWRITABLE = r"^$|[\t\n\x0b\x0c\r ]"
+
+
+def check_comment_text(table: pa.Table, source: str | Path, first_row: int = 0) -> None:
+    """Refuse (exit 3, naming the row) the text an SVMlight line cannot carry back: a comment with a line break (it
+    would end the line), or, when the docid is written, a docid that is empty or has whitespace (it would not read
+    back the same)."""
+    if "comment" in table.column_names:
+        column, pattern, why = table.column("comment"), r"[\n\r]", "a line break, which would end the SVMlight line"
+        what = "comment"
+    elif "docid" in table.column_names:
+        column, pattern, what = table.column("docid"), _DOCID_UNWRITABLE, "docid"
+        why = "whitespace (or nothing), and `# docid = X` reads X up to the first blank: it would not read back"
+    else:
+        return
+    bad = pc.match_substring_regex(column, pattern)  # null for a null docid: skipped by any()
+    if not pc.any(bad).as_py():
+        return
+    i = int(pc.index(bad.fill_null(False), True).as_py())  # the error path: a Python literal may import pandas
+    qid = f" (qid {table.column('qid')[i].as_py()})" if "qid" in table.column_names else ""
+    raise InputError(f"{source}: row {first_row + i}{qid}: {what} {column[i].as_py()!r} cannot be written to "
+                     f"SVMlight text: it contains {why}")

@@ -330,3 +330,30 @@ def test_overflow_is_an_error_and_no_numpy_warning_reaches_stderr(tmp_path, cli)
     src.write_text("inf qid:1 1:inf 2:nan 3:3.4e38\n")
     result = cli("convert", src, "-o", tmp_path / "b.parquet", env={"PYTHONWARNINGS": "default"})
     assert result.returncode == 0 and b"Warning" not in result.stderr, result.stderr.decode()
+
+
+@pytest.mark.parametrize("column,values,message", [
+    ("docid", ["a", "b c", "d"], "row 1 (qid 1): docid 'b c' cannot be written to SVMlight text: it contains "
+     "whitespace (or nothing), and `# docid = X` reads X up to the first blank: it would not read back"),
+    ("docid", ["a", None, "e\nf"], "row 2 (qid 2): docid 'e\\nf' cannot be written to SVMlight text: it contains "
+     "whitespace (or nothing), and `# docid = X` reads X up to the first blank: it would not read back"),
+    ("docid", ["a", "b", ""], "row 2 (qid 2): docid '' cannot be written to SVMlight text: it contains whitespace "
+     "(or nothing), and `# docid = X` reads X up to the first blank: it would not read back"),
+    ("comment", ["docid = a", "x\ry", "z"], "row 1 (qid 1): comment 'x\\ry' cannot be written to SVMlight text: it "
+     "contains a line break, which would end the SVMlight line"),
+])
+def test_export_refuses_text_that_would_not_read_back(tmp_path, capsys, column, values, message):
+    """Messages that mislead: a docid with whitespace or a newline was written, and read back cut (or as two lines)."""
+    import pyarrow as pa
+
+    data = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"qid": pa.array([1, 1, 2]), "label": [1.0, 0.0, 1.0], column: values,
+                             "f1": pa.array([1, 2, 3], pa.float32())}), str(data))
+    status, out, err = run(capsys, "export", data, "-o", tmp_path / "d.txt")
+    assert (status, out, err) == (ExitStatus.INVALID_INPUT, "", f"Error: {data}: {message}\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.parquet"]
+    # null docids are fine: the row is written without a comment
+    pq.write_table(pa.table({"qid": pa.array([1, 1]), "label": [1.0, 0.0], "docid": ["a", None],
+                             "f1": pa.array([1, 2], pa.float32())}), str(data))
+    assert run(capsys, "export", data, "-o", tmp_path / "ok.txt")[0] == 0
+    assert (tmp_path / "ok.txt").read_text() == "1 qid:1 1:1 # docid = a\n0 qid:1 1:2\n"
