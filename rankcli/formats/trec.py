@@ -1,8 +1,11 @@
 """TREC run and qrels files.
 
 - A run: one line per retrieved document, ``qid Q0 docid rank score tag``, whitespace-separated. The ``Q0`` and ``rank``
-  fields are read but not used: the order comes from ``score`` (descending), ties in file order.
+  fields are read but not used: the order comes from ``score`` (descending); equal scores are ordered by the
+  evaluation's convention (trec_eval's rule, docid descending in byte order, under the ``trec`` convention).
 - Qrels: ``qid iteration docid relevance``, whitespace-separated; the iteration field is ignored.
+- Documents that rankcli writes (``export --format trec-qrels``, ``predict --format trec``) are named by
+  :func:`document_names`: the docid, else ``<qid>-<row>``.
 
 Query ids are kept as strings (TREC ids need not be numbers). Blank lines and lines starting with ``#`` are skipped.
 Errors name the file and line: ``run.txt:17: expected 6 fields "qid Q0 docid rank score tag", got "301 Q0 d1"``.
