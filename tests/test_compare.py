@@ -48,7 +48,7 @@ def test_compare_values_zero_variance_is_not_testable_and_out_of_the_family():
     base = rng.random(20)
     values = {"base": {"m": base, "k": base}, "shifted": {"m": base + 0.125, "k": base + rng.normal(0.1, 0.05, 20)}}
     for test in ("ttest", "bootstrap"):
-        means, used, comps, correction = compare_values(values, ["m", "k"], baseline="base", test=test)
+        _, _, comps, correction = compare_values(values, ["m", "k"], baseline="base", test=test)
         flat, noisy = comps
         assert flat.decision == "not testable" and flat.result.reason == "all differences are equal (zero variance)"
         assert math.isnan(flat.p_adjusted) and not flat.significant and flat.as_dict()["reason"] == flat.result.reason

@@ -72,7 +72,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Sequence
 
 import numpy as np
@@ -269,11 +269,12 @@ def _run(a: np.ndarray, b: np.ndarray, test: str, rng, permutations: int, alpha:
     mean = ds.mean(axis=1)
     sd = ds.std(axis=1, ddof=1)
     se = sd / math.sqrt(n)
-    out.mean_diff = np.ldexp(mean, exponent)
-    out.stderr = np.ldexp(se, exponent)
+    with np.errstate(over="ignore"):                     # a stderr beyond float64 (values near 1e308) is inf
+        out.mean_diff = np.ldexp(mean, exponent)
+        out.stderr = np.ldexp(se, exponent)
     tol = _ROUNDING * scale
     zero = biggest <= tol
-    constant = ~zero & ((d.max(axis=1) - d.min(axis=1)) <= tol)
+    constant = ~zero & ((ds.max(axis=1) - ds.min(axis=1)) <= np.ldexp(tol, -exponent))   # the range, scaled
     # Zero: indistinguishable runs, the same for every test.
     out.statistic[zero] = 0.0
     out.p_value[zero] = 1.0
@@ -310,8 +311,9 @@ def _run(a: np.ndarray, b: np.ndarray, test: str, rng, permutations: int, alpha:
     out.statistic[idx] = stat
     out.p_value[idx] = p
     if lo is not None:
-        out.ci_low[idx] = np.ldexp(lo, exponent[idx])
-        out.ci_high[idx] = np.ldexp(hi, exponent[idx])
+        with np.errstate(over="ignore"):                 # an interval reaching beyond float64 ends at -inf / inf
+            out.ci_low[idx] = np.ldexp(lo, exponent[idx])
+            out.ci_high[idx] = np.ldexp(hi, exponent[idx])
     return out
 
 
@@ -335,7 +337,7 @@ def _need_rng(rng: np.random.Generator | None, test: str) -> np.random.Generator
 # Wilcoxon signed-rank
 
 
-@lru_cache(maxsize=None)
+@cache
 def _signed_rank_cdf(m: int) -> np.ndarray:
     """``cdf[k] = P(R+ <= k)`` for the signed-rank sum of ``m`` untied non-zero differences under the null.
 

@@ -15,7 +15,7 @@ sets at 0.05 with 5 queries and failed here.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pytest
@@ -52,7 +52,7 @@ def _p_values(test: str, d: np.ndarray, seed: int) -> np.ndarray:
     return p
 
 
-@lru_cache(maxsize=None)
+@cache
 def _null_p(test: str, dist: str, n: int) -> np.ndarray:
     return _p_values(test, _data(dist, n, DATASETS), seed=100 + n)
 

@@ -12,8 +12,14 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 
 from rankcli.core import stats
-from rankcli.core.stats import (REASON_NO_VARIANCE, REASON_TOO_FEW, adjust_pvalues, paired_test, paired_tests,
-                                 win_tie_loss)
+from rankcli.core.stats import (
+    REASON_NO_VARIANCE,
+    REASON_TOO_FEW,
+    adjust_pvalues,
+    paired_test,
+    paired_tests,
+    win_tie_loss,
+)
 from rankcli.errors import InputError, UsageError
 
 
@@ -472,3 +478,13 @@ def test_wilcoxon_tied_rows_in_chunks(monkeypatch):
     for i in range(9):
         if np.any(d[i]):
             assert ref.p_value[i] == pytest.approx(_wilcoxon_by_enumeration(list(d[i]))[1], rel=1e-12)
+
+
+def test_values_near_the_float64_limit_give_numbers_not_warnings():
+    with np.errstate(over="raise", invalid="raise", divide="raise"):  # underflow of tiny squares is harmless
+        for test in stats.TESTS:
+            res = paired_test([1e308, -1e308, 0.0, 5.0], [0.0, 0.0, 1.0, 2.0], test, rng=np.random.default_rng(0))
+            assert res.mean_diff == pytest.approx((-1.0 + 3.0) / 4) and 0.0 < res.p_value <= 1.0
+            if res.ci_low is not None:                              # may reach beyond float64: -inf / inf
+                assert res.ci_low < -1e307 and res.ci_high > 1e307
+        assert paired_test([1e308] * 3, [0.0] * 3).reason == REASON_NO_VARIANCE
