@@ -435,8 +435,8 @@ def train_distributed(client: "distributed.Client", train_path: Path | str, vali
     import dask.array as da
     from rankcli.core.labels import require_integer_grades
     from rankcli.errors import InputError
-    from rankcli.train import (INTEGER_LABEL_LOSSES, LOSSES, REAL_LABEL_HINT, TrainResult, feature_difference,
-                               resolve_params)
+    from rankcli.train import (INTEGER_LABEL_LOSSES, LOSSES, REAL_LABEL_HINT, TrainResult, check_grade_range,
+                               feature_difference, resolve_params)
 
     check_dask_loss(config.loss)
     if config.trees < 1:
@@ -469,6 +469,7 @@ def train_distributed(client: "distributed.Client", train_path: Path | str, vali
     if config.loss in INTEGER_LABEL_LOSSES:
         consumer = f"--loss {config.loss} (LightGBM {LOSSES[config.loss]})"
         require_integer_grades(values, consumer, REAL_LABEL_HINT)
+        check_grade_range(config.loss, values, config.label_grades)
     max_grade = int(values.max()) if config.loss == "lambdamart" else None
 
     params = resolve_params(config, max_grade)

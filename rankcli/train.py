@@ -56,6 +56,13 @@ LOSSES: dict[str, str | None] = {
 #: Losses whose LightGBM implementation needs integer grades.
 INTEGER_LABEL_LOSSES = ("lambdamart", "xendcg-native")
 REAL_LABEL_HINT = "--loss xendcg or --loss listnet, which take real-valued labels"
+#: The largest grade each integer-label loss can take, and why. LightGBM's rank_xendcg computes 2^label in a 32-bit
+#: integer (Common::Pow(2, int)), exact up to 2^30; lambdamart's gain table 2^g - 1 must stay finite in the sums of
+#: DCG over a query (2^1000 times any query size below 2^23 documents is within float64's range).
+MAX_GRADE: dict[str, tuple[int, str]] = {
+    "xendcg-native": (30, "LightGBM's rank_xendcg computes 2^label in a 32-bit integer"),
+    "lambdamart": (1000, "its gains 2^grade - 1 overflow the DCG sums beyond that"),
+}
 
 DEFAULT_LEARNING_RATE = 0.05
 DEFAULT_NUM_LEAVES = 31
@@ -267,10 +274,25 @@ def _training_labels(train: Dataset, config: TrainConfig) -> tuple[np.ndarray, l
     if config.loss in INTEGER_LABEL_LOSSES:
         consumer = f"--loss {config.loss} (LightGBM {LOSSES[config.loss]})"
         labels = require_integer_grades(labels, consumer, REAL_LABEL_HINT).astype(np.float64)
+        check_grade_range(config.loss, labels, config.label_grades)
     elif config.loss == "xendcg" and (labels < 0).any():
         raise InputError(f"--loss xendcg needs non-negative labels (2^label - gamma), got {labels.min():g}; "
                          "pass --label-grades to map the distinct label values to grades 0..n-1")
     return labels, values
+
+
+def check_grade_range(loss: str, grades: np.ndarray, label_grades: bool = False) -> None:
+    """:class:`InputError` when an integer-label loss cannot take the largest of ``grades`` (:data:`MAX_GRADE`)."""
+    if loss not in MAX_GRADE or np.asarray(grades).shape[0] == 0:
+        return
+    limit, why = MAX_GRADE[loss]
+    top = float(np.max(grades))
+    if top <= limit:
+        return
+    fix = (f"the data have {int(top) + 1} distinct label values" if label_grades else
+           "pass --label-grades to map the distinct label values to grades 0..n-1")
+    raise InputError(f"--loss {loss} takes grades up to {limit} ({why}), got a label of {top:g}; {fix}, or use "
+                     "--loss xendcg, which takes any label >= 0")
 
 
 # ---------------------------------------------------------------------------------------------------- params
@@ -300,6 +322,7 @@ def resolve_params(config: TrainConfig, max_grade: int | None = None) -> dict[st
     if config.preset and config.loss == "lambdamart":
         params.update(PRESET_LAMBDARANK)
     if config.loss == "lambdamart" and max_grade is not None and max_grade >= 31:
+        check_grade_range("lambdamart", np.array([max_grade]), config.label_grades)
         # LightGBM's default label_gain has 31 entries (grades 0..30); extend it with the same 2^g - 1 gains.
         params["label_gain"] = [float(2.0**g - 1.0) for g in range(max_grade + 1)]
     params.update(check_params(config.params))
@@ -323,7 +346,7 @@ class LibraryObjective:
         self.seed = int(seed)
         self.iteration = 0
         # Constant over the iterations: computed once.
-        self._pow2 = np.exp2(self.labels) if loss == "xendcg" else None
+        self._label_terms = losses.xendcg_label_terms(self.labels, offsets) if loss == "xendcg" else None
         self._phi = segment_softmax(self.labels, offsets) if loss == "listnet" else None
 
     def __deepcopy__(self, memo: dict) -> "LibraryObjective":
@@ -340,7 +363,8 @@ class LibraryObjective:
         gamma = self.gamma_for(self.iteration)
         self.iteration += 1
         if self.loss == "xendcg":
-            return losses.xendcg_grad_hess(preds, self.labels, self.offsets, gamma, pow2_labels=self._pow2)
+            return losses.xendcg_grad_hess(preds, self.labels, self.offsets, gamma,
+                                           label_terms=self._label_terms)
         if self.loss == "listnet":
             return losses.listnet_grad_hess(preds, self.labels, self.offsets, label_softmax=self._phi)
         return losses.loss_grad_hess(self.loss, np.asarray(preds, dtype=np.float64), self.labels, self.offsets, gamma)
@@ -399,9 +423,24 @@ def _lgb_dataset(ds: Dataset, labels: np.ndarray, params: dict, reference: Any =
                             reference=reference, free_raw_data=True)
 
 
-def _prepare(train: Dataset, valid: Dataset | None, config: TrainConfig):
+#: LightGBM's seed is a 32-bit signed integer: a larger one would be silently wrapped.
+MAX_SEED = 2**31 - 1
+
+
+def check_seed(seed: int) -> int:
+    """``seed`` if LightGBM can take it as it is (0 .. :data:`MAX_SEED`), else :class:`UsageError`."""
+    if seed < 0:
+        raise UsageError(f"--seed must be >= 0, got {seed}")
+    if seed > MAX_SEED:
+        raise UsageError(f"--seed must be at most {MAX_SEED} (LightGBM's seed is a 32-bit integer), got {seed}")
+    return seed
+
+
+def _prepare(train: Dataset, valid: Dataset | None, config: TrainConfig, names: tuple[str, str] | None = None):
+    train_name, valid_name = names or ("training data", "validation data")
     check_loss(config.loss)
     check_preset(config.preset)
+    check_seed(config.seed)
     if config.trees < 1:
         raise UsageError(f"--trees must be at least 1, got {config.trees}")
     if config.early_stopping < 0:
@@ -411,19 +450,28 @@ def _prepare(train: Dataset, valid: Dataset | None, config: TrainConfig):
     check_params(config.params)
     metric_name, metric_fn = _metric_function(config.select_by, config.convention)
     if train.n_rows == 0:
-        raise InputError("training data has no rows")
+        raise InputError(f"{train_name}: no rows to train on")
+    if not train.feature_names:
+        raise SchemaError(f"{train_name}: no feature columns (f1, f2, ...): a ranker needs at least one feature")
     if valid is not None:
         diff = feature_difference(train.feature_names, valid.feature_names)
         if diff:
             raise SchemaError(f"validation feature columns differ from the training data's: {diff}")
+        if valid.n_rows == 0:
+            raise InputError(f"{valid_name}: no rows to validate on; give a validation file with queries, or leave "
+                             "out --valid (then every tree is trained and kept)")
         _check_labels(valid, "validation data")
     labels, label_values = _training_labels(train, config)
     return labels, label_values, metric_name, metric_fn
 
 
-def check_inputs(train: Dataset, valid: Dataset | None, config: TrainConfig) -> None:
-    """Every check :func:`train_model` makes before training (options, feature columns, labels); raises on failure."""
-    _prepare(train, valid, config)
+def check_inputs(train: Dataset, valid: Dataset | None, config: TrainConfig,
+                 names: tuple[str, str] | None = None) -> None:
+    """Every check :func:`train_model` makes before training (options, feature columns, labels); raises on failure.
+
+    ``names`` (training, validation) name the two datasets in messages, e.g. their file names.
+    """
+    _prepare(train, valid, config, names)
 
 
 # ----------------------------------------------------------------------------------------------------- training
@@ -795,5 +843,5 @@ def load_model(model_dir: Path | str) -> TrainedModel:
 
 
 __all__ = ["LOSSES", "PRESETS", "TrainConfig", "TrainResult", "TrainedModel", "LibraryObjective", "check_inputs",
-           "check_loss", "check_params", "import_lightgbm_lean", "feature_difference", "file_sha256", "load_model",
+           "check_grade_range", "check_loss", "check_params", "check_seed", "import_lightgbm_lean", "feature_difference", "file_sha256", "load_model",
            "model_info", "resolve_params", "save_model", "train_model", "validate_model_info", "write_model_dir"]

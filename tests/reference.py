@@ -241,3 +241,44 @@ def pbm_clicks(grades, offsets, click_probs, impressions, rng, eta, display_rank
                 shown.append((r, int(examined), int(clicked)))
             out.append((q, i, shown))
     return out
+
+
+# ------------------------------------------------------------------------- XE-NDCG targets for large labels (issue 12)
+def xendcg_targets_logspace(labels, offsets, gamma):
+    """phi_i = (2^y_i - gamma_i) / sum_j (2^y_j - gamma_j) per document, in log space with plain ``math``.
+
+    In base 2: log2(2^y - g) = y + log2(1 - g 2^-y) (with log1p); each term is normalised by the query's largest
+    one before exponentiating (a difference of labels, exact in float64, so no precision is lost to the size of the
+    labels) and the weights are divided by their sum. 0 for a query
+    of one document or without target mass, as in rankcli.core.losses.
+    """
+    gamma = np.broadcast_to(np.asarray(gamma, dtype=float), (len(labels),))
+    phi = np.zeros(len(labels))
+    for _, a, b in queries(offsets):
+        logs = []
+        for i in range(a, b):
+            y, g = float(labels[i]), float(gamma[i])
+            rest = -g * 2.0 ** -y if y < 1074 else 0.0
+            logs.append(y + math.log1p(rest) / math.log(2.0) if rest > -1.0 else -math.inf)
+        top = max(logs)
+        if b - a <= 1 or top == -math.inf:
+            continue
+        weights = [2.0 ** (v - top) for v in logs]  # 2^(log2 term - log2 of the largest term), never above 1
+        phi[a:b] = [w / sum(weights) for w in weights]
+    return phi
+
+
+def xendcg_targets_exact(labels, offsets, gamma):
+    """The same targets computed exactly with rationals (integer labels): 2^y as a Python integer, gamma as the
+    exact binary fraction of its float, the division rounded once at the end."""
+    from fractions import Fraction
+
+    gamma = np.broadcast_to(np.asarray(gamma, dtype=float), (len(labels),))
+    phi = np.zeros(len(labels))
+    for _, a, b in queries(offsets):
+        numer = [Fraction(2) ** int(labels[i]) - Fraction(float(gamma[i])) for i in range(a, b)]
+        total = sum(numer)
+        if b - a <= 1 or total <= 0:
+            continue
+        phi[a:b] = [float(x / total) for x in numer]
+    return phi

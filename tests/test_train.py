@@ -10,8 +10,8 @@ import pytest
 
 from rankcli.core.labels import NonIntegerLabelsError
 from rankcli.errors import SchemaError, UsageError
-from rankcli.train import (LOSSES, LibraryObjective, TrainConfig, check_loss, load_model, resolve_params, save_model,
-                           train_model)
+from rankcli.train import (LOSSES, MAX_GRADE, LibraryObjective, TrainConfig, check_loss, load_model, resolve_params,
+                           save_model, train_model)
 from tests.letor_sample import load_letor
 
 FAST = dict(trees=8, threads=1, num_leaves=7, min_data_in_leaf=5)
@@ -244,3 +244,44 @@ def test_model_info_types_are_validated(change, message):
     assert validate_model_info(dict(good), "x/rankcli.json") == good
     with pytest.raises(InputError, match="^x/rankcli.json: .*" + __import__("re").escape(message)):
         validate_model_info({**good, **change}, "x/rankcli.json")
+
+
+# ---------------------------------------------------------------------------- large labels (issue 12 items 4, 7)
+@pytest.fixture(scope="module")
+def big_labels():
+    train = load_letor("train", 46)
+    train.labels = train.labels * 250_000.0  # grades 0..4 -> 0 .. 10^6
+    return train
+
+
+@pytest.mark.parametrize("loss", ["xendcg", "listnet", "ranknet", "pointwise"])
+def test_losses_taking_any_label_train_a_useful_model_on_labels_up_to_a_million(data, big_labels, loss):
+    """xendcg trained a constant model from labels of 1024 on (2^label overflowed): NDCG@5 fell to a constant's."""
+    from rankcli.core.metrics import Convention, evaluate
+
+    _, valid = data
+    conv = Convention.preset("paper")
+    result = train_model(big_labels, None, TrainConfig(loss=loss, **FAST))
+    scores = result.booster.predict(valid.features)
+    assert np.ptp(scores) > 0
+    got = evaluate(["ndcg@5"], valid.labels, scores, valid.offsets, conv).means["ndcg@5"]
+    constant = evaluate(["ndcg@5"], valid.labels, np.zeros(valid.n_rows), valid.offsets, conv).means["ndcg@5"]
+    assert constant < 0.3 and got > 0.7, (loss, got)
+
+
+@pytest.mark.parametrize("loss, limit", [("lambdamart", 1000), ("xendcg-native", 30)])
+def test_integer_label_losses_refuse_grades_beyond_their_range_and_offer_label_grades(data, big_labels, loss, limit):
+    from rankcli.errors import InputError
+
+    with pytest.raises(InputError) as err:  # lambdamart: an OverflowError traceback building label_gain
+        train_model(big_labels, None, TrainConfig(loss=loss, **FAST))
+    assert err.value.exit_status == 3
+    assert str(err.value) == (f"--loss {loss} takes grades up to {limit} ({MAX_GRADE[loss][1]}), got a label of "
+                              "1e+06; pass --label-grades to map the distinct label values to grades 0..n-1, or use "
+                              "--loss xendcg, which takes any label >= 0")
+    train_model(big_labels, None, TrainConfig(loss=loss, label_grades=True, **FAST))
+    at_limit = load_letor("train", 46)
+    at_limit.labels = np.where(at_limit.labels == 4, float(limit), at_limit.labels)
+    train_model(at_limit, None, TrainConfig(loss=loss, **FAST))
+    with pytest.raises(InputError, match="takes grades up to 1000"):  # the Dask path resolves parameters alike
+        resolve_params(TrainConfig(loss="lambdamart"), max_grade=10**6)

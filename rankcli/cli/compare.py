@@ -119,6 +119,8 @@ def command(
         raise UsageError("--fail-if-worse needs --baseline when comparing more than two runs")
     if permutations < 1:
         raise UsageError(f"--permutations must be at least 1, got {permutations}")
+    if seed < 0:
+        raise UsageError(f"--seed must be >= 0, got {seed}")
 
     from rankcli.compare import compare_inputs
     from rankcli.core.metrics import Convention

@@ -70,6 +70,8 @@ def command(
         raise UsageError(f"--max-rank: must be at least 1, got {max_rank}")
     if eta < 0:
         raise UsageError(f"--eta: must be non-negative, got {eta:g}")
+    if seed < 0:
+        raise UsageError(f"--seed must be >= 0, got {seed}")
     if ranker not in RANKERS and not Path(ranker).is_dir():
         raise UsageError(f"--ranker: expected random, label, input or a model directory, got {ranker!r}")
     from rankcli.formats.atomic import model_files

@@ -107,11 +107,12 @@ def command(
     from rankcli.cli._common import prepare_output
     from rankcli.formats.parquet import read_dataset
     from rankcli.core.losses import parse_gamma
-    from rankcli.train import (TrainConfig, check_inputs, check_loss, check_preset, import_lightgbm_lean, save_model,
-                               train_model)
+    from rankcli.train import (TrainConfig, check_inputs, check_loss, check_preset, check_seed, import_lightgbm_lean,
+                               save_model, train_model)
 
     check_loss(loss)
     check_preset(preset)
+    check_seed(seed)
     if loss == "xendcg":
         parse_gamma(gamma)
     if trees is not None and trees < 1:
@@ -151,7 +152,7 @@ def command(
     else:
         train_ds = read_dataset(train)
         valid_ds = read_dataset(valid) if valid is not None else None
-        check_inputs(train_ds, valid_ds, config)
+        check_inputs(train_ds, valid_ds, config, names=(str(train), str(valid)))
         log(f"training {loss} on {train}: {train_ds.n_rows} rows, {train_ds.n_queries} queries, "
             f"{train_ds.n_features} features" + (f"; validating on {valid} ({valid_ds.n_queries} queries)"
                                                  if valid_ds is not None else ""))

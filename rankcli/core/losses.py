@@ -108,12 +108,31 @@ def _single(offsets: np.ndarray) -> np.ndarray:
     return broadcast(sizes(offsets) <= 1, offsets)
 
 
+def xendcg_label_terms(labels: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(2^(y_i - m_q), 2^-m_q)`` per row, ``m_q`` the largest label of the row's query: the scaled target mass.
+
+    XE-NDCG's target ``phi_i = (2^y_i - gamma_i) / sum_j (2^y_j - gamma_j)`` is unchanged when numerator and
+    denominator are both divided by ``2^m_q``: ``phi_i = (2^(y_i - m_q) - gamma_i 2^-m_q) / sum_j (...)``. In that
+    form no term exceeds 1, so labels of any size give finite targets (``2^y`` itself overflows float64 from
+    ``y = 1024`` on, which made every target NaN and trained a constant model). When ``2^-m_q`` underflows to 0
+    (``m_q > 1074``) the gamma terms are below float64's resolution of the result and dropping them is exact to
+    rounding. These two arrays depend on the labels only, so a boosting objective computes them once.
+    """
+    y = np.asarray(labels, dtype=np.float64)
+    if y.shape[0] == 0:
+        return np.zeros(0), np.zeros(0)
+    top = broadcast(segment_max(y, offsets), offsets)
+    return np.exp2(y - top), np.exp2(-top)
+
+
 def xendcg_targets(labels: np.ndarray, offsets: np.ndarray, gamma: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
     """``phi_i = (2^y_i - gamma_i) / sum_j (2^y_j - gamma_j)`` per document, and the per-row mask of usable rows.
 
-    A row is unusable when its query has one document or no target mass (see the module docstring); its ``phi`` is 0.
+    Computed stably for labels of any size (:func:`xendcg_label_terms`). A row is unusable when its query has one
+    document or no target mass (see the module docstring); its ``phi`` is 0.
     """
-    numer = np.exp2(np.asarray(labels, dtype=np.float64)) - gamma
+    shifted, scale = xendcg_label_terms(labels, offsets)
+    numer = shifted - gamma * scale
     total = segment_sum(numer, offsets)
     usable_q = (total > 0) & (sizes(offsets) > 1)
     usable = broadcast(usable_q, offsets)
@@ -138,7 +157,7 @@ def xendcg_gradient(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
 
 def xendcg_grad_hess(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
                      gamma: np.ndarray | float = 0.5, *,
-                     pow2_labels: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                     label_terms: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The Newton-corrected XE-NDCG step for gradient boosting: ``(D (I + S + S^2) D^-1 g, rho (1 - rho))``.
 
     Per document ``k`` of a query (``g = rho - phi``):
@@ -146,8 +165,8 @@ def xendcg_grad_hess(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray
     ``(S D^-1 g)_i = sum_{j != i} g_j / (1 - rho_j) / (1 - rho_i)``; ``hess_k = rho_k (1 - rho_k)``.
     Each ``sum_{i != k}`` is the query's total minus the own term, so the whole step is three segment sums.
 
-    ``pow2_labels`` (``2^labels``) may be passed precomputed by a caller that takes many steps on the same queries
-    (the boosting objective); the result is the same.
+    ``label_terms`` (:func:`xendcg_label_terms` of the labels) may be passed precomputed by a caller that takes many
+    steps on the same queries (the boosting objective); the result is the same.
     """
     starts = offsets[:-1]
     if starts.shape[0] == 0:
@@ -162,8 +181,9 @@ def xendcg_grad_hess(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray
     rho = s - rep(np.maximum.reduceat(s, starts))
     np.exp(rho, out=rho)
     rho /= rep(np.add.reduceat(rho, starts))
-    # phi = (2^y - gamma) / sum (2^y - gamma); g = rho - phi
-    numer = (pow2_labels if pow2_labels is not None else np.exp2(np.asarray(labels, dtype=np.float64))) - gamma
+    # phi = (2^y - gamma) / sum (2^y - gamma), both scaled by 2^-max(y) of the query (finite for any label); g = rho - phi
+    shifted, scale = label_terms if label_terms is not None else xendcg_label_terms(labels, offsets)
+    numer = shifted - gamma * scale
     total = np.add.reduceat(numer, starts)
     usable_q = (total > 0) & (sz > 1)
     all_usable = bool(usable_q.all())

@@ -288,3 +288,48 @@ def test_model_without_checksum_still_loads_and_predicts_alike(cli, data, model_
     info = json.loads((model_dir / "rankcli.json").read_text())
     import hashlib
     assert info["model_sha256"] == hashlib.sha256((model_dir / "model.txt").read_bytes()).hexdigest()
+
+
+# ------------------------------------------------------------- hostile inputs: clean exits (issue 12 item 7, messages)
+@pytest.fixture(scope="module")
+def hostile(data, tmp_path_factory):
+    import pyarrow as pa
+
+    d = tmp_path_factory.mktemp("hostile")
+    table = pq.read_table(data["train"])
+    big = table.set_column(table.schema.get_field_index("label"), "label",
+                           pa.array(table.column("label").to_numpy() * 250_000.0))
+    pq.write_table(big.replace_schema_metadata(table.schema.metadata), d / "big.parquet")
+    pq.write_table(table.select(["qid", "label"]).replace_schema_metadata(table.schema.metadata), d / "nofeat.parquet")
+    pq.write_table(pq.read_table(data["vali"]).slice(0, 0), d / "empty.parquet")
+    return d
+
+
+@pytest.mark.parametrize("args, status, message", [
+    (["train", "TRAIN", "--seed", "-1"], 2, "Error: --seed must be >= 0, got -1\n"),
+    (["train", "TRAIN", "--seed", "2147483648"], 2, "Error: --seed must be at most 2147483647 (LightGBM's seed is a "
+                                                    "32-bit integer), got 2147483648\n"),
+    (["simulate-clicks", "TRAIN", "--seed", "-1"], 2, "Error: --seed must be >= 0, got -1\n"),
+    (["compare", "TRAIN", "VALID", "--seed", "-1"], 2, "Error: --seed must be >= 0, got -1\n"),
+    (["train", "H/big.parquet", "--loss", "lambdamart"], 3,
+     "Error: --loss lambdamart takes grades up to 1000 (its gains 2^grade - 1 overflow the DCG sums beyond that), got "
+     "a label of 1e+06; pass --label-grades to map the distinct label values to grades 0..n-1, or use --loss xendcg, "
+     "which takes any label >= 0\n"),
+    (["train", "H/big.parquet", "--loss", "xendcg-native"], 3, "Error: --loss xendcg-native takes grades up to 30"),
+    (["train", "H/nofeat.parquet"], 3, "Error: H/nofeat.parquet: no feature columns (f1, f2, ...): a ranker needs at "
+                                       "least one feature\n"),
+    (["train", "TRAIN", "--valid", "H/empty.parquet"], 3, "Error: H/empty.parquet: no rows to validate on; give a "
+                                                          "validation file with queries, or leave out --valid"),
+])
+def test_hostile_inputs_exit_cleanly(cli, data, hostile, tmp_path, args, status, message):
+    """Each was a traceback (exit 1) or LightGBM's own words ('Forced splits file includes feature index 0',
+    'Check failed: (num_data) > (0)')."""
+    sub = {"TRAIN": str(data["train"]), "VALID": str(data["vali"])}
+    args = [sub.get(a, a.replace("H/", f"{hostile}/")) for a in args]
+    if args[0] in ("train", "simulate-clicks"):
+        args += ["-o", str(tmp_path / "out")] + (FAST if args[0] == "train" else [])
+    r = cli(*args)
+    err = r.stderr.decode()
+    assert r.returncode == status, err
+    assert err.startswith(message.replace("H/", f"{hostile}/")) and "Traceback" not in err and "[LightGBM]" not in err
+    assert not (tmp_path / "out").exists()

@@ -216,3 +216,60 @@ def test_ranknet_memory_stays_bounded_on_a_long_list():
         finally:
             tracemalloc.stop()
         assert peak < 32 * losses.MAX_PAIR_ELEMENTS + (1 << 20), (f.__name__, peak)
+
+
+# ------------------------------------------------------------------------------ large labels (issue 12 item 4)
+def big_label_batch(rng, top=10**6, n_queries=10, max_size=8, real=False):
+    s, y, off = random_batch(rng, n_queries=n_queries, max_size=max_size, real=real)
+    # per query: labels spread from 0 to top, with ties and neighbours one grade apart (the hard cases)
+    base = rng.choice([0.0, 1.0, 2.0, top - 1.0, float(top)], size=y.shape[0])
+    return s, (base + y if real else base), off
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_xendcg_targets_of_labels_up_to_a_million_match_exact_rationals(seed):
+    """2^label overflowed from label 1024 on: every target was NaN and the model constant."""
+    rng = np.random.default_rng(seed)
+    s, y, off = big_label_batch(rng)
+    gamma = rng.random(y.shape[0]) if seed % 2 else 0.5
+    phi, usable = losses.xendcg_targets(y, off, gamma)
+    exact = ref.xendcg_targets_exact(y, off, gamma)
+    assert np.all(np.isfinite(phi))
+    np.testing.assert_allclose(phi, exact, rtol=1e-13, atol=1e-300)
+    np.testing.assert_allclose(phi, ref.xendcg_targets_logspace(y, off, gamma), rtol=1e-12, atol=1e-300)
+
+
+@pytest.mark.parametrize("top", [30, 1023, 1024, 1100, 10**6])
+def test_xendcg_targets_real_labels_match_the_log_space_reference(top):
+    rng = np.random.default_rng(top)
+    s, y, off = big_label_batch(rng, top=top, real=True)
+    gamma = rng.random(y.shape[0])
+    phi, _ = losses.xendcg_targets(y, off, gamma)
+    np.testing.assert_allclose(phi, ref.xendcg_targets_logspace(y, off, gamma), rtol=1e-10, atol=1e-300)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_xendcg_step_with_shifted_labels_equals_the_step_without_gamma(seed):
+    """phi(y + c, gamma) = (2^y - gamma 2^-c) / sum(...) -> phi(y, 0) as c grows: with c = 10^6 the Newton step on
+    labels y + c equals the step on y with gamma 0, which the dense-matrix reference checks."""
+    rng = np.random.default_rng(seed)
+    s, y, off = random_batch(rng, n_queries=15, max_size=12, real=bool(seed % 2))
+    gamma = rng.random(s.shape[0])
+    big = y + 1e6
+    y = big - 1e6  # the labels big holds exactly (real labels lose their last bits to the shift)
+    grad, hess = losses.xendcg_grad_hess(s, big, off, gamma)
+    dgrad, dhess = ref.xendcg_newton_dense(s, y, off, 0.0)
+    np.testing.assert_allclose(grad, dgrad, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(hess, dhess, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(losses.xendcg_value(s, big, off, gamma), ref.xendcg_value(s, y, off, 0.0),
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_listnet_and_ranknet_take_large_labels():
+    rng = np.random.default_rng(7)
+    s, y, off = random_batch(rng, real=True)
+    big = y * 1e6
+    np.testing.assert_allclose(losses.listnet_value(s, big, off), ref.listnet_value(s, big, off), rtol=1e-12)
+    grad, hess = losses.listnet_grad_hess(s, big, off)
+    assert np.all(np.isfinite(grad)) and np.all(np.isfinite(hess))
+    np.testing.assert_array_equal(losses.ranknet_grad_hess(s, big, off)[0], losses.ranknet_grad_hess(s, y, off)[0])
