@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 
+from rankcli.cpus import available_cpus
 from rankcli.errors import OutputError, SchemaError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -79,7 +80,7 @@ def parse_dask_target(spec: str) -> DaskTarget:
     """Parse ``--dask``: ``local`` / ``local:N`` or ``[scheme://]host[:port]`` (default scheme tcp, port 8786)."""
     text = spec.strip()
     if text == "local" or text.startswith("local:"):
-        count = text[len("local:"):] if text != "local" else str(max(1, os.cpu_count() or 1))
+        count = text[len("local:"):] if text != "local" else str(available_cpus())
         if not count.isdigit() or int(count) < 1:
             raise UsageError(f"--dask local:N needs a positive number of workers, got {spec!r}")
         return DaskTarget(spec=text, workers=int(count))
@@ -144,7 +145,7 @@ def connect(spec: str | DaskTarget, *, timeout: float | None = None, threads_per
     from distributed import Client, LocalCluster
 
     if target.is_local:
-        threads = threads_per_worker or max(1, (os.cpu_count() or 1) // target.workers)
+        threads = threads_per_worker or max(1, available_cpus() // target.workers)
         cluster = LocalCluster(n_workers=target.workers, threads_per_worker=threads, processes=True,
                                memory_limit=memory_limit, dashboard_address=None, silence_logs=logging.ERROR)
         try:

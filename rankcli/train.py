@@ -40,6 +40,7 @@ from rankcli import __version__
 from rankcli.core import losses
 from rankcli.core.groups import segment_softmax, sizes
 from rankcli.core.labels import require_integer_grades, to_grades
+from rankcli.cpus import default_threads
 from rankcli.dataset import Dataset
 from rankcli.errors import InputError, SchemaError, UsageError
 from rankcli.formats.atomic import atomic_directory
@@ -316,7 +317,7 @@ def resolve_params(config: TrainConfig, max_grade: int | None = None) -> dict[st
         "force_row_wise": True,
         "verbosity": -1,
         "metric": "None",
-        "num_threads": int(config.threads or 0),
+        "num_threads": default_threads(config.threads),  # not 0 (every core of the node): the CPUs we may use
     }
     params.update(preset.get("params", {}))
     if config.preset and config.loss == "lambdamart":
@@ -800,7 +801,8 @@ class TrainedModel:
             raise SchemaError(f"{what}: read without its feature columns")
         if ds.n_rows == 0:
             return np.zeros(0)
-        return np.asarray(self.booster.predict(ds.features), dtype=np.float64)
+        # LightGBM's default is every core of the node; use the CPUs this process may use (rankcli.cpus)
+        return np.asarray(self.booster.predict(ds.features, num_threads=default_threads()), dtype=np.float64)
 
 
 def load_model(model_dir: Path | str) -> TrainedModel:

@@ -285,3 +285,23 @@ def test_integer_label_losses_refuse_grades_beyond_their_range_and_offer_label_g
     train_model(at_limit, None, TrainConfig(loss=loss, **FAST))
     with pytest.raises(InputError, match="takes grades up to 1000"):  # the Dask path resolves parameters alike
         resolve_params(TrainConfig(loss="lambdamart"), max_grade=10**6)
+
+
+# ------------------------------------------------------------------------ default thread count (issue 12 item 14)
+def test_default_threads_follow_the_cpus_this_process_may_use(data, monkeypatch):
+    """num_threads was 0 (LightGBM: every core of the node, whatever the job's affinity or quota)."""
+    from rankcli import cpus
+
+    monkeypatch.setattr(cpus, "available_cpus", lambda **kw: 3)
+    assert resolve_params(TrainConfig())["num_threads"] == 3
+    assert resolve_params(TrainConfig(threads=2))["num_threads"] == 2
+    # predicting (predict, eval --model, simulate-clicks --ranker) uses the same count
+    train, valid = data
+    config = TrainConfig(loss="pointwise", **FAST)
+    model = train_model(train, None, config)
+    seen = []
+    original = model.booster.predict
+    monkeypatch.setattr(model.booster, "predict", lambda X, **kw: seen.append(kw) or original(X, **kw))
+    from rankcli.train import TrainedModel
+    TrainedModel(model.booster, {"features": train.feature_names}).predict(valid)
+    assert seen == [{"num_threads": 3}]

@@ -87,7 +87,8 @@ def command(
                                                        "metric, num_iterations, learning_rate, num_leaves, "
                                                        "min_data_in_leaf, early_stopping_round, num_threads, seeds).",
                                                        show_default=False)] = None,
-    threads: Annotated[Optional[int], typer.Option(help="LightGBM threads (default: all cores).",
+    threads: Annotated[Optional[int], typer.Option(help="LightGBM threads (default: the CPUs this process may use: "
+                                                        "its CPU affinity, cgroup CPU quota and OMP_NUM_THREADS).",
                                                    show_default=False)] = None,
     seed: Annotated[int, typer.Option(help="Seed of every random step (same seed, same model bytes).")] = 0,
     preset: Annotated[Optional[str], typer.Option(help="paper-web30k | paper-yahoo: the paper's LightGBM "

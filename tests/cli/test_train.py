@@ -333,3 +333,13 @@ def test_hostile_inputs_exit_cleanly(cli, data, hostile, tmp_path, args, status,
     assert r.returncode == status, err
     assert err.startswith(message.replace("H/", f"{hostile}/")) and "Traceback" not in err and "[LightGBM]" not in err
     assert not (tmp_path / "out").exists()
+
+
+def test_default_threads_recorded_from_omp_num_threads(cli, data, tmp_path):
+    """The default follows OMP_NUM_THREADS, affinity and cgroup quota (rankcli.json said 0: every core)."""
+    r = cli("train", data["train"], "-o", tmp_path / "m", "--trees", "2", env={"OMP_NUM_THREADS": "1"})
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "m" / "rankcli.json").read_text())["params"]["num_threads"] == 1
+    r = cli("train", "--help", env={"COLUMNS": "400", "TERM": "dumb"})
+    assert "default: the CPUs this process may use: its CPU affinity, cgroup CPU quota and OMP_NUM_THREADS" in \
+        r.stdout.decode()

@@ -1,0 +1,104 @@
+"""rankcli.cpus: the default thread count follows the CPUs this process may use (issue 12 item 14).
+
+Affinity, cgroup files and the environment are all faked: nothing here depends on the machine running the tests.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from rankcli import cpus
+
+
+@pytest.fixture
+def affinity(monkeypatch):
+    def set_cpus(n: int) -> None:
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(n)), raising=False)
+
+    set_cpus(8)
+    return set_cpus
+
+
+def fake_proc(tmp_path, cgroup: str, mounts: list[tuple[str, str, str, str]]):
+    """A /proc with self/cgroup and self/mountinfo; ``mounts`` = (root, mount point, fstype, super options)."""
+    proc = tmp_path / "proc"
+    (proc / "self").mkdir(parents=True)
+    (proc / "self" / "cgroup").write_text(cgroup)
+    lines = [f"{30 + i} 23 0:{28 + i} {root} {point} rw,relatime - {fstype} {fstype} {opts}"
+             for i, (root, point, fstype, opts) in enumerate(mounts)]
+    (proc / "self" / "mountinfo").write_text("\n".join(["22 1 8:1 / / rw - ext4 /dev/sda1 rw", *lines]) + "\n")
+    return proc
+
+
+def write(path, text):
+    path.mkdir(parents=True, exist_ok=True)
+    for name, value in text.items():
+        (path / name).write_text(value + "\n")
+
+
+def test_affinity_alone(tmp_path, affinity):
+    affinity(3)
+    assert cpus.available_cpus(environ={}, proc=tmp_path / "no-proc") == 3
+
+
+def test_cgroup_v2_quota_of_the_process_cgroup_and_its_ancestors(tmp_path, affinity):
+    cg = tmp_path / "cg"
+    proc = fake_proc(tmp_path, "0::/system.slice/job.scope\n", [("/", str(cg), "cgroup2", "rw")])
+    write(cg, {"cpu.max": "max 100000"})
+    write(cg / "system.slice", {"cpu.max": "300000 100000"})  # 3 CPUs for the whole slice
+    write(cg / "system.slice" / "job.scope", {"cpu.max": "max 100000"})
+    assert cpus.cgroup_cpu_limit(proc) == 3.0
+    assert cpus.available_cpus(environ={}, proc=proc) == 3
+    write(cg / "system.slice" / "job.scope", {"cpu.max": "150000 100000"})  # 1.5 CPUs: rounded down
+    assert cpus.available_cpus(environ={}, proc=proc) == 1
+    write(cg / "system.slice" / "job.scope", {"cpu.max": "50000 100000"})  # half a CPU: still one thread
+    assert cpus.available_cpus(environ={}, proc=proc) == 1
+    affinity(2)
+    write(cg / "system.slice" / "job.scope", {"cpu.max": "max 100000"})
+    assert cpus.available_cpus(environ={}, proc=proc) == 2  # the affinity is the smaller
+
+
+def test_cgroup_v2_namespaced_container_root(tmp_path, affinity):
+    cg = tmp_path / "cg"
+    proc = fake_proc(tmp_path, "0::/\n", [("/", str(cg), "cgroup2", "rw")])
+    write(cg, {"cpu.max": "200000 100000"})
+    assert cpus.available_cpus(environ={}, proc=proc) == 2
+
+
+def test_cgroup_v1_cfs_quota(tmp_path, affinity):
+    cpu = tmp_path / "cpu,cpuacct"
+    proc = fake_proc(tmp_path, "5:memory:/slurm/job7\n4:cpu,cpuacct:/slurm/job7\n0::/\n",
+                     [("/", str(cpu), "cgroup", "rw,cpu,cpuacct"), ("/", str(tmp_path / "mem"), "cgroup", "rw,memory")])
+    write(cpu, {"cpu.cfs_quota_us": "-1", "cpu.cfs_period_us": "100000"})
+    write(cpu / "slurm" / "job7", {"cpu.cfs_quota_us": "400000", "cpu.cfs_period_us": "100000"})
+    assert cpus.available_cpus(environ={}, proc=proc) == 4
+    write(cpu / "slurm" / "job7", {"cpu.cfs_quota_us": "-1", "cpu.cfs_period_us": "100000"})  # -1: no quota
+    assert cpus.cgroup_cpu_limit(proc) is None and cpus.available_cpus(environ={}, proc=proc) == 8
+
+
+def test_cgroup_v1_mounted_at_the_job_cgroup(tmp_path, affinity):
+    """A container sees its own cgroup mounted at the mount point (mountinfo root = the cgroup's path)."""
+    cpu = tmp_path / "cpu"
+    proc = fake_proc(tmp_path, "4:cpu:/docker/abc\n", [("/docker/abc", str(cpu), "cgroup", "rw,cpu")])
+    write(cpu, {"cpu.cfs_quota_us": "200000", "cpu.cfs_period_us": "100000"})
+    assert cpus.available_cpus(environ={}, proc=proc) == 2
+
+
+@pytest.mark.parametrize("value, expected", [("2", 2), ("4,2", 4), ("16", 8), ("0", 8), ("abc", 8), ("", 8),
+                                             (" 3 ", 3)])
+def test_omp_num_threads(tmp_path, affinity, value, expected):
+    assert cpus.available_cpus(environ={"OMP_NUM_THREADS": value}, proc=tmp_path / "no-proc") == expected
+
+
+def test_unreadable_or_malformed_cgroup_files_are_skipped(tmp_path, affinity):
+    cg = tmp_path / "cg"
+    proc = fake_proc(tmp_path, "0::/a\n", [("/", str(cg), "cgroup2", "rw")])
+    write(cg / "a", {"cpu.max": "lots 100000"})
+    assert cpus.available_cpus(environ={}, proc=proc) == 8
+
+
+def test_default_threads_is_the_option_when_given(monkeypatch):
+    monkeypatch.setattr(cpus, "available_cpus", lambda **kw: 3)
+    assert cpus.default_threads(None) == 3 and cpus.default_threads(5) == 5
