@@ -388,6 +388,24 @@ def _metric_function(select_by: str, convention: str) -> tuple[str, Callable[[np
     return str(spec), f
 
 
+#: The largest label whose exponential gain ``2^label - 1`` the validation metric can sum without overflow.
+GAIN_LABEL_LIMIT = 1000
+
+
+def _check_validation_gain(valid: Dataset, config: TrainConfig, name: str) -> None:
+    """Refuse validation labels whose exponential gain overflows: NDCG/DCG would be NaN or 0, not a number to select by."""
+    from rankcli.core import metrics
+
+    spec = metrics.parse_metric(config.select_by)
+    if spec.name not in ("ndcg", "dcg") or metrics.Convention.preset(config.convention).gain != "exponential":
+        return
+    top = float(np.max(valid.labels)) if valid.n_rows else 0.0
+    if top > GAIN_LABEL_LIMIT:
+        raise InputError(f"{name}: a label of {top:g}: --select-by {spec} under the {config.convention} convention uses "
+                         f"the gain 2^label - 1, which overflows beyond label {GAIN_LABEL_LIMIT}; select by "
+                         "--convention sklearn (linear gain), or validate on graded labels")
+
+
 class _Selection:
     """LightGBM callback: keeps the validation curve, reports progress, stops after ``patience`` flat rounds."""
 
@@ -462,6 +480,7 @@ def _prepare(train: Dataset, valid: Dataset | None, config: TrainConfig, names: 
             raise InputError(f"{valid_name}: no rows to validate on; give a validation file with queries, or leave "
                              "out --valid (then every tree is trained and kept)")
         _check_labels(valid, "validation data")
+        _check_validation_gain(valid, config, valid_name)
     labels, label_values = _training_labels(train, config)
     return labels, label_values, metric_name, metric_fn
 

@@ -300,6 +300,9 @@ def hostile(data, tmp_path_factory):
     big = table.set_column(table.schema.get_field_index("label"), "label",
                            pa.array(table.column("label").to_numpy() * 250_000.0))
     pq.write_table(big.replace_schema_metadata(table.schema.metadata), d / "big.parquet")
+    vali = pq.read_table(data["vali"])
+    pq.write_table(vali.set_column(vali.schema.get_field_index("label"), "label",
+                                   pa.array(vali.column("label").to_numpy() * 250_000.0)), d / "bigv.parquet")
     pq.write_table(table.select(["qid", "label"]).replace_schema_metadata(table.schema.metadata), d / "nofeat.parquet")
     pq.write_table(pq.read_table(data["vali"]).slice(0, 0), d / "empty.parquet")
     return d
@@ -316,6 +319,9 @@ def hostile(data, tmp_path_factory):
      "a label of 1e+06; pass --label-grades to map the distinct label values to grades 0..n-1, or use --loss xendcg, "
      "which takes any label >= 0\n"),
     (["train", "H/big.parquet", "--loss", "xendcg-native"], 3, "Error: --loss xendcg-native takes grades up to 30"),
+    (["train", "H/big.parquet", "--valid", "H/bigv.parquet"], 3,  # was 'validation ndcg@5 0.0000' with exit 0
+     "Error: H/bigv.parquet: a label of 1e+06: --select-by ndcg@5 under the paper convention uses the gain 2^label - 1, "
+     "which overflows beyond label 1000; select by --convention sklearn (linear gain), or validate on graded labels\n"),
     (["train", "H/nofeat.parquet"], 3, "Error: H/nofeat.parquet: no feature columns (f1, f2, ...): a ranker needs at "
                                        "least one feature\n"),
     (["train", "TRAIN", "--valid", "H/empty.parquet"], 3, "Error: H/empty.parquet: no rows to validate on; give a "
