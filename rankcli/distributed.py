@@ -526,6 +526,10 @@ def train_command(dask: str, train_path: Path, valid_path: Path | None, config: 
     check_target(output, overwrite)
     check_query_aligned(train_path)  # refuse a query spanning row groups before starting anything
     valid = read_dataset(valid_path) if valid_path is not None else None
+    if valid is not None:
+        from rankcli.train import check_valid_rows
+
+        check_valid_rows(valid, str(valid_path))
     if config.threads:
         (log or (lambda m: None))("--threads is ignored with --dask: every worker trains with its own threads")
     with connect(target) as client:

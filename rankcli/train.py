@@ -455,6 +455,13 @@ def check_seed(seed: int) -> int:
     return seed
 
 
+def check_valid_rows(valid: Dataset, name: str) -> None:
+    """:class:`InputError` for a validation set without rows (LightGBM's words were "Check failed: (num_data) > (0)")."""
+    if valid.n_rows == 0:
+        raise InputError(f"{name}: no rows to validate on; give a validation file with queries, or leave out --valid "
+                         "(then every tree is trained and kept)")
+
+
 def _prepare(train: Dataset, valid: Dataset | None, config: TrainConfig, names: tuple[str, str] | None = None):
     train_name, valid_name = names or ("training data", "validation data")
     check_loss(config.loss)
@@ -476,9 +483,7 @@ def _prepare(train: Dataset, valid: Dataset | None, config: TrainConfig, names: 
         diff = feature_difference(train.feature_names, valid.feature_names)
         if diff:
             raise SchemaError(f"validation feature columns differ from the training data's: {diff}")
-        if valid.n_rows == 0:
-            raise InputError(f"{valid_name}: no rows to validate on; give a validation file with queries, or leave "
-                             "out --valid (then every tree is trained and kept)")
+        check_valid_rows(valid, valid_name)
         _check_labels(valid, "validation data")
         _check_validation_gain(valid, config, valid_name)
     labels, label_values = _training_labels(train, config)

@@ -326,6 +326,8 @@ def hostile(data, tmp_path_factory):
                                        "least one feature\n"),
     (["train", "TRAIN", "--valid", "H/empty.parquet"], 3, "Error: H/empty.parquet: no rows to validate on; give a "
                                                           "validation file with queries, or leave out --valid"),
+    (["train", "TRAIN", "--valid", "H/empty.parquet", "--loss", "lambdamart", "--dask", "local:1"], 3,
+     "Error: H/empty.parquet: no rows to validate on"),  # refused before a cluster starts
 ])
 def test_hostile_inputs_exit_cleanly(cli, data, hostile, tmp_path, args, status, message):
     """Each was a traceback (exit 1) or LightGBM's own words ('Forced splits file includes feature index 0',
