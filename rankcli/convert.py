@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from rankcli.cpus import available_cpus
 from rankcli.errors import InputError, InputFormatError, RankcliError, UsageError
 from rankcli.formats import svmlight
 from rankcli.formats.inputs import unreadable_input
@@ -249,7 +250,7 @@ class _Converter:
         sink.on_rows = self.summary.add
         self.next_group = 0
         self.last_qid: int | None = None
-        self.threads = threads if threads is not None else min(2, os.cpu_count() or 1)
+        self.threads = threads if threads is not None else min(2, available_cpus())  # the CPUs we may use
         self._held: list[tuple] = []  # --sort-queries keeps everything
         self._file: _FileState | None = None
         self.notes: list[str] = []  # said on stderr by the CLI (a sidecar ignored)

@@ -102,3 +102,15 @@ def test_unreadable_or_malformed_cgroup_files_are_skipped(tmp_path, affinity):
 def test_default_threads_is_the_option_when_given(monkeypatch):
     monkeypatch.setattr(cpus, "available_cpus", lambda **kw: 3)
     assert cpus.default_threads(None) == 3 and cpus.default_threads(5) == 5
+
+
+def test_convert_parse_threads_follow_the_cpus_this_process_may_use(monkeypatch):
+    """convert used min(2, os.cpu_count()) parse threads: two threads on a one-CPU job."""
+    import types
+
+    from rankcli import convert
+
+    monkeypatch.setattr(convert, "available_cpus", lambda: 1)
+    assert convert._Converter(types.SimpleNamespace(on_rows=None), convert.ConvertOptions()).threads == 1
+    monkeypatch.setattr(convert, "available_cpus", lambda: 8)
+    assert convert._Converter(types.SimpleNamespace(on_rows=None), convert.ConvertOptions()).threads == 2
