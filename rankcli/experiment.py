@@ -688,7 +688,8 @@ def prepare_directory(exp_dir: Path, config: ExperimentConfig, fingerprint: str,
         raise OutputError(f"{exp_dir}: directory {parent} does not exist")
     resumed = False
     cfg_path = exp_dir / CONFIG_FILE
-    if exp_dir.is_dir() and any(exp_dir.iterdir()):
+    if exp_dir.is_dir() and any(p.name not in (LOCKS_DIR, STORE_LOCK) for p in exp_dir.iterdir()):
+        # (the lock files of a concurrent run starting on the same new EXP_DIR do not make it an old experiment)
         from rankcli.formats.atomic import is_experiment_config
 
         if not cfg_path.is_file() or not is_experiment_config(cfg_path):
