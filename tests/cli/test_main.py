@@ -56,3 +56,10 @@ def test_every_command_has_help():
     for name, command in group.commands.items():
         assert command.help and len(command.help.strip()) > 10, name
         assert command.short_help, name
+
+
+def test_exit_statuses_of_signals_are_documented_in_the_help(cli):
+    assert (ExitStatus.HANGUP, ExitStatus.INTERRUPTED, ExitStatus.TERMINATED) == (129, 130, 143)
+    out = " ".join(cli("--help").stdout.decode().split())
+    for text in ("129 hangup (SIGHUP)", "130 interrupted", "143 terminated (SIGTERM"):
+        assert text in out
