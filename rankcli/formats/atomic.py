@@ -412,7 +412,18 @@ def check_target(path: Path | str, overwrite: bool, kind: str | None = None) -> 
         raise OutputError(f"{display}: {parent} is not a directory")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise OutputError(f"{display}: directory {parent} is not writable")
+    _probe(parent, display)
     return target
+
+
+def _probe(directory: Path, display: Path) -> None:
+    """Create and remove a file in ``directory``: a read-only mount or a directory that takes no files (as root,
+    where permission bits say nothing) fails here, before the work, not after it."""
+    try:
+        tmp = _create_file(directory, "rankcli-probe")
+    except OSError as exc:
+        raise _output_error(display, exc, f"cannot create files in {directory}") from None
+    _remove(tmp)
 
 
 # ----------------------------------------------------------------------------------------------------------------------

@@ -31,11 +31,16 @@ def test_temporary_file_cannot_be_created(tmp_path, monkeypatch):
 
     monkeypatch.setattr(atomic, "_create_file", refuse)
     monkeypatch.setattr(atomic, "_create_directory", refuse)
-    with pytest.raises(OutputError, match=rf"^{tmp_path}/out: cannot create a file in {tmp_path} "
+    # The probe in check_target finds it before any work; the temporary's creation is checked as well.
+    with pytest.raises(OutputError, match=rf"^{tmp_path}/out: cannot create files in {tmp_path} "
                                           r"\(No such file or directory\)$") as info:
         with atomic_path(tmp_path / "out"):
             pass
     assert info.value.exit_status == ExitStatus.OUTPUT
+    monkeypatch.setattr(atomic, "_probe", lambda directory, display: None)
+    with pytest.raises(OutputError, match=rf"^{tmp_path}/out: cannot create a file in {tmp_path} "):
+        with atomic_path(tmp_path / "out"):
+            pass
     with pytest.raises(OutputError, match=rf"^{tmp_path}/d: cannot create a directory in {tmp_path} "):
         with atomic_directory(tmp_path / "d"):
             pass
