@@ -80,6 +80,8 @@ def command(
         check_stdout(binary=True)
     target = STDOUT if output == STDOUT else output_path(output, directory=True)
     stdout_taken(target, json_output)
+    if dask is not None and target == STDOUT:
+        raise UsageError("--dask writes one output per input into a directory; -o - is not possible with it")
     expect_final_output(target)
     options = ConvertOptions(zero_based=zero_based, num_features=num_features, keep_comments=keep_comments,
                              sort_queries=sort_queries, query_file=query_file, block_bytes=block_bytes)
