@@ -298,7 +298,8 @@ def test_experiment_folds_on_the_cluster_follow_the_same_protocol(client, sample
 # ----------------------------------------------------------------------------------------------------------- convert
 def test_convert_directory_on_the_cluster(client, sample, tmp_path):
     result = rd.convert_on_cluster(client, [str(SAMPLE / "letor")], tmp_path / "out")
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["test.parquet", "train.parquet", "vali.parquet"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [".rankcli-output.json", "test.parquet",
+                                                                     "train.parquet", "vali.parquet"]
     assert result.features == 40 and len(result.files) == 3
     for name in ("train", "vali", "test"):
         ours = pq.read_table(tmp_path / "out" / f"{name}.parquet")

@@ -549,7 +549,8 @@ def atomic_directory(path: Path | str, overwrite: bool = False, kind: str | None
 
     An existing ``path`` is replaced only when it is empty or (with ``overwrite``) holds exactly a previous rankcli
     output of the same ``kind`` (``None``: inferred from what was written); this is checked before the work and again
-    before the rename. A marker (:data:`MARKER`) listing the files is written into the new directory.
+    before the rename. A marker (:data:`MARKER`) listing the files is written into the new directory, except into a
+    model directory, which its ``rankcli.json`` marks.
     """
     display = Path(path)
     path = check_target(path, overwrite, kind=kind or "directory")
@@ -562,7 +563,8 @@ def atomic_directory(path: Path | str, overwrite: bool = False, kind: str | None
     try:
         yield tmp
         new_kind = kind or _infer_kind(tmp)
-        _write_marker(tmp, new_kind)
+        if new_kind != "model":  # a model directory's rankcli.json is its marker
+            _write_marker(tmp, new_kind)
         _fsync_tree(tmp)
         exists = path.exists()
         if exists:
