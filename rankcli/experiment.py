@@ -832,10 +832,9 @@ def run_experiment(data_path: Path | str, exp_dir: Path | str, config: Experimen
         finally:
             claims.release_all()
         store.refresh()  # units a concurrent run trained belong in the summary too
-        pending = [u for u in pending if claims.ran(u)]
     result = finalize(exp_dir, config, settings, sweeps, store)
-    result.resumed_units = len(units) - len(pending)
-    result.ran_units = len(pending)
+    result.resumed_units = len(units) - len(pending)  # the rest: ran here, or by a concurrent run
+    result.ran_units = len(pending) if dask is not None else sum(1 for u in pending if claims.ran(u))
     result.seconds = time.perf_counter() - started
     return result
 

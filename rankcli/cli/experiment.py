@@ -167,7 +167,10 @@ def command(
 
     started = time.perf_counter()
     with progress_bar(None, "experiment") as bar:
+        planned = {}
+
         def on_plan(total: int, done: int) -> None:
+            planned["total"] = total
             bar.update(total=total, completed=done)
             n = config.trials  # the number of folds with --folds, known once DATA is read
             per = (f"{len(loss_list)} loss{'es' if len(loss_list) > 1 else ''} x {n} "
@@ -186,7 +189,9 @@ def command(
         _render_text(result, to_stderr=True)
     else:
         _render_text(result, to_stderr=False)
-    log(f"experiment: {result.ran_units} units trained, {result.resumed_units} resumed, {elapsed:.1f} s; "
+    others = planned.get("total", 0) - result.ran_units - result.resumed_units
+    log(f"experiment: {result.ran_units} units trained, {result.resumed_units} resumed"
+        + (f", {others} trained by a concurrent run on {output}" if others > 0 else "") + f", {elapsed:.1f} s; "
         f"results in {output}/ (trials.parquet, summary.md, convergence.csv"
         + "".join(f", {p.name}" for p in plot_files) + ")")
     if plot_note:

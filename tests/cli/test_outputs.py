@@ -470,7 +470,7 @@ def test_a_run_skips_the_unit_another_run_is_training(tmp_path):
         result = ex.run_experiment(path, exp, ex.ExperimentConfig(**cfg))
     finally:
         thread.join()
-    assert result.ran_units == 2
+    assert result.ran_units == 2 and result.resumed_units == 0  # the third unit: the other run's
     rows = pq.read_table(exp / "trials.parquet").to_pylist()
     assert [r["trial"] for r in rows] == [0, 1, 2] and rows[1]["value"] == 0.123
     assert result.summary["settings"][0]["losses"]["xendcg"]["ndcg@5"]["trials"] == 3
