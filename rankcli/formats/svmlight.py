@@ -422,7 +422,7 @@ def _parse(src: _Source, zero_based: bool, num_features: int | None, keep_commen
     else:
         feat_tok, fcp = pair, colon_pos
     del pair, colon_pos
-    fs, fe = tok.starts[feat_tok], tok.ends[feat_tok]
+    fs = tok.starts[feat_tok]
     flen = fcp - fs
 
     # Integers (indices, qids) are parsed in numpy: they are short, and a strict syntax is wanted.
