@@ -96,6 +96,45 @@ def parse_click_probs(text: str) -> tuple[float, ...]:
     return tuple(out)
 
 
+def parse_randomize(text: str | None) -> tuple[str, int] | None:
+    """``"top:10"`` -> ``("top", 10)`` (RandTop-n), ``"swap:3"`` -> ``("swap", 3)`` (swap intervention); ``None`` or
+    ``"none"`` -> ``None``. Anything else is a :class:`UsageError` showing the grammar."""
+    if text is None or str(text).strip().lower() == "none":
+        return None
+    kind, sep, number = str(text).strip().partition(":")
+    kind = kind.strip().lower()
+    try:
+        value = int(number.strip())
+    except ValueError:
+        value = 0
+    if not sep or kind not in core.RANDOMIZATIONS or value < 1:
+        raise UsageError(f"--randomize: expected top:N (shuffle the ranker's top N per impression) or swap:K (swap "
+                         f"position K with a random position), N and K positive integers, got {text!r}")
+    return kind, value
+
+
+def check_randomize(ranker: str | np.ndarray, randomize: tuple[str, int] | None, max_rank: int | None) -> None:
+    """A randomisation needs a deterministic ranker, and ``swap:K`` a displayed position ``K``."""
+    if randomize is None:
+        return
+    if isinstance(ranker, str) and ranker == "random":
+        raise UsageError("--randomize: the random ranker is already fully randomised (RandTop-n with n the list "
+                         "length); give --ranker label, input or a model directory to randomise its order")
+    if randomize[0] == "swap" and max_rank is not None and randomize[1] > max_rank:
+        raise UsageError(f"--randomize swap:{randomize[1]}: position {randomize[1]} is never displayed with "
+                         f"--max-rank {max_rank}")
+
+
+def policy_name(ranker: str | np.ndarray, randomize: tuple[str, int] | None) -> str:
+    """The logging policy as recorded in the summary and footer: ``random`` (a full shuffle per impression),
+    ``top:N`` (RandTop-n), ``swap:K`` (swap intervention) or ``none`` (the ranker's order, not randomised)."""
+    if isinstance(ranker, str) and ranker == "random":
+        return "random"
+    if randomize is not None:
+        return f"{randomize[0]}:{randomize[1]}"
+    return "none"
+
+
 def display_ranks(ds: Dataset, ranker: str | np.ndarray) -> np.ndarray | None:
     """0-based display rank of every row for a deterministic ranker; ``None`` for ``"random"``.
 
@@ -154,13 +193,14 @@ def check_simulation_size(offsets: np.ndarray, impressions: int, max_rank: int |
 
 def simulate_log(ds: Dataset, *, model: str = "cascade", click_probs=PAPER_CLICK_PROBS, eta: float = 1.0,
                  max_rank: int | None = None, impressions: int = 10, ranker: str | np.ndarray = "random",
-                 keep_no_click: bool = False, label_grades: bool = False,
+                 keep_no_click: bool = False, label_grades: bool = False, randomize: tuple[str, int] | None = None,
                  rng: np.random.Generator) -> tuple[core.ClickLog, ClickSummary]:
     """The simulation of :func:`simulate_clicks` without assembling the output rows: the click log (source rows,
     impression offsets, clicks, positions) and the summary. ``ds.features`` is not used (it may be ``None``), so a
     caller can gather the output's feature columns itself (the CLI takes them straight from the Arrow table)."""
     if model not in core.MODELS:
         raise UsageError(f"unknown click model {model!r}; expected one of {', '.join(core.MODELS)}")
+    check_randomize(ranker, randomize, max_rank)
     if label_grades:
         grades, values = to_grades(ds.labels)
     else:
@@ -169,10 +209,13 @@ def simulate_log(ds: Dataset, *, model: str = "cascade", click_probs=PAPER_CLICK
     check_simulation_size(ds.offsets, impressions, max_rank)
     ranks = display_ranks(ds, ranker)
     log = core.simulate(model, grades, ds.offsets, click_probs, impressions, rng, eta=eta, display_rank=ranks,
-                        max_rank=max_rank, keep_no_click=keep_no_click)
+                        max_rank=max_rank, keep_no_click=keep_no_click, randomize=randomize)
+    if randomize is not None:
+        log.ranker_rank = (ranks[log.rows] + 1).astype(np.int32)
     ranker_name = ranker if isinstance(ranker, str) else "scores"
-    params = {"click_probs": [float(p) for p in click_probs], "impressions": int(impressions),
-              "keep_no_click": bool(keep_no_click), "label_grades": bool(label_grades)}
+    params = {"policy": policy_name(ranker, randomize), "click_probs": [float(p) for p in click_probs],
+              "impressions": int(impressions), "keep_no_click": bool(keep_no_click),
+              "label_grades": bool(label_grades)}
     if model == "pbm":
         params["eta"] = float(eta)
     if max_rank is not None:
@@ -191,6 +234,7 @@ def simulate_log(ds: Dataset, *, model: str = "cascade", click_probs=PAPER_CLICK
 def simulate_clicks(ds: Dataset, *, model: str = "cascade", click_probs=PAPER_CLICK_PROBS, eta: float = 1.0,
                     max_rank: int | None = None, impressions: int = 10, ranker: str | np.ndarray = "random",
                     keep_no_click: bool = False, label_grades: bool = False,
+                    randomize: tuple[str, int] | None = None,
                     rng: np.random.Generator) -> tuple[Dataset, ClickSummary]:
     """Simulate ``impressions`` impressions per query and return them as a dataset plus a summary.
 
@@ -200,11 +244,14 @@ def simulate_clicks(ds: Dataset, *, model: str = "cascade", click_probs=PAPER_CL
     no docids, ``source_row`` (0-based row in ``ds``).
 
     ``ranker``: ``"random"`` (a fresh shuffle per impression), ``"label"`` (ideal order), ``"input"`` (the data's
-    order) or one score per row (rank by descending score; ties keep input order).
+    order) or one score per row (rank by descending score; ties keep input order). ``randomize``: ``("top", N)``
+    (RandTop-n) or ``("swap", K)`` (swap intervention) applied per impression to a deterministic ranker's order
+    (:func:`rankcli.core.clicks.randomized_orders`); the output then has a ``ranker_rank`` column, the displayed
+    document's 1-based rank in the ranker's own order.
     """
     log, summary = simulate_log(ds, model=model, click_probs=click_probs, eta=eta, max_rank=max_rank,
                                 impressions=impressions, ranker=ranker, keep_no_click=keep_no_click,
-                                label_grades=label_grades, rng=rng)
+                                label_grades=label_grades, randomize=randomize, rng=rng)
     rows = log.rows
     n_imp = log.n_kept
     out = Dataset(
@@ -224,6 +271,8 @@ def simulate_clicks(ds: Dataset, *, model: str = "cascade", click_probs=PAPER_CL
     }
     if ds.docids is None:
         extra["source_row"] = rows
+    if log.ranker_rank is not None:
+        extra["ranker_rank"] = log.ranker_rank
     out.extra = {**extra, **{k: v for k, v in out.extra.items() if k not in extra}}
     return out, summary
 
@@ -275,6 +324,8 @@ def click_batches(ds: Dataset, log: core.ClickLog, source=None, bounds=None):
                  "relevance": ds.labels[r]}
         if not has_docid:
             extra["source_row"] = r
+        if log.ranker_rank is not None:
+            extra["ranker_rank"] = log.ranker_rank[start:stop]
         extra.update({k: v[r] for k, v in ds.extra.items() if k not in extra})
         for name, values in extra.items():
             piece[name] = array_from_numpy(values)

@@ -125,8 +125,9 @@ def test_cascade_on_the_ideal_order_teaches_the_reverse(learning):
 
 
 @pytest.mark.parametrize("docids", [False, True])
-@pytest.mark.parametrize("model", ["cascade", "pbm"])
-def test_click_table_equals_dataset_table(docids, model):
+@pytest.mark.parametrize("model,ranker,randomize", [("cascade", "random", None), ("pbm", "random", None),
+                                                    ("cascade", "input", ("top", 3)), ("pbm", "label", ("swap", 2))])
+def test_click_table_equals_dataset_table(docids, model, ranker, randomize):
     """The CLI's Arrow assembly (features gathered from an Arrow table, or from ds.features) is the very table that
     write_dataset would write for simulate_clicks' dataset: same columns, order, types and values (only declared
     non-nullable, docid aside)."""
@@ -138,10 +139,12 @@ def test_click_table_equals_dataset_table(docids, model):
     ds = synthetic(40, 9, 3)
     if docids:
         ds.docids = np.array([f"d{i}" if i % 7 else None for i in range(ds.n_rows)], dtype=object)
-    out, summary = simulate_clicks(ds, model=model, impressions=3, rng=np.random.default_rng(5))
+    kw = {"ranker": ranker, "randomize": randomize}
+    out, summary = simulate_clicks(ds, model=model, impressions=3, rng=np.random.default_rng(5), **kw)
+    assert ("ranker_rank" in out.extra) == (randomize is not None)
     expected = dataset_table(out, out.extra)
     expected = expected.cast(pa.schema([f.with_nullable(f.name == "docid") for f in expected.schema]))
-    log, summary2 = simulate_log(ds, model=model, impressions=3, rng=np.random.default_rng(5))
+    log, summary2 = simulate_log(ds, model=model, impressions=3, rng=np.random.default_rng(5), **kw)
     assert summary2 == summary
     source_cols = {name: pa.chunked_array([ds.features[:100, j], ds.features[100:, j]])
                    for j, name in enumerate(ds.feature_names)}

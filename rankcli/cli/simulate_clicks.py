@@ -10,6 +10,12 @@ document of grade g with probability p(g) and stops at the first click; the impr
 including the click. PBM: the document at position r is examined with probability (1/r)^eta and, if examined,
 clicked with probability p(g); all clicks are kept.
 
+Logging policy: --ranker random shuffles every impression (fully randomised); a deterministic ranker (label, input,
+a model directory) shows its order, or with --randomize top:N shuffles its top N per impression (RandTop-n, Joachims
+et al. 2017) and with --randomize swap:K swaps its position K with a uniformly random displayed position (the swap
+intervention); the log then has a ranker_rank column (the document's rank in the ranker's order). Randomised PBM logs
+with --keep-no-click are what `rankcli propensity` estimates position bias from.
+
 Impressions without any click carry no preference and are dropped unless --keep-no-click; the summary says how many.
 Click rates in the summary count every simulated impression, dropped ones included.
 
@@ -41,6 +47,10 @@ def command(
     ranker: Annotated[str, typer.Option(help="Display order: random (a fresh shuffle per impression, the paper's) | "
                                         "label (ideal order) | input (the data's order) | a model directory "
                                         "(its scores, ties in input order).")] = "random",
+    randomize: Annotated[Optional[str], typer.Option(help="Randomise a deterministic ranker's order per impression: "
+                                                     "top:N (shuffle its top N, RandTop-n) | swap:K (swap position K "
+                                                     "with a uniformly random displayed position).",
+                                                     show_default=False)] = None,
     keep_no_click: Annotated[bool, typer.Option("--keep-no-click", help="Keep impressions without any click.")]
     = False,
     label_grades: Annotated[bool, typer.Option("--label-grades", help="Map the distinct label values to grades "
@@ -59,7 +69,8 @@ def command(
     from rankcli.errors import UsageError
     from rankcli.cli._common import prepare_output, stdout_taken
     from rankcli.formats.parquet import query_aligned_groups, read_dataset
-    from rankcli.simulate import RANKERS, click_batches, model_scores, parse_click_probs, simulate_log
+    from rankcli.simulate import (RANKERS, check_randomize, click_batches, model_scores, parse_click_probs,
+                                  parse_randomize, simulate_log)
 
     if model not in MODELS:
         raise UsageError(f"--model: expected one of {', '.join(MODELS)}, got {model!r}")
@@ -74,6 +85,8 @@ def command(
         raise UsageError(f"--seed must be >= 0, got {seed}")
     if ranker not in RANKERS and not Path(ranker).is_dir():
         raise UsageError(f"--ranker: expected random, label, input or a model directory, got {ranker!r}")
+    policy = parse_randomize(randomize)
+    check_randomize(ranker, policy, max_rank)  # before the model is loaded and the output prepared
     from rankcli.formats.atomic import model_files
 
     output = prepare_output(output, overwrite=overwrite,
@@ -108,7 +121,8 @@ def command(
     try:
         click_log, summary = simulate_log(ds, model=model, click_probs=probs, eta=eta, max_rank=max_rank,
                                           impressions=impressions, ranker=scores_or_name,
-                                          keep_no_click=keep_no_click, label_grades=label_grades, rng=rng)
+                                          keep_no_click=keep_no_click, label_grades=label_grades,
+                                          randomize=policy, rng=rng)
     finally:
         if reader is not None:
             reader.join()
@@ -248,7 +262,7 @@ def _render(summary, output: Path) -> None:
     from rankcli.cli._common import stderr_console
 
     con = stderr_console() if str(output) == "-" else stdout_console()  # -o -: stdout carries the log
-    con.print(f"{summary.model} clicks, ranker {summary.ranker} -> {output}")
+    con.print(f"{summary.model} clicks, ranker {summary.ranker}, logging policy {summary.params['policy']} -> {output}")
     con.print(f"impressions {summary.impressions}  kept {summary.kept}  dropped (no click) {summary.dropped}  "
               f"clicks {summary.clicks}  rows {summary.rows}")
     t = Table(title="click rate per grade (all simulated impressions)")

@@ -49,6 +49,9 @@ CHUNK_ENTRIES = 1 << 19
 SCAN_STEPS = 16
 
 MODELS = ("cascade", "pbm")
+#: Randomised logging policies over a deterministic ranker: ``("top", N)`` RandTop-n, ``("swap", K)`` swap
+#: intervention.
+RANDOMIZATIONS = ("top", "swap")
 
 
 @dataclass
@@ -74,6 +77,8 @@ class ClickLog:
     shown_by_position: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # index 0 = position 1
     clicks_by_position: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     examined_by_position: np.ndarray | None = None
+    #: With a randomised logging policy: the 1-based rank of each displayed document in the ranker's own order.
+    ranker_rank: np.ndarray | None = None
 
     @property
     def n_kept(self) -> int:
@@ -379,12 +384,13 @@ def _cascade_rest(coll, gids, done, grades, offsets, thr, rng, n_of, shown_j, di
 
 def pbm(grades: np.ndarray, offsets: np.ndarray, click_probs, impressions: int, rng: np.random.Generator, *,
         eta: float = 1.0, display_rank: np.ndarray | None = None, max_rank: int | None = None,
-        keep_no_click: bool = False) -> ClickLog:
+        keep_no_click: bool = False, randomize: tuple[str, int] | None = None) -> ClickLog:
     """Simulate ``impressions`` position-based-model impressions of every query.
 
     The document at display position ``r`` (1-based) is examined with probability ``(1/r)**eta`` and, if examined,
     clicked with probability ``p[grade]``; every click is kept. The displayed list is the whole query, or its top
-    ``max_rank``. Other parameters as :func:`cascade`.
+    ``max_rank``. ``randomize`` (with a ``display_rank``): a randomised logging policy applied to the ranker's order
+    per impression, see :func:`randomized_orders`. Other parameters as :func:`cascade`.
     """
     if not (eta >= 0):
         raise UsageError(f"eta must be non-negative, got {eta:g}")
@@ -418,8 +424,11 @@ def pbm(grades: np.ndarray, offsets: np.ndarray, click_probs, impressions: int, 
             order = rng.permuted(np.broadcast_to(np.arange(n, dtype=np.int64), (G * I, n)), axis=1)[:, :L]
         else:
             rows = offsets[qs][:, None] + np.arange(n, dtype=np.int64)[None, :]
-            at_pos = np.argsort(display_rank[rows], axis=1, kind="stable")[:, :L]  # (G, L) document at position
-            order = np.repeat(at_pos, I, axis=0)
+            at_pos = np.argsort(display_rank[rows], axis=1, kind="stable")  # (G, n) document at position
+            if randomize is None:
+                order = np.repeat(at_pos[:, :L], I, axis=0)
+            else:
+                order = randomized_orders(at_pos, I, randomize, L, rng)[:, :L]
         src = starts + order  # (G*I, L) source row at each position
         gr = g_small[src]
         # One draw per displayed cell, indexed by position (the cells are iid, so any indexing is the same model):
@@ -461,14 +470,95 @@ def pbm(grades: np.ndarray, offsets: np.ndarray, click_probs, impressions: int, 
     )
 
 
+def randomized_orders(at_pos: np.ndarray, impressions: int, randomize: tuple[str, int], shown: int,
+                      rng: np.random.Generator) -> np.ndarray:
+    """Display orders of ``impressions`` impressions of each of ``G`` equal-size lists under a randomised policy.
+
+    Parameters
+    ----------
+    at_pos : (G, n) int
+        The ranker's order of each list: ``at_pos[g, r]`` is the document (0-based index in its list) at rank ``r``.
+    impressions : int
+        Impressions per list; the result has ``G * impressions`` rows, list ``g``'s impressions consecutive.
+    randomize : ("top", N) or ("swap", K)
+        ``("top", N)``: RandTop-n (Joachims et al. 2017), the top ``min(N, n)`` documents of the ranker's order in a
+        fresh uniformly random order per impression (one Fisher-Yates shuffle per row, in C), the rest in the ranker's
+        order. ``("swap", K)``: the swap intervention, the document at rank ``K`` exchanged with the document at a
+        position drawn uniformly from ``1..shown`` (``K`` itself included: then nothing moves), so the ranker's
+        ``K``-th document appears at every displayed position with probability ``1/shown``; lists with fewer than
+        ``K`` displayed documents keep the ranker's order.
+    shown : int
+        Documents displayed per impression (``min(n, max_rank)``).
+
+    Returns
+    -------
+    (G * impressions, n) int64
+        The document at each position of each impression (cut to ``shown`` by the caller).
+    """
+    order = np.repeat(np.asarray(at_pos, dtype=np.int64), impressions, axis=0)
+    kind, k = randomize
+    n = order.shape[1]
+    if kind == "top":
+        m = min(int(k), n)
+        if m > 1:
+            order[:, :m] = rng.permuted(order[:, :m], axis=1)
+    elif kind == "swap":
+        if int(k) <= shown:
+            rows = np.arange(order.shape[0])
+            j = rng.integers(0, shown, size=order.shape[0])
+            moved = order[:, k - 1].copy()
+            order[:, k - 1] = order[rows, j]
+            order[rows, j] = moved
+    else:
+        raise UsageError(f"unknown randomisation {kind!r}; expected one of {', '.join(RANDOMIZATIONS)}")
+    return order
+
+
+def cascade_randomized(grades: np.ndarray, offsets: np.ndarray, click_probs, impressions: int,
+                       rng: np.random.Generator, *, display_rank: np.ndarray, randomize: tuple[str, int],
+                       max_rank: int | None = None, keep_no_click: bool = False) -> ClickLog:
+    """Cascade impressions whose display order is the ranker's order randomised per impression
+    (:func:`randomized_orders`). Dense: every impression's displayed list gets a click decision per position at once
+    and the scan stops at the first click (``argmax``), chunk by chunk of equal-size lists, no loop over queries."""
+    thr = click_thresholds(click_probs)
+    grades = check_grades(grades, thr.shape[0])
+    offsets = np.asarray(offsets, dtype=np.int64)
+    _check_common(offsets, impressions, max_rank)
+    I = int(impressions)
+    Q = offsets.shape[0] - 1
+    coll = _Collector(Q, I, thr.shape[0])
+    g_small = grades.astype(np.uint8) if thr.shape[0] <= 256 else grades
+    display_rank = np.asarray(display_rank, dtype=np.int64)
+    for qs, n in _groups_by_size(np.diff(offsets), I):
+        G = qs.shape[0]
+        L = n if max_rank is None else min(n, max_rank)
+        rows = offsets[qs][:, None] + np.arange(n, dtype=np.int64)[None, :]
+        at_pos = np.argsort(display_rank[rows], axis=1, kind="stable")
+        order = randomized_orders(at_pos, I, randomize, L, rng)[:, :L]
+        src = np.repeat(offsets[qs], I)[:, None] + order  # (G*I, L)
+        c = _draw(rng, (G * I, L)) >= thr[g_small[src]]
+        has = c.any(axis=1)
+        length = np.where(has, c.argmax(axis=1) + 1, L)  # displayed up to and including the first click
+        shown = np.arange(L)[None, :] < length[:, None]
+        gid = np.repeat(qs * I, I) + np.tile(np.arange(I, dtype=np.int64), G)
+        pos = np.broadcast_to(np.arange(1, L + 1, dtype=np.int64)[None, :], shown.shape)
+        coll.add(np.broadcast_to(gid[:, None], shown.shape)[shown], src[shown], pos[shown], c[shown])
+    return coll.finish(g_small, keep_no_click)
+
+
 def simulate(model: str, grades, offsets, click_probs, impressions, rng, *, eta: float = 1.0,
-             display_rank=None, max_rank=None, keep_no_click=False) -> ClickLog:
+             display_rank=None, max_rank=None, keep_no_click=False, randomize=None) -> ClickLog:
+    if randomize is not None and display_rank is None:
+        raise UsageError("a randomised logging policy needs a deterministic ranker to randomise")
     if model == "cascade":
+        if randomize is not None:
+            return cascade_randomized(grades, offsets, click_probs, impressions, rng, display_rank=display_rank,
+                                      randomize=randomize, max_rank=max_rank, keep_no_click=keep_no_click)
         return cascade(grades, offsets, click_probs, impressions, rng, display_rank=display_rank, max_rank=max_rank,
                        keep_no_click=keep_no_click)
     if model == "pbm":
         return pbm(grades, offsets, click_probs, impressions, rng, eta=eta, display_rank=display_rank,
-                   max_rank=max_rank, keep_no_click=keep_no_click)
+                   max_rank=max_rank, keep_no_click=keep_no_click, randomize=randomize)
     raise UsageError(f"unknown click model {model!r}; expected one of {', '.join(MODELS)}")
 
 

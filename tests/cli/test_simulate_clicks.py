@@ -78,7 +78,8 @@ def test_cascade_output_layout_and_summary(cli, data, tmp_path):
 
     meta = read_metadata(out)
     info = json.loads(meta["clicks"])
-    assert info == {"model": "cascade", "ranker": "random", "seed": 7, "click_probs": [0.05, 0.3, 0.5, 0.7, 0.95],
+    assert info == {"model": "cascade", "ranker": "random", "seed": 7, "policy": "random",
+                    "click_probs": [0.05, 0.3, 0.5, 0.7, 0.95],
                     "impressions": 5, "keep_no_click": False, "label_grades": False}
     assert meta["kind"] == "dataset" and meta["source"] == str(data["train"])
 
@@ -143,6 +144,20 @@ def test_grade_beyond_click_probs(run, data, tmp_path):
     (["--max-rank", "0"], "Error: --max-rank: must be at least 1, got 0\n"),
     (["--eta", "-1"], "Error: --eta: must be non-negative, got -1\n"),
     (["--ranker", "best"], "Error: --ranker: expected random, label, input or a model directory, got 'best'\n"),
+    (["--ranker", "label", "--randomize", "top:0"],
+     "Error: --randomize: expected top:N (shuffle the ranker's top N per impression) or swap:K (swap position K with "
+     "a random position), N and K positive integers, got 'top:0'\n"),
+    (["--ranker", "label", "--randomize", "swap:x"],
+     "Error: --randomize: expected top:N (shuffle the ranker's top N per impression) or swap:K (swap position K with "
+     "a random position), N and K positive integers, got 'swap:x'\n"),
+    (["--ranker", "label", "--randomize", "shuffle:3"],
+     "Error: --randomize: expected top:N (shuffle the ranker's top N per impression) or swap:K (swap position K with "
+     "a random position), N and K positive integers, got 'shuffle:3'\n"),
+    (["--randomize", "top:3"],
+     "Error: --randomize: the random ranker is already fully randomised (RandTop-n with n the list length); give "
+     "--ranker label, input or a model directory to randomise its order\n"),
+    (["--ranker", "label", "--randomize", "swap:5", "--max-rank", "4"],
+     "Error: --randomize swap:5: position 5 is never displayed with --max-rank 4\n"),
 ])
 def test_usage_errors(run, data, tmp_path, args, message):
     status, _, err = run("simulate-clicks", data["train"], "-o", tmp_path / "x.parquet", *args)
@@ -226,3 +241,45 @@ def test_numpy_loaded_with_single_threaded_blas_and_environment_restored():
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.split() == ["True", "False"]
+
+
+@pytest.mark.parametrize("policy", ["top:4", "swap:2"])
+def test_randomised_policy_recorded_deterministic_and_ranker_rank(run, data, tmp_path, policy):
+    a, b, c = tmp_path / "a.parquet", tmp_path / "b.parquet", tmp_path / "c.parquet"
+    for path, seed in ((a, "3"), (b, "3"), (c, "4")):
+        status, stdout, err = run("simulate-clicks", data["train"], "-o", path, "--seed", seed, "--ranker", "label",
+                                  "--randomize", policy, "--model", "pbm", "--keep-no-click", "--max-rank", "6",
+                                  "--impressions", "20", "--json")
+        assert status == 0, err
+    assert a.read_bytes() == b.read_bytes() and a.read_bytes() != c.read_bytes()
+    summary = json.loads(stdout)
+    assert summary["params"]["policy"] == policy and summary["model"] == "pbm"
+    assert summary["params"]["keep_no_click"] is True
+    info = json.loads(read_metadata(a)["clicks"])
+    assert info["policy"] == policy and info["model"] == "pbm" and info["keep_no_click"] is True
+    table = pq.read_table(a, columns=["qid", "position", "ranker_rank", "relevance"])
+    pos = table.column("position").to_numpy()
+    rr = table.column("ranker_rank").to_numpy()
+    kind, k = policy.split(":")
+    k = int(k)
+    if kind == "top":
+        assert np.array_equal(rr[pos > k], pos[pos > k]) and np.all(rr[pos <= k] <= k)
+        assert np.any(rr != pos)
+    else:
+        moved = rr != pos
+        # A displaced document either came from position k or went there.
+        assert np.all((rr[moved] == k) | (pos[moved] == k)) and np.any(moved)
+    # The label ranker's order: relevance never increases along ranker_rank within an impression.
+    qid = table.column("qid").to_numpy()
+    rel = table.column("relevance").to_numpy()
+    order = np.lexsort((rr, qid))
+    same = np.diff(qid[order]) == 0
+    assert np.all(np.diff(rel[order])[same] <= 0)
+
+
+def test_default_policy_has_no_ranker_rank_column(run, data, tmp_path):
+    out = tmp_path / "x.parquet"
+    status, stdout, err = run("simulate-clicks", data["train"], "-o", out, "--ranker", "label", "--json")
+    assert status == 0, err
+    assert json.loads(stdout)["params"]["policy"] == "none"
+    assert "ranker_rank" not in pq.read_table(out).column_names

@@ -277,3 +277,125 @@ def test_dropping_changes_nothing_but_the_dropped(steps, ranker, max_rank):
     rows_kept = np.concatenate([kept.rows[a:b] for a, b, w in zip(kept.offsets[:-1], kept.offsets[1:], with_click)
                                 if w])
     np.testing.assert_array_equal(rows_kept, dropped.rows)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Randomised logging policies: RandTop-n and the swap intervention
+
+
+def _position_counts(order, at_pos, impressions, top):
+    """counts[d, r]: how often the ranker's document at rank d (< top) was displayed at position r (< top)."""
+    G, n = at_pos.shape
+    rank_of = np.argsort(at_pos, axis=1)  # rank_of[g, doc] = ranker's rank of doc
+    ranks = np.take_along_axis(np.repeat(rank_of, impressions, axis=0), order, axis=1)  # rank shown at each position
+    counts = np.zeros((top, top), np.int64)
+    for r in range(top):
+        counts[:, r] = np.bincount(ranks[:, r], minlength=n)[:top]
+    return counts
+
+
+def test_randtop_n_displays_each_top_document_uniformly_over_the_top_positions():
+    from scipy.stats import chi2
+
+    rng = np.random.default_rng(11)
+    G, n, N, I = 7, 12, 5, 3000
+    at_pos = np.stack([rng.permutation(n) for _ in range(G)])
+    order = clicks.randomized_orders(at_pos, I, ("top", N), n, np.random.default_rng(5))
+    assert order.shape == (G * I, n)
+    # Every row is a permutation of its list; the documents below rank N keep the ranker's order.
+    assert np.array_equal(np.sort(order, axis=1), np.tile(np.arange(n), (G * I, 1)))
+    assert np.array_equal(order[:, N:], np.repeat(at_pos[:, N:], I, axis=0))
+    counts = _position_counts(order, at_pos, I, N)
+    expected = G * I / N
+    stat = ((counts - expected) ** 2 / expected).sum(axis=1)  # per document: N - 1 degrees of freedom
+    assert np.all(stat < chi2.ppf(0.999, N - 1)), stat
+    assert np.all(counts.sum(axis=1) == G * I)
+
+
+def test_randtop_n_larger_than_the_list_shuffles_the_whole_list():
+    at_pos = np.array([[2, 0, 1]])
+    order = clicks.randomized_orders(at_pos, 6000, ("top", 10), 3, np.random.default_rng(1))
+    counts = _position_counts(order, at_pos, 6000, 3)
+    assert np.all(np.abs(counts - 2000) < 4 * np.sqrt(2000 * (1 / 3) * (2 / 3) * 3)), counts
+
+
+def test_swap_intervention_moves_only_position_k_and_one_uniform_position():
+    from scipy.stats import chi2
+
+    rng = np.random.default_rng(3)
+    G, n, K, I, shown = 4, 9, 3, 4000, 7
+    at_pos = np.stack([rng.permutation(n) for _ in range(G)])
+    order = clicks.randomized_orders(at_pos, I, ("swap", K), shown, np.random.default_rng(2))
+    base = np.repeat(at_pos, I, axis=0)
+    differs = order != base
+    # Either nothing moved (the random position was K itself) or exactly K and one other displayed position swapped.
+    n_diff = differs.sum(axis=1)
+    assert set(np.unique(n_diff)) <= {0, 2}
+    moved = n_diff == 2
+    assert np.all(differs[moved, K - 1]) and not differs[:, shown:].any()
+    rows = np.flatnonzero(moved)
+    j = np.argmax(differs[rows] & (np.arange(n) != K - 1), axis=1)
+    assert np.array_equal(order[rows, j], base[rows, K - 1]) and np.array_equal(order[rows, K - 1], base[rows, j])
+    # Where the ranker's K-th document went: uniform over the displayed positions 1..shown (K included).
+    where = np.argmax(order == base[:, K - 1][:, None], axis=1)
+    counts = np.bincount(where, minlength=shown)
+    assert counts.shape == (shown,)
+    expected = G * I / shown
+    assert ((counts - expected) ** 2 / expected).sum() < chi2.ppf(0.999, shown - 1), counts
+
+
+def test_swap_beyond_the_displayed_list_changes_nothing():
+    at_pos = np.array([[1, 0, 2]])
+    order = clicks.randomized_orders(at_pos, 50, ("swap", 3), 2, np.random.default_rng(0))
+    assert np.array_equal(order, np.repeat(at_pos, 50, axis=0))
+
+
+@pytest.mark.parametrize("model", clicks.MODELS)
+@pytest.mark.parametrize("randomize", [("top", 3), ("swap", 2)])
+def test_randomised_simulation_invariants_and_determinism(model, randomize):
+    grades, offsets = dataset([1, 4, 6, 6, 9], seed=4)
+    ranks = random_ranks(offsets, np.random.default_rng(0))
+
+    def run(seed):
+        return clicks.simulate(model, grades, offsets, PAPER, 40, np.random.default_rng(seed), display_rank=ranks,
+                               max_rank=5, keep_no_click=True, randomize=randomize)
+
+    a, b, c = run(1), run(1), run(2)
+    assert np.array_equal(a.rows, b.rows) and np.array_equal(a.clicks, b.clicks)
+    assert not (np.array_equal(a.rows, c.rows) and np.array_equal(a.clicks, c.clicks))
+    check_invariants(a, grades, offsets, 40, model=model, keep=True, max_rank=5, display_rank=None)
+    shown_rank = ranks[a.rows]
+    if randomize[0] == "top":  # below the top N the ranker's order
+        below = a.positions > randomize[1]
+        assert np.array_equal(shown_rank[below], a.positions[below] - 1)
+        assert np.all(shown_rank[~below] < randomize[1])
+    else:
+        assert np.count_nonzero(shown_rank != a.positions - 1) > 0
+    assert np.any(shown_rank != a.positions - 1)
+
+
+def test_randomize_needs_a_deterministic_ranker():
+    grades, offsets = dataset([3, 4])
+    with pytest.raises(UsageError, match="deterministic ranker"):
+        clicks.simulate("pbm", grades, offsets, PAPER, 2, np.random.default_rng(0), randomize=("top", 2))
+
+
+@pytest.mark.parametrize("max_rank", [None, 6])
+def test_randomised_cascade_with_top_n_of_the_whole_list_matches_the_random_ranker_reference(max_rank):
+    """RandTop-n with n the list length is a full shuffle: the dense randomised cascade must match the reference
+    loop's random-ranker cascade in distribution (first-click position; document at position)."""
+    grades = np.array([0, 0, 1, 0, 4,   0, 0, 0, 2, 0, 0, 0, 0, 1, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+    offsets = np.array([0, 5, 30])
+    ranks = random_ranks(offsets, np.random.default_rng(9))
+    n = 1500
+    log = clicks.simulate("cascade", grades, offsets, PAPER, n, np.random.default_rng(1), display_rank=ranks,
+                          max_rank=max_rank, keep_no_click=True, randomize=("top", 25))
+    ours = [(q, rows, c) for q, _, rows, c, _ in impressions_of(log)]
+    ref = reference.cascade_clicks(grades, offsets, PAPER, n, np.random.default_rng(2), display_rank=None,
+                                   max_rank=max_rank)
+    theirs = [(q, [r for r, _ in shown], [c for _, c in shown]) for q, _, shown in ref]
+    la, ca = _histograms(ours, offsets, 2)
+    lb, cb = _histograms(theirs, offsets, 2)
+    for q in range(2):
+        _same_distribution(la[q], lb[q])
+        _same_distribution(ca[q], cb[q])
