@@ -45,6 +45,7 @@ class Run:
     notes: list[str] = field(default_factory=list)
     docids: np.ndarray | None = None  # (n_rows,) document names, for the docid-desc tie rule
     queries_without_judged: int = 0   # queries none of whose documents is judged (TREC runs)
+    judged: np.ndarray | None = None  # (n_rows,) whether each row is in the qrels (TREC runs)
 
     @property
     def n_rows(self) -> int:
@@ -241,7 +242,7 @@ def load_trec_run(run_path: Path | str, qrels_path: Path | str) -> Run:
     unranked_offsets = np.concatenate(([0], np.cumsum(np.bincount(missing_q, minlength=len(kept))))).astype(np.int64)
     return Run(qids=_query_ids(kept), labels=labels, scores=scores, offsets=offsets,
                unranked_labels=unranked_labels, unranked_offsets=unranked_offsets, source=str(run_path), notes=notes,
-               docids=lines.docids[rows], queries_without_judged=unjudged)
+               docids=lines.docids[rows], queries_without_judged=unjudged, judged=is_judged)
 
 
 def model_run(data_path: Path | str, model_dir: Path | str, *, docids: bool = False) -> Run:
@@ -269,7 +270,7 @@ def evaluate_run(run: Run, metrics: Sequence[MetricSpec | str], convention: Conv
     try:
         result = evaluate(specs, run.labels, run.scores, run.offsets, convention,
                           unranked_labels=run.unranked_labels, unranked_offsets=run.unranked_offsets,
-                          docids=run.docids)
+                          docids=run.docids, judged=run.judged)
     except InputError as exc:
         raise type(exc)(f"{run.source}: {exc}" if run.source else str(exc)) from None
     return EvalReport(result=result, specs=specs, qids=run.qids, source=run.source, rows=run.n_rows,

@@ -50,14 +50,14 @@ Speed: no Python loop over queries. Queries are laid out in padded matrices per 
 
 from __future__ import annotations
 
-import difflib
-import re
 from dataclasses import asdict, dataclass, field
 from typing import Iterable, Sequence
 
 import numpy as np
 
 from rankcli.core.groups import padded_rows, query_index, size_buckets
+from rankcli.core.measures import (CORE, REGISTRY, MetricSpec, UnknownMetricError, parse_metric,  # noqa: F401
+                                    parse_metrics)
 from rankcli.errors import InputError, UsageError
 
 GAINS = ("exponential", "linear")
@@ -125,107 +125,14 @@ class Convention:
 # ---------------------------------------------------------------------------------------------------------------------
 # Metric names
 
-#: Canonical metric names; the spec's string form is ``name`` or ``name@k``.
-METRICS = ("ndcg", "dcg", "err", "mrr", "map", "precision", "recall")
-ALIASES = {
-    "ndcg": "ndcg", "dcg": "dcg", "err": "err",
-    "mrr": "mrr", "rr": "mrr", "recip_rank": "mrr",
-    "map": "map", "ap": "map",
-    "precision": "precision", "p": "precision", "prec": "precision",
-    "recall": "recall", "r": "recall",
-}
+#: The core metric names (this module's kernels); the registry (:mod:`rankcli.core.measures`) holds every metric,
+#: its aliases and trec_eval names, and parses every spelling.
+METRICS = CORE
+ALIASES = {a: m.name for m in REGISTRY if m.name in CORE for a in (m.name, *m.aliases)}
 #: Metrics computed from graded gains; the others are binary (relevant iff label >= threshold).
-GRADED = frozenset({"ndcg", "dcg", "err"})
+GRADED = frozenset(m.name for m in REGISTRY if m.graded)
 #: Metrics whose best possible value is 1; under ``no_relevant="one"`` they score 1 on queries without relevance.
-NORMALISED = frozenset({"ndcg", "mrr", "map", "precision", "recall"})
-
-
-class UnknownMetricError(UsageError):
-    """A metric name that is not known, or a malformed ``name@k``: a usage error (exit status 2), as an unknown loss."""
-
-
-@dataclass(frozen=True, order=True)
-class MetricSpec:
-    """A metric and its cutoff; hashable, and ``str(spec)`` (``"ndcg@10"``, ``"mrr"``) is its canonical name."""
-
-    name: str
-    k: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.name not in METRICS:
-            raise UnknownMetricError(_unknown_message(self.name))
-        if self.k is not None and (not isinstance(self.k, (int, np.integer)) or self.k < 1):
-            raise UnknownMetricError(f"metric {self.name}@{self.k}: the cutoff k must be a positive integer")
-
-    def __str__(self) -> str:
-        return self.name if self.k is None else f"{self.name}@{self.k}"
-
-    @property
-    def graded(self) -> bool:
-        return self.name in GRADED
-
-
-def _unknown_message(name: str) -> str:
-    close = difflib.get_close_matches(name.lower(), list(ALIASES), n=1, cutoff=0.5)
-    hint = f"; did you mean {ALIASES[close[0]]!r}?" if close else ""
-    return f"unknown metric {name!r}{hint} (known: {', '.join(METRICS)}, each optionally @k)"
-
-
-_SPEC = re.compile(r"^\s*([A-Za-z_]+)\s*(?:@\s*([^\s]+))?\s*$")
-
-
-def parse_metric(text: str) -> MetricSpec:
-    """Parse ``ndcg@10``, ``NDCG@10``, ``mrr``, ``rr@5``, ``P@5`` into a :class:`MetricSpec`.
-
-    An unknown name raises :class:`UnknownMetricError` (a :class:`UsageError`, exit status 2) naming the closest
-    known metric.
-    """
-    if isinstance(text, MetricSpec):
-        return text
-    m = _SPEC.match(str(text))
-    if not m:
-        raise UnknownMetricError(f"cannot parse metric {text!r}; expected NAME or NAME@K, e.g. ndcg@10")
-    name, k_text = m.group(1), m.group(2)
-    canonical = ALIASES.get(name.lower())
-    if canonical is None:
-        raise UnknownMetricError(_unknown_message(name))
-    k = None
-    if k_text is not None:
-        if not k_text.isdigit() or int(k_text) < 1:
-            raise UnknownMetricError(f"metric {text!r}: the cutoff after '@' must be a positive integer, got {k_text!r}")
-        k = int(k_text)
-    return MetricSpec(canonical, k)
-
-
-def parse_metrics(texts: Iterable[str] | str) -> list[MetricSpec]:
-    """Parse several metrics; each text may be a comma list. A bare number repeats the previous metric with that
-    cutoff: ``"ndcg@1,3,5,10"`` is ndcg@1, ndcg@3, ndcg@5, ndcg@10; ``"ndcg@5,map"`` is ndcg@5 and map.
-    Duplicates are dropped, first occurrence kept."""
-    if isinstance(texts, str):
-        texts = [texts]
-    out: list[MetricSpec] = []
-    for text in texts:
-        if isinstance(text, MetricSpec):
-            parts, previous = [text], None
-        else:
-            parts, previous = [p.strip() for p in str(text).split(",")], None
-        for part in parts:
-            if isinstance(part, MetricSpec):
-                spec = part
-            elif part == "":
-                raise UnknownMetricError(f"empty metric in {text!r}")
-            elif part.isdigit():
-                if previous is None:
-                    raise UnknownMetricError(f"cutoff {part!r} in {text!r} follows no metric; write e.g. ndcg@1,3,5")
-                spec = parse_metric(f"{previous.name}@{part}")
-            else:
-                spec = parse_metric(part)
-            previous = spec
-            if spec not in out:
-                out.append(spec)
-    if not out:
-        raise UnknownMetricError("no metric given")
-    return out
+NORMALISED = frozenset(m.name for m in REGISTRY if m.normalised and m.family != "info")
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -471,7 +378,7 @@ def _docid_tie_order(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray
 
 
 def per_query(specs: Sequence[MetricSpec | str], labels, scores, offsets, convention: Convention = Convention(), *,
-              unranked_labels=None, unranked_offsets=None, docids=None) -> dict[str, np.ndarray]:
+              unranked_labels=None, unranked_offsets=None, docids=None, judged=None) -> dict[str, np.ndarray]:
     """One float64 value per query for each metric (key ``str(spec)``); NaN where the query is skipped.
 
     Parameters
@@ -483,9 +390,16 @@ def per_query(specs: Sequence[MetricSpec | str], labels, scores, offsets, conven
     unranked_labels, unranked_offsets : judged documents of each query that the ranking does not contain (TREC qrels
         entries missing from a run): they count in the ideal DCG and in the number of relevant documents ``R``.
     docids : (n_rows,) document ids (``str``), needed by ``ties="docid-desc"`` and ignored otherwise.
+    judged : (n_rows,) bool, whether each row is in the qrels (TREC runs); None: every row is judged. Only bpref,
+        infAP and num_nonrel_judged_ret distinguish unjudged documents (see :mod:`rankcli.core.trec_kernels`).
     """
     specs = [parse_metric(s) for s in specs]
+    specs = [s for s in specs if s.record.family != "info"]  # runid: printed, not computed
     labels, scores, offsets = _check_inputs(labels, scores, offsets)
+    if judged is not None:
+        judged = np.asarray(judged, dtype=bool)
+        if judged.shape != labels.shape:
+            raise InputError(f"judged must have one entry per row ({labels.shape[0]}), got {judged.shape[0]}")
     if (unranked_labels is None) != (unranked_offsets is None):
         raise UsageError("unranked_labels and unranked_offsets go together")
     if convention.ties == "docid-desc":
@@ -497,6 +411,8 @@ def per_query(specs: Sequence[MetricSpec | str], labels, scores, offsets, conven
         perm = _docid_tie_order(scores, labels, offsets, docids)
         if perm is not None:  # rows move only within their query: the per-query results keep their order
             labels, scores = labels[perm], scores[perm]
+            if judged is not None:
+                judged = judged[perm]
     nq = offsets.shape[0] - 1
     judg = _Judgments(labels, offsets, unranked_labels, unranked_offsets, convention)
     if any(s.name == "err" for s in specs):
@@ -508,6 +424,15 @@ def per_query(specs: Sequence[MetricSpec | str], labels, scores, offsets, conven
             raise InputError(f"err: label {top:g}{where} exceeds the maximum grade {gmax:g}; "
                              "set the maximum grade (--max-grade) to the top of your label scale")
     out = {str(s): np.empty(nq) for s in specs}
+    trec_specs = [s for s in specs if s.record.family == "trec"]
+    if trec_specs:
+        from rankcli.core import trec_kernels
+
+        out.update(trec_kernels.per_query(trec_specs, labels, scores, offsets, judg, convention, judged))
+    specs_all, specs = specs, [s for s in specs if s.record.family == "core"]
+    if not specs:
+        _apply_no_relevant(specs_all, out, judg, convention)
+        return out
     ks = [s.k for s in specs]
     need_full = any(k is None for k in ks)
     kmax = None if need_full else max(ks)
@@ -532,7 +457,7 @@ def per_query(specs: Sequence[MetricSpec | str], labels, scores, offsets, conven
                                       convention)
         for name, v in values.items():
             out[name][qs] = v
-    _apply_no_relevant(specs, out, judg, convention)
+    _apply_no_relevant(specs_all, out, judg, convention)
     return out
 
 
@@ -741,6 +666,8 @@ def _average_err(lab, valid, new, start, gsize, kk, max_grade):
 
 def _apply_no_relevant(specs, out, judg, convention) -> None:
     for spec in specs:
+        if spec.record.aggregate in ("sum", "count"):
+            continue  # counts are counts, whatever the query holds
         has = judg.has_graded if spec.graded else judg.has_binary
         if has.all():
             continue
@@ -753,20 +680,45 @@ def _apply_no_relevant(specs, out, judg, convention) -> None:
             v[~has] = 1.0 if spec.name in NORMALISED else 0.0
 
 
-def evaluate(specs: Sequence[MetricSpec | str], labels, scores, offsets, convention: Convention = Convention(), *,
-             unranked_labels=None, unranked_offsets=None, docids=None) -> EvalResult:
-    """Per-query values and their means (over the queries not skipped) for several metrics."""
-    specs = [parse_metric(s) for s in specs]
-    pq = per_query(specs, labels, scores, offsets, convention, unranked_labels=unranked_labels,
-                   unranked_offsets=unranked_offsets, docids=docids)
-    nq = len(offsets) - 1
+def aggregate(spec: MetricSpec, values: np.ndarray) -> float:
+    """A metric's summary over the queries not skipped (NaN values): the mean, or as its registry record says: the
+    sum (counts), the number of queries (num_q), the geometric mean with trec_eval's floor 1e-5 (gm_map, gm_bpref)."""
+    v = values[~np.isnan(values)]
+    how = spec.record.aggregate
+    if how == "count":
+        return float(v.shape[0])
+    if how == "sum":
+        return float(v.sum())
+    if v.shape[0] == 0:
+        return float("nan")
+    if how == "gmean":
+        return float(np.exp(np.log(np.maximum(v, 1e-5)).mean()))
+    return float(v.mean())
+
+
+def summarize(specs: Sequence[MetricSpec], pq: dict[str, np.ndarray], convention: Convention) -> EvalResult:
+    """An :class:`EvalResult` from per-query values (NaN = skipped)."""
+    nq = len(next(iter(pq.values()))) if pq else 0
     skipped_any = np.zeros(nq, dtype=bool)
     means, evaluated = {}, {}
-    for name, v in pq.items():
+    for spec in specs:
+        name = str(spec)
+        v = pq[name]
         ok = ~np.isnan(v)
         skipped_any |= ~ok
         evaluated[name] = int(ok.sum())
-        means[name] = float(v[ok].mean()) if ok.any() else float("nan")
+        means[name] = aggregate(spec, v)
     skipped = int(skipped_any.sum())
     return EvalResult(convention=convention, queries=nq - skipped, skipped=skipped, means=means, per_query=pq,
                       evaluated=evaluated)
+
+
+def evaluate(specs: Sequence[MetricSpec | str], labels, scores, offsets, convention: Convention = Convention(), *,
+             unranked_labels=None, unranked_offsets=None, docids=None, judged=None) -> EvalResult:
+    """Per-query values and their summaries (means over the queries not skipped; sums for counts; see
+    :func:`aggregate`) for several metrics."""
+    specs = [s for s in (parse_metric(s) for s in specs) if s.record.family != "info"]
+    pq = per_query(specs, labels, scores, offsets, convention, unranked_labels=unranked_labels,
+                   unranked_offsets=unranked_offsets, docids=docids, judged=judged)
+    return summarize(specs, pq, convention)
+

@@ -117,7 +117,9 @@ def test_unknown_metric_is_a_usage_error_exit_2(cli, run_file):
     out = cli("eval", path, "--metric", "ndgc@5")
     assert out.returncode == 2
     assert out.stderr.decode() == ("Error: unknown metric 'ndgc'; did you mean 'ndcg'? (known: ndcg, dcg, err, mrr, "
-                                   "map, precision, recall, each optionally @k)\n")
+                                   "map, precision, recall, each optionally @k; bpref, rprec, success@k and the other "
+                                   "trec_eval measures, by rankcli's or trec_eval's name (P_5, ndcg_cut.10); sets "
+                                   "official, all_trec)\n")
 
 
 def test_usage_errors_exit_2(cli, tmp_path):

@@ -1,0 +1,322 @@
+"""Kernels of the trec_eval measures beyond the core metrics, vectorised over padded query matrices.
+
+Every definition follows trec_eval 10.0's source (usnistgov/trec_eval, the ``m_<name>.c`` file named in each
+kernel's docstring). Notation, per query: the ranking in trec_eval's order (score descending, ties by the
+convention's rule), ``N`` documents retrieved, ``rel_i`` whether the document at rank ``i`` (1-based) is relevant
+(judged with label >= the threshold, trec_eval's ``-l``), ``R`` the number of relevant documents in the qrels
+(retrieved or not), ``c_i`` the relevant documents in the top ``i``.
+
+Judgments as trec_eval reads them: a retrieved document absent from the qrels is *not in the pool*; one in the qrels
+with a negative label is *pooled but unjudged* (infAP's sampling); the others are *judged*, relevant or not. bpref,
+infAP and num_nonrel_judged_ret use the distinction; every other measure counts any non-relevant document alike.
+Without judgment information (a Parquet run, whose every row has a label), every document is judged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from rankcli.core.groups import padded_rows, size_buckets
+from rankcli.errors import UsageError
+
+#: trec_eval's floor for a per-query value entering a geometric mean (``MIN_GEO_MEAN`` in trec_eval.h).
+MIN_GEO_MEAN = 1e-5
+#: infAP's smoothing constant (``INFAP_EPSILON`` in trec_eval.h).
+INFAP_EPSILON = 1e-5
+
+
+@dataclass
+class Bucket:
+    """One size bucket of queries, laid out as padded rows in ranking order."""
+
+    lab: np.ndarray      # (nb, W) labels in rank order (0 in padding)
+    valid: np.ndarray    # (nb, W) real cells
+    judged: np.ndarray   # (nb, W) judged documents (in the qrels with label >= 0)
+    pooled: np.ndarray   # (nb, W) pooled but unjudged (in the qrels with label < 0)
+    rel: np.ndarray      # (nb, W) relevant (judged, label >= threshold)
+    relcum: np.ndarray   # (nb, W) relevant documents in the top i+1
+    n_ret: np.ndarray    # (nb,) documents retrieved
+    R: np.ndarray        # (nb,) relevant documents in the qrels
+    nonrel_judged: np.ndarray  # (nb,) judged non-relevant documents in the qrels (retrieved or not)
+    ge: list | None      # per-grade counts (label >= g) of the bucket's queries, for ndcg_rel and Rndcg
+    gain: str
+    D: np.ndarray        # D[p]: total discount of the first p ranks
+
+    @property
+    def num_rel_ret(self) -> np.ndarray:
+        return self.relcum[:, -1].astype(np.float64)
+
+    def at(self, cut) -> np.ndarray:
+        """Relevant documents in the top ``cut`` (per query; cut may exceed the width)."""
+        cut = np.minimum(np.asarray(cut, dtype=np.int64), self.relcum.shape[1])
+        cut = np.broadcast_to(cut, self.n_ret.shape)
+        out = np.zeros(self.n_ret.shape[0])
+        ok = cut > 0
+        out[ok] = self.relcum[np.flatnonzero(ok), cut[ok] - 1]
+        return out
+
+
+def _div(a, b):
+    a = np.asarray(a, dtype=np.float64)
+    b = np.broadcast_to(np.asarray(b, dtype=np.float64), a.shape)
+    out = np.zeros(a.shape)
+    np.divide(a, b, out=out, where=b != 0)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Kernels: f(bucket, param) -> (nb,) values
+
+
+def num_q(b: Bucket, _):
+    """``m_num_q.c``: 1 per query; the summary counts the queries."""
+    return np.ones(b.n_ret.shape[0])
+
+
+def num_ret(b: Bucket, _):
+    """``m_num_ret.c``: N."""
+    return b.n_ret.astype(np.float64)
+
+
+def num_rel(b: Bucket, _):
+    """``m_num_rel.c``: R."""
+    return b.R.astype(np.float64)
+
+
+def num_rel_ret(b: Bucket, _):
+    """``m_num_rel_ret.c``: c_N."""
+    return b.num_rel_ret
+
+
+def num_nonrel_judged_ret(b: Bucket, _):
+    """``m_num_nonrel_judged_ret.c``: retrieved documents judged and not relevant."""
+    return (b.judged & ~b.rel).sum(axis=1).astype(np.float64)
+
+
+def average_precision(b: Bucket, _):
+    """``m_map.c`` (per query; gm_map averages it geometrically): sum over relevant ranks i of c_i / i, over R."""
+    prec = b.relcum / np.arange(1, b.relcum.shape[1] + 1, dtype=np.float64)[None, :]
+    return _div(np.where(b.rel, prec, 0.0).sum(axis=1), b.R)
+
+
+def rprec(b: Bucket, _):
+    """``m_Rprec.c``: c_R / R (a query retrieving fewer than R documents counts only those)."""
+    return _div(b.at(b.R), b.R)
+
+
+def bpref(b: Bucket, _):
+    """``m_bpref.c``: (1/R) sum over retrieved judged relevant documents of 1 - min(n, R) / min(NJ, R), with n the
+    judged non-relevant documents ranked above it and NJ those in the qrels (1 when n = 0)."""
+    nonrel = b.judged & ~b.rel
+    above = np.cumsum(nonrel, axis=1) - nonrel
+    denom = np.minimum(b.nonrel_judged, b.R)[:, None].astype(np.float64)
+    frac = _div(np.minimum(above, b.R[:, None]), denom)
+    term = np.where(above > 0, 1.0 - frac, 1.0)
+    return _div(np.where(b.rel & b.judged, term, 0.0).sum(axis=1), b.R)
+
+
+def infap(b: Bucket, _):
+    """``m_infap.c``: for each retrieved judged relevant document at 0-based rank j > 0,
+    1/(j+1) + j/(j+1) * (r + n + u)/j * (r + eps)/(r + n + 2 eps), with r, n, u the relevant, judged non-relevant
+    and pooled-unjudged documents above it (1 at j = 0); summed, over R."""
+    rel = b.rel & b.judged
+    nonrel = b.judged & ~b.rel
+    r = (np.cumsum(rel, axis=1) - rel).astype(np.float64)
+    n = (np.cumsum(nonrel, axis=1) - nonrel).astype(np.float64)
+    u = (np.cumsum(b.pooled, axis=1) - b.pooled).astype(np.float64)
+    j = np.arange(b.lab.shape[1], dtype=np.float64)[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        term = 1.0 / (j + 1.0) + (j / (j + 1.0)) * ((r + n + u) / j) * \
+            ((r + INFAP_EPSILON) / (r + n + 2 * INFAP_EPSILON))
+    term[:, 0] = 1.0
+    return _div(np.where(rel, term, 0.0).sum(axis=1), b.R)
+
+
+def success(b: Bucket, k):
+    """``m_success.c``: 1 when a relevant document is in the top k (the whole list without k)."""
+    return (b.at(b.n_ret if k is None else k) > 0).astype(np.float64)
+
+
+def relative_p(b: Bucket, k):
+    """``m_rel_P.c``: c_k / min(k, R)."""
+    return _div(b.at(k), np.minimum(k, b.R))
+
+
+def rprec_mult(b: Bucket, x):
+    """``m_Rprec_mult.c``: precision at rank m = (long)(x R + 0.9); c_N / m when m > N."""
+    m = np.floor(x * b.R + 0.9).astype(np.int64)
+    return _div(b.at(np.minimum(m, b.n_ret)), m)
+
+
+def _recall_cuts(b: Bucket, levels) -> np.ndarray:
+    """trec_eval 10's cutoffs in relevant documents, ``lround(level * R)`` (half away from zero), (nb, L)."""
+    x = np.asarray(levels, dtype=np.float64)[None, :] * b.R[:, None]
+    return np.floor(x + 0.5).astype(np.int64)
+
+
+def _iprec(b: Bucket, levels) -> np.ndarray:
+    """``m_iprec_at_recall.c`` (trec_eval 10): at cutoff c = lround(level R) relevant documents, the highest
+    precision at or below the rank of the c-th relevant document (of the first one for c = 0); 0 when c > c_N.
+    Returns (nb, L)."""
+    W = b.lab.shape[1]
+    prec = np.where(b.valid, b.relcum / np.arange(1, W + 1, dtype=np.float64)[None, :], 0.0)
+    suffix_max = np.maximum.accumulate(prec[:, ::-1], axis=1)[:, ::-1]
+    cuts = _recall_cuts(b, levels)
+    nrr = b.relcum[:, -1]
+    out = np.zeros(cuts.shape)
+    for j in range(cuts.shape[1]):
+        c = np.maximum(cuts[:, j], 1)
+        ok = (cuts[:, j] <= nrr) & (nrr > 0)
+        pos = np.argmax(b.relcum >= c[:, None], axis=1)  # rank (0-based) of the c-th relevant document
+        out[:, j] = np.where(ok, suffix_max[np.arange(b.lab.shape[0]), pos], 0.0)
+    return out
+
+
+def iprec_at_recall(b: Bucket, level):
+    return _iprec(b, [level])[:, 0]
+
+
+def pt11_avg(b: Bucket, _):
+    """``m_11pt_avg.c``: the mean of iprec_at_recall over the levels 0.0, 0.1, ..., 1.0."""
+    return _iprec(b, [i / 10 for i in range(11)]).mean(axis=1)
+
+
+def set_f(b: Bucket, _):
+    """``m_set_F.c`` with beta 1: 2 P R / (P + R) with P = c_N / N and R = c_N / R; 0 when nothing relevant is
+    retrieved."""
+    p = _div(b.num_rel_ret, b.n_ret)
+    r = _div(b.num_rel_ret, b.R)
+    return _div(2 * p * r, p + r)
+
+
+def f1(b: Bucket, k):
+    """ranx's f1@k: 2 P@k R@k / (P@k + R@k), 0 when no relevant document is in the top k."""
+    if k is None:
+        return set_f(b, None)
+    hits = b.at(k)
+    p = hits / float(k)
+    r = _div(hits, b.R)
+    return _div(2 * p * r, p + r)
+
+
+def _grade_gains(b: Bucket):
+    if b.ge is None:
+        raise UsageError("ndcg_rel and Rndcg need integer relevance labels (trec_eval's grades)")
+    ng = len(b.ge) - 1
+    g = np.arange(ng, dtype=np.float64)
+    return (np.exp2(g) - 1.0) if b.gain == "exponential" else g
+
+
+def _ideal_dcg_at(b: Bucket, cut: np.ndarray) -> np.ndarray:
+    """The ideal DCG of the top ``cut`` ranks (per query), from the per-grade counts."""
+    gains = _grade_gains(b)
+    cut = np.asarray(cut)
+    shape = (-1,) + (1,) * (cut.ndim - 1)
+    out = np.zeros(cut.shape)
+    for g in range(len(b.ge) - 2, 0, -1):
+        above, end = np.minimum(b.ge[g + 1].reshape(shape), cut), np.minimum(b.ge[g].reshape(shape), cut)
+        out += gains[g] * (b.D[end] - b.D[above])
+    return out
+
+
+def _dcg_cum(b: Bucket) -> tuple[np.ndarray, np.ndarray]:
+    gains = _grade_gains(b)
+    lab = np.where(b.valid & (b.lab > 0), b.lab, 0.0)
+    idx = np.clip(lab, 0, len(gains) - 1).astype(np.int64)
+    g = np.where(lab > 0, gains[idx], 0.0)
+    disc = np.diff(b.D[: b.lab.shape[1] + 1])
+    return g, np.cumsum(g * disc[None, :], axis=1)
+
+
+def ndcg_rel(b: Bucket, _):
+    """``m_ndcg_rel.c``: with P the documents of positive gain in the qrels, the mean over them of
+    DCG@i / IDCG@min(i, P) at the rank i of each one retrieved, and DCG@N / IDCG@P for each one not retrieved
+    (0 when that sum is 0)."""
+    g, dcg = _dcg_cum(b)
+    P = b.ge[1] if len(b.ge) > 1 else np.zeros_like(b.R)
+    W = b.lab.shape[1]
+    ranks = np.arange(1, W + 1, dtype=np.int64)[None, :]
+    ideal = _ideal_dcg_at(b, np.minimum(ranks, P[:, None]))  # the ideal DCG at min(i, P), per rank i
+    pos = (g > 0) & b.valid
+    s = np.where(pos, _div(dcg, ideal), 0.0).sum(axis=1)
+    total = dcg[np.arange(g.shape[0]), b.n_ret - 1]
+    s = s + (P - pos.sum(axis=1)) * _div(total, _ideal_dcg_at(b, P))
+    return np.where(s > 0, _div(s, P), 0.0)
+
+
+def rndcg(b: Bucket, _):
+    """``m_Rndcg.c``: the mean of DCG@min(B, N) / IDCG@B over the boundaries B of the positive grades (the number of
+    documents of each present grade or above), plus DCG@N / IDCG@P when P + 1 < N (P: positive-gain documents; the
+    loop of m_Rndcg.c has consumed rank P + 1 when the ideal gain drops to 0); 0 when R = 0."""
+    _, dcg = _dcg_cum(b)
+    nb = b.lab.shape[0]
+    rows = np.arange(nb)
+    total = np.zeros(nb)
+    count = np.zeros(nb)
+    N = b.n_ret
+    for g in range(1, len(b.ge) - 1):
+        present = b.ge[g] > b.ge[g + 1]
+        B = b.ge[g]
+        cut = np.minimum(B, N)
+        val = _div(dcg[rows, np.maximum(cut, 1) - 1] * (cut > 0), _ideal_dcg_at(b, B))
+        total += np.where(present, val, 0.0)
+        count += present
+    P = b.ge[1] if len(b.ge) > 1 else np.zeros(nb, dtype=np.int64)
+    # after the rank where the ideal gain drops to 0 (P + 1), trec_eval adds DCG@N / IDCG@P once if ranks remain
+    extra = (P > 0) & (P + 1 < N)
+    total += np.where(extra, _div(dcg[rows, N - 1], _ideal_dcg_at(b, P)), 0.0)
+    count += extra
+    return np.where(b.R > 0, _div(total, count), 0.0)
+
+
+KERNELS = {
+    "num_q": num_q, "num_ret": num_ret, "num_rel": num_rel, "num_rel_ret": num_rel_ret,
+    "num_nonrel_judged_ret": num_nonrel_judged_ret, "gm_map": average_precision, "rprec": rprec, "bpref": bpref,
+    "gm_bpref": bpref, "infap": infap, "success": success, "relative_p": relative_p, "rprec_mult": rprec_mult,
+    "iprec_at_recall": iprec_at_recall, "11pt_avg": pt11_avg, "set_f": set_f, "f1": f1, "ndcg_rel": ndcg_rel,
+    "rndcg": rndcg,
+}
+
+
+def per_query(specs, labels, scores, offsets, judg, convention, judged=None) -> dict[str, np.ndarray]:
+    """Values per query of the trec-family ``specs``; rows already in the convention's tie order for equal scores
+    (the caller applies the docid rule), ``judg`` the :class:`rankcli.core.metrics._Judgments`."""
+    if convention.ties == "average":
+        names = ", ".join(sorted({s.name for s in specs}))
+        raise UsageError(f"{names}: defined on one ranking; choose a tie rule that gives one (--ties input or "
+                         "docid-desc), not average")
+    nq = offsets.shape[0] - 1
+    thr = convention.relevance_threshold
+    in_qrels = np.ones(labels.shape[0], dtype=bool) if judged is None else np.asarray(judged, dtype=bool)
+    is_judged = in_qrels & (labels >= 0)
+    pooled = in_qrels & (labels < 0)
+    # judged non-relevant documents in the qrels, retrieved or not
+    nrj = np.add.reduceat((is_judged & (labels < thr)).view(np.int8), offsets[:-1], dtype=np.int64) if nq else \
+        np.zeros(0, dtype=np.int64)
+    if judg.unranked is not None:
+        ul, _, uq = judg.unranked
+        nrj = nrj + np.bincount(uq, weights=(ul >= 0) & (ul < thr), minlength=nq).astype(np.int64)
+    ge_all = judg._grades_at_least()
+    D = np.zeros(max(judg.max_len, 1) + 2)
+    np.cumsum(1.0 / np.log2(np.arange(D.shape[0] - 1, dtype=np.float64) + 2.0), out=D[1:])
+    out = {str(s): np.empty(nq) for s in specs}
+    for qs, width in size_buckets(offsets):
+        rows, valid = padded_rows(offsets, qs, width)
+        smat = scores[rows]
+        smat[~valid] = -np.inf
+        order = np.argsort(-smat, axis=1, kind="stable")  # padding (last columns) stays after real -inf scores
+        r_rows = np.take_along_axis(rows, order, axis=1)
+        r_valid = np.take_along_axis(valid, order, axis=1)
+        lab = np.where(r_valid, labels[r_rows], 0.0)
+        jd = is_judged[r_rows] & r_valid
+        pl = pooled[r_rows] & r_valid
+        rel = jd & (lab >= thr)
+        b = Bucket(lab=lab, valid=r_valid, judged=jd, pooled=pl, rel=rel, relcum=np.cumsum(rel, axis=1),
+                   n_ret=(offsets[qs + 1] - offsets[qs]).astype(np.int64), R=judg.n_relevant[qs],
+                   nonrel_judged=nrj[qs], ge=None if ge_all is None else [g[qs] for g in ge_all],
+                   gain=convention.gain, D=D)
+        for spec in specs:
+            out[str(spec)][qs] = KERNELS[spec.name](b, spec.k)
+    return out
