@@ -46,6 +46,11 @@ class Run:
     docids: np.ndarray | None = None  # (n_rows,) document names, for the docid-desc tie rule
     queries_without_judged: int = 0   # queries none of whose documents is judged (TREC runs)
     judged: np.ndarray | None = None  # (n_rows,) whether each row is in the qrels (TREC runs)
+    #: queries evaluated with an empty ranking (qrels queries absent from the run under ``complete``, or left without
+    #: documents by ``judged_only``): their ids and the labels of their judgments
+    empty_qids: list = field(default_factory=list)
+    empty_labels: list = field(default_factory=list)
+    runid: str | None = None  # the run's tag (TREC runs), printed by --format trec_eval
 
     @property
     def n_rows(self) -> int:
@@ -63,6 +68,7 @@ class EvalReport:
     rows: int
     notes: list[str] = field(default_factory=list)
     queries_without_judged: int = 0
+    runid: str | None = None
 
     def as_dict(self) -> dict:
         """Exactly ``{"convention": {...}, "queries": N, "skipped": K, "queries_without_judged": J,
@@ -179,8 +185,27 @@ def _query_ids(names: list[str]) -> np.ndarray:
     return np.array(names, dtype=object)
 
 
-def load_trec_run(run_path: Path | str, qrels_path: Path | str) -> Run:
-    """A TREC run joined with its qrels (see the module docstring for the rules)."""
+def _trec_top(qcodes: np.ndarray, scores: np.ndarray, docs: list, max_docs: int) -> np.ndarray:
+    """Indices of the rows (grouped by query) among the first ``max_docs`` of their query in trec_eval's order
+    (score descending, then docid descending in byte order), in their original order."""
+    doc_key = np.array([d.encode() for d in docs], dtype=bytes)
+    doc_rank = np.empty(doc_key.shape[0], dtype=np.int64)
+    doc_rank[np.argsort(doc_key, kind="stable")] = np.arange(doc_key.shape[0])
+    order = np.lexsort((-doc_rank, -scores, qcodes))
+    starts = np.flatnonzero(np.r_[True, qcodes[order][1:] != qcodes[order][:-1]])
+    first = np.repeat(starts, np.diff(np.r_[starts, order.shape[0]]))
+    return np.sort(order[np.arange(order.shape[0]) - first < max_docs])
+
+
+def load_trec_run(run_path: Path | str, qrels_path: Path | str, *, max_docs: int | None = None,
+                  judged_only: bool = False, complete: bool = False) -> Run:
+    """A TREC run joined with its qrels (see the module docstring for the rules).
+
+    As trec_eval's options: ``max_docs`` (``-M``) keeps the first ``max_docs`` documents of each query in trec_eval's
+    order; ``judged_only`` (``-J``) then drops the documents not judged in the qrels (a query left empty is evaluated
+    with an empty ranking); ``complete`` (``-c``) also evaluates the judged queries absent from the run, with an empty
+    ranking (every measure 0, num_rel their R), so that averages run over every query of the qrels.
+    """
     from rankcli.formats.trec import read_qrels, read_trec_run
 
     lines = read_trec_run(run_path)
@@ -200,23 +225,42 @@ def load_trec_run(run_path: Path | str, qrels_path: Path | str) -> Run:
         notes.append(f"{dropped} quer{'y' if dropped == 1 else 'ies'} of the run "
                      f"{'has' if dropped == 1 else 'have'} no judgments in {qrels_path} and "
                      f"{'was' if dropped == 1 else 'were'} not evaluated")
-    absent = len(judged_queries - set(run_queries))
+    absent_queries = sorted(judged_queries - set(run_queries))
+    absent = len(absent_queries)
     if absent:
         notes.append(f"{absent} judged quer{'y is' if absent == 1 else 'ies are'} absent from the run and "
-                     "not evaluated (as trec_eval without -c)")
+                     + ("scored 0 (complete: averages over every judged query, as trec_eval -c)" if complete else
+                        "not evaluated (as trec_eval without -c)"))
     if not keep_query.any():
         raise InputError(f"{run_path}: no query of the run is judged in {qrels_path} (query ids differ?)")
     rows = np.flatnonzero(keep_query[codes])
     rows = rows[np.argsort(codes[rows], kind="stable")]
+    shares_a_document = None  # whether the untruncated run names a judged document (checked below without -M)
+    if max_docs is not None and rows.shape[0]:
+        shares_a_document = any(k in judged for k in zip(lines.qids[rows].tolist(), lines.docids[rows].tolist()))
+        rows = rows[_trec_top(codes[rows], lines.scores[rows], lines.docids[rows].tolist(), max_docs)]
     qids_rows = lines.qids[rows].tolist()
     docs_rows = lines.docids[rows].tolist()
     found = [judged.get(k) for k in zip(qids_rows, docs_rows)]
+    kept_all = [q for q, k in zip(run_queries, keep_query) if k]
+    emptied: list[str] = []
+    if judged_only:
+        keep = np.fromiter((y is not None and y >= 0 for y in found), dtype=bool, count=len(found))
+        rows = rows[keep]
+        qids_rows = [q for q, k in zip(qids_rows, keep) if k]
+        docs_rows = [d for d, k in zip(docs_rows, keep) if k]
+        found = [y for y, k in zip(found, keep) if k]
+        left = set(qids_rows)
+        emptied = [q for q in kept_all if q not in left]
+        if not rows.shape[0]:
+            raise InputError(f"{run_path}: no document of the run is judged in {qrels_path}; judged_only (-J) leaves "
+                             "nothing to evaluate")
     is_judged = np.fromiter((y is not None for y in found), dtype=bool, count=len(found))
     labels = np.array([0.0 if y is None else y for y in found], dtype=np.float64)
     scores = lines.scores[rows]
     offsets = offsets_from_qids(codes[rows])
-    kept = [q for q, k in zip(run_queries, keep_query) if k]
-    if not is_judged.any():
+    kept = [q for q in kept_all if q not in set(emptied)]
+    if not is_judged.any() and not shares_a_document:
         # Every number would be 0 (or skipped): the run and the qrels name documents differently.
         q0 = qids_rows[0]
         theirs = next(d for q, d in zip(qrels.qids.tolist(), qrels.docids.tolist()) if q == q0)
@@ -240,9 +284,17 @@ def load_trec_run(run_path: Path | str, qrels_path: Path | str) -> Run:
     order = np.argsort(missing_q, kind="stable")
     unranked_labels = np.array(missing_l, dtype=np.float64)[order]
     unranked_offsets = np.concatenate(([0], np.cumsum(np.bincount(missing_q, minlength=len(kept))))).astype(np.int64)
-    return Run(qids=_query_ids(kept), labels=labels, scores=scores, offsets=offsets,
+    empty = emptied + (absent_queries if complete else [])
+    empty_labels = {q: [] for q in empty}
+    for q, y in zip(qrels.qids.tolist(), qrels.labels.tolist()):
+        if q in empty_labels:
+            empty_labels[q].append(y)
+    ids = _query_ids(kept + empty)
+    return Run(qids=ids[:len(kept)], labels=labels, scores=scores, offsets=offsets,
                unranked_labels=unranked_labels, unranked_offsets=unranked_offsets, source=str(run_path), notes=notes,
-               docids=lines.docids[rows], queries_without_judged=unjudged, judged=is_judged)
+               docids=lines.docids[rows], queries_without_judged=unjudged, judged=is_judged,
+               empty_qids=list(ids[len(kept):]), empty_labels=[np.array(empty_labels[q], dtype=np.float64)
+                                                                for q in empty], runid=lines.tag)
 
 
 def model_run(data_path: Path | str, model_dir: Path | str, *, docids: bool = False) -> Run:
@@ -265,16 +317,54 @@ def model_run(data_path: Path | str, model_dir: Path | str, *, docids: bool = Fa
 # Evaluating
 
 
+def _empty_ranking_values(specs: Sequence[MetricSpec], labels: list, convention: Convention) -> dict:
+    """Per-query values of queries evaluated with an empty ranking: num_q 1, num_rel their R, every other measure 0
+    (NaN under ``no_relevant=skip`` for a query without a relevant document, as for any other query)."""
+    thr = convention.relevance_threshold
+    n_rel = np.array([float((y >= thr).sum()) for y in labels])
+    has_graded = np.array([bool((y > 0).any()) for y in labels])
+    out = {}
+    for spec in specs:
+        v = np.zeros(len(labels))
+        if spec.name == "num_q":
+            v[:] = 1.0
+        elif spec.name == "num_rel":
+            v = n_rel.copy()
+        elif spec.record.aggregate == "mean" or spec.record.aggregate == "gmean":
+            has = has_graded if spec.graded else n_rel > 0
+            if convention.no_relevant == "skip":
+                v[~has] = np.nan
+            elif convention.no_relevant == "one" and spec.record.normalised:
+                v[~has] = 1.0
+        out[str(spec)] = v
+    return out
+
+
 def evaluate_run(run: Run, metrics: Sequence[MetricSpec | str], convention: Convention = Convention()) -> EvalReport:
+    from rankcli.core.metrics import per_query, summarize
+
     specs = parse_metrics([str(m) for m in metrics])
+    computed = [s for s in specs if s.record.family != "info"]
     try:
-        result = evaluate(specs, run.labels, run.scores, run.offsets, convention,
-                          unranked_labels=run.unranked_labels, unranked_offsets=run.unranked_offsets,
-                          docids=run.docids, judged=run.judged)
+        if not run.empty_qids:
+            result = evaluate(computed, run.labels, run.scores, run.offsets, convention,
+                              unranked_labels=run.unranked_labels, unranked_offsets=run.unranked_offsets,
+                              docids=run.docids, judged=run.judged)
+            qids = run.qids
+        else:
+            pq = per_query(computed, run.labels, run.scores, run.offsets, convention,
+                           unranked_labels=run.unranked_labels, unranked_offsets=run.unranked_offsets,
+                           docids=run.docids, judged=run.judged)
+            extra = _empty_ranking_values(computed, run.empty_labels, convention)
+            pq = {name: np.concatenate([v, extra[name]]) for name, v in pq.items()}
+            result = summarize(computed, pq, convention)
+            qids = np.concatenate([np.asarray(run.qids, dtype=object), np.asarray(run.empty_qids, dtype=object)])
+            if all(isinstance(q, (int, np.integer)) for q in qids.tolist()):
+                qids = qids.astype(np.int64)
     except InputError as exc:
         raise type(exc)(f"{run.source}: {exc}" if run.source else str(exc)) from None
-    return EvalReport(result=result, specs=specs, qids=run.qids, source=run.source, rows=run.n_rows,
-                      notes=list(run.notes), queries_without_judged=run.queries_without_judged)
+    return EvalReport(result=result, specs=specs, qids=qids, source=run.source, rows=run.n_rows,
+                      notes=list(run.notes), queries_without_judged=run.queries_without_judged, runid=run.runid)
 
 
 def default_convention(trec_input: bool) -> str:
@@ -288,11 +378,14 @@ def evaluate_path(path: Path | str, metrics: Sequence[MetricSpec | str],
 
 
 def evaluate_trec(run_path: Path | str, qrels_path: Path | str, metrics: Sequence[MetricSpec | str],
-                  convention: Convention | None = None) -> EvalReport:
-    """A TREC run against its qrels; the convention defaults to the ``trec`` preset."""
+                  convention: Convention | None = None, *, max_docs: int | None = None, judged_only: bool = False,
+                  complete: bool = False) -> EvalReport:
+    """A TREC run against its qrels; the convention defaults to the ``trec`` preset. ``max_docs``, ``judged_only``
+    and ``complete`` are trec_eval's ``-M``, ``-J`` and ``-c`` (see :func:`load_trec_run`)."""
     if convention is None:
         convention = Convention.preset(default_convention(True))
-    return evaluate_run(load_trec_run(run_path, qrels_path), metrics, convention)
+    run = load_trec_run(run_path, qrels_path, max_docs=max_docs, judged_only=judged_only, complete=complete)
+    return evaluate_run(run, metrics, convention)
 
 
 def evaluate_model(data_path: Path | str, model_dir: Path | str, metrics: Sequence[MetricSpec | str],
@@ -314,8 +407,9 @@ def write_per_query(path: Path | str, report: EvalReport, *, overwrite: bool = F
     qcol = pa.array(qids, pa.int64()) if np.issubdtype(np.asarray(qids).dtype, np.integer) else pa.array(
         [str(q) for q in qids], pa.string())
     columns = {"qid": qcol}
-    for spec in report.specs:
+    specs = [s for s in report.specs if str(s) in report.result.per_query]  # runid is printed, not a column
+    for spec in specs:
         columns[str(spec)] = pa.array(report.result.per_query[str(spec)], pa.float64())
     meta = {"kind": "per-query", "convention": json.dumps(report.result.convention.as_dict()),
-            "metrics": [str(s) for s in report.specs], "source": report.source}
+            "metrics": [str(s) for s in specs], "source": report.source}
     write_table(path, pa.table(columns), metadata=meta, overwrite=overwrite, query_aligned=False)

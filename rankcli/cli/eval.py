@@ -1,4 +1,5 @@
-"""Evaluate a run: NDCG@k, DCG@k, ERR@k, MRR, MAP@k, precision@k and recall@k, under an explicit convention.
+"""Evaluate a run: NDCG@k, DCG@k, ERR@k, MRR, MAP@k, precision@k, recall@k and trec_eval's measures, under an
+explicit convention.
 
 Inputs (one of):
 
@@ -22,7 +23,11 @@ equal scores ordered by docid descending in byte order; the default for a TREC r
 is positive (ideal DCG 0); for mrr, map, precision and recall when no label reaches --threshold. Under the docid tie
 rule the documents of a Parquet run are named as TREC files name them: its docid column, else <qid>-<row>.
 
-Output: a table of means with the number of queries evaluated and skipped; --json prints {"convention": {...},
+trec_eval names and options are accepted as typed: -m P.5,10 -m ndcg_cut.10 -m official -m all_trec, P_5, map_cut_10,
+recip_rank, bpref, Rprec, ...; -q -c -l -J -M as in trec_eval; --format trec_eval prints its exact layout
+(docs/trec_eval.md). Sums (num_ret, num_rel, ...) and geometric means (gm_map) are summarised as trec_eval does.
+
+Output: a table of means with the number of queries evaluated and skipped; --json (--format json) prints {"convention": {...},
 "queries": N, "skipped": K, "queries_without_judged": J, "metrics": {...}}, J counting the evaluated queries of a
 TREC run none of whose ranked documents is in the qrels (noted under the table too); --per-query OUT.parquet writes
 one row per query, a column per metric.
@@ -67,6 +72,12 @@ class Ties(str, Enum):
     docid_desc = "docid-desc"
 
 
+class Format(str, Enum):
+    table = "table"
+    json = "json"
+    trec_eval = "trec_eval"
+
+
 def command(
     run: Annotated[Optional[Path], typer.Argument(
         help="Parquet run (qid, label, score); with --model, the dataset to score; with --qrels, a TREC run.",
@@ -96,11 +107,26 @@ def command(
         help="Override: equal scores in input order, averaged over their permutations, or ordered by docid "
         "descending in byte order (trec_eval's rule).", show_default=False)] = None,
     threshold: Annotated[Optional[float], typer.Option(
-        help="mrr/map/precision/recall: a document is relevant when label >= this (default: 1).",
-        show_default=False)] = None,
+        "--threshold", "-l", help="Binary metrics (mrr, map, precision, recall, bpref, ...): a document is relevant "
+        "when label >= this (default: 1; trec_eval's -l).", show_default=False)] = None,
     max_grade: Annotated[Optional[float], typer.Option(
         help="err: the top of the label scale (default: 4).", show_default=False)] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout (--format json).")] = False,
+    output_format: Annotated[Optional[Format], typer.Option(
+        "--format", help="table (default), json (as --json) or trec_eval (trec_eval's exact layout; default metrics "
+        "then its 'official' set).", show_default=False)] = None,
+    by_query: Annotated[bool, typer.Option(
+        "--by-query", "-q", help="--format trec_eval: print each query's values before the summary (trec_eval's -q)."
+    )] = False,
+    complete: Annotated[bool, typer.Option(
+        "--complete", "-c", help="TREC runs: also score the judged queries absent from the run (0; num_rel counts "
+        "their relevant documents), averaging over every qrels query (trec_eval's -c).")] = False,
+    judged_only: Annotated[bool, typer.Option(
+        "--judged-only", "-J", help="TREC runs: drop retrieved documents that are not judged in the qrels before "
+        "ranking (trec_eval's -J).")] = False,
+    max_docs: Annotated[Optional[int], typer.Option(
+        "--max-docs", "-M", min=1, help="TREC runs: keep only the first N documents of each query, in trec_eval's "
+        "order (trec_eval's -M).", show_default=False)] = None,
     per_query: Annotated[Optional[str], typer.Option(
         "--per-query", help="Write one row per query (qid and a column per metric) to this Parquet file.",
         show_default=False, metavar="PATH")] = None,
@@ -123,10 +149,22 @@ def command(
     if model is not None and trec_run is not None:
         raise UsageError("--model scores a Parquet dataset; it cannot be combined with --qrels/--run")
 
+    if json_out and output_format is not None and output_format != Format.json:
+        raise UsageError(f"--json and --format {output_format.value} cannot be used together")
+    fmt = Format.json if json_out else (output_format or Format.table)
+    if by_query and fmt != Format.trec_eval:
+        raise UsageError("-q (--by-query) prints per-query lines in trec_eval's layout: add --format trec_eval; "
+                         "for a file of per-query values use --per-query FILE")
+    if trec_run is None:
+        for flag, given in (("-c (--complete)", complete), ("-J (--judged-only)", judged_only),
+                            ("-M (--max-docs)", max_docs is not None)):
+            if given:
+                raise UsageError(f"{flag} applies to a TREC run scored against qrels: --qrels QRELS --run RUN")
+
     from rankcli.core.metrics import Convention, parse_metrics
     from rankcli import evaluate
 
-    specs = parse_metrics(metric or DEFAULT_METRICS)
+    specs = parse_metrics(metric or (["official"] if fmt == Format.trec_eval else DEFAULT_METRICS))
     if run is not None and model is None and not evaluate.is_parquet(run):
         raise UsageError(f"{run}: not a Parquet file; a TREC run needs --qrels QRELS: "
                          f"rankcli eval --qrels QRELS --run {run}")
@@ -144,7 +182,8 @@ def command(
                                    option="--per-query", example="per-query.parquet")
 
     if trec_run is not None:
-        report = evaluate.evaluate_trec(trec_run, qrels, specs, conv)
+        report = evaluate.evaluate_trec(trec_run, qrels, specs, conv, max_docs=max_docs, judged_only=judged_only,
+                                        complete=complete)
     elif model is not None:
         from rankcli.train import import_lightgbm_lean
 
@@ -159,7 +198,18 @@ def command(
     from rankcli import report as render
     from rankcli.cli._common import log, print_json, stdout_console
 
-    if json_out:
+    if fmt == Format.trec_eval:
+        import sys
+
+        from rankcli.formats.trec import trec_eval_text
+
+        for note in report.notes:
+            log(f"note: {note}")
+        qids = [str(q) for q in report.qids.tolist()]
+        sys.stdout.write(trec_eval_text(report.specs, report.result.per_query, report.result.means, qids,
+                                        runid=report.runid, queries=by_query))
+        sys.stdout.flush()
+    elif fmt == Format.json:
         for note in report.notes:
             log(f"note: {note}")
         print_json(render.eval_dict(report))

@@ -30,6 +30,7 @@ class TrecRunLines:
     docids: np.ndarray
     scores: np.ndarray
     tags: set
+    tag: str = ""  # the first line's tag: trec_eval's runid
 
 
 @dataclass
@@ -48,11 +49,21 @@ def _lines(path: Path):
     if path.is_dir():
         raise InputError(f"{path}: is a directory, expected a file")
     try:
-        with open(path, "r", encoding="utf-8-sig", errors="strict") as fh:  # -sig: skip a leading BOM
+        with open(path, "rb") as probe:
+            gzipped = probe.read(2) == b"\x1f\x8b"  # gzip's magic bytes: runs and qrels as TREC distributes them
+        if gzipped:
+            import gzip
+
+            fh = gzip.open(path, "rt", encoding="utf-8-sig", errors="strict")
+        else:
+            fh = open(path, "r", encoding="utf-8-sig", errors="strict")  # -sig: skip a leading BOM
+        with fh:
             for number, line in enumerate(fh, 1):
                 yield number, line
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except (OSError, EOFError) as exc:  # a truncated or corrupt .gz
+        raise InputError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
 
 
 def _number(text: str, what: str, path: Path, number: int) -> float:
@@ -91,16 +102,18 @@ def _records(path: Path, layout: str, docid_field: int, duplicate: str):
 def read_trec_run(path: Path | str) -> TrecRunLines:
     """Read a TREC run (``qid Q0 docid rank score tag``). A document listed twice for one query is an error."""
     path = Path(path)
-    qids, docids, scores, tags = [], [], [], set()
+    qids, docids, scores, tags, first = [], [], [], set(), None
     for number, (qid, _, docid, _, score, tag) in _records(path, "qid Q0 docid rank score tag", 2, "appears twice"):
         qids.append(qid)
         docids.append(docid)
         scores.append(_number(score, "score", path, number))
         tags.add(tag)
+        if first is None:
+            first = tag
     if not qids:
         raise InputError(f"{path}: the run is empty")
     return TrecRunLines(np.array(qids, dtype=object), np.array(docids, dtype=object),
-                        np.array(scores, dtype=np.float64), tags)
+                        np.array(scores, dtype=np.float64), tags, first)
 
 
 def read_qrels(path: Path | str) -> Qrels:
@@ -212,3 +225,41 @@ def write_qrels(path: Path | str, qids, docids, labels, *, rows=None, overwrite:
     with atomic_path(path, overwrite) as tmp, open(tmp, "wb") as out:
         write_lines(out, lines)
     return len(lines)
+
+
+def _qid_key(qid) -> bytes:
+    return str(qid).encode()
+
+
+def trec_eval_text(specs, per_query: dict, means: dict, qids, *, runid: str | None = None,
+                   queries: bool = False) -> str:
+    """Results in trec_eval's layout: ``%-22s\t%s\t%6.4f`` lines (measure, query id or ``all``, value; counts as
+    integers ``%ld``; ``runid`` with the run's tag), measures in trec_eval's order (``measures.c``), with
+    ``queries`` (``-q``) each query's lines first, queries in byte order of their ids (trec_eval sorts its qrels),
+    then the summary ``all`` lines. Measures that trec_eval does not print per query (num_q, gm_map, gm_bpref,
+    runid) appear only in the summary, as in trec_eval. Metrics without a trec_eval name print under rankcli's.
+    """
+    from rankcli.core.measures import trec_order
+
+    ordered = trec_order(specs)
+
+    def line(spec, where, value) -> str:
+        name = spec.output_name()
+        if spec.record.integer:
+            text = str(int(value)) if value == value else "nan"
+        else:
+            text = f"{value:6.4f}"
+        return f"{name:<22}\t{where}\t{text}\n"
+
+    out = []
+    if queries:
+        for i in sorted(range(len(qids)), key=lambda i: _qid_key(qids[i])):
+            for spec in ordered:
+                if spec.record.per_query_line and str(spec) in per_query:
+                    out.append(line(spec, qids[i], float(per_query[str(spec)][i])))
+    for spec in ordered:
+        if spec.record.family == "info":
+            out.append(f"{'runid':<22}\tall\t{runid if runid is not None else 'rankcli'}\n")
+        elif str(spec) in means:
+            out.append(line(spec, "all", means[str(spec)]))
+    return "".join(out)

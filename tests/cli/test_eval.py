@@ -307,3 +307,81 @@ def test_train_refuses_the_trec_convention_before_training(cli, tmp_path):
     assert out.stderr.decode().endswith("Error: --convention trec is for evaluating TREC runs (it breaks ties by "
                                         "document id); select a model by paper, lightgbm or sklearn\n")
     assert not (tmp_path / "m").exists()
+
+
+def _trec_files(tmp_path, gz=False):
+    run = tmp_path / "run.txt"
+    run.write_text("1\tQ0  a 1 3.0 t\n1 Q0 b 2 2.0 t\n1 Q0 c 3 1.0 t\n2 Q0 x 1 1 t\n")
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("1 0 b 2\n1 0 z 1\n2 0 y 1\n3 0 q 1\n")
+    if gz:
+        import gzip
+
+        for p in (run, qrels):
+            p.with_name(p.name + ".gz").write_bytes(gzip.compress(p.read_bytes()))
+        return run.with_name("run.txt.gz"), qrels.with_name("qrels.txt.gz")
+    return run, qrels
+
+
+def test_format_trec_eval_is_trec_evals_layout(cli, tmp_path):
+    """trec_eval's %-22s\\t%s\\t%6.4f lines (counts %ld), its measure order, -q per-query lines first, runid."""
+    run, qrels = _trec_files(tmp_path)
+    out = cli("eval", "--qrels", qrels, "--run", run, "-m", "P.5", "-m", "map,num_ret,num_q,runid", "-q",
+              "--format", "trec_eval")
+    assert out.returncode == 0, out.stderr
+    # query 1: b (relevant) at rank 2 of a, b, c, R = 2 (z unretrieved): AP 1/2 / 2; query 2: nothing relevant found
+    assert out.stdout.decode() == (
+        "num_ret               \t1\t3\n"
+        "map                   \t1\t0.2500\n"
+        "P_5                   \t1\t0.2000\n"
+        "num_ret               \t2\t1\n"
+        "map                   \t2\t0.0000\n"
+        "P_5                   \t2\t0.0000\n"
+        "runid                 \tall\tt\n"
+        "num_q                 \tall\t2\n"
+        "num_ret               \tall\t4\n"
+        "map                   \tall\t0.1250\n"
+        "P_5                   \tall\t0.1000\n")
+    # without -m, trec_eval's default set 'official'
+    out = cli("eval", "--qrels", qrels, "--run", run, "--format", "trec_eval")
+    names = [line.split("\t")[0].strip() for line in out.stdout.decode().splitlines()]
+    assert names[:10] == ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
+                          "recip_rank"] and names[-1] == "P_1000" and len(names) == 30
+
+
+@pytest.mark.parametrize("flags, num_q, num_ret, map_", [
+    ([], 2, 4, 0.125),
+    (["-c"], 3, 4, 0.25 / 3),            # query 3 (judged, absent from the run) scores 0
+    (["-J"], 2, 1, 0.25),                # a, c, x unjudged: query 1 ranks b alone (AP 1/2), query 2 is left empty
+    (["-M", "1"], 2, 2, 0.0),            # only the top document of each query: a, x
+    (["-J", "-c", "-M", "2"], 3, 1, 0.5 / 3),
+])
+def test_trec_eval_options_c_J_M(cli, tmp_path, flags, num_q, num_ret, map_):
+    run, qrels = _trec_files(tmp_path)
+    out = cli("eval", "--qrels", qrels, "--run", run, "-m", "num_q,num_ret,map", "--json", *flags)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)["metrics"]
+    assert (got["num_q"], got["num_ret"]) == (num_q, num_ret)
+    assert got["map"] == pytest.approx(map_)
+
+
+def test_gzipped_run_and_qrels(cli, tmp_path):
+    run, qrels = _trec_files(tmp_path)
+    plain = cli("eval", "--qrels", qrels, "--run", run, "--format", "trec_eval", "-m", "all_trec")
+    run_gz, qrels_gz = _trec_files(tmp_path, gz=True)
+    gz = cli("eval", "--qrels", qrels_gz, "--run", run_gz, "--format", "trec_eval", "-m", "all_trec")
+    assert gz.returncode == 0, gz.stderr
+    assert gz.stdout == plain.stdout and len(plain.stdout.splitlines()) > 70
+
+
+def test_format_json_is_json_and_flag_clashes_are_usage_errors(cli, tmp_path):
+    run, qrels = _trec_files(tmp_path)
+    a = cli("eval", "--qrels", qrels, "--run", run, "-m", "map", "--format", "json")
+    b = cli("eval", "--qrels", qrels, "--run", run, "-m", "map", "--json")
+    assert a.returncode == 0 and a.stdout == b.stdout
+    for args, fragment in ((["--json", "--format", "trec_eval"], "--json and --format trec_eval"),
+                           (["-q"], "add --format trec_eval")):
+        out = cli("eval", "--qrels", qrels, "--run", run, *args)
+        assert out.returncode == 2 and fragment in out.stderr.decode()
+    out = cli("eval", tmp_path / "x.parquet", "-c")
+    assert out.returncode == 2 and "-c (--complete) applies to a TREC run" in out.stderr.decode()
