@@ -59,11 +59,12 @@ def _register() -> None:
         export,
         info,
         predict,
+        propensity,
         simulate_clicks,
         train,
     )
 
-    for module in (convert, info, export, train, predict, eval_cmd, simulate_clicks, compare, experiment):
+    for module in (convert, info, export, train, predict, eval_cmd, simulate_clicks, propensity, compare, experiment):
         app.command(name=module.NAME, help=_reflow(module.__doc__), short_help=module.SHORT_HELP)(module.command)
 
 

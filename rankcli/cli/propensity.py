@@ -1,0 +1,113 @@
+"""Estimate the examination propensity of each position from a randomised click log.
+
+Under the position-based click model a document at position r is clicked with probability theta_r * gamma(document);
+theta_r, the examination propensity, is estimated relative to position 1 (theta_1 = 1) from a log whose display order
+was randomised, so that position and relevance are independent:
+
+- RandTop-n and fully random logs (simulate-clicks --ranker random, or --randomize top:N): the click rate per
+  position, theta_r = clicks at r / clicks at position 1, over the impressions long enough to show r;
+- swap interventions (--randomize swap:K): the ratio estimator, the click rate of the swapped document at r over its
+  click rate at position 1.
+
+The interval per position is the percentile bootstrap over source queries (--bootstrap replicates, --seed). A
+position whose ratio rests on fewer than --min-clicks clicks (default 20) is not estimated: the estimate stops
+there, or with --fit power continues with (1/r)^eta fitted to the positions before it (marked as fitted).
+
+The log must keep its impressions without a click (simulate-clicks --keep-no-click) and come from a position-based
+click model (--model pbm): a cascade user's examination depends on the clicks above. Otherwise exit 3, saying why.
+
+Output (-o, written atomically): JSON with method, positions, propensity, ci_low, ci_high, impressions, clicks and
+per-position counts; stdout a table (or the JSON with --json).
+
+Example: rankcli propensity clicks.parquet -o propensity.json --seed 1
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+NAME = "propensity"
+SHORT_HELP = "Estimate position propensities (with bootstrap intervals) from a randomised click log."
+
+
+def command(
+    clicks: Annotated[Path, typer.Argument(help="Click log (Parquet, from rankcli simulate-clicks).",
+                                           show_default=False)],
+    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Propensity JSON to write (- for standard "
+                                                  "output).", show_default=False, metavar="PATH")] = None,
+    bootstrap: Annotated[int, typer.Option(help="Bootstrap replicates over source queries.")] = 1000,
+    confidence: Annotated[float, typer.Option(help="Coverage of the intervals.")] = 0.95,
+    min_clicks: Annotated[int, typer.Option("--min-clicks", help="Fewest clicks a position's estimate may rest "
+                                            "on.")] = 20,
+    fit: Annotated[str, typer.Option(help="Past the last position with enough clicks: none (stop there) | power "
+                                     "(follow a fitted (1/r)^eta).")] = "none",
+    policy: Annotated[Optional[str], typer.Option(help="The log's logging policy, for a log without rankcli's "
+                                                  "footer: random | top:N | swap:K.", show_default=False)] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")] = False,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output file.")] = False,
+) -> None:
+    import numpy as np
+
+    from rankcli.cli._common import prepare_output, print_json, stdout_taken
+    from rankcli.core.propensity import FITS
+    from rankcli.errors import UsageError
+    from rankcli.propensity import estimate_propensity, parse_policy, write_propensity
+
+    if bootstrap < 1:
+        raise UsageError(f"--bootstrap: must be at least 1, got {bootstrap}")
+    if not (0.0 < confidence < 1.0):
+        raise UsageError(f"--confidence: must be within (0, 1), got {confidence:g}")
+    if min_clicks < 1:
+        raise UsageError(f"--min-clicks: must be at least 1, got {min_clicks}")
+    if fit not in FITS:
+        raise UsageError(f"--fit: expected one of {', '.join(FITS)}, got {fit!r}")
+    if seed < 0:
+        raise UsageError(f"--seed must be >= 0, got {seed}")
+    if policy is not None:
+        parse_policy(policy)
+    if output is not None:
+        output = prepare_output(output, overwrite=overwrite, inputs=[clicks], example="propensity.json")
+        stdout_taken(output, json_out)
+    result = estimate_propensity(clicks, policy=policy, bootstrap=bootstrap, confidence=confidence,
+                                 min_clicks=min_clicks, fit=fit, rng=np.random.default_rng(seed))
+    if output is not None:
+        write_propensity(output, result, overwrite=overwrite)
+    if json_out:
+        print_json(result.as_dict())
+    elif output is None or str(output) != "-":
+        _render(result, output)
+
+
+def _render(result, output) -> None:
+    from rich.table import Table
+
+    from rankcli.cli._common import stdout_console
+
+    e = result.estimate
+    con = stdout_console()
+    con.print(f"propensity from {result.source}: {e.method} estimator, policy {result.policy}, "
+              f"click model {result.click_model or 'not recorded'}"
+              + (f" -> {output}" if output is not None else ""))
+    con.print(f"impressions {e.impressions}  clicks {e.clicks}  source queries {e.queries}  "
+              f"{e.confidence:.0%} percentile bootstrap over queries ({e.bootstrap} replicates)")
+    t = Table(title="examination propensity per position (position 1 = 1)")
+    for col in ("position", "propensity", "ci low", "ci high", "clicks", "impressions"):
+        t.add_column(col, justify="right")
+    for i, r in enumerate(e.positions):
+        mark = " (fitted)" if e.fitted[i] else ""
+        t.add_row(str(int(r)), f"{e.propensity[i]:.4f}{mark}", _num(e.ci_low[i]), _num(e.ci_high[i]),
+                  str(int(e.clicks_by_position[i])), str(int(e.impressions_by_position[i])))
+    con.print(t)
+    if e.fit is not None:
+        lo, hi = e.fit["eta_ci"]
+        con.print(f"power fit (1/r)^eta: eta {e.fit['eta']:.3f} [{lo:.3f}, {hi:.3f}]")
+    for note in e.notes:
+        con.print(note)
+
+
+def _num(v: float) -> str:
+    return "-" if v != v else f"{v:.4f}"

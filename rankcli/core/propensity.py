@@ -1,0 +1,291 @@
+"""Examination propensity per position from randomised click logs, with bootstrap intervals. Pure numpy, no I/O.
+
+Under the position-based model (PBM) a document at position ``r`` is clicked with probability
+``theta_r * gamma(document)``: it is examined with the position's propensity ``theta_r`` and, if examined, clicked
+with its relevance probability. Propensities are identified only up to a factor; they are reported relative to
+position 1 (``theta_1 = 1``). Two estimators, both ratios of click counts from the same impressions:
+
+``click-rate`` (a RandTop-n log, Joachims et al. WSDM 2017; ``--ranker random`` is RandTop-n with n the list length).
+    Within a randomised top N every position shows a uniformly random document of that top N, so the expected
+    relevance at position ``r`` equals that at position 1 *of the same impression*, and::
+
+        theta_r / theta_1 = E[clicks at r] / E[clicks at 1]  over the impressions whose list shows position r
+
+    Only the impressions long enough to show position ``r`` enter its ratio (numerator and denominator alike), so
+    lists of different lengths (whose documents differ) never mix into one position's estimate.
+
+``swap-ratio`` (a swap-intervention log: the ranker's K-th document swapped with a uniformly random displayed
+position).
+    The tracked document (the ranker's K-th) is the same document in every impression of a query, and lands on
+    every displayed position with equal probability; its relevance cancels from the ratio of its click rates::
+
+        theta_r / theta_1 = (clicks on it at r / times shown at r) / (clicks on it at 1 / times shown at 1)
+
+    again over the impressions long enough to show ``r``.
+
+A position whose ratio rests on fewer than ``min_clicks`` clicks (numerator or denominator) is not estimated: the
+estimate stops at the first such position, or (``fit="power"``) continues with ``(1/r)**eta`` fitted by weighted least
+squares on the log-propensities of the positions before it. Intervals: the percentile bootstrap over *source queries*
+(impressions of one query share its documents, so they are resampled together), seeded by the caller's generator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rankcli.errors import InputError, UsageError
+
+METHODS = ("click-rate", "swap-ratio")
+FITS = ("none", "power")
+#: The fewest clicks a position's ratio may rest on (numerator and denominator).
+MIN_CLICKS = 20
+#: Bootstrap replicates computed at once (bounds the replicate-by-query weight matrix).
+_BOOTSTRAP_CHUNK = 64
+
+
+@dataclass
+class PropensityEstimate:
+    """Propensities of ``positions`` relative to position 1; ``fitted[i]`` marks a position taken from the power fit
+    (its clicks were too few). Per-position counts: ``clicks_by_position`` (the numerator's clicks),
+    ``reference_clicks`` (the denominator's: clicks at position 1, or on the tracked document at position 1, in the
+    same impressions), ``impressions_by_position`` (impressions long enough to show the position)."""
+
+    method: str
+    positions: np.ndarray
+    propensity: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    fitted: np.ndarray
+    clicks_by_position: np.ndarray
+    reference_clicks: np.ndarray
+    impressions_by_position: np.ndarray
+    impressions: int
+    clicks: int
+    queries: int
+    bootstrap: int
+    confidence: float
+    min_clicks: int
+    stopped_at: int | None = None  # first position with too few clicks (not estimated from data)
+    max_position: int = 0  # the last position the log could show (and the policy randomised)
+    fit: dict | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _impression_lengths(offsets: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """Positions an impression shows: its largest position (segment max via ``maximum.reduceat``)."""
+    return np.maximum.reduceat(positions, offsets[:-1]) if positions.shape[0] else np.zeros(0, positions.dtype)
+
+
+def _per_query_by_position(q: np.ndarray, r: np.ndarray, weights: np.ndarray | None, Q: int, R: int) -> np.ndarray:
+    """``out[q, r - 1]`` = sum of ``weights`` (or the count) over entries of query ``q`` at position ``r`` <= R."""
+    keep = r <= R
+    idx = q[keep] * R + (r[keep] - 1)
+    w = None if weights is None else weights[keep]
+    return np.bincount(idx, weights=w, minlength=Q * R).reshape(Q, R)
+
+
+def _at_least(q: np.ndarray, length: np.ndarray, weights: np.ndarray | None, Q: int, R: int) -> np.ndarray:
+    """``out[q, r - 1]`` = sum of ``weights`` (or the count) over the impressions of query ``q`` with ``length >= r``:
+    a histogram by (capped) length, summed from the longest down."""
+    by_length = _per_query_by_position(q, np.minimum(length, R), weights, Q, R)
+    return by_length[:, ::-1].cumsum(axis=1)[:, ::-1]
+
+
+def _ratios(stats: np.ndarray, method: str, R: int) -> np.ndarray:
+    """Propensity ratios from summed statistics ``stats`` (..., k * R) -> (..., R); NaN where undefined."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if method == "click-rate":
+            num, den = stats[..., :R], stats[..., R:2 * R]
+            return num / den
+        c_r, n_r, c_1, n_1 = (stats[..., i * R:(i + 1) * R] for i in range(4))
+        return (c_r / n_r) / (c_1 / n_1)
+
+
+def _power_eta(ratios: np.ndarray, use: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Weighted least squares of ``-log(ratio_r) = eta * log(r)`` through the origin (``theta_1 = 1`` exactly) over
+    the positions ``use``; ``ratios`` (..., R) -> eta (...). Non-finite logs (a zero in a replicate) are left out."""
+    R = ratios.shape[-1]
+    x = np.log(np.arange(1, R + 1, dtype=np.float64))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = -np.log(ratios)
+    ok = use & np.isfinite(y)
+    w = np.where(ok, weights, 0.0)
+    y = np.where(ok, y, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (w * x * y).sum(axis=-1) / (w * x * x).sum(axis=-1)
+
+
+def estimate(offsets: np.ndarray, query: np.ndarray, positions: np.ndarray, clicks: np.ndarray, *,
+             method: str = "click-rate", max_position: int | None = None, tracked: np.ndarray | None = None,
+             swap_position: int | None = None, bootstrap: int = 1000, confidence: float = 0.95,
+             min_clicks: int = MIN_CLICKS, fit: str = "none", rng: np.random.Generator) -> PropensityEstimate:
+    """Estimate the examination propensity of positions ``1..max_position`` relative to position 1.
+
+    Parameters
+    ----------
+    offsets : (n_impressions + 1,) int64
+        Impression boundaries over the displayed rows (one impression = one displayed list).
+    query : (n_impressions,) int
+        Source query number of every impression, ``0..n_queries - 1`` (the bootstrap's resampling unit).
+    positions : (n_rows,) int
+        1-based display position of every row.
+    clicks : (n_rows,) 0/1
+        The click on every row. Impressions without a click must be present (their absence inflates rates).
+    method : "click-rate" or "swap-ratio"
+        See the module docstring. ``swap-ratio`` needs ``tracked`` and ``swap_position``.
+    max_position : int, optional
+        The last position to estimate (RandTop-n: N, only the top N is randomised); default the longest list.
+    tracked : (n_rows,) bool, optional
+        ``swap-ratio``: the rows that show the ranker's K-th document (the swapped one).
+    swap_position : int, optional
+        ``swap-ratio``: K. Impressions showing fewer than K positions were not intervened on and are left out.
+    bootstrap : int
+        Bootstrap replicates over source queries (percentile intervals).
+    confidence : float
+        Interval coverage, in (0, 1).
+    min_clicks : int
+        The fewest clicks a position's ratio may rest on (numerator and denominator alike).
+    fit : "none" or "power"
+        What follows the first position with too few clicks: nothing (the estimate stops) or ``(1/r)**eta``.
+    rng : numpy.random.Generator
+        The bootstrap's randomness.
+
+    Returns
+    -------
+    PropensityEstimate
+    """
+    if method not in METHODS:
+        raise UsageError(f"unknown propensity method {method!r}; expected one of {', '.join(METHODS)}")
+    if fit not in FITS:
+        raise UsageError(f"--fit: expected one of {', '.join(FITS)}, got {fit!r}")
+    if bootstrap < 1:
+        raise UsageError(f"--bootstrap: must be at least 1, got {bootstrap}")
+    if not (0.0 < confidence < 1.0):
+        raise UsageError(f"--confidence: must be within (0, 1), got {confidence:g}")
+    offsets = np.asarray(offsets, dtype=np.int64)
+    positions = np.asarray(positions, dtype=np.int64)
+    clicks = np.asarray(clicks)
+    query = np.asarray(query, dtype=np.int64)
+    M = offsets.shape[0] - 1
+    if M == 0:
+        raise InputError("the click log holds no impressions")
+    if positions.size and positions.min() < 1:
+        row = int(np.argmax(positions < 1))
+        raise InputError(f"column position: positions are 1-based, got {int(positions[row])} at row {row}")
+    Q = int(query.max()) + 1
+    length = _impression_lengths(offsets, positions)
+    if method == "swap-ratio":
+        if tracked is None or swap_position is None:
+            raise UsageError("the swap ratio estimator needs the swapped document's rows and the swap position K")
+        length_row = np.repeat(length, np.diff(offsets))
+        K = int(swap_position)
+        intervened = length >= K
+        if not intervened.any():
+            raise InputError(f"no impression shows position {K} (the swapped one): nothing was intervened on")
+        max_position = int(length[intervened].max()) if max_position is None else int(max_position)
+    else:
+        max_position = int(length.max()) if max_position is None else int(max_position)
+    R = max(1, min(max_position, int(length.max())))
+    q_row = np.repeat(query, np.diff(offsets))
+    first = offsets[:-1]
+    click_f = clicks.astype(np.float64)
+    if method == "click-rate":
+        num = _per_query_by_position(q_row, positions, click_f, Q, R)  # clicks at r
+        # Clicks at position 1 of the impressions showing r (position 1 is each impression's first row in a rankcli
+        # log; found by position, not by row order, to be safe).
+        c1 = np.zeros(M)
+        at1 = positions == 1
+        c1[np.repeat(np.arange(M), np.diff(offsets))[at1]] = click_f[at1]
+        den = _at_least(query, length, c1, Q, R)
+        stats = np.concatenate((num, den), axis=1)  # (Q, 2R)
+        n_imp = _at_least(query, length, None, Q, R).sum(axis=0)
+        num_clicks, den_clicks = num.sum(axis=0), den.sum(axis=0)
+    else:
+        sel = tracked.astype(bool) & (length_row >= K)
+        imp_of_row = np.repeat(np.arange(M), np.diff(offsets))
+        c_r = _per_query_by_position(q_row[sel], positions[sel], click_f[sel], Q, R)
+        n_r = _per_query_by_position(q_row[sel], positions[sel], None, Q, R)
+        at1 = sel & (positions == 1)
+        imp1 = imp_of_row[at1]
+        c_1 = _at_least(query[imp1], length[imp1], click_f[at1], Q, R)
+        n_1 = _at_least(query[imp1], length[imp1], None, Q, R)
+        stats = np.concatenate((c_r, n_r, c_1, n_1), axis=1)  # (Q, 4R)
+        n_imp = _at_least(query[intervened], length[intervened], None, Q, R).sum(axis=0)
+        num_clicks, den_clicks = c_r.sum(axis=0), c_1.sum(axis=0)
+    point = _ratios(stats.sum(axis=0), method, R)
+    point[0] = 1.0
+    enough = (num_clicks >= min_clicks) & (den_clicks >= min_clicks)
+    enough[0] = den_clicks[0] >= min_clicks
+    if not enough[0]:
+        raise InputError(f"position 1 has {int(den_clicks[0])} click(s), fewer than {min_clicks}: too few to "
+                         "normalise any propensity; simulate more impressions")
+    short = np.flatnonzero(~enough)
+    stop = int(short[0]) if short.shape[0] else R  # 0-based index of the first position with too few clicks
+    notes = []
+    if stop < R:
+        notes.append(f"position {stop + 1}: {int(min(num_clicks[stop], den_clicks[stop]))} click(s), fewer than "
+                     f"{min_clicks}; " + ("positions from here on follow the fitted (1/r)^eta" if fit == "power"
+                                          else "the estimate stops there (--fit power extrapolates (1/r)^eta)"))
+    # Bootstrap: replicate weights over source queries (how often each query is drawn), in chunks.
+    alpha = (1.0 - confidence) / 2.0
+    reps = np.empty((bootstrap, R))
+    etas = np.empty(bootstrap) if fit == "power" else None
+    use = np.zeros(R, bool)
+    use[1:stop] = True
+    fit_info = None
+    eta_hat = None
+    if fit == "power":
+        if stop <= 1 or not use.any():
+            if stop < R:
+                raise InputError(f"--fit power: no position after the first has {min_clicks} clicks to fit eta on; "
+                                 "simulate more impressions")
+        weights = np.zeros(R)
+        with np.errstate(divide="ignore"):
+            weights[use] = 1.0 / (1.0 / num_clicks[use] + 1.0 / den_clicks[use])  # inverse delta-method variance
+        eta_hat = float(_power_eta(point, use, weights)) if use.any() else float("nan")
+    for a in range(0, bootstrap, _BOOTSTRAP_CHUNK):
+        b = min(bootstrap, a + _BOOTSTRAP_CHUNK)
+        draws = rng.integers(0, Q, size=(b - a, Q))
+        W = _bincount_rows(draws, Q, np.empty((b - a, Q)))
+        rep = _ratios(W @ stats, method, R)
+        rep[:, 0] = 1.0
+        reps[a:b] = rep
+        if etas is not None and use.any():
+            etas[a:b] = _power_eta(rep, use[None, :], weights[None, :])
+    with np.errstate(invalid="ignore"):
+        lo = np.nanquantile(reps, alpha, axis=0) if bootstrap else np.full(R, np.nan)
+        hi = np.nanquantile(reps, 1.0 - alpha, axis=0) if bootstrap else np.full(R, np.nan)
+    lo[0] = hi[0] = 1.0
+    fitted = np.zeros(R, bool)
+    if fit == "power" and stop < R:
+        r = np.arange(1, R + 1, dtype=np.float64)
+        fitted[stop:] = True
+        point[stop:] = r[stop:] ** -eta_hat
+        curves = r[None, stop:] ** -etas[:, None]
+        lo[stop:] = np.nanquantile(curves, alpha, axis=0)
+        hi[stop:] = np.nanquantile(curves, 1.0 - alpha, axis=0)
+        keep = R
+    else:
+        keep = stop
+    if fit == "power" and use.any():
+        fit_info = {"model": "power", "eta": eta_hat,
+                    "eta_ci": [float(np.nanquantile(etas, alpha)), float(np.nanquantile(etas, 1.0 - alpha))],
+                    "positions_used": [int(i + 1) for i in np.flatnonzero(use)]}
+    return PropensityEstimate(
+        method=method, positions=np.arange(1, keep + 1), propensity=point[:keep], ci_low=lo[:keep],
+        ci_high=hi[:keep], fitted=fitted[:keep], clicks_by_position=num_clicks[:keep].astype(np.int64),
+        reference_clicks=den_clicks[:keep].astype(np.int64), impressions_by_position=n_imp[:keep].astype(np.int64),
+        impressions=int(M if method == "click-rate" else np.count_nonzero(intervened)), clicks=int(clicks.sum()),
+        queries=Q, bootstrap=int(bootstrap), confidence=float(confidence), min_clicks=int(min_clicks),
+        stopped_at=None if stop >= R else stop + 1, max_position=R, fit=fit_info, notes=notes,
+    )
+
+
+def _bincount_rows(draws: np.ndarray, Q: int, out: np.ndarray) -> np.ndarray:
+    """``out[i] = bincount(draws[i], minlength=Q)`` for every row at once (one flat bincount)."""
+    B = draws.shape[0]
+    flat = (np.arange(B, dtype=np.int64)[:, None] * Q + draws).ravel()
+    out[:] = np.bincount(flat, minlength=B * Q).reshape(B, Q)
+    return out

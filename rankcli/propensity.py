@@ -1,0 +1,211 @@
+"""Propensity estimation from a click-log file: reads the log's columns and footer, checks that the log can identify
+propensities (randomised, position-based, no-click impressions kept), runs :mod:`rankcli.core.propensity` and writes
+the result as JSON. Library code: returns result objects and raises :mod:`rankcli.errors`, never prints.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rankcli.core.propensity import MIN_CLICKS, PropensityEstimate, estimate
+from rankcli.errors import InputError, SchemaError, UsageError
+
+#: Logging policies whose logs identify propensities, and the estimator each one takes.
+POLICY_METHODS = {"random": "click-rate", "top": "click-rate", "swap": "swap-ratio"}
+
+
+@dataclass
+class PropensityResult:
+    estimate: PropensityEstimate
+    source: str
+    policy: str  # random | top:N | swap:K
+    click_model: str | None  # from the footer (None: stated by --policy, not recorded)
+    log_params: dict  # the footer's rankcli.clicks, when present
+
+    def as_dict(self) -> dict:
+        e = self.estimate
+        return {
+            "method": e.method,
+            "positions": [int(p) for p in e.positions],
+            "propensity": [_finite(v) for v in e.propensity],
+            "ci_low": [_finite(v) for v in e.ci_low],
+            "ci_high": [_finite(v) for v in e.ci_high],
+            "impressions": e.impressions,
+            "clicks": e.clicks,
+            "fitted": [bool(v) for v in e.fitted],
+            "clicks_by_position": [int(v) for v in e.clicks_by_position],
+            "reference_clicks": [int(v) for v in e.reference_clicks],
+            "impressions_by_position": [int(v) for v in e.impressions_by_position],
+            "stopped_at": e.stopped_at,
+            "max_position": e.max_position,
+            "min_clicks": e.min_clicks,
+            "fit": e.fit,
+            "notes": list(e.notes),
+            "confidence": e.confidence,
+            "bootstrap": e.bootstrap,
+            "interval": "percentile bootstrap over source queries",
+            "queries": e.queries,
+            "policy": self.policy,
+            "click_model": self.click_model,
+            "source": self.source,
+            "log": self.log_params,
+        }
+
+
+def _finite(value) -> float | None:
+    """A float for JSON; ``None`` (null) where it is not finite (an interval no bootstrap replicate defined)."""
+    v = float(value)
+    return v if np.isfinite(v) else None
+
+
+def parse_policy(text: str) -> tuple[str, int | None]:
+    """``random`` | ``top:N`` | ``swap:K`` -> ``(kind, number)``; a :class:`UsageError` otherwise."""
+    t = str(text).strip().lower()
+    if t == "random":
+        return "random", None
+    kind, sep, number = t.partition(":")
+    try:
+        value = int(number)
+    except ValueError:
+        value = 0
+    if not sep or kind not in ("top", "swap") or value < 1:
+        raise UsageError(f"--policy: expected random, top:N or swap:K (N, K positive integers), got {text!r}")
+    return kind, value
+
+
+def logging_policy(path: Path | str, meta: dict[str, str], override: str | None) -> tuple[str, int | None, str | None,
+                                                                                        dict]:
+    """The log's logging policy, click model and footer parameters; refuses (exit 3) a log that cannot identify
+    propensities, saying why and how to make one that can. ``override`` (``--policy``) states the policy of a log
+    without rankcli's footer, or replaces the footer's."""
+    params: dict = {}
+    if "clicks" in meta:
+        try:
+            params = json.loads(meta["clicks"])
+        except ValueError:
+            raise InputError(f"{path}: footer key rankcli.clicks is not JSON") from None
+        if not isinstance(params, dict):
+            raise InputError(f"{path}: footer key rankcli.clicks is not a JSON object")
+    model = params.get("model")
+    if override is not None:
+        kind, number = parse_policy(override)
+    elif not params:
+        raise InputError(f"{path}: no rankcli.clicks footer (not written by rankcli simulate-clicks), so how it was "
+                         "logged is unknown; pass --policy random|top:N|swap:K if it was randomised that way, with a "
+                         "position-based click model and every impression kept, including those without a click")
+    else:
+        policy = params.get("policy", "random" if params.get("ranker") == "random" else "none")
+        if policy == "none":
+            raise InputError(
+                f"{path}: logged in ranker {params.get('ranker')!r}'s own order without randomisation, so position "
+                "and relevance are confounded; simulate with --randomize top:N or --randomize swap:K (or --ranker "
+                "random). Estimation from non-randomised logs (intervention harvesting, regression EM) is not "
+                "implemented")
+        kind, number = parse_policy(policy)
+    if model == "cascade":
+        raise InputError(
+            f"{path}: made with the cascade click model, whose examination depends on the clicks above (the scan "
+            "stops at the first click), which breaks the position-based assumption behind propensities; simulate "
+            "with --model pbm")
+    if params and params.get("keep_no_click") is False:
+        raise InputError(
+            f"{path}: impressions without a click were dropped (footer keep_no_click false), which inflates the "
+            "click rate of every position unevenly; simulate again with --keep-no-click")
+    return kind, number, model, params
+
+
+def read_click_columns(path: Path | str, swap: bool) -> dict[str, np.ndarray]:
+    """The columns estimation needs, as numpy: impression offsets (from ``qid``), ``position``, the clicks
+    (``label``, 0/1), ``source_qid`` (the bootstrap's unit) and, for a swap log, ``ranker_rank``. A missing column is
+    a :class:`SchemaError` naming it."""
+    import pyarrow as pa
+
+    from rankcli.core.groups import offsets_from_qids
+    from rankcli.formats.parquet import column_names, column_to_numpy, qids_as_int64, read_table, require_columns
+
+    names = column_names(path)
+    wanted = ["qid", "label", "position", "source_qid"] + (["ranker_rank"] if swap else [])
+    require_columns(path, names, wanted)
+    table = read_table(path, wanted)
+    qids = qids_as_int64(path, table.column("qid"))
+    out = {}
+    for name in wanted[1:]:
+        col = table.column(name)
+        kind_ok = pa.types.is_integer(col.type) or (name == "label" and pa.types.is_floating(col.type))
+        if not kind_ok:
+            raise SchemaError(f"{path}: column {name} must be {'numeric' if name == 'label' else 'integer'}, got "
+                              f"{col.type}")
+        if col.null_count:
+            raise SchemaError(f"{path}: column {name} has {col.null_count} missing value(s)")
+        out[name] = column_to_numpy(col)
+    label = out["label"]
+    bad = np.flatnonzero((label != 0) & (label != 1))
+    if bad.shape[0]:
+        raise InputError(f"{path}: column label: expected clicks (0 or 1), got {label[bad[0]]:g} at row {int(bad[0])}")
+    try:
+        out["offsets"] = offsets_from_qids(qids)
+    except InputError as exc:
+        raise SchemaError(f"{path}: {exc}") from None
+    return out
+
+
+def estimate_propensity(path: Path | str, *, policy: str | None = None, bootstrap: int = 1000,
+                        confidence: float = 0.95, min_clicks: int = MIN_CLICKS, fit: str = "none",
+                        rng: np.random.Generator) -> PropensityResult:
+    """Estimate examination propensities per position from the click log at ``path`` (see
+    :func:`rankcli.core.propensity.estimate`)."""
+    from rankcli.formats.parquet import read_metadata
+
+    kind, number, model, params = logging_policy(path, read_metadata(path), policy)
+    cols = read_click_columns(path, swap=kind == "swap")
+    offsets = cols["offsets"]
+    if offsets.shape[0] == 1:
+        raise InputError(f"{path}: the click log holds no impressions")
+    source = cols["source_qid"][offsets[:-1]]
+    _, query = np.unique(source, return_inverse=True)
+    kw = {}
+    if kind == "swap":
+        kw = {"tracked": cols["ranker_rank"] == number, "swap_position": number}
+    try:
+        est = estimate(offsets, query.reshape(-1), cols["position"], cols["label"], method=POLICY_METHODS[kind],
+                       max_position=number if kind == "top" else None, bootstrap=bootstrap, confidence=confidence,
+                       min_clicks=min_clicks, fit=fit, rng=rng, **kw)
+    except InputError as exc:
+        raise InputError(f"{path}: {exc}") from None
+    policy_text = "random" if kind == "random" else f"{kind}:{number}"
+    return PropensityResult(estimate=est, source=str(path), policy=policy_text, click_model=model, log_params=params)
+
+
+def write_propensity(path: Path | str, result: PropensityResult, overwrite: bool = False) -> None:
+    """The result's JSON, written atomically (a temporary in the target directory, renamed into place)."""
+    from rankcli.formats.atomic import atomic_path
+
+    text = json.dumps(result.as_dict(), indent=2, allow_nan=False) + "\n"
+    with atomic_path(path, overwrite) as tmp:
+        Path(tmp).write_text(text)
+
+
+def read_propensity(path: Path | str) -> dict:
+    """A propensity file as written by :func:`write_propensity`: ``positions`` and ``propensity`` checked (values
+    in (0, 1], positions 1, 2, ...). For IPS training."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: not a readable propensity JSON file ({exc})") from None
+    if not isinstance(data, dict) or "positions" not in data or "propensity" not in data:
+        raise InputError(f"{path}: expected a JSON object with positions and propensity (rankcli propensity -o)")
+    pos, prop = data["positions"], data["propensity"]
+    if not isinstance(pos, list) or not isinstance(prop, list) or len(pos) != len(prop) or not pos:
+        raise InputError(f"{path}: positions and propensity must be lists of one length")
+    for i, (r, p) in enumerate(zip(pos, prop)):
+        if r != i + 1:
+            raise InputError(f"{path}: positions must be 1, 2, 3, ...; got {r} at index {i}")
+        if not isinstance(p, (int, float)) or not (0 < p <= 1):
+            raise InputError(f"{path}: propensity of position {r} must be within (0, 1], got {p}")
+    return data

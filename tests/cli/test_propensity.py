@@ -1,0 +1,194 @@
+"""rankcli propensity end to end: recovery of 1/r on the bundled sample (the issue's done-when), the JSON file and
+its keys, RandTop-n and swap logs, the logs that cannot identify propensities (exit 3 saying why), missing columns,
+usage errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from rankcli.cli import main
+from rankcli.formats.parquet import write_dataset
+from tests.letor_sample import load_letor
+
+KEYS = {"method", "positions", "propensity", "ci_low", "ci_high", "impressions", "clicks"}
+
+
+@pytest.fixture
+def run(capsys):
+    def _run(*args):
+        status = main([str(a) for a in args])
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    return _run
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory):
+    """The sample's training split and click logs simulated from it by the CLI (module scope: made once)."""
+    d = tmp_path_factory.mktemp("propensity")
+    train = d / "train.parquet"
+    write_dataset(train, load_letor("train", 46))
+    made = {"dir": d, "train": train}
+    specs = {
+        # The issue's done-when log: PBM eta = 1, fully random, 100 impressions per query, top 10, no-click kept.
+        "random": ["--ranker", "random", "--max-rank", "10", "--keep-no-click", "--model", "pbm", "--impressions",
+                   "100"],
+        "top": ["--ranker", "label", "--randomize", "top:5", "--keep-no-click", "--model", "pbm", "--impressions",
+                "100"],
+        "swap": ["--ranker", "label", "--randomize", "swap:1", "--max-rank", "6", "--keep-no-click", "--model", "pbm",
+                 "--impressions", "400"],
+        "cascade": ["--ranker", "random", "--keep-no-click", "--max-rank", "10"],
+        "dropped": ["--ranker", "random", "--model", "pbm", "--max-rank", "10"],
+        "deterministic": ["--ranker", "label", "--model", "pbm", "--keep-no-click", "--max-rank", "10"],
+    }
+    for name, args in specs.items():
+        out = d / f"{name}.parquet"
+        assert main(["simulate-clicks", str(train), "-o", str(out), "--seed", "1", *args]) == 0
+        made[name] = out
+    return made
+
+
+def _within(d, truth):
+    p, lo, hi = (np.array(d[k], dtype=float) for k in ("propensity", "ci_low", "ci_high"))
+    return (np.abs(p / truth - 1) <= 0.2) | ((lo <= truth) & (truth <= hi))
+
+
+def test_recovers_one_over_r_on_the_sample_done_when(run, logs, tmp_path):
+    out = tmp_path / "propensity.json"
+    status, stdout, err = run("propensity", logs["random"], "-o", out, "--seed", "1")
+    assert status == 0, err
+    assert "examination propensity per position" in stdout and "click-rate" in stdout
+    d = json.loads(out.read_text())
+    assert KEYS <= set(d)
+    assert d["method"] == "click-rate" and d["policy"] == "random" and d["click_model"] == "pbm"
+    assert d["positions"] == list(range(1, 11))
+    truth = 1.0 / np.arange(1, 11)
+    assert _within(d, truth).all(), (d["propensity"], d["ci_low"], d["ci_high"])
+    assert d["propensity"][0] == d["ci_low"][0] == d["ci_high"][0] == 1.0
+    assert d["impressions"] == 90 * 100
+    assert d["clicks"] == int(pq.read_table(logs["random"], columns=["label"]).column("label").to_numpy().sum())
+    assert min(d["clicks_by_position"]) >= 20 and d["stopped_at"] is None
+    # --json prints the same object; the same seed gives the same bytes.
+    status, stdout, err = run("propensity", logs["random"], "--json", "--seed", "1")
+    assert status == 0, err
+    assert json.loads(stdout) == d
+    again = tmp_path / "again.json"
+    assert run("propensity", logs["random"], "-o", again, "--seed", "1")[0] == 0
+    assert again.read_bytes() == out.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["again.json", "propensity.json"]  # no temporaries left
+
+
+def test_randtop_n_estimates_the_top_n_only(run, logs):
+    status, stdout, err = run("propensity", logs["top"], "--json", "--bootstrap", "200")
+    assert status == 0, err
+    d = json.loads(stdout)
+    assert d["policy"] == "top:5" and d["max_position"] == 5 and d["positions"] == [1, 2, 3, 4, 5]
+    assert _within(d, 1.0 / np.arange(1, 6)).all(), d
+
+
+def test_swap_log_uses_the_ratio_estimator(run, logs):
+    status, stdout, err = run("propensity", logs["swap"], "--json", "--bootstrap", "200")
+    assert status == 0, err
+    d = json.loads(stdout)
+    assert d["method"] == "swap-ratio" and d["policy"] == "swap:1"
+    assert d["positions"][0] == 1 and len(d["positions"]) >= 4
+    assert _within(d, 1.0 / np.array(d["positions"])).all(), d
+
+
+def test_too_few_clicks_are_said_and_power_fit(run, logs):
+    status, stdout, err = run("propensity", logs["random"], "--min-clicks", "300", "--bootstrap", "100")
+    assert status == 0, err
+    assert "fewer than 300; the estimate stops there" in stdout
+    status, stdout, err = run("propensity", logs["random"], "--min-clicks", "300", "--bootstrap", "100", "--fit",
+                              "power", "--json")
+    assert status == 0, err
+    d = json.loads(stdout)
+    assert d["positions"] == list(range(1, 11)) and any(d["fitted"]) and not d["fitted"][0]
+    assert 0.7 < d["fit"]["eta"] < 1.3
+
+
+@pytest.mark.parametrize("log,message", [
+    ("cascade", "made with the cascade click model, whose examination depends on the clicks above (the scan stops "
+                "at the first click), which breaks the position-based assumption behind propensities; simulate with "
+                "--model pbm"),
+    ("dropped", "impressions without a click were dropped (footer keep_no_click false), which inflates the click "
+                "rate of every position unevenly; simulate again with --keep-no-click"),
+    ("deterministic", "logged in ranker 'label''s own order without randomisation, so position and relevance are "
+                      "confounded; simulate with --randomize top:N or --randomize swap:K (or --ranker random). "
+                      "Estimation from non-randomised logs (intervention harvesting, regression EM) is not "
+                      "implemented"),
+])
+def test_logs_that_cannot_identify_propensities_exit_3(run, logs, tmp_path, log, message):
+    out = tmp_path / "p.json"
+    status, _, err = run("propensity", logs[log], "-o", out)
+    assert status == 3
+    assert err == f"Error: {logs[log]}: {message}\n"
+    assert not out.exists()
+
+
+def _rewrite(src, dst, drop=(), metadata=None, label=None):
+    table = pq.read_table(src)
+    table = table.drop_columns(list(drop))
+    if label is not None:
+        table = table.set_column(table.column_names.index("label"), "label", pa.array(label))
+    table = table.replace_schema_metadata(metadata if metadata is not None else table.schema.metadata)
+    pq.write_table(table, dst)
+    return dst
+
+
+@pytest.mark.parametrize("column", ["position", "label", "source_qid"])
+def test_missing_column_exit_3_names_it(run, logs, tmp_path, column):
+    bad = _rewrite(logs["random"], tmp_path / "bad.parquet", drop=[column])
+    status, _, err = run("propensity", bad)
+    assert status == 3 and err.startswith(f"Error: {bad}: missing column {column} (found: ")
+
+
+def test_swap_log_without_ranker_rank_and_graded_labels(run, logs, tmp_path):
+    bad = _rewrite(logs["swap"], tmp_path / "bad.parquet", drop=["ranker_rank"])
+    status, _, err = run("propensity", bad)
+    assert status == 3 and err.startswith(f"Error: {bad}: missing column ranker_rank")
+    n = pq.read_metadata(logs["random"]).num_rows
+    graded = _rewrite(logs["random"], tmp_path / "graded.parquet", label=np.full(n, 2.0))
+    status, _, err = run("propensity", graded)
+    assert status == 3 and err == f"Error: {graded}: column label: expected clicks (0 or 1), got 2 at row 0\n"
+
+
+def test_log_without_footer_needs_policy(run, logs, tmp_path):
+    bare = _rewrite(logs["random"], tmp_path / "bare.parquet", metadata={})
+    status, _, err = run("propensity", bare)
+    assert status == 3 and "no rankcli.clicks footer" in err and "--policy random|top:N|swap:K" in err
+    status, stdout, err = run("propensity", bare, "--policy", "random", "--json", "--bootstrap", "50")
+    assert status == 0, err
+    d = json.loads(stdout)
+    assert d["policy"] == "random" and d["click_model"] is None and d["positions"] == list(range(1, 11))
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--policy", "top:0"], "Error: --policy: expected random, top:N or swap:K (N, K positive integers), got 'top:0'\n"),
+    (["--fit", "spline"], "Error: --fit: expected one of none, power, got 'spline'\n"),
+    (["--bootstrap", "0"], "Error: --bootstrap: must be at least 1, got 0\n"),
+    (["--confidence", "1.5"], "Error: --confidence: must be within (0, 1), got 1.5\n"),
+    (["--min-clicks", "0"], "Error: --min-clicks: must be at least 1, got 0\n"),
+    (["-o", "-", "--json"], "Error: -o - and --json both write to standard output; give the output a file name\n"),
+])
+def test_usage_errors(run, logs, args, message):
+    status, _, err = run("propensity", logs["random"], *args)
+    assert status == 2 and err == message
+
+
+def test_existing_output_and_missing_input(run, logs, tmp_path):
+    out = tmp_path / "p.json"
+    out.write_text("keep me")
+    status, _, err = run("propensity", logs["random"], "-o", out)
+    assert status == 4 and err == f"Error: {out}: already exists; pass --overwrite to replace it\n"
+    assert out.read_text() == "keep me"
+    status, _, err = run("propensity", logs["random"], "-o", out, "--overwrite", "--bootstrap", "20")
+    assert status == 0, err and json.loads(out.read_text())["method"] == "click-rate"
+    status, _, err = run("propensity", tmp_path / "nope.parquet")
+    assert status == 3 and err == f"Error: {tmp_path / 'nope.parquet'}: no such file\n"
