@@ -99,3 +99,15 @@ def test_duplicate_document_in_run_is_an_error(tmp_path):
 def test_run_from_arrays_errors_name_row_and_qid():
     with pytest.raises(InputError, match=r"run.parquet: column label: NaN or missing at row 2 \(qid 5\)"):
         E.run_from_arrays(np.array([4, 5, 5]), np.array([1.0, 0.0, np.nan]), np.zeros(3), "run.parquet")
+
+
+def test_max_docs_keeps_the_top_in_trec_evals_order(tmp_path):
+    # d10 (relevant) and d9 tie on score: trec_eval ranks d9 first (docid descending in byte order), so -M 1 keeps d9
+    # whatever the file order; d1 scores highest in query 2.
+    (tmp_path / "r.txt").write_text("1 Q0 d10 1 1.0 t\n1 Q0 d9 2 1.0 t\n2 Q0 d2 1 0.5 t\n2 Q0 d1 2 0.9 t\n")
+    (tmp_path / "j.txt").write_text("1 0 d10 1\n2 0 d1 1\n")
+    report = E.evaluate_trec(tmp_path / "r.txt", tmp_path / "j.txt", ["num_ret", "num_rel_ret"], max_docs=1)
+    assert report.result.per_query["num_ret"].tolist() == [1, 1]
+    assert report.result.per_query["num_rel_ret"].tolist() == [0, 1]
+    full = E.evaluate_trec(tmp_path / "r.txt", tmp_path / "j.txt", ["num_ret", "num_rel_ret"])
+    assert full.result.means == {"num_ret": 4.0, "num_rel_ret": 2.0}
