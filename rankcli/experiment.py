@@ -152,6 +152,10 @@ class ExperimentConfig:
             raise UsageError(f"--num-leaves must be at least 2, got {self.num_leaves}")
         if self.min_data_in_leaf is not None and self.min_data_in_leaf < 0:
             raise UsageError(f"--min-data-in-leaf must be 0 or more, got {self.min_data_in_leaf}")
+        if self.params and not self.folds:  # random splits always select on validation (folds may have none)
+            from rankcli.train import check_boosting, check_params
+
+            check_boosting(check_params(self.params), self.early_stopping, validating=True)
         for lv in self.augment_negatives:
             if not (math.isfinite(lv) and lv >= 0):
                 raise UsageError(f"--augment-negatives: levels must be >= 0, got {lv:g}")

@@ -183,6 +183,37 @@ def check_preset(name: str | None) -> str | None:
     raise UsageError(f"unknown preset {name!r}{hint} (choose from {', '.join(PRESETS)})")
 
 
+#: LightGBM parameters that no option sets but that ``--param`` may not set either (main name -> why). LightGBM's
+#: command-line program reads and writes files with the first group; its Python API, which rankcli drives, ignores
+#: them (``data`` and ``categorical_feature`` with a Python warning), so accepting them would be an option that lies.
+_CLI_PROGRAM_ONLY = ("task", "config", "data", "valid", "input_model", "output_model", "output_result", "snapshot_freq",
+                     "save_binary", "convert_model", "convert_model_language", "header", "label_column",
+                     "weight_column", "group_column", "ignore_column", "categorical_feature", "parser_config_file",
+                     "two_round", "precise_float_parser", "saved_feature_importance_type", "predict_raw_score",
+                     "predict_leaf_index", "predict_contrib", "predict_disable_shape_check", "start_iteration_predict",
+                     "num_iteration_predict", "pred_early_stop", "pred_early_stop_freq", "pred_early_stop_margin")
+_NETWORK = ("num_machines", "machines", "machine_list_filename", "local_listen_port", "time_out", "pre_partition")
+MANAGED_PARAMS: dict[str, str] = {
+    "num_class": "a ranker gives each document one score (num_class 1; more classes broke rankcli's losses)",
+    "verbosity": "rankcli keeps LightGBM quiet (verbosity -1): LightGBM writes its log to standard output, which "
+                 "carries rankcli's results and --json",
+    **{k: "it is a setting of LightGBM's command-line program, which rankcli does not run (rankcli reads and "
+          "writes every file itself, and LightGBM's Python API ignores it)" for k in _CLI_PROGRAM_ONLY},
+    **{k: "rankcli trains on one machine here; --dask runs LightGBM's distributed training and sets up its network"
+       for k in _NETWORK},
+}
+
+
+def _check_param_value(key: str, value: Any) -> None:
+    """A value LightGBM's ``key=value key=value`` parameter string can carry: not empty, no whitespace, no ``=``."""
+    items = value if isinstance(value, (list, tuple)) else [value]
+    for item in items:
+        if isinstance(item, str) and (not item or "=" in item or any(c.isspace() for c in item)):
+            raise UsageError(f"--param {key}: LightGBM cannot take the value {str(value)!r} (its parameters travel as "
+                             "'key=value' separated by spaces, so a value may be neither empty nor hold spaces or "
+                             "'='); give a number, true/false, a word or a comma-separated list")
+
+
 def _option_of(main: str, options: dict[str, str]) -> str | None:
     if main in options:
         return options[main]
@@ -212,7 +243,9 @@ def check_params(items: Any, options: dict[str, str] | None = None) -> dict[str,
         key = str(key)
         main = main_of.get(key)
         if main is None:
-            close = difflib.get_close_matches(key, list(main_of), n=1, cutoff=0.6)
+            # LightGBM's names are lower case: NUM_LEAVES means num_leaves, whatever difflib's ratio says
+            close = [key.lower()] if key.lower() in main_of else \
+                difflib.get_close_matches(key, list(main_of), n=1, cutoff=0.6)
             hint = ""
             if close:
                 suggestion = main_of[close[0]]
@@ -228,6 +261,10 @@ def check_params(items: Any, options: dict[str, str] | None = None) -> dict[str,
             why = "rankcli derives every LightGBM seed from --seed" if option == opts.get("seed") and main != "seed" \
                 else f"it is set by {option}"
             raise UsageError(f"--param {key}: {what} cannot be set with --param, {why}; use {option}")
+        if main in MANAGED_PARAMS:
+            what = key if key == main else f"{key} (LightGBM's alias of {main})"
+            raise UsageError(f"--param {key}: {what} cannot be set with --param: {MANAGED_PARAMS[main]}")
+        _check_param_value(key, value)
         if main in out:
             raise UsageError(f"--param {key}: sets {main} again (already given as --param {given_as[main]}); "
                              "give each parameter once")
@@ -455,6 +492,19 @@ def check_seed(seed: int) -> int:
     return seed
 
 
+def check_boosting(params: dict, early_stopping: int, validating: bool) -> None:
+    """:class:`UsageError` for ``boosting=dart`` with early stopping (``params`` under main names, as checked).
+
+    dart rescales the earlier trees whenever it adds one, so the first ``best_iteration`` trees of the final model are
+    not the model that scored best on validation: cutting there (what early stopping keeps) would store a model whose
+    recorded validation score is not its own. LightGBM's own early stopping refuses dart for the same reason.
+    """
+    if validating and early_stopping > 0 and str(params.get("boosting", "")).lower() == "dart":
+        raise UsageError("--param boosting=dart does not combine with early stopping: dart reweights the earlier "
+                         "trees whenever it adds one, so the model cut at its best iteration is not the one that "
+                         "scored best; pass --early-stopping 0 (every tree is trained and kept)")
+
+
 def check_valid_rows(valid: Dataset, name: str) -> None:
     """:class:`InputError` for a validation set without rows (LightGBM's words were "Check failed: (num_data) > (0)")."""
     if valid.n_rows == 0:
@@ -473,7 +523,7 @@ def _prepare(train: Dataset, valid: Dataset | None, config: TrainConfig, names: 
         raise UsageError(f"--early-stopping must be 0 (off) or a positive number of trees, got {config.early_stopping}")
     if config.loss == "xendcg":
         losses.parse_gamma(config.gamma)
-    check_params(config.params)
+    check_boosting(check_params(config.params), config.early_stopping, valid is not None)
     metric_name, metric_fn = _metric_function(config.select_by, config.convention)
     if train.n_rows == 0:
         raise InputError(f"{train_name}: no rows to train on")
@@ -869,5 +919,5 @@ def load_model(model_dir: Path | str) -> TrainedModel:
 
 
 __all__ = ["LOSSES", "PRESETS", "TrainConfig", "TrainResult", "TrainedModel", "LibraryObjective", "check_inputs",
-           "check_grade_range", "check_loss", "check_params", "check_seed", "import_lightgbm_lean", "feature_difference", "file_sha256", "load_model",
+           "check_boosting", "check_grade_range", "check_loss", "check_params", "check_seed", "import_lightgbm_lean", "feature_difference", "file_sha256", "load_model",
            "model_info", "resolve_params", "save_model", "train_model", "validate_model_info", "write_model_dir"]

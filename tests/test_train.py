@@ -207,6 +207,68 @@ def test_param_aliases_pass_through_under_the_main_name():
         check_params({"objective": "regression"}, {"objective": "--losses"})
 
 
+@pytest.mark.parametrize("key, message", [
+    # num_class 3 ended in a traceback (exit 1) inside rankcli's own losses
+    ("num_class", "num_class cannot be set with --param: a ranker gives each document one score"),
+    ("num_classes", "num_classes (LightGBM's alias of num_class) cannot be set with --param"),
+    # LightGBM's log goes to stdout: train --json --param verbosity=1 printed invalid JSON
+    ("verbosity", "writes its log to standard output"),
+    ("verbose", "verbose (LightGBM's alias of verbosity) cannot be set with --param"),
+    # settings of LightGBM's command-line program: silently ignored (data=... with a Python UserWarning on stderr)
+    ("data", "a setting of LightGBM's command-line program"),
+    ("task", "a setting of LightGBM's command-line program"),
+    ("output_model", "a setting of LightGBM's command-line program"),
+    ("categorical_feature", "a setting of LightGBM's command-line program"),
+    ("num_machines", "rankcli trains on one machine here"),
+])
+def test_param_keys_that_lightgbm_would_ignore_or_that_break_rankcli_are_refused(key, message):
+    from rankcli.train import check_params
+
+    with pytest.raises(UsageError) as err:
+        check_params({key: 3})
+    assert str(err.value).startswith(f"--param {key}: ") and message in str(err.value), str(err.value)
+
+
+def test_every_managed_param_is_a_lightgbm_main_name():
+    from rankcli.compat import lightgbm_parameter_aliases
+    from rankcli.train import MANAGED_PARAMS
+
+    assert set(MANAGED_PARAMS) <= set(lightgbm_parameter_aliases())
+
+
+@pytest.mark.parametrize("value", ["", "63 num_leaves=3", "63=2", "0,1 seed=5", "a\tb", ["0", "1 2"]])
+def test_param_values_lightgbm_cannot_carry_are_refused(value):
+    """`--param max_bin=` recorded max_bin '' and `--param "max_bin=63 num_leaves=3"` recorded a value LightGBM split
+    into two parameters (the second ignored); both trained with exit 0."""
+    from rankcli.train import check_params
+
+    with pytest.raises(UsageError, match="--param max_bin: LightGBM cannot take the value"):
+        check_params({"max_bin": value})
+
+
+def test_param_key_in_the_wrong_case_suggests_the_parameter():
+    from rankcli.train import check_params
+
+    with pytest.raises(UsageError, match="did you mean 'num_leaves'\\? \\(rankcli sets it: use --num-leaves\\)"):
+        check_params({"NUM_LEAVES": 3})
+    with pytest.raises(UsageError, match="did you mean 'lambda_l2'\\?"):
+        check_params({"Lambda_L2": 3})
+
+
+def test_dart_with_early_stopping_is_refused_without_it_every_tree_is_kept(data):
+    """With dart, the first best_iteration trees of the final model are not the model that scored best: the model
+    kept its recorded best_valid_metric (0.8432) while scoring 0.8428 on the same validation set."""
+    train, valid = data
+    with pytest.raises(UsageError, match="boosting=dart does not combine with early stopping"):
+        train_model(train, valid, TrainConfig(loss="lambdamart", early_stopping=3, params={"boosting": "dart"}, **FAST))
+    with pytest.raises(UsageError, match="boosting=dart"):
+        train_model(train, valid, TrainConfig(loss="lambdamart", early_stopping=3, params={"boosting_type": "DART"},
+                                              **FAST))
+    result = train_model(train, valid, TrainConfig(loss="lambdamart", early_stopping=0, params={"boosting": "dart"},
+                                                   **FAST))
+    assert result.best_iteration == result.trees_trained == 8
+
+
 # ------------------------------------------------------------------------- the model checksum (issue 12 item 6)
 def test_dask_model_directory_records_the_checksum_and_loads_through_the_same_check(data, tmp_path):
     import hashlib

@@ -167,6 +167,26 @@ def test_param_is_checked_in_train_experiment_and_dask_train(cli, data, tmp_path
     assert not (tmp_path / "m").exists()
 
 
+@pytest.mark.parametrize("command", ["train", "experiment"])
+@pytest.mark.parametrize("param, message", [
+    ("num_class=3", "Error: --param num_class: num_class cannot be set with --param"),        # was a traceback
+    ("verbosity=1", "Error: --param verbosity: verbosity cannot be set with --param"),        # broke --json
+    ("data=foo", "Error: --param data: data cannot be set with --param"),                     # a UserWarning leaked
+    ("max_bin=63 num_leaves=3", "Error: --param max_bin: LightGBM cannot take the value"),    # half ignored
+    ("max_bin=", "Error: --param max_bin: LightGBM cannot take the value ''"),
+    ("boosting=dart", "Error: --param boosting=dart does not combine with early stopping"),   # a false best score
+])
+def test_param_that_lightgbm_would_ignore_or_misread_is_a_usage_error(cli, data, tmp_path, command, param, message):
+    if command == "experiment":
+        args = ["experiment", data["train"], "-o", tmp_path / "m", "--trials", "1", "--trees", "2", "--json"]
+    else:
+        args = ["train", data["train"], "--valid", data["vali"], "-o", tmp_path / "m", *FAST, "--json"]
+    r = cli(*args, "--param", param)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.decode().startswith(message) and b"Traceback" not in r.stderr and b"Warning" not in r.stderr
+    assert r.stdout == b"" and not (tmp_path / "m").exists()
+
+
 def test_other_lightgbm_params_pass_through_under_their_main_name(cli, data, tmp_path):
     r = cli("train", data["train"], "-o", tmp_path / "m", *FAST, "--param", "min_sum_hessian=0.5",
             "--param", "lambda_l2=2", "--param", "max_bin=63")
