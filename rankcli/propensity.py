@@ -146,10 +146,14 @@ def read_click_columns(path: Path | str, swap: bool) -> dict[str, np.ndarray]:
     bad = np.flatnonzero((label != 0) & (label != 1))
     if bad.shape[0]:
         raise InputError(f"{path}: column label: expected clicks (0 or 1), got {label[bad[0]]:g} at row {int(bad[0])}")
-    try:
-        out["offsets"] = offsets_from_qids(qids)
-    except InputError as exc:
-        raise SchemaError(f"{path}: {exc}") from None
+    starts = np.flatnonzero(qids[1:] != qids[:-1]) + 1
+    offsets = np.concatenate(([0], starts, [qids.shape[0]] if qids.shape[0] else [])).astype(np.int64)
+    if not np.all(np.diff(qids[offsets[:-1]]) > 0):  # rankcli's impression ids ascend; otherwise check contiguity
+        try:
+            offsets = offsets_from_qids(qids)
+        except InputError as exc:
+            raise SchemaError(f"{path}: {exc}") from None
+    out["offsets"] = offsets
     return out
 
 

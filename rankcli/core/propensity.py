@@ -42,7 +42,7 @@ FITS = ("none", "power")
 #: The fewest clicks a position's ratio may rest on (numerator and denominator).
 MIN_CLICKS = 20
 #: Bootstrap replicates computed at once (bounds the replicate-by-query weight matrix).
-_BOOTSTRAP_CHUNK = 64
+_BOOTSTRAP_CHUNK = 16
 
 
 @dataclass
@@ -245,11 +245,15 @@ def estimate(offsets: np.ndarray, query: np.ndarray, positions: np.ndarray, clic
         with np.errstate(divide="ignore"):
             weights[use] = 1.0 / (1.0 / num_clicks[use] + 1.0 / den_clicks[use])  # inverse delta-method variance
         eta_hat = float(_power_eta(point, use, weights)) if use.any() else float("nan")
+    stats_t = np.ascontiguousarray(stats.T)  # (k R, Q): the product below runs fast with this layout
+    dtype = np.int32 if Q < 2 ** 31 else np.int64
+    W = np.empty((_BOOTSTRAP_CHUNK, Q))
     for a in range(0, bootstrap, _BOOTSTRAP_CHUNK):
         b = min(bootstrap, a + _BOOTSTRAP_CHUNK)
-        draws = rng.integers(0, Q, size=(b - a, Q))
-        W = _bincount_rows(draws, Q, np.empty((b - a, Q)))
-        rep = _ratios(W @ stats, method, R)
+        draws = rng.integers(0, Q, size=(b - a, Q), dtype=dtype)
+        for i in range(b - a):  # a loop over replicates (not queries): one cache-sized bincount each
+            W[i] = np.bincount(draws[i], minlength=Q)
+        rep = _ratios((stats_t @ W[:b - a].T).T, method, R)
         rep[:, 0] = 1.0
         reps[a:b] = rep
         if etas is not None and use.any():
@@ -281,11 +285,3 @@ def estimate(offsets: np.ndarray, query: np.ndarray, positions: np.ndarray, clic
         queries=Q, bootstrap=int(bootstrap), confidence=float(confidence), min_clicks=int(min_clicks),
         stopped_at=None if stop >= R else stop + 1, max_position=R, fit=fit_info, notes=notes,
     )
-
-
-def _bincount_rows(draws: np.ndarray, Q: int, out: np.ndarray) -> np.ndarray:
-    """``out[i] = bincount(draws[i], minlength=Q)`` for every row at once (one flat bincount)."""
-    B = draws.shape[0]
-    flat = (np.arange(B, dtype=np.int64)[:, None] * Q + draws).ravel()
-    out[:] = np.bincount(flat, minlength=B * Q).reshape(B, Q)
-    return out
