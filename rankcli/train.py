@@ -311,12 +311,23 @@ def _training_labels(train: Dataset, config: TrainConfig) -> tuple[np.ndarray, l
         labels, values = grades.astype(np.float64), [float(v) for v in vals]
     if config.loss in INTEGER_LABEL_LOSSES:
         consumer = f"--loss {config.loss} (LightGBM {LOSSES[config.loss]})"
-        labels = require_integer_grades(labels, consumer, REAL_LABEL_HINT).astype(np.float64)
+        # the range first: a label of 1e300 is an integer value that no int64 holds (the cast warned and wrapped)
         check_grade_range(config.loss, labels, config.label_grades)
+        labels = require_integer_grades(labels, consumer, REAL_LABEL_HINT).astype(np.float64)
+    elif LOSSES[config.loss] is not None and labels.shape[0] and np.abs(labels).max() > _FLOAT32_MAX:
+        # LightGBM keeps labels as float32: a larger one became inf (with a numpy warning) and trained on it
+        top = float(labels[np.argmax(np.abs(labels))])
+        raise InputError(f"--loss {config.loss} (LightGBM {LOSSES[config.loss]}) keeps labels as 32-bit floats, "
+                         f"which end at {_FLOAT32_MAX:.4g}, got a label of {top:g}; rescale the labels, pass "
+                         "--label-grades to map the distinct label values to grades 0..n-1, or use --loss xendcg, "
+                         "which takes any label >= 0")
     elif config.loss == "xendcg" and (labels < 0).any():
         raise InputError(f"--loss xendcg needs non-negative labels (2^label - gamma), got {labels.min():g}; "
                          "pass --label-grades to map the distinct label values to grades 0..n-1")
     return labels, values
+
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def check_grade_range(loss: str, grades: np.ndarray, label_grades: bool = False) -> None:
@@ -580,8 +591,12 @@ def train_model(train: Dataset, valid: Dataset | None, config: TrainConfig,
     run_params = dict(params)
     if LOSSES[config.loss] is None:
         run_params["objective"] = LibraryObjective(config.loss, labels, train.offsets, config.gamma, config.seed)
-    train_set = _lgb_dataset(train, labels, params)
-    valid_sets = [_lgb_dataset(valid, np.asarray(valid.labels, dtype=np.float64), params, train_set)] if valid else None
+    # LightGBM reads the labels only for its own objectives; rankcli's losses take the float64 labels themselves, and
+    # rankcli scores validation itself. LightGBM keeps labels as float32, where labels beyond 3.4e38 (which xendcg,
+    # listnet and ranknet take) would become inf with a numpy warning: give it zeros where it does not read them.
+    lgb_labels = labels if isinstance(run_params["objective"], str) else np.zeros(train.n_rows, dtype=np.float32)
+    train_set = _lgb_dataset(train, lgb_labels, params)
+    valid_sets = [_lgb_dataset(valid, np.zeros(valid.n_rows, dtype=np.float32), params, train_set)] if valid else None
     start = time.perf_counter()
     try:
         booster = lightgbm.train(run_params, train_set, num_boost_round=int(config.trees), valid_sets=valid_sets,

@@ -331,6 +331,71 @@ def test_losses_taking_any_label_train_a_useful_model_on_labels_up_to_a_million(
     assert constant < 0.3 and got > 0.7, (loss, got)
 
 
+@pytest.fixture(scope="module")
+def float32_overflowing_labels():
+    train = load_letor("train", 46)
+    train.labels = train.labels * 1e300  # grades 0..4 -> 0 .. 4e300: float64, beyond float32 (3.4e38)
+    return train
+
+
+@pytest.mark.parametrize("loss", ["xendcg", "listnet", "ranknet"])
+def test_losses_taking_any_label_train_on_labels_beyond_float32_without_a_warning(data, float32_overflowing_labels,
+                                                                                 loss):
+    """LightGBM keeps its copy of the labels as float32: labels beyond 3.4e38 leaked "RuntimeWarning: overflow
+    encountered in cast" from lightgbm/basic.py (rankcli's losses never read that copy)."""
+    import warnings
+
+    _, valid = data
+    big_valid = load_letor("vali", 46)
+    big_valid.labels = big_valid.labels * 1e300
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = train_model(float32_overflowing_labels, big_valid,
+                             TrainConfig(loss=loss, convention="sklearn", early_stopping=0, **FAST))
+    assert np.ptp(result.booster.predict(valid.features)) > 0 and all(np.isfinite(result.curve))
+
+
+@pytest.mark.parametrize("loss, message", [
+    # trained on inf labels (a numpy warning, exit 0)
+    ("pointwise", "--loss pointwise (LightGBM regression) keeps labels as 32-bit floats, which end at 3.403e+38, got "
+                  "a label of 4e+300"),
+    # named 1e+06-ish garbage after a wrapped int64 cast (and a numpy warning)
+    ("lambdamart", "--loss lambdamart takes grades up to 1000"),
+    ("xendcg-native", "--loss xendcg-native takes grades up to 30"),
+])
+def test_losses_keeping_float32_or_integer_labels_refuse_labels_beyond_them(float32_overflowing_labels, loss,
+                                                                            message):
+    import warnings
+
+    from rankcli.errors import InputError
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(InputError) as err:
+            train_model(float32_overflowing_labels, None, TrainConfig(loss=loss, **FAST))
+    assert str(err.value).startswith(message) and "got a label of 4e+300" in str(err.value), str(err.value)
+
+
+def test_lightgbm_gets_no_labels_it_does_not_read_and_the_model_is_unchanged(data):
+    """rankcli's own losses and the validation set no longer hand LightGBM their labels: the model text is the same
+    as when they did (LightGBM never read them)."""
+    import lightgbm
+
+    from rankcli.core.groups import sizes
+
+    train, valid = data
+    config = TrainConfig(loss="xendcg", early_stopping=0, **FAST)
+    ours = train_model(train, valid, config).booster.model_to_string()
+    params = resolve_params(config)
+    params["objective"] = LibraryObjective("xendcg", train.labels, train.offsets, config.gamma, config.seed)
+    with_labels = lightgbm.Dataset(train.features, label=train.labels, group=sizes(train.offsets),
+                                   feature_name=list(train.feature_names), params={"max_bin": 255, "verbosity": -1,
+                                                                                   "seed": 0}, free_raw_data=True)
+    theirs = lightgbm.train(params, with_labels, num_boost_round=8).model_to_string()
+    strip = lambda t: t.split("\nparameters:")[0]  # noqa: E731
+    assert strip(ours) == strip(theirs)
+
+
 @pytest.mark.parametrize("loss, limit", [("lambdamart", 1000), ("xendcg-native", 30)])
 def test_integer_label_losses_refuse_grades_beyond_their_range_and_offer_label_grades(data, big_labels, loss, limit):
     from rankcli.errors import InputError
