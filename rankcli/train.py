@@ -930,6 +930,13 @@ def load_model(model_dir: Path | str) -> TrainedModel:
     if len(info["features"]) != booster.num_feature():
         raise InputError(f"{info_path}: lists {len(info['features'])} features, but {model_path.name} was trained on "
                          f"{booster.num_feature()}; the two files do not belong together")
+    trained_on = booster.feature_name()
+    if list(info["features"]) != trained_on:
+        # predict picks the data's columns by rankcli.json's names: other names or another order would blame the data
+        # (or, with matching data columns, feed the trees the wrong features)
+        diff = feature_difference(trained_on, list(info["features"]))
+        raise InputError(f"{info_path}: its feature names differ from those {model_path.name} was trained on ({diff}); "
+                         "the two files do not belong together")
     return TrainedModel(booster, info, model_dir)
 
 

@@ -308,6 +308,26 @@ def test_model_info_types_are_validated(change, message):
         validate_model_info({**good, **change}, "x/rankcli.json")
 
 
+@pytest.mark.parametrize("tamper", ["swap", "rename", "duplicate"])
+def test_rankcli_json_whose_feature_names_differ_from_the_model_is_refused_naming_it(data, tmp_path, tamper):
+    """rankcli.json with a valid model_sha256 but its features swapped or renamed: predict blamed the data ("feature
+    columns do not match the model's"), and data whose columns followed the tampered order were scored with the
+    trees reading the wrong features."""
+    from rankcli.errors import InputError
+
+    train, valid = data
+    config = TrainConfig(loss="lambdamart", early_stopping=0, **FAST)
+    save_model(train_model(train, None, config), config, tmp_path / "m", feature_names=train.feature_names)
+    info_path = tmp_path / "m" / "rankcli.json"
+    info = json.loads(info_path.read_text())
+    f = info["features"]
+    info["features"] = {"swap": [f[1], f[0], *f[2:]], "rename": ["x1", *f[1:]], "duplicate": [f[0], *f[:-1]]}[tamper]
+    info_path.write_text(json.dumps(info))
+    with pytest.raises(InputError, match=f"^{__import__('re').escape(str(info_path))}: its feature names differ from "
+                                         "those model.txt was trained on .*; the two files do not belong together"):
+        load_model(tmp_path / "m")
+
+
 # ---------------------------------------------------------------------------- large labels (issue 12 items 4, 7)
 @pytest.fixture(scope="module")
 def big_labels():
