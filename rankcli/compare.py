@@ -270,15 +270,25 @@ def _load_per_query(path: Path, name: str, names: list[str], meta: dict, specs) 
         except (TypeError, ValueError):
             raise SchemaError(f"{path}: column {m} must be numeric, got {col.type}") from None
     qids, values = _sorted_queries(qids, values)
-    convention = None
-    if "convention" in meta:
-        import json
-
-        try:
-            convention = json.loads(meta["convention"])
-        except ValueError:
-            convention = {"description": meta["convention"]}
+    convention = _stored_convention(path, meta["convention"]) if "convention" in meta else None
     return LoadedInput(name, str(path), "per-query", qids, values, convention=convention)
+
+
+def _stored_convention(path: Path, text: str) -> dict:
+    """The convention a per-query file's footer records (``rankcli eval --per-query`` writes it as JSON)."""
+    import json
+
+    from rankcli.core.metrics import Convention
+
+    try:
+        conv = json.loads(text)
+    except ValueError:
+        conv = None
+    fields = set(Convention().as_dict())
+    if not isinstance(conv, dict) or not set(conv) <= fields or not conv:
+        raise InputError(f"{path}: its footer's rankcli.convention is not a metric convention (expected a JSON object "
+                         f"with {', '.join(sorted(fields))}), got {text[:80]!r}; re-run rankcli eval --per-query")
+    return conv
 
 
 def _load_trec(path: Path, name: str, specs, convention, qrels: Path) -> LoadedInput:
@@ -450,6 +460,7 @@ def compare_inputs(paths: Sequence[Path | str], *, names: Sequence[str] | None =
     baseline_name = resolve_baseline(baseline, paths, names)
     if baseline_name is None and len(paths) == 2:
         baseline_name = names[0]        # two runs: the first is the baseline
+    requested = convention   # an explicit convention must also be the one per-query files were computed under
     if convention is None:  # trec_eval's for TREC runs (they come with qrels), the paper's otherwise
         from rankcli.evaluate import default_convention
 
@@ -464,7 +475,7 @@ def compare_inputs(paths: Sequence[Path | str], *, names: Sequence[str] | None =
             raise SchemaError("the inputs have no metric in common; choose one with --metric")
     else:
         metric_names = [str(s) for s in specs]
-    _check_conventions(inputs)
+    _check_conventions(inputs, requested.as_dict() if requested is not None else None)
 
     qids, dropped = align(inputs, intersect=intersect)
     values = {}
@@ -475,15 +486,26 @@ def compare_inputs(paths: Sequence[Path | str], *, names: Sequence[str] | None =
         values, metric_names, baseline=baseline_name, test=test, alpha=alpha, correction=correction, seed=seed,
         permutations=permutations)
     conv = next((i.convention for i in inputs if i.convention is not None), None)
+    notes = [n for i in inputs for n in i.notes]
+    if conv is not None:  # the report states one convention: say which inputs do not record theirs
+        notes += [f"{i.path} records no convention (it was not written by rankcli eval --per-query); its values are "
+                  "taken as computed under the convention shown" for i in inputs if i.convention is None]
     return Report(
         runs=[RunInfo(i.name, i.path, i.kind) for i in inputs], metrics=metric_names, baseline=baseline_name,
         test=test, alpha=alpha, correction=correction, permutations=permutations, seed=seed, convention=conv,
         queries=int(qids.shape[0]), dropped=dropped, used=used, means=means, comparisons=comparisons,
-        notes=[n for i in inputs for n in i.notes])
+        notes=notes)
 
 
-def _check_conventions(inputs: Sequence[LoadedInput]) -> None:
+def _check_conventions(inputs: Sequence[LoadedInput], requested: dict | None = None) -> None:
     known = [i for i in inputs if i.convention is not None]
+    if requested is not None:
+        # a convention asked for cannot change values already computed: it was silently ignored for per-query files
+        other = next((i for i in known if i.kind == "per-query" and i.convention != requested), None)
+        if other is not None:
+            raise InputError(f"{other.path} was evaluated under another convention ({other.convention}) than the one "
+                             f"asked for ({requested}); a per-query file keeps the convention it was computed under: "
+                             "leave out the convention options, or re-run rankcli eval --per-query with them")
     for other in known[1:]:
         if other.convention != known[0].convention:
             raise InputError(f"{other.path} was evaluated under a different convention than {known[0].path} "

@@ -136,6 +136,8 @@ def command(
     conv = Convention.preset(preset).with_(gain=value(gain), no_relevant=value(no_relevant),
                                                       ties=value(ties), relevance_threshold=threshold,
                                                       max_grade=max_grade)
+    if all(x is None for x in (convention, gain, no_relevant, ties, threshold, max_grade)):
+        conv = None  # the default; an explicit convention must match the one per-query files were computed under
     result = compare_inputs(runs, names=name, metrics=metric, qrels=qrels, convention=conv, test=value(test),
                             alpha=alpha, correction=value(correction), baseline=baseline, seed=seed,
                             permutations=permutations, intersect=intersect)

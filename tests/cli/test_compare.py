@@ -397,6 +397,38 @@ def test_per_query_files_written_by_eval(runs, capsys):
     assert status == ExitStatus.INVALID_INPUT and "was evaluated under a different convention" in err
 
 
+def test_per_query_conventions_asked_for_missing_or_corrupt(runs, capsys):
+    """`compare a.pq b.pq --convention lightgbm` (or --gain linear) printed the files' paper values with exit 0, the
+    option silently ignored; a footer convention that is not JSON or not an object was accepted; a file without one
+    was reported under another file's convention without a word."""
+    from rankcli.evaluate import evaluate_path, write_per_query
+
+    tmp, _, _, good, bad = runs
+    a, b = tmp / "conv-a.parquet", tmp / "conv-b.parquet"
+    for src, dst in ((good, a), (bad, b)):
+        write_per_query(dst, evaluate_path(src, ["ndcg@5"], Convention.preset("paper")))
+    for option in (["--convention", "lightgbm"], ["--gain", "linear"], ["--no-relevant", "zero"]):
+        status, out, err = _run(capsys, "compare", a, b, *option)
+        assert status == ExitStatus.INVALID_INPUT and out == ""
+        assert err.startswith(f"Error: {a} was evaluated under another convention (") and "asked for" in err, err
+    status, out, err = _run(capsys, "compare", a, b, "--convention", "paper", "--json")   # the same one is fine
+    assert status == 0, err
+    table = pq.read_table(a)
+    meta = dict(table.schema.metadata)
+    for bad_conv in (b"not json{", b"[1, 2]", b'{"colour": "blue"}'):
+        pq.write_table(table.replace_schema_metadata({**meta, b"rankcli.convention": bad_conv}), tmp / "corrupt.parquet")
+        status, _, err = _run(capsys, "compare", tmp / "corrupt.parquet", b)
+        assert status == ExitStatus.INVALID_INPUT
+        assert err.startswith(f"Error: {tmp / 'corrupt.parquet'}: its footer's rankcli.convention is not a metric "
+                              "convention"), err
+    del meta[b"rankcli.convention"]
+    pq.write_table(table.replace_schema_metadata(meta), tmp / "unknown.parquet")
+    status, out, err = _run(capsys, "compare", tmp / "unknown.parquet", b, "--json")
+    assert status == 0, err
+    note = f"{tmp / 'unknown.parquet'} records no convention"
+    assert note in err and any(n.startswith(note) for n in json.loads(out)["notes"])
+
+
 def test_run_names_are_not_markup_and_no_common_query(tmp_path, capsys):
     qid, label = _labels(10)
     rng = np.random.default_rng(0)
