@@ -1,0 +1,129 @@
+"""Inverse-propensity scoring (IPS) of click logs for training: pooling impressions into one list per source query,
+with each document's IPS relevance, and the training labels that put it into the library losses. Pure numpy.
+
+The IPS relevance of document ``d`` of query ``q``, over the ``n_q`` impressions of ``q`` in the log::
+
+    g_d = (1 / n_q) * sum over impressions i of q of  c_{i,d} / p(position of d in i)      (0 where not clicked)
+
+Under the position-based model ``P(c = 1) = p(r) * gamma_d`` (examination times click-relevance), so when ``d`` is
+displayed in every impression (full lists, or lists cut where every document still shows) and ``p`` is the true
+propensity, ``E[g_d] = gamma_d``: an unbiased estimate of its click-relevance, whose variance shrinks as ``1 / n_q``.
+Clipping (``p`` floored at ``clip``, a weight of at most ``1 / clip``) trades a bias at positions with ``p < clip``
+for bounded variance. The weight enters linearly where the click enters each loss, never inside an exponential; the
+labels below are chosen so that the library losses compute exactly that:
+
+``pointwise``
+    Regression on ``g_d``: its squared-error gradient ``s_d - g_d`` is linear in ``g_d``, so the IPS gradient is an
+    unbiased estimate of the full-information gradient ``s_d - gamma_d`` (regression on the click-relevance).
+``xendcg``
+    With clicks ``c in {0, 1}`` XE-NDCG's gain ``2^c - 1`` equals ``c``; the IPS gain is ``g_d``, the target weight
+    ``(1 - gamma_mix) + g_d`` before the per-query normalisation. The label ``log2(1 + g_d)`` makes the library loss
+    compute exactly that (``2^label - gamma_mix = 1 + g_d - gamma_mix``). It estimates XE-NDCG with the gains
+    ``gamma_d`` (labels ``log2(1 + gamma_d)``). The normalisation makes it a ratio estimator: consistent (the target
+    converges to the full-information target as ``n_q`` grows, by the law of large numbers and continuity of the
+    ratio where its denominator is positive), with a bias of order ``1 / n_q``, not unbiased.
+``listnet``
+    ListNet's target is ``softmax(y)``; with ``c in {0, 1}``, ``exp(c) = 1 + (e - 1) c``, and the IPS target weight is
+    ``1 + (e - 1) g_d``: the label ``log(1 + (e - 1) g_d)``. It estimates ListNet on the labels
+    ``log(1 + (e - 1) gamma_d)`` (equal to the click for ``gamma_d`` in {0, 1}); a ratio estimator, consistent as above.
+
+With every propensity 1 (``--propensity pbm:0`` or ``--pool-impressions``) ``g_d`` is the document's click-through rate
+over its query's impressions: the naive pooled model, which learns the logging ranker's position bias.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from rankcli.errors import InputError, UsageError
+
+#: Losses that take IPS relevance through their labels (see the module docstring).
+IPS_LOSSES = ("xendcg", "listnet", "pointwise")
+DEFAULT_CLIP = 0.01
+
+
+def pbm_propensities(eta: float, max_position: int) -> np.ndarray:
+    """``(1/r)^eta`` for ``r = 1..max_position`` (index ``r - 1``)."""
+    if not (eta >= 0):
+        raise UsageError(f"--propensity pbm:ETA: eta must be non-negative, got {eta:g}")
+    return np.arange(1, max_position + 1, dtype=np.float64) ** -float(eta)
+
+
+def inverse_weights(positions: np.ndarray, propensity: np.ndarray, clip: float = DEFAULT_CLIP) -> np.ndarray:
+    """``1 / max(p(position), clip)`` per row; ``propensity[r - 1]`` is position ``r``'s. A position the propensities
+    do not cover is an :class:`InputError` naming it (never extrapolated silently)."""
+    if not (0 < clip <= 1):
+        raise UsageError(f"--propensity-clip: must be within (0, 1], got {clip:g}")
+    positions = np.asarray(positions, dtype=np.int64)
+    p = np.asarray(propensity, dtype=np.float64)
+    if positions.size:
+        if positions.min() < 1:
+            raise InputError(f"column position: positions are 1-based, got {int(positions.min())}")
+        if positions.max() > p.shape[0]:
+            raise InputError(f"the propensities cover positions 1..{p.shape[0]}, but the log shows position "
+                             f"{int(positions.max())}; estimate them on a log that shows it (or use --fit power), "
+                             "or give pbm:ETA")
+    bad = np.flatnonzero(~((p > 0) & (p <= 1)))
+    if bad.shape[0]:
+        raise InputError(f"propensity of position {int(bad[0]) + 1} must be within (0, 1], got {p[bad[0]]:g}")
+    return 1.0 / np.maximum(p, clip)[positions - 1]
+
+
+@dataclass
+class Pooled:
+    """Impressions pooled per source query: ``rows`` (one source row per pooled document, the first row that showed
+    it; queries contiguous, in ascending order of their key), ``offsets`` over them, ``gain`` (the IPS relevance) and
+    per query the number of impressions ``impressions``."""
+
+    rows: np.ndarray
+    offsets: np.ndarray
+    gain: np.ndarray
+    impressions: np.ndarray
+    query_keys: np.ndarray
+
+
+def pool(query_key: np.ndarray, doc_key: np.ndarray, impression_key: np.ndarray, clicks: np.ndarray,
+         weights: np.ndarray) -> Pooled:
+    """Pool a click log's rows into one list per source query (see the module docstring for ``g``).
+
+    Parameters
+    ----------
+    query_key, doc_key, impression_key : (n_rows,) array
+        The source query, the document (docid or source row) and the impression of every row.
+    clicks : (n_rows,) 0/1
+    weights : (n_rows,) float
+        The inverse propensity of every row's position (all 1 for the naive click-through rate).
+    """
+    q_keys, q = np.unique(np.asarray(query_key), return_inverse=True)
+    q = q.reshape(-1)
+    _, d = np.unique(np.asarray(doc_key), return_inverse=True)
+    d = d.reshape(-1).astype(np.int64)
+    code = q.astype(np.int64) * (int(d.max()) + 1 if d.size else 1) + d
+    codes, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    value = np.asarray(clicks, dtype=np.float64) * np.asarray(weights, dtype=np.float64)
+    sums = np.bincount(inverse, weights=value, minlength=codes.shape[0])
+    imp = np.asarray(impression_key, dtype=np.int64)
+    low = int(imp.min()) if imp.size else 0
+    span = int(imp.max()) - low + 1 if imp.size else 1
+    pairs = np.unique(q.astype(np.int64) * span + (imp - low))  # distinct (query, impression)
+    n_imp = np.bincount(pairs // span, minlength=q_keys.shape[0]).astype(np.int64)
+    q_of = q[first]
+    counts = np.bincount(q_of, minlength=q_keys.shape[0])
+    offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    return Pooled(rows=first.astype(np.int64), offsets=offsets, gain=sums / n_imp[q_of], impressions=n_imp,
+                  query_keys=q_keys)
+
+
+def training_labels(loss: str, gain: np.ndarray) -> np.ndarray:
+    """The labels that make the library loss ``loss`` use the IPS gain linearly (module docstring)."""
+    g = np.asarray(gain, dtype=np.float64)
+    if loss == "xendcg":
+        return np.log2(1.0 + g)
+    if loss == "listnet":
+        return np.log1p((np.e - 1.0) * g)
+    if loss == "pointwise":
+        return g.copy()
+    raise UsageError(f"--loss {loss}: IPS training supports {', '.join(IPS_LOSSES)}")
