@@ -357,6 +357,29 @@ def _describe_features(names: list[str]) -> str:
     return f"{len(names)} features ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''})"
 
 
+def _check_distinct_tests(folds: list[Fold]) -> None:
+    """:class:`InputError` when two folds have the same test file (a link, or a byte-identical copy).
+
+    The folds' test queries are pooled and the paired tests count each as one unit; a test set present twice would
+    count every one of its queries twice, halving the standard error (what issue 11 item 5 removed for repeated
+    splits). Only files of equal size are read.
+    """
+    by_size: dict[int, list[Fold]] = {}
+    for f in folds:
+        by_size.setdefault(f.test.stat().st_size, []).append(f)
+    for same_size in by_size.values():
+        seen: dict[str, Fold] = {}
+        for f in same_size if len(same_size) > 1 else []:
+            h = hashlib.sha256()
+            with open(f.test, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+            first = seen.setdefault(h.hexdigest(), f)
+            if first is not f:
+                raise InputError(f"{f.test}: the same file as {first.test}; each fold needs its own test queries (the "
+                                 "tests pool the folds' test queries, so a copy would count each of them twice)")
+
+
 def find_folds(path: Path) -> list[Fold]:
     """The folds of a directory: its ``Fold1/ .. FoldK/`` subdirectories, or the directory itself as one fold.
 
@@ -403,6 +426,7 @@ def find_folds(path: Path) -> list[Fold]:
         raise InputError(f"{lacking.train.parent}: no vali.parquet, but {with_valid[0].valid} exists; every fold "
                          "needs the same parts (validation selects each fold's model), got "
                          f"{_listing(lacking.train.parent)}")
+    _check_distinct_tests(folds)
     first: tuple[Path, list[str]] | None = None
     for f in folds:
         for _part, p in f.parts():

@@ -346,6 +346,22 @@ def test_fold_numbers_without_gaps_and_not_mixed_with_files(tmp_path):
         ex.load_data(root, folds=True)
 
 
+def test_folds_with_the_same_test_file_are_refused(tmp_path):
+    """Three copies of one fold pooled its 27 test queries into n = 81 with exit 0: each query counted three times,
+    the t-test's standard error shrunk by sqrt(3)."""
+    root = write_folds(tmp_path / "d", k=3)
+    shutil.copy(root / "Fold1" / "test.parquet", root / "Fold3" / "test.parquet")
+    with pytest.raises(InputError, match="Fold3/test.parquet: the same file as .*Fold1/test.parquet; each fold needs "
+                                         "its own test queries"):
+        ex.load_data(root, folds=True)
+    (root / "Fold3" / "test.parquet").unlink()
+    (root / "Fold3" / "test.parquet").symlink_to(root / "Fold2" / "test.parquet")
+    with pytest.raises(InputError, match="Fold3/test.parquet: the same file as .*Fold2/test.parquet"):
+        ex.load_data(root, folds=True)
+    shutil.rmtree(root / "Fold3")
+    assert len(ex.load_data(root, folds=True).folds) == 2
+
+
 FOLD_CFG = dict(losses=["lambdamart", "xendcg"], folds=True, trees=3, early_stopping=0, metrics=["ndcg@3", "ndcg@5"])
 
 
