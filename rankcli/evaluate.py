@@ -185,116 +185,143 @@ def _query_ids(names: list[str]) -> np.ndarray:
     return np.array(names, dtype=object)
 
 
-def _trec_top(qcodes: np.ndarray, scores: np.ndarray, docs: list, max_docs: int) -> np.ndarray:
+def _trec_top(qcodes: np.ndarray, scores: np.ndarray, docs: np.ndarray, max_docs: int) -> np.ndarray:
     """Indices of the rows (grouped by query) among the first ``max_docs`` of their query in trec_eval's order
-    (score descending, then docid descending in byte order), in their original order."""
-    doc_key = np.array([d.encode() for d in docs], dtype=bytes)
-    doc_rank = np.empty(doc_key.shape[0], dtype=np.int64)
-    doc_rank[np.argsort(doc_key, kind="stable")] = np.arange(doc_key.shape[0])
+    (score descending, then docid descending in byte order: ``docs`` as numpy bytes), in their original order."""
+    doc_rank = np.empty(docs.shape[0], dtype=np.int64)
+    doc_rank[np.argsort(docs, kind="stable")] = np.arange(docs.shape[0])
     order = np.lexsort((-doc_rank, -scores, qcodes))
     starts = np.flatnonzero(np.r_[True, qcodes[order][1:] != qcodes[order][:-1]])
     first = np.repeat(starts, np.diff(np.r_[starts, order.shape[0]]))
     return np.sort(order[np.arange(order.shape[0]) - first < max_docs])
 
 
+def _run_heads(q: np.ndarray) -> np.ndarray:
+    """Where each run of equal values starts (TREC files list a query's lines together: few runs)."""
+    return np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return one if n == 1 else many
+
+
 def load_trec_run(run_path: Path | str, qrels_path: Path | str, *, max_docs: int | None = None,
                   judged_only: bool = False, complete: bool = False) -> Run:
-    """A TREC run joined with its qrels (see the module docstring for the rules).
+    """A TREC run joined with its qrels (see the module docstring for the rules), vectorised: the files are
+    tokenised with numpy and joined on hashed (query, document) pairs, checked byte for byte.
 
     As trec_eval's options: ``max_docs`` (``-M``) keeps the first ``max_docs`` documents of each query in trec_eval's
     order; ``judged_only`` (``-J``) then drops the documents not judged in the qrels (a query left empty is evaluated
     with an empty ranking); ``complete`` (``-c``) also evaluates the judged queries absent from the run, with an empty
     ranking (every measure 0, num_rel their R), so that averages run over every query of the qrels.
     """
-    from rankcli.formats.trec import read_qrels, read_trec_run
+    from rankcli.formats.trec import read_qrels_columns, read_run_columns
 
-    lines = read_trec_run(run_path)
-    qrels = read_qrels(qrels_path)
-    judged: dict[tuple[str, str], float] = dict(zip(zip(qrels.qids.tolist(), qrels.docids.tolist()),
-                                                    qrels.labels.tolist()))
-    judged_queries = set(qrels.qids.tolist())
-    # Queries in order of first appearance in the run; rows grouped by query, file order kept within a query.
-    code_of: dict[str, int] = {}
-    codes = np.fromiter((code_of.setdefault(q, len(code_of)) for q in lines.qids.tolist()), dtype=np.int64,
-                        count=lines.qids.shape[0])
-    run_queries = list(code_of)
-    keep_query = np.array([q in judged_queries for q in run_queries], dtype=bool)
+    lines = read_run_columns(run_path)
+    qrels = read_qrels_columns(qrels_path)
+    # Query codes over both files: codes ascend in byte order of the ids (np.unique sorts), as trec_eval sorts them.
+    rh, qh = _run_heads(lines.qids), _run_heads(qrels.qids)
+    uniq, inv = np.unique(np.concatenate([lines.qids[rh], qrels.qids[qh]]), return_inverse=True)
+    n_codes = uniq.shape[0]
+    run_code = np.repeat(inv[:rh.shape[0]], np.diff(np.r_[rh, lines.qids.shape[0]]))
+    qrel_code = np.repeat(inv[rh.shape[0]:], np.diff(np.r_[qh, qrels.qids.shape[0]]))
+    judged_q = np.zeros(n_codes, dtype=bool)
+    judged_q[qrel_code] = True
+    in_run = np.zeros(n_codes, dtype=bool)
+    in_run[run_code] = True
+    seen, first_row = np.unique(run_code, return_index=True)
+    run_order = seen[np.argsort(first_row)]  # the run's queries in order of first appearance
+    keep_query = judged_q[run_order]
     notes = []
     dropped = int((~keep_query).sum())
     if dropped:
-        notes.append(f"{dropped} quer{'y' if dropped == 1 else 'ies'} of the run "
-                     f"{'has' if dropped == 1 else 'have'} no judgments in {qrels_path} and "
-                     f"{'was' if dropped == 1 else 'were'} not evaluated")
-    absent_queries = sorted(judged_queries - set(run_queries))
-    absent = len(absent_queries)
+        notes.append(f"{dropped} quer{_plural(dropped, 'y', 'ies')} of the run {_plural(dropped, 'has', 'have')} no "
+                     f"judgments in {qrels_path} and {_plural(dropped, 'was', 'were')} not evaluated")
+    absent_codes = np.flatnonzero(judged_q & ~in_run)
+    absent = int(absent_codes.shape[0])
     if absent:
-        notes.append(f"{absent} judged quer{'y is' if absent == 1 else 'ies are'} absent from the run and "
+        notes.append(f"{absent} judged quer{_plural(absent, 'y is', 'ies are')} absent from the run and "
                      + ("scored 0 (complete: averages over every judged query, as trec_eval -c)" if complete else
                         "not evaluated (as trec_eval without -c)"))
     if not keep_query.any():
         raise InputError(f"{run_path}: no query of the run is judged in {qrels_path} (query ids differ?)")
-    rows = np.flatnonzero(keep_query[codes])
-    rows = rows[np.argsort(codes[rows], kind="stable")]
-    shares_a_document = None  # whether the untruncated run names a judged document (checked below without -M)
-    if max_docs is not None and rows.shape[0]:
-        shares_a_document = any(k in judged for k in zip(lines.qids[rows].tolist(), lines.docids[rows].tolist()))
-        rows = rows[_trec_top(codes[rows], lines.scores[rows], lines.docids[rows].tolist(), max_docs)]
-    qids_rows = lines.qids[rows].tolist()
-    docs_rows = lines.docids[rows].tolist()
-    found = [judged.get(k) for k in zip(qids_rows, docs_rows)]
-    kept_all = [q for q, k in zip(run_queries, keep_query) if k]
-    emptied: list[str] = []
+    kept_codes = run_order[keep_query]
+    position = np.full(n_codes, -1, dtype=np.int64)
+    position[kept_codes] = np.arange(kept_codes.shape[0])
+    rows = np.flatnonzero(judged_q[run_code])
+    rpos = position[run_code[rows]]
+    if np.any(rpos[1:] < rpos[:-1]):  # a query's lines not together: group them, file order kept within a query
+        order = np.argsort(rpos, kind="stable")
+        rows, rpos = rows[order], rpos[order]
+    shares_a_document = None  # whether the untruncated run names a judged document (the check below, without -M)
+    # Join on the hashed (query, document) pairs, then confirm each match byte for byte.
+    qorder = np.argsort(qrels.keys, kind="stable")
+    qsorted = qrels.keys[qorder]
+
+    def join(r):
+        at = np.minimum(np.searchsorted(qsorted, lines.keys[r]), qsorted.shape[0] - 1)
+        qi = qorder[at]
+        hit = (qsorted[at] == lines.keys[r]) & (lines.qids[r] == qrels.qids[qi]) & (lines.docids[r] == qrels.docids[qi])
+        return hit, qi
+
+    if max_docs is not None:
+        shares_a_document = bool(join(rows)[0].any())
+        top = _trec_top(rpos, lines.values[rows], lines.docids[rows], max_docs)
+        rows, rpos = rows[top], rpos[top]
+    hit, qi = join(rows)
+    emptied = np.zeros(0, dtype=np.int64)
     if judged_only:
-        keep = np.fromiter((y is not None and y >= 0 for y in found), dtype=bool, count=len(found))
-        rows = rows[keep]
-        qids_rows = [q for q, k in zip(qids_rows, keep) if k]
-        docs_rows = [d for d, k in zip(docs_rows, keep) if k]
-        found = [y for y, k in zip(found, keep) if k]
-        left = set(qids_rows)
-        emptied = [q for q in kept_all if q not in left]
+        keep = hit & (qrels.values[qi] >= 0)
+        rows, rpos, hit, qi = rows[keep], rpos[keep], hit[keep], qi[keep]
         if not rows.shape[0]:
             raise InputError(f"{run_path}: no document of the run is judged in {qrels_path}; judged_only (-J) leaves "
                              "nothing to evaluate")
-    is_judged = np.fromiter((y is not None for y in found), dtype=bool, count=len(found))
-    labels = np.array([0.0 if y is None else y for y in found], dtype=np.float64)
-    scores = lines.scores[rows]
-    offsets = offsets_from_qids(codes[rows])
-    kept = [q for q in kept_all if q not in set(emptied)]
-    if not is_judged.any() and not shares_a_document:
+        left = np.zeros(kept_codes.shape[0], dtype=bool)
+        left[rpos] = True
+        emptied = np.flatnonzero(~left)
+        if emptied.shape[0]:  # renumber the queries that keep documents
+            new_pos = np.cumsum(left) - 1
+            rpos = new_pos[rpos]
+            position[kept_codes[emptied]] = -1
+            position[kept_codes[left]] = np.arange(int(left.sum()))
+    evaluated_codes = np.delete(kept_codes, emptied)
+    labels = np.where(hit, qrels.values[qi], 0.0)
+    scores = lines.values[rows]
+    offsets = offsets_from_qids(rpos)
+    n_eval = evaluated_codes.shape[0]
+    if not hit.any() and not shares_a_document:
         # Every number would be 0 (or skipped): the run and the qrels name documents differently.
-        q0 = qids_rows[0]
-        theirs = next(d for q, d in zip(qrels.qids.tolist(), qrels.docids.tolist()) if q == q0)
-        raise InputError(f"{run_path} and {qrels_path} share no document id: none of the {len(rows):,} documents "
-                         f"the run ranks for its {len(kept):,} judged quer{'y' if len(kept) == 1 else 'ies'} is "
-                         f"in the qrels (query {q0}: the run has {docs_rows[0]!r}, the qrels {theirs!r}); were they "
-                         "written from the same data?")
-    unjudged = int((np.add.reduceat(is_judged.view(np.int8), offsets[:-1], dtype=np.int64) == 0).sum())
+        c0 = run_code[rows[0]]
+        theirs = qrels.docids[np.flatnonzero(qrel_code == c0)[0]].decode()
+        raise InputError(f"{run_path} and {qrels_path} share no document id: none of the {rows.shape[0]:,} documents "
+                         f"the run ranks for its {n_eval:,} judged quer{_plural(n_eval, 'y', 'ies')} is in the qrels "
+                         f"(query {uniq[c0].decode()}: the run has {lines.docids[rows[0]].decode()!r}, the qrels "
+                         f"{theirs!r}); were they written from the same data?")
+    unjudged = int((np.add.reduceat(hit.view(np.int8), offsets[:-1], dtype=np.int64) == 0).sum())
     if unjudged:
-        notes.append(f"{unjudged} of the {len(kept)} evaluated quer{'y' if len(kept) == 1 else 'ies'} "
-                     f"{'has' if unjudged == 1 else 'have'} no judged document among those the run ranks "
+        notes.append(f"{unjudged} of the {n_eval} evaluated quer{_plural(n_eval, 'y', 'ies')} "
+                     f"{_plural(unjudged, 'has', 'have')} no judged document among those the run ranks "
                      f"(every one counts as not relevant; do the run and {qrels_path} name documents alike?)")
-    position = {q: i for i, q in enumerate(kept)}
-    in_run = set(zip(qids_rows, docs_rows))
-    missing_q, missing_l = [], []
-    for q, d, y in zip(qrels.qids.tolist(), qrels.docids.tolist(), qrels.labels.tolist()):
-        if q in position and (q, d) not in in_run:
-            missing_q.append(position[q])
-            missing_l.append(y)
-    missing_q = np.array(missing_q, dtype=np.int64)
-    order = np.argsort(missing_q, kind="stable")
-    unranked_labels = np.array(missing_l, dtype=np.float64)[order]
-    unranked_offsets = np.concatenate(([0], np.cumsum(np.bincount(missing_q, minlength=len(kept))))).astype(np.int64)
-    empty = emptied + (absent_queries if complete else [])
-    empty_labels = {q: [] for q in empty}
-    for q, y in zip(qrels.qids.tolist(), qrels.labels.tolist()):
-        if q in empty_labels:
-            empty_labels[q].append(y)
-    ids = _query_ids(kept + empty)
-    return Run(qids=ids[:len(kept)], labels=labels, scores=scores, offsets=offsets,
+    # Judged documents of the evaluated queries that the ranking lacks: the ideal DCG and R count them.
+    matched = np.zeros(qrels.values.shape[0], dtype=bool)
+    matched[qi[hit]] = True
+    qpos = position[qrel_code]
+    missing = np.flatnonzero((qpos >= 0) & ~matched)
+    missing = missing[np.argsort(qpos[missing], kind="stable")]
+    unranked_labels = qrels.values[missing]
+    unranked_offsets = np.concatenate(([0], np.cumsum(np.bincount(qpos[missing], minlength=n_eval)))).astype(np.int64)
+    empty_codes = np.concatenate([kept_codes[emptied], absent_codes if complete else np.zeros(0, np.int64)])
+    empty_labels = []
+    if empty_codes.shape[0]:
+        by_code = np.argsort(qrel_code, kind="stable")
+        bounds = np.searchsorted(qrel_code[by_code], np.stack([empty_codes, empty_codes + 1]))
+        empty_labels = [qrels.values[by_code[a:b]] for a, b in zip(bounds[0].tolist(), bounds[1].tolist())]
+    names = [q.decode() for q in uniq[np.concatenate([evaluated_codes, empty_codes])].tolist()]
+    ids = _query_ids(names)
+    return Run(qids=ids[:n_eval], labels=labels, scores=scores, offsets=offsets,
                unranked_labels=unranked_labels, unranked_offsets=unranked_offsets, source=str(run_path), notes=notes,
-               docids=lines.docids[rows], queries_without_judged=unjudged, judged=is_judged,
-               empty_qids=list(ids[len(kept):]), empty_labels=[np.array(empty_labels[q], dtype=np.float64)
-                                                                for q in empty], runid=lines.tag)
+               docids=lines.docids[rows], queries_without_judged=unjudged, judged=hit,
+               empty_qids=list(ids[n_eval:]), empty_labels=empty_labels, runid=lines.tag)
 
 
 def model_run(data_path: Path | str, model_dir: Path | str, *, docids: bool = False) -> Run:

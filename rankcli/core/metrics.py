@@ -363,8 +363,11 @@ def _docid_tie_order(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray
         if need.shape[0] == 0:
             continue
         rows, valid, smat = rows[need], valid[need], smat[need]
-        names = np.asarray(docids, dtype=object)[rows[valid]]
-        encoded = np.array([str(d).encode() for d in names.tolist()], dtype=bytes)
+        if isinstance(docids, np.ndarray) and docids.dtype.kind == "S":  # already bytes (the TREC readers' form)
+            encoded = docids[rows[valid]]
+        else:
+            names = np.asarray(docids, dtype=object)[rows[valid]]
+            encoded = np.array([str(d).encode() for d in names.tolist()], dtype=bytes)
         key = np.zeros(rows.shape, dtype=encoded.dtype)  # padding: b""
         key[valid] = encoded
         rank = np.empty(rows.shape, dtype=np.int64)

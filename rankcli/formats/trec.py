@@ -99,6 +99,208 @@ def _records(path: Path, layout: str, docid_field: int, duplicate: str):
         yield number, parts
 
 
+# ---------------------------------------------------------------------------------------------------------------------
+# Vectorised reading: the file's bytes tokenised with numpy (no Python loop over lines)
+
+#: trec_eval reads fields with C's isspace: space, tab, newline, vertical tab, form feed, carriage return.
+_SPACE = np.zeros(256, dtype=bool)
+_SPACE[[9, 10, 11, 12, 13, 32]] = True
+
+
+@dataclass
+class TrecColumns:
+    """A TREC file's data lines in file order: ``qids`` and ``docids`` as numpy byte strings (``S``, compared as
+    ``strcmp`` compares), their lengths, the ``values`` column (score or relevance, float64), the line ``numbers``
+    and, for runs, the first line's tag."""
+
+    qids: np.ndarray
+    qid_lengths: np.ndarray
+    docids: np.ndarray
+    docid_lengths: np.ndarray
+    values: np.ndarray
+    numbers: np.ndarray
+    tag: str = ""
+    keys: np.ndarray | None = None  # pair_keys, kept from the duplicate check
+
+
+def _read_bytes(path: Path) -> bytes:
+    if not path.exists():
+        raise InputError(f"{path}: no such file")
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory, expected a file")
+    try:
+        data = path.read_bytes()
+        if data[:2] == b"\x1f\x8b":  # gzip's magic bytes: runs and qrels as TREC distributes them
+            import gzip
+            import zlib
+
+            try:
+                data = gzip.decompress(data)
+            except (OSError, EOFError, zlib.error) as exc:
+                raise InputError(f"{path}: not a readable gzip file ({exc})") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]  # a UTF-8 byte-order mark would become part of the first query id
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    return data
+
+
+def _line_text(arr: np.ndarray, newlines: np.ndarray, number: int) -> str:
+    start = int(newlines[number - 2]) + 1 if number > 1 else 0
+    end = int(newlines[number - 1]) if number - 1 < newlines.shape[0] else arr.shape[0]
+    return bytes(arr[start:end]).decode("utf-8", "replace").rstrip("\r")
+
+
+def _gather(arr: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The tokens ``arr[starts:starts+lengths]`` as a numpy ``S`` array (NUL-padded to the longest)."""
+    w = max(int(lengths.max()) if lengths.shape[0] else 1, 1)
+    padded = np.concatenate([arr, np.zeros(w, dtype=np.uint8)])
+    windows = np.lib.stride_tricks.as_strided(padded, shape=(arr.shape[0] + 1, w), strides=(1, 1))
+    m = windows[starts]
+    m[np.arange(w)[None, :] >= lengths[:, None]] = 0
+    return m.view(f"S{w}").ravel()
+
+
+def _numbers(arr, starts, lengths, what, path, numbers, newlines) -> np.ndarray:
+    """Parse number tokens in C (Arrow's cast), NaN refused; an error names the first bad line."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = starts.shape[0]
+    w = max(int(lengths.max()) if n else 1, 1)
+    m = _gather(arr, starts, lengths).view(np.uint8).reshape(n, w)
+    body = m[np.arange(w)[None, :] < lengths[:, None]]  # the tokens' bytes, back to back
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    strings = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(body))
+    try:
+        values = pc.cast(strings, pa.float64()).to_numpy(zero_copy_only=False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        for i, text in enumerate(strings.to_pylist()):  # the error path only: find the first bad token
+            try:
+                float(text)
+            except ValueError:
+                raise InputFormatError(f"{what} must be a number", str(path), int(numbers[i]), text) from None
+        raise InputFormatError(f"{what} must be a number", str(path), int(numbers[0]), "?") from None
+    bad = np.isnan(values)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputFormatError(f"{what} is NaN", str(path), int(numbers[i]), strings[i].as_py())
+    return values
+
+
+def _hash(strings: np.ndarray, lengths: np.ndarray, seed: np.ndarray | None = None) -> np.ndarray:
+    """FNV-1a over each string's bytes (its length only, so the padding width plays no part), as uint64."""
+    w = strings.dtype.itemsize
+    m = strings.view(np.uint8).reshape(-1, w)
+    h = np.full(strings.shape[0], 1469598103934665603, dtype=np.uint64) if seed is None else seed.copy()
+    prime = np.uint64(1099511628211)
+    for j in range(w):
+        live = lengths > j
+        h = np.where(live, (h ^ m[:, j].astype(np.uint64)) * prime, h)
+    return h
+
+
+def pair_keys(cols: "TrecColumns") -> np.ndarray:
+    """A uint64 hash of each line's (qid, docid) pair; equal pairs have equal keys (the converse is checked by
+    whoever joins on them)."""
+    hq = _hash(cols.qids, cols.qid_lengths)
+    return _hash(cols.docids, cols.docid_lengths, (hq ^ np.uint64(0x9E3779B97F4A7C15)) * np.uint64(1099511628211))
+
+
+def _check_unique_pairs(cols: "TrecColumns", path: Path, duplicate: str, line_text=None) -> np.ndarray:
+    """The pair keys; a (qid, docid) pair on two lines is an :class:`InputFormatError` naming the second line."""
+    keys = pair_keys(cols)
+    order = np.argsort(keys, kind="stable")
+    k = keys[order]
+    same = np.flatnonzero(k[1:] == k[:-1])
+    if same.shape[0]:
+        a, b = order[same], order[same + 1]
+        real = (cols.qids[a] == cols.qids[b]) & (cols.docids[a] == cols.docids[b])
+        if real.any():
+            pairs = sorted(zip(np.maximum(a, b)[real].tolist(), np.minimum(a, b)[real].tolist()))
+            second, first = pairs[0]
+            q, d = cols.qids[second].decode(), cols.docids[second].decode()
+            number = int(cols.numbers[second])
+            raise InputFormatError(f"document {d} {duplicate} for query {q} (first at line "
+                                   f"{int(cols.numbers[first])})", str(path), number,
+                                   line_text(number) if line_text else f"{q} ... {d}")
+    return keys
+
+
+def read_columns(path: Path | str, layout: str, docid_field: int, value_field: int, duplicate: str,
+                 tag_field: int | None = None) -> TrecColumns:
+    """Read a whitespace-separated TREC file (fields split by any run of C whitespace, blank and ``#`` lines
+    skipped, gzip read transparently); a line with another field count, a value that is not a number or NaN, or a
+    (qid, docid) pair on two lines is an :class:`InputFormatError` naming the line."""
+    path = Path(path)
+    data = _read_bytes(path)
+    count = len(layout.split())
+    arr = np.frombuffer(data, dtype=np.uint8)
+    empty = np.zeros(0, dtype=np.int64)
+    if arr.shape[0] == 0:
+        return TrecColumns(np.zeros(0, "S1"), empty, np.zeros(0, "S1"), empty, np.zeros(0), empty)
+    space = _SPACE[arr]
+    edge = np.empty(arr.shape[0] + 1, dtype=bool)  # token boundaries: space -> non-space and non-space -> space
+    edge[0], edge[-1] = ~space[0], ~space[-1]
+    np.not_equal(space[1:], space[:-1], out=edge[1:-1])
+    bounds = np.flatnonzero(edge)
+    del space, edge
+    starts, ends = bounds[0::2], bounds[1::2]
+    newlines = np.flatnonzero(arr == 10)
+    # Token index where each line begins (lines split at the newlines): cheaper than a line number per token.
+    line_start = np.concatenate(([0], np.searchsorted(starts, newlines)))
+    per_line = np.diff(np.append(line_start, starts.shape[0]))  # tokens of each line, blank lines 0
+    data_lines = np.flatnonzero(per_line)
+    heads = line_start[data_lines]
+    comment = arr[starts[heads]] == ord("#")
+    if comment.any():
+        drop = np.zeros(starts.shape[0] + 1, dtype=np.int64)
+        np.add.at(drop, heads[comment], 1)
+        np.add.at(drop, heads[comment] + per_line[data_lines[comment]], -1)
+        keep = np.cumsum(drop[:-1]) == 0
+        starts, ends = starts[keep], ends[keep]
+        data_lines = data_lines[~comment]
+        heads = np.concatenate(([0], np.cumsum(per_line[data_lines])[:-1])).astype(np.int64)
+    bad = per_line[data_lines] != count
+    if bad.any():
+        number = int(data_lines[int(np.argmax(bad))]) + 1
+        raise InputFormatError(f'expected {count} fields "{layout}"', str(path), number,
+                               _line_text(arr, newlines, number))
+    starts, ends = starts.reshape(-1, count), ends.reshape(-1, count)
+    numbers = data_lines + 1
+    lengths = ends - starts
+    qid_len, doc_len = lengths[:, 0], lengths[:, docid_field]
+    values = _numbers(arr, starts[:, value_field], lengths[:, value_field],
+                      "score" if tag_field is not None else "relevance", path, numbers, newlines)
+    cols = TrecColumns(_gather(arr, starts[:, 0], qid_len), qid_len, _gather(arr, starts[:, docid_field], doc_len),
+                       doc_len, values, numbers)
+    if tag_field is not None and numbers.shape[0]:
+        cols.tag = bytes(arr[starts[0, tag_field]:ends[0, tag_field]]).decode()
+    cols.keys = _check_unique_pairs(cols, path, duplicate, lambda number: _line_text(arr, newlines, number))
+    return cols
+
+
+def read_run_columns(path: Path | str) -> TrecColumns:
+    """A TREC run (``qid Q0 docid rank score tag``), vectorised; an empty run is an :class:`InputError`."""
+    cols = read_columns(path, "qid Q0 docid rank score tag", 2, 4, "appears twice", tag_field=5)
+    if cols.values.shape[0] == 0:
+        raise InputError(f"{path}: the run is empty")
+    return cols
+
+
+def read_qrels_columns(path: Path | str) -> TrecColumns:
+    """TREC qrels (``qid iteration docid relevance``), vectorised; an empty file is an :class:`InputError`."""
+    cols = read_columns(path, "qid iteration docid relevance", 2, 3, "is judged twice")
+    if cols.values.shape[0] == 0:
+        raise InputError(f"{path}: the qrels file is empty")
+    return cols
+
+
 def read_trec_run(path: Path | str) -> TrecRunLines:
     """Read a TREC run (``qid Q0 docid rank score tag``). A document listed twice for one query is an error."""
     path = Path(path)
