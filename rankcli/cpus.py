@@ -71,7 +71,14 @@ def _v2_limit(directory: Path) -> float | None:
         period = float(fields[1]) if len(fields) > 1 else 100000.0
     except ValueError:
         return None
-    return quota / period if quota > 0 and period > 0 else None
+    return _ratio(quota, period)
+
+
+def _ratio(quota: float, period: float) -> float | None:
+    """``quota / period`` CPUs when both are positive and the ratio finite ('inf' parses as a float: floor(inf)
+    raised OverflowError), else ``None``."""
+    limit = quota / period if quota > 0 and period > 0 else math.nan
+    return limit if math.isfinite(limit) else None
 
 
 def _v1_limit(directory: Path) -> float | None:
@@ -80,7 +87,7 @@ def _v1_limit(directory: Path) -> float | None:
         q, p = float(quota or ""), float(period or "")
     except ValueError:
         return None
-    return q / p if q > 0 and p > 0 else None
+    return _ratio(q, p)
 
 
 def cgroup_cpu_limit(proc: str | Path = "/proc") -> float | None:
@@ -112,7 +119,8 @@ def omp_num_threads(environ: dict | None = None) -> int | None:
     """``OMP_NUM_THREADS`` (its first entry) when it is a positive integer, else ``None``."""
     value = (os.environ if environ is None else environ).get("OMP_NUM_THREADS", "")
     first = value.split(",")[0].strip()
-    return int(first) if first.isdigit() and int(first) > 0 else None
+    # isdecimal, not isdigit: '²' is a digit that int() refuses (a traceback in every command that trains)
+    return int(first) if first.isdecimal() and int(first) > 0 else None
 
 
 def available_cpus(*, environ: dict | None = None, proc: str | Path = "/proc") -> int:
@@ -127,9 +135,35 @@ def available_cpus(*, environ: dict | None = None, proc: str | Path = "/proc") -
     return max(1, n)
 
 
+def max_threads() -> int:
+    """The largest ``--threads`` accepted: 1024, or four per core on a node with more than 256 cores."""
+    return max(1024, 4 * (os.cpu_count() or 1))
+
+
+def check_threads(threads: int | None) -> int | None:
+    """``threads`` (``--threads``) when it is None or 1 .. :func:`max_threads`, else :class:`UsageError`.
+
+    LightGBM's thread count is a 32-bit integer (3,000,000,000 wrapped to "every core" without a word) and OpenMP
+    allocates per thread up front (``--threads 99999999999999999999`` killed the process in libgomp, "Out of memory",
+    no ``Error:`` line); threads beyond the CPUs only slow LightGBM down.
+    """
+    from rankcli.errors import UsageError
+
+    if threads is None:
+        return None
+    if threads < 1:
+        raise UsageError(f"--threads must be at least 1, got {threads}")
+    if threads > max_threads():
+        raise UsageError(f"--threads must be at most {max_threads()} (threads beyond the CPUs only slow LightGBM "
+                         f"down; this process may use {available_cpus()}), got {threads}")
+    return threads
+
+
 def default_threads(threads: int | None = None) -> int:
-    """``threads`` when given (``--threads``), else :func:`available_cpus`: the one rule for every command."""
-    return int(threads) if threads else available_cpus()
+    """``threads`` when given (``--threads``, checked by :func:`check_threads`), else :func:`available_cpus`: the
+    one rule for every command."""
+    return int(check_threads(threads)) if threads else available_cpus()
 
 
-__all__ = ["affinity_cpus", "available_cpus", "cgroup_cpu_limit", "default_threads", "omp_num_threads"]
+__all__ = ["affinity_cpus", "available_cpus", "cgroup_cpu_limit", "check_threads", "default_threads", "max_threads",
+           "omp_num_threads"]

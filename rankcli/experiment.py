@@ -142,6 +142,9 @@ class ExperimentConfig:
             raise UsageError(f"--seed must be >= 0, got {self.seed}")
         if self.threads < 1:
             raise UsageError(f"--threads must be >= 1, got {self.threads}")
+        from rankcli.cpus import check_threads
+
+        check_threads(self.threads)
         if self.trees < 1:
             raise UsageError(f"--trees must be >= 1, got {self.trees}")
         if self.early_stopping < 0:

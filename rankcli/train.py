@@ -40,7 +40,7 @@ from rankcli import __version__
 from rankcli.core import losses
 from rankcli.core.groups import segment_softmax, sizes
 from rankcli.core.labels import require_integer_grades, to_grades
-from rankcli.cpus import default_threads
+from rankcli.cpus import check_threads, default_threads
 from rankcli.dataset import Dataset
 from rankcli.errors import InputError, SchemaError, UsageError
 from rankcli.formats.atomic import atomic_directory
@@ -528,6 +528,7 @@ def _prepare(train: Dataset, valid: Dataset | None, config: TrainConfig, names: 
     check_loss(config.loss)
     check_preset(config.preset)
     check_seed(config.seed)
+    check_threads(config.threads)
     if config.trees < 1:
         raise UsageError(f"--trees must be at least 1, got {config.trees}")
     if config.early_stopping < 0:

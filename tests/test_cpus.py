@@ -87,7 +87,7 @@ def test_cgroup_v1_mounted_at_the_job_cgroup(tmp_path, affinity):
 
 
 @pytest.mark.parametrize("value, expected", [("2", 2), ("4,2", 4), ("16", 8), ("0", 8), ("abc", 8), ("", 8),
-                                             (" 3 ", 3)])
+                                             (" 3 ", 3), ("\u00b2", 8), ("\u0663", 3), ("-2", 8), ("1e3", 8)])
 def test_omp_num_threads(tmp_path, affinity, value, expected):
     assert cpus.available_cpus(environ={"OMP_NUM_THREADS": value}, proc=tmp_path / "no-proc") == expected
 
@@ -97,6 +97,34 @@ def test_unreadable_or_malformed_cgroup_files_are_skipped(tmp_path, affinity):
     proc = fake_proc(tmp_path, "0::/a\n", [("/", str(cg), "cgroup2", "rw")])
     write(cg / "a", {"cpu.max": "lots 100000"})
     assert cpus.available_cpus(environ={}, proc=proc) == 8
+
+
+@pytest.mark.parametrize("cpu_max", ["inf 100000", "1e400 1", "100000 1e-400", "nan 100000", "-1 100000"])
+def test_cgroup_quotas_that_are_not_finite_are_skipped(tmp_path, affinity, cpu_max):
+    """'inf 100000' parsed as an infinite quota and math.floor(inf) raised OverflowError (a traceback)."""
+    cg = tmp_path / "cg"
+    proc = fake_proc(tmp_path, "0::/a\n", [("/", str(cg), "cgroup2", "rw")])
+    write(cg / "a", {"cpu.max": cpu_max})
+    assert cpus.available_cpus(environ={}, proc=proc) == 8
+    v1 = tmp_path / "v1"
+    proc = fake_proc(tmp_path / "p1", "3:cpu,cpuacct:/a\n", [("/", str(v1), "cgroup", "rw,cpu,cpuacct")])
+    quota, _, period = cpu_max.partition(" ")
+    write(v1 / "a", {"cpu.cfs_quota_us": quota, "cpu.cfs_period_us": period})
+    assert cpus.available_cpus(environ={}, proc=proc) == 8
+
+
+@pytest.mark.parametrize("threads", [-1, 1025, 3_000_000_000, 10**20])
+def test_threads_beyond_what_lightgbm_and_openmp_take_are_a_usage_error(monkeypatch, threads):
+    """--threads 3000000000 wrapped in LightGBM's 32-bit count (every core, without a word); 10**20 killed the
+    process in libgomp ("Out of memory allocating 372286424160 bytes", no Error: line)."""
+    from rankcli.errors import UsageError
+
+    monkeypatch.setattr(cpus.os, "cpu_count", lambda: 8)
+    with pytest.raises(UsageError, match=f"--threads must be at (least 1|most 1024 .*), got {threads}$"):
+        cpus.default_threads(threads)
+    with pytest.raises(UsageError, match="--threads must be at least 1, got 0"):
+        cpus.check_threads(0)
+    assert cpus.default_threads(1024) == 1024 and cpus.check_threads(None) is None
 
 
 def test_default_threads_is_the_option_when_given(monkeypatch):
