@@ -239,8 +239,8 @@ def _load_per_query(path: Path, name: str, names: list[str], meta: dict, specs) 
     if specs is None:
         wanted = available
         if not wanted:
-            raise SchemaError(f"{path}: a per-query metric file needs metric columns besides qid "
-                              f"(found: {', '.join(names)})")
+            raise SchemaError(f"{path}: a per-query metric file needs metric columns besides qid, named as rankcli "
+                              f"names metrics (ndcg@10, map, ...), found none: its columns are {', '.join(names)}")
     else:
         wanted = [str(s) for s in specs]
         missing = [m for m in wanted if m not in names]
@@ -269,6 +269,11 @@ def _load_per_query(path: Path, name: str, names: list[str], meta: dict, specs) 
             values[m] = col.to_numpy(zero_copy_only=False).astype(np.float64)
         except (TypeError, ValueError):
             raise SchemaError(f"{path}: column {m} must be numeric, got {col.type}") from None
+        infinite = np.isinf(values[m])
+        if infinite.any():  # NaN marks a query without a value; an infinite metric is no value at all
+            i = int(np.flatnonzero(infinite)[0])
+            raise SchemaError(f"{path}: column {m} of query {qids[i]} is {values[m][i]}, not a metric value (NaN marks "
+                              "a query without one)")
     qids, values = _sorted_queries(qids, values)
     convention = _stored_convention(path, meta["convention"]) if "convention" in meta else None
     return LoadedInput(name, str(path), "per-query", qids, values, convention=convention)

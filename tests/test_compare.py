@@ -56,3 +56,37 @@ def test_compare_values_zero_variance_is_not_testable_and_out_of_the_family():
         assert correction == "none" and noisy.p_adjusted == noisy.result.p_value and noisy.as_dict()["reason"] is None
     _, _, comps, _ = compare_values(values, ["m"], baseline="base", test="permutation", alpha=0.05)
     assert comps[0].result.p_value == pytest.approx(1 / 10001, rel=0.5) and comps[0].decision == "better"
+
+
+def _per_query_file(path, columns, metadata=None):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({"qid": pa.array([1, 2, 3], pa.int64()),
+                      **{k: pa.array(v, pa.float64()) for k, v in columns.items()}})
+    pq.write_table(table.replace_schema_metadata(metadata or {"rankcli.kind": "per-query"}), path)
+    return path
+
+
+def test_per_query_file_with_an_infinite_metric_value_names_the_file_query_and_column(tmp_path):
+    """An inf in a per-query file reached the paired test: "paired test needs finite values; drop the queries without
+    a value (NaN) first", naming neither the file nor the query, and suggesting NaN for what was inf."""
+    from rankcli.compare import compare_inputs
+    from rankcli.errors import SchemaError
+
+    a = _per_query_file(tmp_path / "a.parquet", {"ndcg@10": [0.5, -np.inf, 0.2]})
+    b = _per_query_file(tmp_path / "b.parquet", {"ndcg@10": [0.4, 0.3, 0.2]})
+    with pytest.raises(SchemaError, match=f"^{a}: column ndcg@10 of query 2 is -inf, not a metric value"):
+        compare_inputs([a, b])
+
+
+def test_per_query_file_without_a_metric_column_says_how_columns_are_named(tmp_path):
+    """It said "needs metric columns besides qid (found: qid, m)", although m is a column besides qid."""
+    from rankcli.compare import compare_inputs
+    from rankcli.errors import SchemaError
+
+    a = _per_query_file(tmp_path / "a.parquet", {"m": [0.5, 0.1, 0.2]})
+    b = _per_query_file(tmp_path / "b.parquet", {"m": [0.4, 0.3, 0.2]})
+    with pytest.raises(SchemaError, match="named as rankcli names metrics \\(ndcg@10, map, ...\\), found none: its "
+                                          "columns are qid, m$"):
+        compare_inputs([a, b])
