@@ -102,6 +102,18 @@ def command(
                        "address such as tcp://host:8786. Native losses only (lambdamart, xendcg-native, pointwise); "
                        "TRAIN must be readable by every worker. Needs pip install \"rankcli\\[dask]\".",
         show_default=False)] = None,
+    propensity: Annotated[Optional[str], typer.Option(
+        help="IPS training on a click log: a propensity file from rankcli propensity, or pbm:ETA ((1/r)^ETA). The "
+             "impressions of each source query are pooled into one list; a document's relevance is the mean of "
+             "click / propensity(position) (xendcg, listnet, pointwise; see docs/clicks.md).",
+        show_default=False)] = None,
+    pool_impressions: Annotated[bool, typer.Option(
+        "--pool-impressions", help="Pool a click log's impressions per source query on click-through rates, without "
+                                   "propensities (the naive counterpart of --propensity).")] = False,
+    propensity_clip: Annotated[float, typer.Option(
+        "--propensity-clip", help="Floor of the propensities in IPS weights (a weight of at most 1/clip).")] = 0.01,
+    allow_graded: Annotated[bool, typer.Option(
+        "--allow-graded", help="With --propensity: weight graded labels as if they were clicks.")] = False,
 ) -> None:
     from rankcli.cli._common import log, print_json, progress_bar
     from rankcli.errors import UsageError
@@ -132,6 +144,19 @@ def command(
         raise UsageError(f"--num-leaves must be at least 2, got {num_leaves}")
     if min_data_in_leaf is not None and min_data_in_leaf < 0:
         raise UsageError(f"--min-data-in-leaf must be 0 or more, got {min_data_in_leaf}")
+    ips_spec = None
+    if propensity is not None or pool_impressions:
+        from rankcli.ips import check_ips_loss, parse_propensity
+
+        if propensity is not None and pool_impressions:
+            raise UsageError("--propensity and --pool-impressions: give one (--propensity pbm:0 is the pooled "
+                             "click-through rate too)")
+        check_ips_loss(loss)
+        if dask is not None:
+            raise UsageError("--propensity and --pool-impressions train on one machine; drop --dask")
+        if not 0 < propensity_clip <= 1:
+            raise UsageError(f"--propensity-clip: must be within (0, 1], got {propensity_clip:g}")
+        ips_spec = parse_propensity(propensity) if propensity is not None else None
     config = TrainConfig(loss=loss, gamma=gamma, trees=trees if trees is not None else 500,
                          early_stopping=early_stopping if early_stopping is not None else (50 if valid is not None else 0), select_by=select_by,
                          convention=convention, learning_rate=learning_rate, num_leaves=num_leaves,
@@ -151,7 +176,15 @@ def command(
             info = train_command(dask, train, valid, config, output, overwrite=overwrite, log=log, on_iteration=on_tree)
         valid_ds = valid
     else:
-        train_ds = read_dataset(train)
+        ips_info = None
+        if propensity is not None or pool_impressions:
+            from rankcli.ips import LOG_COLUMNS, pooled_training_set
+
+            train_ds, ips_info = pooled_training_set(read_dataset(train, extra_columns=LOG_COLUMNS), loss=loss,
+                                                     propensity=ips_spec, clip=propensity_clip,
+                                                     allow_graded=allow_graded, what=str(train))
+        else:
+            train_ds = read_dataset(train)
         valid_ds = read_dataset(valid) if valid is not None else None
         check_inputs(train_ds, valid_ds, config, names=(str(train), str(valid)))
         log(f"training {loss} on {train}: {train_ds.n_rows} rows, {train_ds.n_queries} queries, "
@@ -165,8 +198,17 @@ def command(
 
             result = train_model(train_ds, valid_ds, config, on_iteration=on_iteration)
             bar.update(total=result.trees_trained, completed=result.trees_trained)  # early stopping: end the bar full
-        info = save_model(result, config, output, train_path=train, valid_path=valid,
-                          feature_names=train_ds.feature_names, overwrite=overwrite)
+        if ips_info is None:
+            info = save_model(result, config, output, train_path=train, valid_path=valid,
+                              feature_names=train_ds.feature_names, overwrite=overwrite)
+        else:  # save_model's two steps, with the IPS record in rankcli.json
+            from rankcli.train import model_info, write_model_dir
+
+            info = model_info(result, config, train_path=train, valid_path=valid,
+                              feature_names=train_ds.feature_names)
+            info["ips"] = ips_info
+            info = write_model_dir(output, result.booster.model_to_string(num_iteration=result.best_iteration), info,
+                                   overwrite=overwrite)
     if json_out:
         print_json({"model_dir": str(output), **info})
         return

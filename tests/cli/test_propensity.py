@@ -192,3 +192,88 @@ def test_existing_output_and_missing_input(run, logs, tmp_path):
     assert status == 0, err and json.loads(out.read_text())["method"] == "click-rate"
     status, _, err = run("propensity", tmp_path / "nope.parquet")
     assert status == 3 and err == f"Error: {tmp_path / 'nope.parquet'}: no such file\n"
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# IPS training: train CLICKS --propensity FILE | pbm:ETA, --pool-impressions
+
+
+TRAIN_ARGS = ["--trees", "3", "--threads", "1", "--num-leaves", "4", "--min-data-in-leaf", "2"]
+
+
+def test_pbm_zero_is_byte_identical_to_pool_impressions_and_rankcli_json_records_it(run, logs, tmp_path):
+    a, b = tmp_path / "naive", tmp_path / "pbm0"
+    status, _, err = run("train", logs["random"], "-o", a, "--pool-impressions", *TRAIN_ARGS)
+    assert status == 0, err
+    status, _, err = run("train", logs["random"], "-o", b, "--propensity", "pbm:0", *TRAIN_ARGS)
+    assert status == 0, err
+    assert (a / "model.txt").read_bytes() == (b / "model.txt").read_bytes()
+    naive = json.loads((a / "rankcli.json").read_text())["ips"]
+    assert naive["mode"] == "pooled-click-through-rate" and naive["propensity"]["source"] is None
+    assert naive["queries"] == 90 and naive["impressions"] == 9000 and naive["labels"] == "log2(1 + g)"
+    pbm0 = json.loads((b / "rankcli.json").read_text())["ips"]
+    assert pbm0["mode"] == "ips" and pbm0["propensity"]["source"] == "pbm:0"
+    assert pbm0["propensity"]["values"] == [1.0] * 10 and pbm0["propensity"]["clip"] == 0.01
+
+
+@pytest.mark.parametrize("loss", ["xendcg", "listnet", "pointwise"])
+def test_train_with_an_estimated_propensity_file(run, logs, tmp_path, loss):
+    prop = tmp_path / "p.json"
+    assert run("propensity", logs["random"], "-o", prop, "--bootstrap", "20")[0] == 0
+    model = tmp_path / "m"
+    status, _, err = run("train", logs["random"], "-o", model, "--loss", loss, "--propensity", prop, *TRAIN_ARGS)
+    assert status == 0, err
+    info = json.loads((model / "rankcli.json").read_text())
+    assert info["ips"]["propensity"]["source"] == str(prop)
+    assert info["ips"]["propensity"]["values"] == json.loads(prop.read_text())["propensity"]
+    assert info["loss"]["name"] == loss
+    naive = tmp_path / "naive"
+    assert run("train", logs["random"], "-o", naive, "--loss", loss, "--pool-impressions", *TRAIN_ARGS)[0] == 0
+    assert (naive / "model.txt").read_bytes() != (model / "model.txt").read_bytes()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--loss", "lambdamart", "--propensity", "pbm:1"],
+     "Error: --loss lambdamart: LightGBM's per-document weights scale a document's summed lambda, which is not "
+     "pairwise IPS; with propensities use --loss xendcg, listnet or pointwise (the pairwise IPS loss and --propensity "
+     "learn are not implemented in this version)\n"),
+    (["--loss", "ranknet", "--pool-impressions"],
+     "Error: --loss ranknet: IPS training is implemented for xendcg, listnet, pointwise, not ranknet (the pairwise "
+     "IPS RankNet is not implemented in this version)\n"),
+    (["--propensity", "learn"],
+     "Error: --propensity learn (LightGBM's position-bias model for lambdamart) is not implemented in this version; "
+     "estimate propensities with rankcli propensity and pass the file, or pbm:ETA\n"),
+    (["--propensity", "pbm:-1"], "Error: --propensity pbm:ETA: expected a non-negative number, got 'pbm:-1'\n"),
+    (["--propensity", "pbm:1", "--pool-impressions"],
+     "Error: --propensity and --pool-impressions: give one (--propensity pbm:0 is the pooled click-through rate "
+     "too)\n"),
+    (["--propensity", "pbm:1", "--propensity-clip", "0"], "Error: --propensity-clip: must be within (0, 1], got 0\n"),
+])
+def test_ips_usage_errors(run, logs, tmp_path, args, message):
+    status, _, err = run("train", logs["random"], "-o", tmp_path / "m", *args, *TRAIN_ARGS)
+    assert status == 2 and err == message
+    assert not (tmp_path / "m").exists()
+
+
+def test_ips_input_errors(run, logs, tmp_path):
+    # A propensity file that stops before the log's last position: exit 3 naming it.
+    short = tmp_path / "short.json"
+    assert run("propensity", logs["top"], "-o", short, "--bootstrap", "20")[0] == 0
+    status, _, err = run("train", logs["random"], "-o", tmp_path / "m", "--propensity", short, *TRAIN_ARGS)
+    assert status == 3 and "the propensities cover positions 1..5, but the log shows position 10" in err
+    # A dataset that is not a click log.
+    status, _, err = run("train", logs["train"], "-o", tmp_path / "m", "--propensity", "pbm:1", *TRAIN_ARGS)
+    assert status == 3 and "missing column source_qid" in err
+    # Graded labels: refused unless --allow-graded.
+    n = pq.read_metadata(logs["random"]).num_rows
+    graded = _rewrite(logs["random"], tmp_path / "graded.parquet", label=np.full(n, 2.0))
+    status, _, err = run("train", graded, "-o", tmp_path / "m", "--propensity", "pbm:1", *TRAIN_ARGS)
+    assert status == 3 and "label of row 0 is 2, not a click (0 or 1)" in err and "--allow-graded" in err
+    status, _, err = run("train", graded, "-o", tmp_path / "m", "--propensity", "pbm:1", "--allow-graded",
+                         *TRAIN_ARGS)
+    assert status == 0, err
+    # A propensity file with a value outside (0, 1]: exit 3 naming the position.
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"positions": [1, 2], "propensity": [1.0, 1.5]}))
+    status, _, err = run("train", logs["random"], "-o", tmp_path / "m2", "--propensity", bad, *TRAIN_ARGS)
+    assert status == 3 and err == f"Error: {bad}: propensity of position 2 must be within (0, 1], got 1.5\n"

@@ -1,0 +1,111 @@
+"""IPS training data from a click log: the log's impressions pooled into one list per source query, labelled with each
+document's IPS relevance (:mod:`rankcli.core.ips`) for a library loss. Orchestration: works on a
+:class:`~rankcli.dataset.Dataset`, never prints, reads a propensity file only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from rankcli.core import ips as core
+from rankcli.dataset import Dataset
+from rankcli.errors import InputError, SchemaError, UsageError
+
+#: Click-log columns the pooling reads besides qid, label and the features.
+LOG_COLUMNS = ("source_qid", "position", "source_row")
+
+
+def parse_propensity(text: str) -> tuple[str, object]:
+    """``pbm:ETA`` -> ``("pbm", eta)``; ``learn`` -> not implemented (exit 2); anything else is a propensity JSON file
+    (``rankcli propensity -o``) -> ``("file", path)``."""
+    t = str(text).strip()
+    if t.lower().startswith("pbm:"):
+        try:
+            eta = float(t[4:])
+        except ValueError:
+            eta = float("nan")
+        if not (eta >= 0) or not np.isfinite(eta):
+            raise UsageError(f"--propensity pbm:ETA: expected a non-negative number, got {t!r}")
+        return "pbm", eta
+    if t.lower() == "learn":
+        raise UsageError("--propensity learn (LightGBM's position-bias model for lambdamart) is not implemented in "
+                         "this version; estimate propensities with rankcli propensity and pass the file, or pbm:ETA")
+    return "file", Path(t)
+
+
+def check_ips_loss(loss: str) -> None:
+    """Only the losses whose labels carry the IPS relevance linearly (:data:`rankcli.core.ips.IPS_LOSSES`)."""
+    if loss in core.IPS_LOSSES:
+        return
+    if loss == "lambdamart":
+        raise UsageError("--loss lambdamart: LightGBM's per-document weights scale a document's summed lambda, which "
+                         "is not pairwise IPS; with propensities use --loss xendcg, listnet or pointwise (the pairwise "
+                         "IPS loss and --propensity learn are not implemented in this version)")
+    if loss == "xendcg-native":
+        raise UsageError("--loss xendcg-native: LightGBM's rank_xendcg casts labels to integers, which would round the "
+                         "IPS relevance away; use --loss xendcg (the same loss, in rankcli)")
+    raise UsageError(f"--loss {loss}: IPS training is implemented for {', '.join(core.IPS_LOSSES)}, not {loss} "
+                     "(the pairwise IPS RankNet is not implemented in this version)")
+
+
+def _propensities(spec: tuple[str, object] | None, max_position: int) -> tuple[np.ndarray, dict]:
+    if spec is None:
+        return np.ones(max_position), {"source": None}
+    kind, value = spec
+    if kind == "pbm":
+        return core.pbm_propensities(float(value), max_position), {"source": f"pbm:{float(value):g}"}
+    from rankcli.propensity import read_propensity
+
+    data = read_propensity(value)
+    return np.asarray(data["propensity"], dtype=np.float64), {"source": str(value), "method": data.get("method")}
+
+
+def pooled_training_set(ds: Dataset, *, loss: str, propensity: tuple[str, object] | None, clip: float = core.DEFAULT_CLIP,
+                        allow_graded: bool = False, what: str = "training data") -> tuple[Dataset, dict]:
+    """The click log ``ds`` (with ``extra`` columns ``source_qid``, ``position`` and ``docids`` or ``source_row``)
+    pooled per source query, labelled for ``loss``; ``propensity`` ``None`` pools the naive click-through rates
+    (``--pool-impressions``). Returns the training set and what ``rankcli.json`` records about it."""
+    check_ips_loss(loss)
+    for name in ("source_qid", "position"):
+        if name not in ds.extra:
+            raise SchemaError(f"{what}: missing column {name}: IPS training needs a click log from rankcli "
+                              "simulate-clicks (source_qid, position)")
+    if ds.docids is not None:
+        doc_key = ds.docids.astype(str)
+    elif "source_row" in ds.extra:
+        doc_key = np.asarray(ds.extra["source_row"], dtype=np.int64)
+    else:
+        raise SchemaError(f"{what}: missing column docid (or source_row): IPS training pools each document's clicks")
+    clicks = np.asarray(ds.labels, dtype=np.float64)
+    if not allow_graded:
+        bad = np.flatnonzero((clicks != 0) & (clicks != 1))
+        if bad.shape[0]:
+            raise InputError(f"{what}: label of row {int(bad[0])} is {clicks[bad[0]]:g}, not a click (0 or 1); IPS "
+                             "weights clicks. Pass --allow-graded to weight graded labels the same way")
+    positions = np.asarray(ds.extra["position"], dtype=np.int64)
+    top = int(positions.max()) if positions.shape[0] else 1
+    p, source = _propensities(propensity, top)
+    weights = core.inverse_weights(positions, p, clip)
+    impression = np.repeat(np.arange(ds.n_queries, dtype=np.int64), np.diff(ds.offsets))
+    pooled = core.pool(np.asarray(ds.extra["source_qid"]), doc_key, impression, clicks, weights)
+    sizes = np.diff(pooled.offsets)
+    out = Dataset(
+        qids=np.repeat(np.asarray(pooled.query_keys, dtype=np.int64), sizes),
+        labels=core.training_labels(loss, pooled.gain),
+        features=None if ds.features is None else ds.features[pooled.rows],
+        feature_names=list(ds.feature_names),
+        docids=None if ds.docids is None else ds.docids[pooled.rows],
+        offsets=pooled.offsets,
+        metadata=dict(ds.metadata),
+    )
+    info = {
+        "mode": "ips" if propensity is not None else "pooled-click-through-rate",
+        "propensity": {**source, "values": [float(v) for v in p[:top]], "clip": float(clip)},
+        "impressions": int(ds.n_queries),
+        "queries": int(sizes.shape[0]),
+        "documents": int(pooled.rows.shape[0]),
+        "labels": {"xendcg": "log2(1 + g)", "listnet": "log(1 + (e - 1) g)", "pointwise": "g"}[loss],
+    }
+    return out, info
