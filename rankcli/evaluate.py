@@ -254,12 +254,16 @@ def load_trec_run(run_path: Path | str, qrels_path: Path | str, *, max_docs: int
         order = np.argsort(rpos, kind="stable")
         rows, rpos = rows[order], rpos[order]
     shares_a_document = None  # whether the untruncated run names a judged document (the check below, without -M)
-    # Join on the hashed (query, document) pairs, then confirm each match byte for byte.
-    qorder = np.argsort(qrels.keys, kind="stable")
+    # Join on the hashed (query, document) pairs, then confirm each match byte for byte. Both files' keys were sorted
+    # by the duplicate checks: a merge of sorted keys (cache-friendly), scattered back to file order.
+    qorder = qrels.key_order
     qsorted = qrels.keys[qorder]
+    rorder = lines.key_order
+    at_all = np.empty(rorder.shape[0], dtype=np.int64)
+    at_all[rorder] = np.minimum(np.searchsorted(qsorted, lines.keys[rorder]), qsorted.shape[0] - 1)
 
     def join(r):
-        at = np.minimum(np.searchsorted(qsorted, lines.keys[r]), qsorted.shape[0] - 1)
+        at = at_all[r]
         qi = qorder[at]
         hit = (qsorted[at] == lines.keys[r]) & (lines.qids[r] == qrels.qids[qi]) & (lines.docids[r] == qrels.docids[qi])
         return hit, qi

@@ -51,7 +51,7 @@ Speed: no Python loop over queries. Queries are laid out in padded matrices per 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 

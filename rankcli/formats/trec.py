@@ -1,6 +1,8 @@
 """TREC run and qrels files.
 
-- A run: one line per retrieved document, ``qid Q0 docid rank score tag``, whitespace-separated. The ``Q0`` and ``rank``
+- A run: one line per retrieved document, ``qid Q0 docid rank score tag``, fields separated by any run of C
+  whitespace (spaces, tabs), as trec_eval reads them; gzipped files (``.gz``, detected by their magic bytes) are read
+  transparently. The ``Q0`` and ``rank``
   fields are read but not used: the order comes from ``score`` (descending); equal scores are ordered by the
   evaluation's convention (trec_eval's rule, docid descending in byte order, under the ``trec`` convention).
 - Qrels: ``qid iteration docid relevance``, whitespace-separated; the iteration field is ignored.
@@ -8,12 +10,13 @@
   :func:`document_names`: the docid, else ``<qid>-<row>``.
 
 Query ids are kept as strings (TREC ids need not be numbers). Blank lines and lines starting with ``#`` are skipped.
+Reading is vectorised: the common layout (single spaces) by Arrow's CSV reader, any other by a numpy tokeniser; both
+give the same columns and name the line at fault in every error.
 Errors name the file and line: ``run.txt:17: expected 6 fields "qid Q0 docid rank score tag", got "301 Q0 d1"``.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,63 +45,6 @@ class Qrels:
     labels: np.ndarray
 
 
-def _lines(path: Path):
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"{path}: no such file")
-    if path.is_dir():
-        raise InputError(f"{path}: is a directory, expected a file")
-    try:
-        with open(path, "rb") as probe:
-            gzipped = probe.read(2) == b"\x1f\x8b"  # gzip's magic bytes: runs and qrels as TREC distributes them
-        if gzipped:
-            import gzip
-
-            fh = gzip.open(path, "rt", encoding="utf-8-sig", errors="strict")
-        else:
-            fh = open(path, "r", encoding="utf-8-sig", errors="strict")  # -sig: skip a leading BOM
-        with fh:
-            for number, line in enumerate(fh, 1):
-                yield number, line
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except (OSError, EOFError) as exc:  # a truncated or corrupt .gz
-        raise InputError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
-
-
-def _number(text: str, what: str, path: Path, number: int) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise InputFormatError(f"{what} must be a number", str(path), number, text) from None
-    if math.isnan(value):
-        raise InputFormatError(f"{what} is NaN", str(path), number, text)
-    return value
-
-
-def _records(path: Path, layout: str, docid_field: int, duplicate: str):
-    """Yield ``(line number, fields)`` of the data lines of a whitespace-separated TREC file.
-
-    Blank and ``#`` lines are skipped; a line whose field count differs from ``layout``'s, or a (qid, docid) pair
-    seen before (``duplicate`` phrases it), is an :class:`InputFormatError` at that line.
-    """
-    count = len(layout.split())
-    seen: dict[tuple[str, str], int] = {}
-    for number, line in _lines(path):
-        parts = line.split()
-        if not parts or parts[0].startswith("#"):
-            continue
-        if len(parts) != count:
-            raise InputFormatError(f'expected {count} fields "{layout}"', str(path), number, line.rstrip("\n"))
-        qid, docid = parts[0], parts[docid_field]
-        key = (qid, docid)
-        if key in seen:
-            raise InputFormatError(f"document {docid} {duplicate} for query {qid} (first at line {seen[key]})",
-                                   str(path), number, line.rstrip("\n"))
-        seen[key] = number
-        yield number, parts
-
-
 # ---------------------------------------------------------------------------------------------------------------------
 # Vectorised reading: the file's bytes tokenised with numpy (no Python loop over lines)
 
@@ -121,6 +67,7 @@ class TrecColumns:
     numbers: np.ndarray
     tag: str = ""
     keys: np.ndarray | None = None  # pair_keys, kept from the duplicate check
+    key_order: np.ndarray | None = None  # argsort of keys (stable)
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -216,6 +163,7 @@ def _check_unique_pairs(cols: "TrecColumns", path: Path, duplicate: str, line_te
     """The pair keys; a (qid, docid) pair on two lines is an :class:`InputFormatError` naming the second line."""
     keys = pair_keys(cols)
     order = np.argsort(keys, kind="stable")
+    cols.key_order = order
     k = keys[order]
     same = np.flatnonzero(k[1:] == k[:-1])
     if same.shape[0]:
@@ -232,6 +180,63 @@ def _check_unique_pairs(cols: "TrecColumns", path: Path, duplicate: str, line_te
     return keys
 
 
+def _arrow_strings_to_bytes(col) -> tuple[np.ndarray, np.ndarray]:
+    """An Arrow string column as a numpy ``S`` array and the lengths, from its buffers (no Python objects)."""
+    col = col.combine_chunks() if hasattr(col, "combine_chunks") else col
+    n = len(col)
+    bufs = col.buffers()
+    width = 8 if str(col.type) == "large_string" else 4
+    offsets = np.frombuffer(bufs[1], dtype=np.int64 if width == 8 else np.int32, count=n + 1, offset=col.offset * width)
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    starts = offsets[:-1].astype(np.int64)
+    lengths = np.diff(offsets).astype(np.int64)
+    return _gather(data, starts, lengths), lengths
+
+
+def _read_simple(data: bytes, count: int, docid_field: int, value_field: int, tag_field: int | None):
+    """The common layout read by Arrow's multi-threaded CSV reader: single spaces between fields, one line per
+    record, no tab, carriage return, blank, comment or indented line. None when the file is not that simple, or
+    Arrow finds a line it cannot read: the general tokeniser then reads it (and names the line at fault)."""
+    # Double, leading or trailing spaces give empty fields, which Arrow refuses (the general path then reads the
+    # file); blank lines would shift line numbers and a comment line could pass as data: look for those here.
+    if not data or data[:1] in b" #\n" or b"\n\n" in data or b"\n#" in data:
+        return None
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    names = [f"f{i}" for i in range(count)]
+    want = [names[0], names[docid_field], names[value_field]] + ([names[tag_field]] if tag_field is not None else [])
+    types = {n: pa.string() for n in want}
+    types[names[value_field]] = pa.float64()
+    try:
+        table = pacsv.read_csv(pa.py_buffer(data),
+                               read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24),
+                               parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False,
+                                                                escape_char=False, newlines_in_values=False),
+                               convert_options=pacsv.ConvertOptions(column_types=types, include_columns=want,
+                                                                    strings_can_be_null=False,
+                                                                    quoted_strings_can_be_null=False,
+                                                                    null_values=[]))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    values = table.column(names[value_field]).to_numpy()
+    if table.column(names[value_field]).null_count or np.isnan(values).any():
+        return None  # the general path names the line
+    qids, qid_len = _arrow_strings_to_bytes(table.column(names[0]))
+    docids, doc_len = _arrow_strings_to_bytes(table.column(names[docid_field]))
+    if (qid_len == 0).any() or (doc_len == 0).any():
+        return None
+    for strings in (qids, docids):  # a tab, CR, vertical tab or form feed inside a field: not this simple layout
+        b = strings.view(np.uint8)
+        if ((b > 0) & (b <= 32)).any():
+            return None
+    cols = TrecColumns(qids, qid_len, docids, doc_len, np.ascontiguousarray(values, dtype=np.float64),
+                       np.arange(1, values.shape[0] + 1, dtype=np.int64))
+    if tag_field is not None and values.shape[0]:
+        cols.tag = table.column(names[tag_field])[0].as_py().strip()
+    return cols
+
+
 def read_columns(path: Path | str, layout: str, docid_field: int, value_field: int, duplicate: str,
                  tag_field: int | None = None) -> TrecColumns:
     """Read a whitespace-separated TREC file (fields split by any run of C whitespace, blank and ``#`` lines
@@ -240,6 +245,11 @@ def read_columns(path: Path | str, layout: str, docid_field: int, value_field: i
     path = Path(path)
     data = _read_bytes(path)
     count = len(layout.split())
+    fast = _read_simple(data, count, docid_field, value_field, tag_field)
+    if fast is not None:
+        fast.keys = _check_unique_pairs(fast, path, duplicate, lambda number: _line_text(
+            np.frombuffer(data, dtype=np.uint8), np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10), number))
+        return fast
     arr = np.frombuffer(data, dtype=np.uint8)
     empty = np.zeros(0, dtype=np.int64)
     if arr.shape[0] == 0:
@@ -301,34 +311,20 @@ def read_qrels_columns(path: Path | str) -> TrecColumns:
     return cols
 
 
+def _text(strings: np.ndarray) -> np.ndarray:
+    return np.array([v.decode() for v in strings.tolist()], dtype=object)
+
+
 def read_trec_run(path: Path | str) -> TrecRunLines:
-    """Read a TREC run (``qid Q0 docid rank score tag``). A document listed twice for one query is an error."""
-    path = Path(path)
-    qids, docids, scores, tags, first = [], [], [], set(), None
-    for number, (qid, _, docid, _, score, tag) in _records(path, "qid Q0 docid rank score tag", 2, "appears twice"):
-        qids.append(qid)
-        docids.append(docid)
-        scores.append(_number(score, "score", path, number))
-        tags.add(tag)
-        if first is None:
-            first = tag
-    if not qids:
-        raise InputError(f"{path}: the run is empty")
-    return TrecRunLines(np.array(qids, dtype=object), np.array(docids, dtype=object),
-                        np.array(scores, dtype=np.float64), tags, first)
+    """Read a TREC run (``qid Q0 docid rank score tag``) with ids as ``str``; see :func:`read_run_columns`."""
+    cols = read_run_columns(path)
+    return TrecRunLines(_text(cols.qids), _text(cols.docids), cols.values, {cols.tag}, cols.tag)
 
 
 def read_qrels(path: Path | str) -> Qrels:
-    """Read TREC qrels (``qid iteration docid relevance``). A (qid, docid) pair judged twice is an error."""
-    path = Path(path)
-    qids, docids, labels = [], [], []
-    for number, (qid, _, docid, rel) in _records(path, "qid iteration docid relevance", 2, "is judged twice"):
-        qids.append(qid)
-        docids.append(docid)
-        labels.append(_number(rel, "relevance", path, number))
-    if not qids:
-        raise InputError(f"{path}: the qrels file is empty")
-    return Qrels(np.array(qids, dtype=object), np.array(docids, dtype=object), np.array(labels, dtype=np.float64))
+    """Read TREC qrels (``qid iteration docid relevance``) with ids as ``str``; see :func:`read_qrels_columns`."""
+    cols = read_qrels_columns(path)
+    return Qrels(_text(cols.qids), _text(cols.docids), cols.values)
 
 
 #: What cannot be part of a document name in a TREC file: the empty name, whitespace (Python's ``str.split`` set, which

@@ -77,3 +77,51 @@ def test_qrels_lines_name_documents_like_document_names(tmp_path):
     target = tmp_path / "q.txt"
     assert write_qrels(target, qids, None, labels) == 3
     assert read_qrels(target).docids.tolist() == ["3-0", "3-1", "4-2"]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Vectorised readers: Arrow's CSV reader for the plain layout, the numpy tokeniser for everything else, same result
+
+
+def _columns(cols):
+    return (cols.qids.tolist(), cols.docids.tolist(), cols.values.tolist(), cols.numbers.tolist(), cols.tag)
+
+
+def test_plain_and_irregular_whitespace_read_alike(tmp_path):
+    from rankcli.formats.trec import read_qrels_columns, read_run_columns
+
+    plain = "q1 Q0 d1 1 3.5 tag\nq1 Q0 d10 2 -2e3 tag\nq2 Q0 é 1 0 tag\n"
+    messy = "q1\tQ0  d1 1 3.5 tag\r\nq1 \t Q0 d10\t2  -2e3\ttag\n  q2 Q0 é 1 0 tag  \n"
+    (tmp_path / "a.txt").write_text(plain, encoding="utf-8")
+    (tmp_path / "b.txt").write_text(messy, encoding="utf-8")
+    a, b = read_run_columns(tmp_path / "a.txt"), read_run_columns(tmp_path / "b.txt")
+    assert _columns(a) == _columns(b) == ([b"q1", b"q1", b"q2"], [b"d1", b"d10", "é".encode()], [3.5, -2000.0, 0.0],
+                                          [1, 2, 3], "tag")
+    # blank and comment lines are skipped; line numbers stay those of the file
+    (tmp_path / "c.txt").write_text("# judged 2026\n1 0 d1 2\n\n1 0 d2 0\n#1 0 d3 1\n")
+    q = read_qrels_columns(tmp_path / "c.txt")
+    assert (q.docids.tolist(), q.values.tolist(), q.numbers.tolist()) == ([b"d1", b"d2"], [2.0, 0.0], [2, 4])
+
+
+@pytest.mark.parametrize("text", ["1 Q0 a 1 2 t\n1 Q0 b 1 3 t\n1 Q0 a 1 3 t\n",
+                                  "1 Q0 a 1 2 t\n1\tQ0 b 1 3 t\n1 Q0 a 1 3 t\n"])
+def test_duplicate_pair_names_both_lines_on_either_path(tmp_path, text):
+    from rankcli.formats.trec import read_run_columns
+
+    (tmp_path / "r.txt").write_text(text)
+    with pytest.raises(InputFormatError, match=r"r.txt:3: document a appears twice for query 1 \(first at line 1\), "
+                                               r"got '1 Q0 a 1 3 t'"):
+        read_run_columns(tmp_path / "r.txt")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("1 Q0 a 1 2 t\n1 Q0 b 1 2\n", r":2: expected 6 fields"),
+    ("1 Q0 a 1 2 t\n1 Q0 b 1 x2 t\n", r":2: score must be a number, got 'x2'"),
+    ("1 Q0 a 1 nan t\n", r":1: score is NaN"),
+])
+def test_bad_lines_are_named(tmp_path, text, message):
+    from rankcli.formats.trec import read_run_columns
+
+    (tmp_path / "r.txt").write_text(text)
+    with pytest.raises(InputFormatError, match=message):
+        read_run_columns(tmp_path / "r.txt")
