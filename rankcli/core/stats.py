@@ -88,6 +88,8 @@ REASON_NO_VARIANCE = "all differences are equal (zero variance)"
 
 # Work on at most this many matrix elements at a time in the resampling tests (~32 MB of float64).
 _CHUNK_ELEMENTS = 4_000_000
+#: The most resamples the bootstrap takes (``--permutations``): it keeps all their |t*| (80 MB per comparison here).
+MAX_RESAMPLES = 10_000_000
 # Enumerate all 2**n sign vectors only up to this n (2**20 vectors x 20 queries is still small).
 _EXACT_MAX_N = 20
 # The Wilcoxon test uses the exact null distribution up to this many non-zero differences without ties.
@@ -160,6 +162,11 @@ def _check_options(test: str, permutations: int, confidence: float, alpha: float
         raise UsageError(f"unknown test {test!r}; choose one of {', '.join(TESTS)}")
     if permutations < 1:
         raise UsageError(f"permutations must be at least 1, got {permutations}")
+    if test == "bootstrap" and permutations > MAX_RESAMPLES:
+        # checked before allocating: 10^8 resamples ended in a MemoryError traceback (a 763 MiB temporary, then more)
+        raise UsageError(f"the bootstrap keeps every resample's |t*| to invert its interval (8 bytes each per "
+                         f"comparison): at most {MAX_RESAMPLES:,} resamples, got {permutations:,}; its p-value "
+                         "cannot be finer than 1/(resamples + 1) anyway")
     if alpha is not None:
         if not 0.0 < alpha < 1.0:
             raise UsageError(f"alpha must be between 0 and 1, got {alpha}")
@@ -503,6 +510,19 @@ def _permutation(d: np.ndarray, rng, permutations: int):
 # Bootstrap (symmetric studentized, null-shifted)
 
 
+def _largest_count_below(resamples: int, alpha: float) -> int:
+    """The largest ``k`` in ``-1 .. resamples`` with ``(k + 1) / (resamples + 1) < alpha``, in float64 exactly as p is
+    computed (the predicate is monotone in ``k``): O(1), where counting over ``arange(resamples + 1)`` took 16 bytes
+    per resample."""
+    below = lambda k: (k + 1) / (resamples + 1) < alpha  # noqa: E731
+    k = min(resamples, max(-1, int(math.floor(alpha * (resamples + 1))) - 1))
+    while k < resamples and below(k + 1):
+        k += 1
+    while k >= 0 and not below(k):
+        k -= 1
+    return k
+
+
 def _bootstrap(d: np.ndarray, mean: np.ndarray, se: np.ndarray, rng: np.random.Generator, resamples: int,
                alpha: float):
     rows, n = d.shape
@@ -545,7 +565,7 @@ def _bootstrap(d: np.ndarray, mean: np.ndarray, se: np.ndarray, rng: np.random.G
     hits = np.count_nonzero(abs_t >= np.abs(t_obs)[:, None], axis=1)
     p = (hits + 1) / (resamples + 1)
     # The largest hit count k with (k + 1) / (B + 1) < alpha, computed as p is: p < alpha iff hits <= k.
-    k_max = int(np.count_nonzero((np.arange(resamples + 1) + 1) / (resamples + 1) < alpha)) - 1
+    k_max = _largest_count_below(resamples, alpha)
     if k_max < 0:
         q = np.full(rows, np.inf)
     else:
