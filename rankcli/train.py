@@ -563,8 +563,10 @@ def check_inputs(train: Dataset, valid: Dataset | None, config: TrainConfig,
 
 # ----------------------------------------------------------------------------------------------------- training
 def train_model(train: Dataset, valid: Dataset | None, config: TrainConfig,
-                on_iteration: Callable[[int, float | None, float | None], None] | None = None) -> TrainResult:
-    """Train a LightGBM ranker; ``on_iteration(iteration, valid_metric, best_so_far)`` after every tree."""
+                on_iteration: Callable[[int, float | None, float | None], None] | None = None,
+                objective: Callable | None = None) -> TrainResult:
+    """Train a LightGBM ranker; ``on_iteration(iteration, valid_metric, best_so_far)`` after every tree.
+    ``objective``: a callable objective that replaces a library loss's own (IPS RankNet, :mod:`rankcli.ips`)."""
     import lightgbm
 
     labels, label_values, metric_name, metric_fn = _prepare(train, valid, config)
@@ -591,7 +593,8 @@ def train_model(train: Dataset, valid: Dataset | None, config: TrainConfig,
 
     run_params = dict(params)
     if LOSSES[config.loss] is None:
-        run_params["objective"] = LibraryObjective(config.loss, labels, train.offsets, config.gamma, config.seed)
+        run_params["objective"] = objective if objective is not None else \
+            LibraryObjective(config.loss, labels, train.offsets, config.gamma, config.seed)
     # LightGBM reads the labels only for its own objectives; rankcli's losses take the float64 labels themselves, and
     # rankcli scores validation itself. LightGBM keeps labels as float32, where labels beyond 3.4e38 (which xendcg,
     # listnet and ranknet take) would become inf with a numpy warning: give it zeros where it does not read them.

@@ -27,6 +27,14 @@ labels below are chosen so that the library losses compute exactly that:
     ``1 + (e - 1) g_d``: the label ``log(1 + (e - 1) g_d)``. It estimates ListNet on the labels
     ``log(1 + (e - 1) gamma_d)`` (equal to the click for ``gamma_d`` in {0, 1}); a ratio estimator, consistent as above.
 
+``ranknet``
+    Pairwise IPS (Joachims et al. WSDM 2017): each clicked document paired with every other displayed document,
+    weighted by ``1 / p(position of the clicked one)``. Pooled over a query's impressions (every document displayed in
+    every impression) the pair ``(d, e)`` carries the weight ``g_d``, so the loss is
+    ``sum_d g_d sum_{e != d} log(1 + exp(-(s_d - s_e)))`` (:func:`ranknet_ips_grad_hess`). It is *linear* in ``g``,
+    so its gradient is an unbiased estimate of the gradient of the full-information loss with the click-relevances:
+    ``sum_d gamma_d sum_{e != d} log(1 + exp(-(s_d - s_e)))``. The labels are ``g`` itself.
+
 With every propensity 1 (``--propensity pbm:0`` or ``--pool-impressions``) ``g_d`` is the document's click-through rate
 over its query's impressions: the naive pooled model, which learns the logging ranker's position bias.
 """
@@ -40,7 +48,9 @@ import numpy as np
 from rankcli.errors import InputError, UsageError
 
 #: Losses that take IPS relevance through their labels (see the module docstring).
-IPS_LOSSES = ("xendcg", "listnet", "pointwise")
+IPS_LOSSES = ("xendcg", "listnet", "pointwise", "ranknet")
+#: Cells of one (queries x n x n) pair block of :func:`ranknet_ips_grad_hess` (bounds its working memory).
+PAIR_CELLS = 1 << 20
 DEFAULT_CLIP = 0.01
 
 
@@ -124,6 +134,63 @@ def training_labels(loss: str, gain: np.ndarray) -> np.ndarray:
         return np.log2(1.0 + g)
     if loss == "listnet":
         return np.log1p((np.e - 1.0) * g)
-    if loss == "pointwise":
+    if loss in ("pointwise", "ranknet"):
         return g.copy()
     raise UsageError(f"--loss {loss}: IPS training supports {', '.join(IPS_LOSSES)}")
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * x))  # no overflow warnings for large |x|
+
+
+def ranknet_ips_value(scores: np.ndarray, gain: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Per query ``sum_d g_d sum_{e != d} log(1 + exp(-(s_d - s_e)))`` (see the module docstring)."""
+    out = np.zeros(offsets.shape[0] - 1)
+    for qs, rows in _blocks(offsets):
+        s, g = scores[rows], gain[rows]
+        d = s[:, :, None] - s[:, None, :]  # d[k, j] = s_k - s_j
+        pair = np.logaddexp(0.0, -d) * g[:, :, None]
+        n = rows.shape[1]
+        pair[:, np.arange(n), np.arange(n)] = 0.0
+        out[qs] = pair.sum(axis=(1, 2))
+    return out
+
+
+def ranknet_ips_grad_hess(scores: np.ndarray, gain: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Gradient and diagonal Hessian of :func:`ranknet_ips_value` per document::
+
+        grad_k = -g_k sum_{j != k} sigma(s_j - s_k) + sum_{i != k} g_i sigma(s_k - s_i)
+        hess_k = sum_{j != k} (g_k + g_j) sigma(s_k - s_j) sigma(s_j - s_k)
+
+    Queries are processed in blocks of equal size (``(queries, n, n)`` arrays of at most :data:`PAIR_CELLS` cells),
+    a loop over blocks, never over queries."""
+    scores = np.asarray(scores, dtype=np.float64)
+    gain = np.asarray(gain, dtype=np.float64)
+    grad = np.zeros(scores.shape[0])
+    hess = np.zeros(scores.shape[0])
+    for _, rows in _blocks(offsets):
+        s, g = scores[rows], gain[rows]
+        up = _sigmoid(s[:, :, None] - s[:, None, :])  # up[k, j] = sigma(s_k - s_j); sigma(s_j - s_k) = 1 - up
+        # The diagonal terms (j = k) cancel in the gradient (-g_k / 2 + g_k / 2) and add g_k / 2 to the hessian.
+        grad[rows] = -g * (1.0 - up).sum(axis=2) + np.einsum("bkj,bj->bk", up, g)
+        curv = up * (1.0 - up)
+        hess[rows] = g * curv.sum(axis=2) + np.einsum("bkj,bj->bk", curv, g) - 0.5 * g
+    return grad, hess
+
+
+def _blocks(offsets: np.ndarray):
+    """``(query numbers, rows)`` of queries of one size ``n >= 2``, ``rows`` a ``(queries, n)`` matrix of row
+    indices, at most :data:`PAIR_CELLS` pair cells per block."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    n_each = np.diff(offsets)
+    order = np.argsort(n_each, kind="stable")
+    sorted_n = n_each[order]
+    cuts = np.flatnonzero(sorted_n[1:] != sorted_n[:-1]) + 1
+    for part in np.split(order, cuts):
+        if part.shape[0] == 0 or n_each[part[0]] < 2:
+            continue
+        n = int(n_each[part[0]])
+        per = max(1, PAIR_CELLS // (n * n))
+        for a in range(0, part.shape[0], per):
+            qs = part[a:a + per]
+            yield qs, offsets[qs][:, None] + np.arange(n, dtype=np.int64)[None, :]

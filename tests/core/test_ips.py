@@ -111,8 +111,9 @@ def test_training_labels_put_the_gain_linearly_into_the_targets():
     np.testing.assert_array_equal(ips.training_labels("pointwise", g), g)
     # clicks {0, 1}: the listnet label is the click itself
     np.testing.assert_allclose(ips.training_labels("listnet", np.array([0.0, 1.0])), [0.0, 1.0])
-    with pytest.raises(UsageError, match="IPS training supports xendcg, listnet, pointwise"):
-        ips.training_labels("ranknet", g)
+    np.testing.assert_array_equal(ips.training_labels("ranknet", g), g)
+    with pytest.raises(UsageError, match="IPS training supports xendcg, listnet, pointwise, ranknet"):
+        ips.training_labels("lambdamart", g)
 
 
 def test_clip_and_coverage():
@@ -125,3 +126,59 @@ def test_clip_and_coverage():
     with pytest.raises(UsageError, match="--propensity-clip"):
         ips.inverse_weights(np.array([1]), p, 0.0)
     np.testing.assert_allclose(ips.pbm_propensities(0.0, 3), [1, 1, 1])
+
+
+def _ranknet_loop(scores, gain, offsets):
+    """The pairwise IPS loss by its definition, pair by pair."""
+    out = []
+    for a, b in zip(offsets[:-1], offsets[1:]):
+        total = 0.0
+        for k in range(a, b):
+            for j in range(a, b):
+                if j != k:
+                    total += gain[k] * np.log1p(np.exp(-(scores[k] - scores[j])))
+        out.append(total)
+    return np.array(out)
+
+
+def test_ranknet_ips_value_gradient_and_hessian():
+    rng = np.random.default_rng(4)
+    offsets = np.array([0, 1, 4, 9, 12, 20])
+    scores = rng.normal(size=20)
+    gain = rng.random(20) * (rng.random(20) < 0.5) * 3
+    np.testing.assert_allclose(ips.ranknet_ips_value(scores, gain, offsets), _ranknet_loop(scores, gain, offsets),
+                               rtol=1e-12)
+    grad, hess = ips.ranknet_ips_grad_hess(scores, gain, offsets)
+    eps = 1e-6
+    for k in range(20):
+        up, down = scores.copy(), scores.copy()
+        up[k] += eps
+        down[k] -= eps
+        fd = (_ranknet_loop(up, gain, offsets).sum() - _ranknet_loop(down, gain, offsets).sum()) / (2 * eps)
+        assert grad[k] == pytest.approx(fd, abs=1e-6)
+        h = 1e-4
+        up[k], down[k] = scores[k] + h, scores[k] - h
+        fd2 = (_ranknet_loop(up, gain, offsets).sum() - 2 * _ranknet_loop(scores, gain, offsets).sum()
+               + _ranknet_loop(down, gain, offsets).sum()) / h ** 2
+        assert hess[k] == pytest.approx(fd2, abs=1e-5)
+    assert grad[0] == hess[0] == 0.0  # a query of one document
+
+
+def test_ranknet_ips_gradient_is_unbiased():
+    grades, offsets = one_query_set()
+    scores = np.linspace(-1, 1, grades.shape[0])
+    grads = _monte_carlo(grades, offsets, 400, 5, 5, lambda g: ips.ranknet_ips_grad_hess(scores, g, offsets)[0])
+    full = ips.ranknet_ips_grad_hess(scores, np.asarray(PAPER)[grades], offsets)[0]
+    se = grads.std(axis=0, ddof=1) / np.sqrt(grads.shape[0])
+    assert np.all(np.abs(grads.mean(axis=0) - full) <= 4 * se + 1e-12), (grads.mean(axis=0) - full) / se
+
+
+def test_ranknet_ips_blocks_bound_memory(monkeypatch):
+    rng = np.random.default_rng(0)
+    offsets = np.array([0, 30, 60, 61, 101])
+    scores, gain = rng.normal(size=101), rng.random(101)
+    a = ips.ranknet_ips_grad_hess(scores, gain, offsets)
+    monkeypatch.setattr(ips, "PAIR_CELLS", 100)  # one query per block
+    b = ips.ranknet_ips_grad_hess(scores, gain, offsets)
+    np.testing.assert_allclose(a[0], b[0], rtol=1e-12)
+    np.testing.assert_allclose(a[1], b[1], rtol=1e-12)
