@@ -1,4 +1,6 @@
 """Benchmark `rankcli eval` (issue 3): NDCG@10 on 30,000 queries x ~120 documents (3.6M rows) from a run on disk.
+With --trec (issue 14): a 30,000 x 100 TREC run and its qrels as text, trec_eval's official measures, end to end
+(`flock /tmp/rankcli-bench.lock /work/venv/bin/python bench/eval.py --trec --repeat 3`).
 
 Run it alone on the machine (benchmarks share 2 cores with everything else):
 
@@ -53,6 +55,42 @@ def generate(path: Path, n_queries: int, mean_docs: int, seed: int) -> None:
     tmp = path.with_suffix(".tmp")
     pq.write_table(pa.table({"qid": qids, "label": labels, "score": scores}), str(tmp), row_group_size=1 << 20)
     os.replace(tmp, path)
+
+
+def generate_trec(run_path: Path, qrels_path: Path, n_queries: int, docs: int, seed: int) -> None:
+    """A TREC run (``n_queries`` x ``docs`` lines, 4-decimal scores with ties) and its qrels (about 40 judgments per
+    query, three quarters of them on retrieved documents, grades 0..4), written as text."""
+    rng = np.random.default_rng(seed)
+    n = n_queries * docs
+    q = np.repeat(np.arange(1, n_queries + 1), docs)
+    doc = rng.integers(0, 10**8, n)
+    score = np.round(rng.normal(size=n) * 3, 4)
+    rank = np.tile(np.arange(1, docs + 1), n_queries)
+    run_path.parent.mkdir(parents=True, exist_ok=True)
+    qs, ds = q.astype(str), np.char.add("doc-", doc.astype(str).astype("U9"))
+    lines = np.char.add(np.char.add(np.char.add(qs, " Q0 "), ds), " ")
+    lines = np.char.add(np.char.add(lines, rank.astype(str)), " ")
+    lines = np.char.add(np.char.add(lines, np.char.mod("%.4f", score)), " bench\n")
+    run_path.write_text("".join(lines.tolist()))
+    judged = rng.random(n) < 0.3
+    jq, jd = q[judged], ds[judged]
+    extra = n_queries * 10  # judged documents the run did not retrieve
+    eq = rng.integers(1, n_queries + 1, extra)
+    ed = np.char.add("doc-x", rng.integers(0, 10**8, extra).astype(str))
+    allq = np.concatenate([jq, eq])
+    alld = np.concatenate([jd, ed])
+    order = np.argsort(allq, kind="stable")
+    allq, alld = allq[order], alld[order]
+    keep = np.ones(allq.shape[0], dtype=bool)  # drop the rare repeated (query, document) pair
+    pairs = np.char.add(np.char.add(allq.astype(str), "/"), alld)
+    _, first = np.unique(pairs, return_index=True)
+    keep[:] = False
+    keep[first] = True
+    allq, alld = allq[keep], alld[keep]
+    labels = rng.choice(5, allq.shape[0], p=[0.55, 0.2, 0.12, 0.08, 0.05])
+    ql = np.char.add(np.char.add(np.char.add(allq.astype(str), " 0 "), alld), " ")
+    ql = np.char.add(np.char.add(ql, labels.astype(str)), "\n")
+    qrels_path.write_text("".join(ql.tolist()))
 
 
 def load(path: Path):
@@ -123,14 +161,116 @@ def as_dicts(qids, labels, scores, offsets):
     return qrels, run
 
 
+PYTREC_SCRIPT = """
+import sys, time
+t0 = time.perf_counter()
+import pytrec_eval
+qrels, run = {}, {}
+with open(sys.argv[1]) as f:
+    for line in f:
+        q, _, d, r = line.split()
+        qrels.setdefault(q, {})[d] = int(r)
+with open(sys.argv[2]) as f:
+    for line in f:
+        q, _, d, _, s, _ = line.split()
+        run.setdefault(q, {})[d] = float(s)
+t1 = time.perf_counter()
+res = pytrec_eval.RelevanceEvaluator(qrels, {"official"}).evaluate(run)
+t2 = time.perf_counter()
+print(t1 - t0, t2 - t1, sum(v["map"] for v in res.values()) / len(res))
+"""
+
+RANX_SCRIPT = """
+import sys, time
+from ranx import Qrels, Run, evaluate
+metrics = ["map", "mrr", "precision@5", "precision@10", "precision@15", "precision@20", "precision@30",
+           "precision@100", "precision@200", "precision@500", "precision@1000", "r-precision", "bpref"]
+qrels, run = Qrels.from_file(sys.argv[3], kind="trec"), Run.from_file(sys.argv[4], kind="trec")
+evaluate(qrels, run, metrics)  # warm: numba compiles on the first call
+t0 = time.perf_counter()
+qrels, run = Qrels.from_file(sys.argv[1], kind="trec"), Run.from_file(sys.argv[2], kind="trec")
+t1 = time.perf_counter()
+res = evaluate(qrels, run, metrics)
+t2 = time.perf_counter()
+print(t1 - t0, t2 - t1, res["map"])
+"""
+
+
+def trec_main(args) -> None:
+    """The TREC path (issue 14): text run and qrels, every measure of trec_eval's ``official`` set, end to end."""
+    run_path = HERE / "data" / f"trec_run_{args.queries}x{args.docs}_s{args.seed}.txt"
+    qrels_path = HERE / "data" / f"trec_qrels_{args.queries}x{args.docs}_s{args.seed}.txt"
+    if not run_path.exists() or not qrels_path.exists():
+        print(f"generating {run_path} and {qrels_path} ...", file=sys.stderr)
+        generate_trec(run_path, qrels_path, args.queries, args.docs, args.seed)
+    print(f"workload: TREC run {args.queries} queries x {args.docs} documents ({run_path.stat().st_size / 1e6:.0f} MB)"
+          f", qrels {qrels_path.stat().st_size / 1e6:.0f} MB; trec_eval's 'official' measures")
+    print(f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, numpy {np.__version__}")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    small = HERE / "data" / "trec_small_run.txt", HERE / "data" / "trec_small_qrels.txt"
+    if not small[0].exists():
+        generate_trec(small[0], small[1], 50, 20, 1)
+    results: dict[str, list[float]] = {}
+    values: dict[str, float] = {}
+    for _ in range(args.repeat):
+        t = time.perf_counter()
+        out = subprocess.run([sys.executable, "-m", "rankcli", "eval", "--qrels", str(qrels_path), "--run",
+                              str(run_path), "-m", "official", "--format", "trec_eval"], capture_output=True,
+                             check=True, cwd=REPO, env=env)
+        results.setdefault("rankcli eval --format trec_eval -m official (process, end to end)", []).append(
+            time.perf_counter() - t)
+        values["rankcli eval --format trec_eval -m official (process, end to end)"] = float(next(
+            line.split("\t")[2] for line in out.stdout.decode().splitlines() if line.startswith("map ")))
+        try:
+            out = subprocess.run([sys.executable, "-c", PYTREC_SCRIPT, str(qrels_path), str(run_path)],
+                                 capture_output=True, check=True, text=True)
+            parse, ev, value = map(float, out.stdout.split())
+            for name, secs in (("pytrec_eval parse + evaluate (in process)", parse + ev),
+                               ("pytrec_eval parse (Python dicts)", parse), ("pytrec_eval evaluate", ev)):
+                results.setdefault(name, []).append(secs)
+                values[name] = value
+        except subprocess.CalledProcessError as exc:
+            print(f"pytrec_eval: skipped ({exc.stderr.strip().splitlines()[-1]})")
+        try:
+            out = subprocess.run([sys.executable, "-c", RANX_SCRIPT, str(qrels_path), str(run_path),
+                                  str(small[1]), str(small[0])], capture_output=True, check=True, text=True)
+            load_s, ev, value = map(float, out.stdout.split())
+            for name, secs in (("ranx from_file + evaluate (warm JIT)", load_s + ev), ("ranx from_file", load_s),
+                               ("ranx evaluate (warm)", ev)):
+                results.setdefault(name, []).append(secs)
+                values[name] = value
+        except subprocess.CalledProcessError as exc:
+            print(f"ranx: skipped ({exc.stderr.strip().splitlines()[-1]})")
+    best = {k: min(v) for k, v in results.items()}
+    print(f"\n{'':66s} {'best s':>7s} {'all runs (s)':>20s}  map")
+    for k, v in results.items():
+        print(f"{k:66s} {best[k]:7.2f} {' '.join(f'{x:.2f}' for x in v):>20s}  {values[k]:.4f}")
+    ours = best["rankcli eval --format trec_eval -m official (process, end to end)"]
+    if "pytrec_eval parse + evaluate (in process)" in best:
+        print(f"\npytrec_eval (parse + evaluate) / rankcli end to end: "
+              f"{best['pytrec_eval parse + evaluate (in process)'] / ours:.2f}x  (goal >= 5)")
+    if "ranx from_file + evaluate (warm JIT)" in best:
+        print(f"ranx (from_file + evaluate, warm) / rankcli end to end: "
+              f"{best['ranx from_file + evaluate (warm JIT)'] / ours:.2f}x  (goal > 1)")
+    print("note: ranx computes a subset of 'official' (map, mrr, precision@k, r-precision, bpref; no iprec, gm_map, "
+          "counts); pytrec_eval and rankcli compute all of it.")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--trec", action="store_true", help="the TREC path (issue 14): text run + qrels, trec_eval's "
+                    "official measures, end to end, against pytrec_eval and ranx (defaults: 30,000 x 100)")
     ap.add_argument("--queries", type=int, default=30_000)
     ap.add_argument("--docs", type=int, default=120, help="mean documents per query (uniform in [docs/2, 3docs/2])")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-slow", action="store_true", help="skip pytrec_eval and the plain loop")
     args = ap.parse_args()
+    if args.trec:
+        if "--docs" not in sys.argv:
+            args.docs = 100
+        trec_main(args)
+        return
 
     path = HERE / "data" / f"eval_run_{args.queries}x{args.docs}_s{args.seed}.parquet"
     if not path.exists():

@@ -105,7 +105,7 @@ REGISTRY: tuple[Measure, ...] = (
             graded=True),
     Measure("relative_p", "relevant documents in the top k / min(k, R)", aliases=("relative_precision",),
             trec_stem="relative_P", param=_C, defaults=DEFAULT_CUTOFFS, needs_param=True),
-    Measure("success", "1 when a relevant document is in the top k (ranx's hit_rate)", aliases=("hit_rate", "hits"),
+    Measure("success", "1 when a relevant document is in the top k (ranx's hit_rate)", aliases=("hit_rate",),
             trec_stem="success", param=_C, defaults=(1, 5, 10)),
     Measure("set_f", "F1 of the retrieved set: 2 P R / (P + R)", trec_plain="set_F"),
     Measure("f1", "F1 of precision@k and recall@k (ranx's f1)", param=_C),
