@@ -41,13 +41,34 @@ def check_ips_loss(loss: str) -> None:
         return
     if loss == "lambdamart":
         raise UsageError("--loss lambdamart: LightGBM's per-document weights scale a document's summed lambda, which "
-                         "is not pairwise IPS; with propensities use --loss xendcg, listnet or pointwise (the pairwise "
-                         "IPS loss and --propensity learn are not implemented in this version)")
+                         "is not pairwise IPS; use --loss ranknet (the pairwise IPS loss), or xendcg, listnet or "
+                         "pointwise (--propensity learn, LightGBM's position-bias model, is not implemented in this "
+                         "version)")
     if loss == "xendcg-native":
         raise UsageError("--loss xendcg-native: LightGBM's rank_xendcg casts labels to integers, which would round the "
                          "IPS relevance away; use --loss xendcg (the same loss, in rankcli)")
-    raise UsageError(f"--loss {loss}: IPS training is implemented for {', '.join(core.IPS_LOSSES)}, not {loss} "
-                     "(the pairwise IPS RankNet is not implemented in this version)")
+    raise UsageError(f"--loss {loss}: IPS training is implemented for {', '.join(core.IPS_LOSSES)}, not {loss}")
+
+
+class RankNetIPSObjective:
+    """The pairwise IPS loss (:func:`rankcli.core.ips.ranknet_ips_grad_hess`) as a LightGBM callable objective
+    ``(preds, train_data) -> (grad, hess)`` on a pooled training set whose labels are the IPS relevances."""
+
+    def __init__(self, gain: np.ndarray, offsets: np.ndarray):
+        self.gain = np.asarray(gain, dtype=np.float64)
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+
+    def __deepcopy__(self, memo: dict) -> "RankNetIPSObjective":
+        return self
+
+    def __call__(self, preds: np.ndarray, train_data=None) -> tuple[np.ndarray, np.ndarray]:
+        return core.ranknet_ips_grad_hess(np.asarray(preds, dtype=np.float64), self.gain, self.offsets)
+
+
+def objective_for(loss: str, pooled: Dataset):
+    """The callable objective that replaces the library loss's own in IPS training, or ``None`` (the library loss
+    on the transformed labels is already the IPS loss)."""
+    return RankNetIPSObjective(pooled.labels, pooled.offsets) if loss == "ranknet" else None
 
 
 def _propensities(spec: tuple[str, object] | None, max_position: int) -> tuple[np.ndarray, dict]:
@@ -106,6 +127,7 @@ def pooled_training_set(ds: Dataset, *, loss: str, propensity: tuple[str, object
         "impressions": int(ds.n_queries),
         "queries": int(sizes.shape[0]),
         "documents": int(pooled.rows.shape[0]),
-        "labels": {"xendcg": "log2(1 + g)", "listnet": "log(1 + (e - 1) g)", "pointwise": "g"}[loss],
+        "labels": {"xendcg": "log2(1 + g)", "listnet": "log(1 + (e - 1) g)", "pointwise": "g",
+                   "ranknet": "g (pairs (d, e) weighted by g_d)"}[loss],
     }
     return out, info

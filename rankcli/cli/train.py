@@ -196,7 +196,12 @@ def command(
                 text = "" if value is None else f"{select_by} {value:.4f}" + ("" if best is None else f" best {best:.4f}")
                 bar.advance(1, metric=text)
 
-            result = train_model(train_ds, valid_ds, config, on_iteration=on_iteration)
+            objective = None
+            if ips_info is not None:
+                from rankcli.ips import objective_for
+
+                objective = objective_for(loss, train_ds)
+            result = train_model(train_ds, valid_ds, config, on_iteration=on_iteration, objective=objective)
             bar.update(total=result.trees_trained, completed=result.trees_trained)  # early stopping: end the bar full
         if ips_info is None:
             info = save_model(result, config, output, train_path=train, valid_path=valid,

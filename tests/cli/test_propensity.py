@@ -216,7 +216,7 @@ def test_pbm_zero_is_byte_identical_to_pool_impressions_and_rankcli_json_records
     assert pbm0["propensity"]["values"] == [1.0] * 10 and pbm0["propensity"]["clip"] == 0.01
 
 
-@pytest.mark.parametrize("loss", ["xendcg", "listnet", "pointwise"])
+@pytest.mark.parametrize("loss", ["xendcg", "listnet", "pointwise", "ranknet"])
 def test_train_with_an_estimated_propensity_file(run, logs, tmp_path, loss):
     prop = tmp_path / "p.json"
     assert run("propensity", logs["random"], "-o", prop, "--bootstrap", "20")[0] == 0
@@ -235,11 +235,11 @@ def test_train_with_an_estimated_propensity_file(run, logs, tmp_path, loss):
 @pytest.mark.parametrize("args,message", [
     (["--loss", "lambdamart", "--propensity", "pbm:1"],
      "Error: --loss lambdamart: LightGBM's per-document weights scale a document's summed lambda, which is not "
-     "pairwise IPS; with propensities use --loss xendcg, listnet or pointwise (the pairwise IPS loss and --propensity "
-     "learn are not implemented in this version)\n"),
-    (["--loss", "ranknet", "--pool-impressions"],
-     "Error: --loss ranknet: IPS training is implemented for xendcg, listnet, pointwise, not ranknet (the pairwise "
-     "IPS RankNet is not implemented in this version)\n"),
+     "pairwise IPS; use --loss ranknet (the pairwise IPS loss), or xendcg, listnet or pointwise (--propensity learn, "
+     "LightGBM's position-bias model, is not implemented in this version)\n"),
+    (["--loss", "xendcg-native", "--pool-impressions"],
+     "Error: --loss xendcg-native: LightGBM's rank_xendcg casts labels to integers, which would round the IPS "
+     "relevance away; use --loss xendcg (the same loss, in rankcli)\n"),
     (["--propensity", "learn"],
      "Error: --propensity learn (LightGBM's position-bias model for lambdamart) is not implemented in this version; "
      "estimate propensities with rankcli propensity and pass the file, or pbm:ETA\n"),
@@ -277,3 +277,40 @@ def test_ips_input_errors(run, logs, tmp_path):
     bad.write_text(json.dumps({"positions": [1, 2], "propensity": [1.0, 1.5]}))
     status, _, err = run("train", logs["random"], "-o", tmp_path / "m2", "--propensity", bad, *TRAIN_ARGS)
     assert status == 3 and err == f"Error: {bad}: propensity of position 2 must be within (0, 1], got 1.5\n"
+
+
+def test_ranknet_ips_trains_with_the_pairwise_ips_objective(logs, tmp_path):
+    """train_model gets rankcli.ips's objective for ranknet: the first tree's gradient is the IPS pairwise one, not
+    the library RankNet's on the pooled labels (which pairs only y_d > y_e, unweighted)."""
+    from rankcli.core import ips as core_ips
+    from rankcli.formats.parquet import read_dataset
+    from rankcli.ips import LOG_COLUMNS, RankNetIPSObjective, objective_for, pooled_training_set
+
+    ds = read_dataset(logs["random"], extra_columns=LOG_COLUMNS)
+    pooled, _ = pooled_training_set(ds, loss="ranknet", propensity=("pbm", 1.0))
+    obj = objective_for("ranknet", pooled)
+    assert isinstance(obj, RankNetIPSObjective)
+    preds = np.random.default_rng(0).normal(size=pooled.n_rows)
+    grad, hess = obj(preds)
+    expected = core_ips.ranknet_ips_grad_hess(preds, pooled.labels, pooled.offsets)
+    np.testing.assert_array_equal(grad, expected[0])
+    assert objective_for("xendcg", pooled) is None
+
+
+def test_cli_ranknet_ips_model_is_the_ips_objective_model(run, logs, tmp_path):
+    from rankcli.formats.parquet import read_dataset
+    from rankcli.ips import LOG_COLUMNS, objective_for, pooled_training_set
+    from rankcli.train import TrainConfig, train_model
+
+    model = tmp_path / "m"
+    status, _, err = run("train", logs["random"], "-o", model, "--loss", "ranknet", "--propensity", "pbm:1",
+                         *TRAIN_ARGS)
+    assert status == 0, err
+    pooled, _ = pooled_training_set(read_dataset(logs["random"], extra_columns=LOG_COLUMNS), loss="ranknet",
+                                    propensity=("pbm", 1.0))
+    config = TrainConfig(loss="ranknet", trees=3, threads=1, num_leaves=4, min_data_in_leaf=2, early_stopping=0)
+    ips_model = train_model(pooled, None, config, objective=objective_for("ranknet", pooled)).booster
+    plain = train_model(pooled, None, config).booster
+    text = (model / "model.txt").read_text()
+    assert text == ips_model.model_to_string(num_iteration=3)
+    assert text != plain.model_to_string(num_iteration=3)
