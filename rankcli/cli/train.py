@@ -105,7 +105,7 @@ def command(
     propensity: Annotated[Optional[str], typer.Option(
         help="IPS training on a click log: a propensity file from rankcli propensity, or pbm:ETA ((1/r)^ETA). The "
              "impressions of each source query are pooled into one list; a document's relevance is the mean of "
-             "click / propensity(position) (xendcg, listnet, pointwise; see docs/clicks.md).",
+             "click / propensity(position) (xendcg, listnet, pointwise, ranknet; see docs/clicks.md).",
         show_default=False)] = None,
     pool_impressions: Annotated[bool, typer.Option(
         "--pool-impressions", help="Pool a click log's impressions per source query on click-through rates, without "
