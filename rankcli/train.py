@@ -548,6 +548,14 @@ def _prepare(train: Dataset, valid: Dataset | None, config: TrainConfig, names: 
         check_valid_rows(valid, valid_name)
         _check_labels(valid, "validation data")
         _check_validation_gain(valid, config, valid_name)
+        # The metric depends on the scores only through the order; with every query skipped (no relevant document,
+        # under --no-relevant skip) it is NaN for any scores: model selection and early stopping would be blind
+        # ("validation ndcg@5 n/a", every tree kept, exit 0).
+        if math.isnan(metric_fn(np.asarray(valid.labels, dtype=np.float64), np.zeros(valid.n_rows), valid.offsets)):
+            raise InputError(f"{valid_name}: no validation query has a relevant document, so --select-by "
+                             f"{metric_name} under the {config.convention} convention (which skips such queries) has "
+                             "no value for any model; validate on queries with relevant documents, or leave out --valid "
+                             "(every tree is trained and kept)")
     labels, label_values = _training_labels(train, config)
     return labels, label_values, metric_name, metric_fn
 

@@ -328,6 +328,22 @@ def test_rankcli_json_whose_feature_names_differ_from_the_model_is_refused_namin
         load_model(tmp_path / "m")
 
 
+def test_validation_without_any_relevant_document_is_refused_under_skip(data):
+    """Under --no-relevant skip such a validation set gives NaN after every tree: training printed "validation ndcg@5
+    n/a", kept every tree (early stopping blind) and exited 0."""
+    from rankcli.errors import InputError
+
+    train, valid = data
+    blind = load_letor("vali", 46)
+    blind.labels = np.zeros_like(blind.labels)
+    with pytest.raises(InputError, match="^validation data: no validation query has a relevant document, so "
+                                         "--select-by ndcg@5 under the paper convention"):
+        train_model(train, blind, TrainConfig(loss="lambdamart", **FAST))
+    mixed = load_letor("vali", 46)
+    mixed.labels = np.where(mixed.qids == mixed.qids[0], mixed.labels, 0.0)  # one query with relevant documents
+    train_model(train, mixed, TrainConfig(loss="lambdamart", **FAST))
+
+
 # ---------------------------------------------------------------------------- large labels (issue 12 items 4, 7)
 @pytest.fixture(scope="module")
 def big_labels():
