@@ -124,3 +124,34 @@ def plot_sweep(rows: list[dict], losses: list[str], path: Path, kind: str, metri
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def plot_propensity(result: dict, path: Path) -> Path:
+    """Propensity per position with its bootstrap interval (``rankcli propensity`` JSON), positions from the power fit
+    drawn hollow, and ``1/r`` for reference."""
+    plt = _pyplot()
+    pos = result["positions"]
+    prop = result["propensity"]
+    lo = [v if v is not None else p for v, p in zip(result["ci_low"], prop)]
+    hi = [v if v is not None else p for v, p in zip(result["ci_high"], prop)]
+    fitted = result.get("fitted") or [False] * len(pos)
+    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    ax.fill_between(pos, lo, hi, color="C0", alpha=0.2, linewidth=0,
+                    label=f"{result.get('confidence', 0.95):.0%} bootstrap interval")
+    est = [(r, p) for r, p, f in zip(pos, prop, fitted) if not f]
+    fit = [(r, p) for r, p, f in zip(pos, prop, fitted) if f]
+    ax.plot([r for r, _ in est], [p for _, p in est], "o-", color="C0", label=f"estimate ({result['method']})")
+    if fit:
+        ax.plot([r for r, _ in fit], [p for _, p in fit], "o--", color="C0", markerfacecolor="none",
+                label=f"(1/r)^eta, eta {result['fit']['eta']:.2f} (too few clicks)")
+    ax.plot(pos, [1.0 / r for r in pos], ":", color="grey", label="1/r")
+    ax.set_xlabel("position")
+    ax.set_ylabel("examination propensity (position 1 = 1)")
+    ax.set_title(f"propensity from {Path(result.get('source', '')).name} (policy {result.get('policy')})")
+    ax.set_ylim(0, max(1.05, max(hi) * 1.05))
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, format="png")
+    plt.close(fig)
+    return path

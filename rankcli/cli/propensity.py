@@ -17,7 +17,7 @@ The log must keep its impressions without a click (simulate-clicks --keep-no-cli
 click model (--model pbm): a cascade user's examination depends on the clicks above. Otherwise exit 3, saying why.
 
 Output (-o, written atomically): JSON with method, positions, propensity, ci_low, ci_high, impressions, clicks and
-per-position counts; stdout a table (or the JSON with --json).
+per-position counts; stdout a table (or the JSON with --json); --plot FILE.png draws them (needs matplotlib).
 
 Example: rankcli propensity clicks.parquet -o propensity.json --seed 1
 """
@@ -47,6 +47,9 @@ def command(
     policy: Annotated[Optional[str], typer.Option(help="The log's logging policy, for a log without rankcli's "
                                                   "footer: random | top:N | swap:K.", show_default=False)] = None,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
+    plot: Annotated[Optional[str], typer.Option(help="Also draw the propensities with their intervals as a PNG "
+                                                "(needs matplotlib: the plot extra).", show_default=False,
+                                                metavar="PNG")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output file.")] = False,
 ) -> None:
@@ -74,11 +77,26 @@ def command(
         raise UsageError(f"--seed must be >= 0, got {seed}")
     if policy is not None:
         parse_policy(policy)
+    if plot is not None:
+        from rankcli.plot import INSTALL_HINT, have_matplotlib
+
+        if not have_matplotlib():
+            raise UsageError(f"--plot needs matplotlib: {INSTALL_HINT}")
+        plot = prepare_output(plot, overwrite=overwrite, inputs=[clicks], binary=True, option="--plot",
+                              final=output is None, example="propensity.png")
     if output is not None:
         output = prepare_output(output, overwrite=overwrite, inputs=[clicks], example="propensity.json")
         stdout_taken(output, json_out)
+    if plot is not None and output is not None and str(plot) == str(output):
+        raise UsageError("--plot and --output name the same file")
     result = estimate_propensity(clicks, policy=policy, bootstrap=bootstrap, confidence=confidence,
                                  min_clicks=min_clicks, fit=fit, rng=np.random.default_rng(seed))
+    if plot is not None:
+        from rankcli.formats.atomic import atomic_path
+        from rankcli.plot import plot_propensity
+
+        with atomic_path(plot, overwrite, suffix=".png") as tmp:
+            plot_propensity(result.as_dict(), tmp)
     if output is not None:
         write_propensity(output, result, overwrite=overwrite)
     if json_out:

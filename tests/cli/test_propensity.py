@@ -314,3 +314,19 @@ def test_cli_ranknet_ips_model_is_the_ips_objective_model(run, logs, tmp_path):
     text = (model / "model.txt").read_text()
     assert text == ips_model.model_to_string(num_iteration=3)
     assert text != plain.model_to_string(num_iteration=3)
+
+
+def test_plot_png(run, logs, tmp_path, monkeypatch):
+    png, out = tmp_path / "p.png", tmp_path / "p.json"
+    status, _, err = run("propensity", logs["random"], "-o", out, "--plot", png, "--bootstrap", "20", "--fit",
+                         "power", "--min-clicks", "300")
+    assert status == 0, err
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.exists()
+    status, _, err = run("propensity", logs["random"], "-o", out, "--plot", out, "--overwrite")
+    assert status == 2 and err == "Error: --plot and --output name the same file\n"
+    import rankcli.plot
+
+    monkeypatch.setattr(rankcli.plot, "have_matplotlib", lambda: False)
+    status, _, err = run("propensity", logs["random"], "--plot", tmp_path / "q.png")
+    assert status == 2 and err == 'Error: --plot needs matplotlib: pip install "rankcli[plot]"\n'
+    assert not (tmp_path / "q.png").exists()
