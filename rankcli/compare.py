@@ -35,6 +35,7 @@ left out of the correction's family (see :mod:`rankcli.core.stats`).
 from __future__ import annotations
 
 import math
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -306,7 +307,7 @@ def _load_trec(path: Path, name: str, specs, convention, qrels: Path) -> LoadedI
     try:
         values = per_query(wanted, run.labels, run.scores, run.offsets, convention,
                            unranked_labels=run.unranked_labels, unranked_offsets=run.unranked_offsets,
-                           docids=run.docids)
+                           docids=run.docids, judged=run.judged)  # bpref, infAP: which documents are judged
     except InputError as exc:
         raise type(exc)(f"{path}: {exc}") from None
     qids, values = _sorted_queries(run.qids, values)
@@ -458,7 +459,14 @@ def compare_inputs(paths: Sequence[Path | str], *, names: Sequence[str] | None =
     names = list(names) if names else []
     if names and len(names) != len(paths):
         raise UsageError(f"--name given {len(names)} times for {len(paths)} runs; give one name per run, in order")
+    given = bool(names)
     names = names or default_names(paths)
+    for n, path in zip(names, paths):
+        # a line break ended the LaTeX comment and the Markdown table row a name is printed in; empty labels "x - "
+        if not n.strip() or any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in n):
+            where = "--name" if given else f"the name taken from {path}"
+            raise UsageError(f"{where}: a run name must be visible text on one line (no line breaks, tabs or other "
+                             f"control characters), got {n!r}" + ("" if given else "; pass --name NAME"))
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise UsageError(f"two runs are named {dup[0]!r}; tell them apart with --name (once per run, in order)")

@@ -90,3 +90,21 @@ def test_per_query_file_without_a_metric_column_says_how_columns_are_named(tmp_p
     with pytest.raises(SchemaError, match="named as rankcli names metrics \\(ndcg@10, map, ...\\), found none: its "
                                           "columns are qid, m$"):
         compare_inputs([a, b])
+
+
+@pytest.mark.parametrize("bad", ["a\nb", "", "  ", "x\ty", "x\u2028y", "\x1b[31mred"])
+def test_run_names_must_be_one_visible_line(tmp_path, bad):
+    """--name 'a<newline>b' ended the LaTeX comment line and split the Markdown table row the name is printed in;
+    --name '' labelled comparisons 'x - '."""
+    from rankcli.compare import compare_inputs
+    from rankcli.errors import UsageError
+
+    a = _per_query_file(tmp_path / "a.parquet", {"ndcg@10": [0.5, 0.1, 0.2]})
+    b = _per_query_file(tmp_path / "b.parquet", {"ndcg@10": [0.4, 0.3, 0.2]})
+    with pytest.raises(UsageError, match="^--name: a run name must be visible text on one line"):
+        compare_inputs([a, b], names=[bad, "ok"])
+    odd = _per_query_file(tmp_path / f"{bad or 'x'}.parquet", {"ndcg@10": [0.4, 0.3, 0.2]}) if bad.strip() else None
+    if odd is not None:
+        with pytest.raises(UsageError, match="(?s)^the name taken from .*; pass --name NAME$"):
+            compare_inputs([a, odd])
+    assert compare_inputs([a, b], names=["ä b", "x - y"]).baseline == "ä b"
