@@ -155,7 +155,7 @@ def test_ranknet_ips_value_gradient_and_hessian():
         up[k] += eps
         down[k] -= eps
         fd = (_ranknet_loop(up, gain, offsets).sum() - _ranknet_loop(down, gain, offsets).sum()) / (2 * eps)
-        assert grad[k] == pytest.approx(fd, abs=1e-6)
+        assert grad[k] == pytest.approx(fd, abs=1e-5)  # float32 pair terms
         h = 1e-4
         up[k], down[k] = scores[k] + h, scores[k] - h
         fd2 = (_ranknet_loop(up, gain, offsets).sum() - 2 * _ranknet_loop(scores, gain, offsets).sum()
