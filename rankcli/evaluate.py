@@ -265,7 +265,10 @@ def load_trec_run(run_path: Path | str, qrels_path: Path | str, *, max_docs: int
     def join(r):
         at = at_all[r]
         qi = qorder[at]
-        hit = (qsorted[at] == lines.keys[r]) & (lines.qids[r] == qrels.qids[qi]) & (lines.docids[r] == qrels.docids[qi])
+        hit = qsorted[at] == lines.keys[r]
+        hit &= run_code[r] == qrel_code[qi]  # the same query (codes compare faster than the ids)
+        sure = np.flatnonzero(hit)
+        hit[sure] = lines.docids[r[sure]] == qrels.docids[qi[sure]]  # and the same document, byte for byte
         return hit, qi
 
     if max_docs is not None:

@@ -170,3 +170,25 @@ def test_trec_order_is_trec_evals():
     specs = M.parse_metrics(["P_10", "ndcg_cut_5", "map", "map_cut_5", "P_5", "num_q", "err@5", "bpref"])
     assert [s.output_name() for s in MS.trec_order(specs)] == ["num_q", "map", "bpref", "P_5", "P_10", "ndcg_cut_5",
                                                                "map_cut_5", "err@5"]
+
+
+def test_compare_scores_judgment_based_measures_as_eval(tmp_path, capsys):
+    """compare reads TREC runs with eval's loader: bpref and num_nonrel_judged_ret see which documents are judged
+    (an unjudged document ranked above a relevant one does not count against it)."""
+    import json
+
+    from rankcli.cli import main
+
+    (tmp_path / "q.txt").write_text("1 0 a 1\n1 0 b 0\n1 0 c 0\n2 0 x 1\n2 0 y 0\n")
+    (tmp_path / "r1.txt").write_text("1 Q0 u 1 9 t\n1 Q0 a 2 8 t\n1 Q0 b 3 7 t\n2 Q0 y 1 9 t\n2 Q0 x 2 8 t\n")
+    (tmp_path / "r2.txt").write_text("1 Q0 b 1 9 t\n1 Q0 a 2 8 t\n1 Q0 u 3 7 t\n2 Q0 x 1 9 t\n2 Q0 v 2 8 t\n")
+    status = main(["compare", str(tmp_path / "r1.txt"), str(tmp_path / "r2.txt"), "--qrels", str(tmp_path / "q.txt"),
+                   "-m", "bpref,num_nonrel_judged_ret", "--json"])
+    out = capsys.readouterr().out
+    assert status == 0
+    means = json.loads(out)["means"]
+    for run in ("r1", "r2"):
+        ev = E.evaluate_trec(tmp_path / f"{run}.txt", tmp_path / "q.txt", ["bpref", "num_nonrel_judged_ret"])
+        assert means[run]["bpref"] == pytest.approx(ev.result.means["bpref"])
+    # r1: q1 a (relevant) has only the unjudged u above it: 1; q2 x has y (judged non-relevant) above: 1 - 1/1 = 0
+    assert means["r1"]["bpref"] == pytest.approx(0.5)
