@@ -31,6 +31,7 @@ squares on the log-propensities of the positions before it. Intervals: the perce
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -258,9 +259,10 @@ def estimate(offsets: np.ndarray, query: np.ndarray, positions: np.ndarray, clic
         reps[a:b] = rep
         if etas is not None and use.any():
             etas[a:b] = _power_eta(rep, use[None, :], weights[None, :])
-    with np.errstate(invalid="ignore"):
-        lo = np.nanquantile(reps, alpha, axis=0) if bootstrap else np.full(R, np.nan)
-        hi = np.nanquantile(reps, 1.0 - alpha, axis=0) if bootstrap else np.full(R, np.nan)
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a position no replicate defines: NaN (null in JSON)
+        lo = np.nanquantile(reps, alpha, axis=0)
+        hi = np.nanquantile(reps, 1.0 - alpha, axis=0)
     lo[0] = hi[0] = 1.0
     fitted = np.zeros(R, bool)
     if fit == "power" and stop < R:
