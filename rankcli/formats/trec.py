@@ -198,9 +198,11 @@ def _read_simple(data: bytes, count: int, docid_field: int, value_field: int, ta
     record, no tab, carriage return, blank, comment or indented line. None when the file is not that simple, or
     Arrow finds a line it cannot read: the general tokeniser then reads it (and names the line at fault)."""
     # Double, leading or trailing spaces give empty fields, which Arrow refuses (the general path then reads the
-    # file); blank lines would shift line numbers and a comment line could pass as data: look for those here.
-    if not data or data[:1] in b" #\n" or b"\n\n" in data or b"\n#" in data:
+    # file); blank lines (Arrow skips them: the row count tells) would shift line numbers, and a comment line could
+    # pass as data (its first field starts with '#': checked below).
+    if not data or data[:1] in b" #\n":
         return None
+    n_lines = data.count(b"\n") + (not data.endswith(b"\n"))
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -219,13 +221,15 @@ def _read_simple(data: bytes, count: int, docid_field: int, value_field: int, ta
                                                                     null_values=[]))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
+    if table.num_rows != n_lines:
+        return None  # blank lines
     values = table.column(names[value_field]).to_numpy()
     if table.column(names[value_field]).null_count or np.isnan(values).any():
         return None  # the general path names the line
     qids, qid_len = _arrow_strings_to_bytes(table.column(names[0]))
     docids, doc_len = _arrow_strings_to_bytes(table.column(names[docid_field]))
-    if (qid_len == 0).any() or (doc_len == 0).any():
-        return None
+    if (qid_len == 0).any() or (doc_len == 0).any() or (qids.view(np.uint8)[::qids.dtype.itemsize] == ord("#")).any():
+        return None  # an empty field, or a comment line that happens to have the fields of a record
     for strings in (qids, docids):  # a tab, CR, vertical tab or form feed inside a field: not this simple layout
         b = strings.view(np.uint8)
         if ((b > 0) & (b <= 32)).any():

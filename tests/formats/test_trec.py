@@ -125,3 +125,12 @@ def test_bad_lines_are_named(tmp_path, text, message):
     (tmp_path / "r.txt").write_text(text)
     with pytest.raises(InputFormatError, match=message):
         read_run_columns(tmp_path / "r.txt")
+
+
+def test_fast_path_falls_back_on_blank_and_comment_lines(tmp_path):
+    # single spaces everywhere (the Arrow path's layout), but a blank line and a comment line with four fields
+    from rankcli.formats.trec import read_qrels_columns
+
+    (tmp_path / "q.txt").write_text("1 0 d1 2\n\n#1 0 d3 1\n1 0 d2 0\n")
+    q = read_qrels_columns(tmp_path / "q.txt")
+    assert (q.docids.tolist(), q.values.tolist(), q.numbers.tolist()) == ([b"d1", b"d2"], [2.0, 0.0], [1, 4])
