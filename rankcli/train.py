@@ -29,6 +29,7 @@ import difflib
 import hashlib
 import json
 import math
+import stat
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -82,6 +83,8 @@ PRESET_LAMBDARANK = {"sigmoid": 1.0, "lambdarank_norm": False}
 
 MODEL_FILE = "model.txt"
 INFO_FILE = "rankcli.json"
+#: The largest rankcli.json read (a validation curve of a million trees is about 20 MB).
+INFO_MAX_BYTES = 64 << 20
 
 #: LightGBM parameters that a rankcli option sets (main name -> the option): ``--param`` may set neither them nor any
 #: of their aliases. Every LightGBM ``*_seed`` is derived from ``seed``, so ``--seed`` owns them too.
@@ -923,6 +926,17 @@ def load_model(model_dir: Path | str) -> TrainedModel:
     for p in (model_path, info_path):
         if not p.exists():
             raise InputError(f"{model_dir}: not a model directory, {p.name} is missing")
+        mode = p.stat().st_mode
+        if not stat.S_ISREG(mode):
+            # /dev/zero read until memory ran out (a MemoryError traceback), a FIFO blocked forever
+            kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else
+                    "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+                    else "not a regular file")
+            raise InputError(f"{p}: {kind}, not a file; a model directory holds {MODEL_FILE} and {INFO_FILE} as "
+                             "regular files (restore them, or retrain)")
+    if info_path.stat().st_size > INFO_MAX_BYTES:
+        raise InputError(f"{info_path}: {info_path.stat().st_size:,} bytes, more than a model description can be "
+                         f"(rankcli writes a few kilobytes; at most {INFO_MAX_BYTES:,} are read)")
     try:
         info = json.loads(info_path.read_bytes().decode("utf-8"))
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:

@@ -468,3 +468,33 @@ def test_default_threads_follow_the_cpus_this_process_may_use(data, monkeypatch)
     from rankcli.train import TrainedModel
     TrainedModel(model.booster, {"features": train.feature_names}).predict(valid)
     assert seen == [{"num_threads": 3}]
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo", "directory", "huge-info"])
+def test_model_files_that_are_not_regular_files_are_refused_before_reading(data, tmp_path, kind):
+    """model.txt -> /dev/zero was read until memory ran out (a MemoryError traceback, exit 1); a FIFO blocked forever."""
+    import os
+    import shutil
+
+    from rankcli.errors import InputError
+
+    train, _ = data
+    config = TrainConfig(loss="lambdamart", early_stopping=0, **FAST)
+    save_model(train_model(train, None, config), config, tmp_path / "m", feature_names=train.feature_names)
+    target = tmp_path / "m" / ("rankcli.json" if kind == "huge-info" else "model.txt")
+    if kind == "huge-info":
+        with open(target, "r+b") as fh:
+            fh.truncate(65 << 20)   # sparse
+        expected = "68,157,440 bytes, more than a model description can be"
+    else:
+        target.unlink()
+        if kind == "device":
+            target.symlink_to("/dev/zero")
+        elif kind == "fifo":
+            os.mkfifo(target)
+        else:
+            target.mkdir()
+        expected = {"device": "a device", "fifo": "a FIFO", "directory": "a directory"}[kind] + ", not a file"
+    with pytest.raises(InputError, match=f"^{__import__('re').escape(str(target))}: {expected}"):
+        load_model(tmp_path / "m")
+    shutil.rmtree(tmp_path / "m")
