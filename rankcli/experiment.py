@@ -316,6 +316,10 @@ def _find_given(path: Path, part: str) -> Path | None:
     for name in GIVEN_NAMES[part]:
         if (path / name).is_file():
             return path / name
+        if (path / name).exists() or (path / name).is_symlink():
+            # "no test.parquet ..., got test.parquet" for a link to /dev/zero, a FIFO, a directory or a dangling link
+            raise InputError(f"{path / name}: not a regular file (a fold's train, validation and test data are "
+                             "Parquet files)")
     return None
 
 
@@ -367,9 +371,13 @@ def _check_distinct_tests(folds: list[Fold]) -> None:
     count every one of its queries twice, halving the standard error (what issue 11 item 5 removed for repeated
     splits). Only files of equal size are read.
     """
+    import stat
+
     by_size: dict[int, list[Fold]] = {}
     for f in folds:
-        by_size.setdefault(f.test.stat().st_size, []).append(f)
+        st = f.test.stat()
+        if stat.S_ISREG(st.st_mode):  # a device or FIFO is refused by the Parquet reader; never read it here
+            by_size.setdefault(st.st_size, []).append(f)
     for same_size in by_size.values():
         seen: dict[str, Fold] = {}
         for f in same_size if len(same_size) > 1 else []:

@@ -362,6 +362,19 @@ def test_folds_with_the_same_test_file_are_refused(tmp_path):
     assert len(ex.load_data(root, folds=True).folds) == 2
 
 
+@pytest.mark.parametrize("kind", ["device", "dangling", "directory"])
+def test_fold_file_that_is_not_a_regular_file_is_named(tmp_path, kind):
+    """A test.parquet linked to /dev/zero read "no test.parquet; ... got test.parquet, train.parquet, vali.parquet"
+    (and two such links would have been hashed forever by the same-test-file check)."""
+    root = write_folds(tmp_path / "d", k=2)
+    target = root / "Fold2" / "test.parquet"
+    target.unlink()
+    {"device": lambda: target.symlink_to("/dev/zero"), "dangling": lambda: target.symlink_to(root / "nowhere"),
+     "directory": lambda: target.mkdir()}[kind]()
+    with pytest.raises(InputError, match="Fold2/test.parquet: not a regular file"):
+        ex.load_data(root, folds=True)
+
+
 FOLD_CFG = dict(losses=["lambdamart", "xendcg"], folds=True, trees=3, early_stopping=0, metrics=["ndcg@3", "ndcg@5"])
 
 
