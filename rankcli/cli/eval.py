@@ -84,7 +84,9 @@ def command(
         show_default=False)] = None,
     metric: Annotated[Optional[List[str]], typer.Option(
         "--metric", "-m", help="Metric to compute, repeatable; comma lists and cutoff lists like ndcg@1,3,5,10. "
-        "(default: ndcg@1,3,5,10)", show_default=False)] = None,
+        "rankcli's names (ndcg@10, p@5, mrr, bpref, success@1) or trec_eval's as typed (P_5, ndcg_cut.10, P.5,10, "
+        "recip_rank, Rprec) and its sets official and all_trec. (default: ndcg@1,3,5,10; official with --format "
+        "trec_eval)", show_default=False)] = None,
     qrels: Annotated[Optional[Path], typer.Option(
         help="TREC qrels (qid iter docid rel). Documents missing from it count as label 0; judged documents missing "
         "from the run still count in the ideal DCG and in R, as in trec_eval.", show_default=False)] = None,

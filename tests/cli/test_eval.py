@@ -385,3 +385,16 @@ def test_format_json_is_json_and_flag_clashes_are_usage_errors(cli, tmp_path):
         assert out.returncode == 2 and fragment in out.stderr.decode()
     out = cli("eval", tmp_path / "x.parquet", "-c")
     assert out.returncode == 2 and "-c (--complete) applies to a TREC run" in out.stderr.decode()
+
+
+def test_duplicate_pair_and_corrupt_gzip_are_exit_3_naming_them(cli, tmp_path):
+    run, qrels = _trec_files(tmp_path)
+    run.write_text("1 Q0 a 1 3 t\n1 Q0 b 2 2 t\n1 Q0 a 3 1 t\n")
+    out = cli("eval", "--qrels", qrels, "--run", run)
+    assert out.returncode == 3
+    assert out.stderr.decode() == (f"Error: {run}:3: document a appears twice for query 1 (first at line 1), "
+                                   "got '1 Q0 a 3 1 t'\n")
+    bad = tmp_path / "run.txt.gz"
+    bad.write_bytes(b"\x1f\x8b\x08\x00garbage")
+    out = cli("eval", "--qrels", qrels, "--run", bad)
+    assert out.returncode == 3 and out.stderr.decode().startswith(f"Error: {bad}: not a readable gzip file")
