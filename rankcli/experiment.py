@@ -582,7 +582,10 @@ def run_unit(data: ExperimentData, config: ExperimentConfig, setting: Setting, t
     start = time.perf_counter()
     train, valid, test = trial_split(data, config, trial)
     train, valid = perturb(setting, train, valid, config, perturbation_rng(config.seed, trial, setting.name))
-    result = train_model(train, valid, train_config(config, loss, model_seed(config.seed, trial, setting.name)))
+    try:
+        result = train_model(train, valid, train_config(config, loss, model_seed(config.seed, trial, setting.name)))
+    except InputError as exc:  # say which unit: a random split can leave, e.g., a validation part without relevance
+        raise InputError(f"{setting.name}, {'fold' if config.folds else 'trial'} {trial}, {loss}: {exc}") from None
     booster = result.booster
     trees = int(result.best_iteration) if result.best_iteration and result.best_iteration > 0 \
         else int(booster.current_iteration())

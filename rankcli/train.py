@@ -557,8 +557,8 @@ def _prepare(train: Dataset, valid: Dataset | None, config: TrainConfig, names: 
         if math.isnan(metric_fn(np.asarray(valid.labels, dtype=np.float64), np.zeros(valid.n_rows), valid.offsets)):
             raise InputError(f"{valid_name}: no validation query has a relevant document, so --select-by "
                              f"{metric_name} under the {config.convention} convention (which skips such queries) has "
-                             "no value for any model; validate on queries with relevant documents, or leave out --valid "
-                             "(every tree is trained and kept)")
+                             "no value for any model; validate on queries with relevant documents (or train without "
+                             "validation: every tree is then trained and kept)")
     labels, label_values = _training_labels(train, config)
     return labels, label_values, metric_name, metric_fn
 

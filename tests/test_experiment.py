@@ -375,6 +375,19 @@ def test_fold_file_that_is_not_a_regular_file_is_named(tmp_path, kind):
         ex.load_data(root, folds=True)
 
 
+def test_a_unit_whose_validation_part_has_no_relevant_document_is_refused_naming_the_unit(tmp_path):
+    """Such a split trained with a NaN selection metric after every tree (early stopping blind); the refusal says which
+    setting, trial and loss."""
+    ds = synthetic(12, seed=0)
+    first = ds.qids == ds.qids[0]
+    ds.labels = np.where(first, ds.labels, 0.0)   # one query with relevant documents
+    write_dataset(tmp_path / "d.parquet", ds)
+    with pytest.raises(InputError, match=r"^baseline, trial \d+, lambdamart: validation data: no validation query "
+                                         "has a relevant document"):
+        ex.run_experiment(tmp_path / "d.parquet", tmp_path / "exp",
+                          ex.ExperimentConfig(losses=["lambdamart"], trials=3, trees=2, early_stopping=1))
+
+
 FOLD_CFG = dict(losses=["lambdamart", "xendcg"], folds=True, trees=3, early_stopping=0, metrics=["ndcg@3", "ndcg@5"])
 
 
