@@ -39,7 +39,7 @@ import numpy as np
 
 from rankcli import __version__
 from rankcli.core import losses
-from rankcli.core.groups import segment_softmax, sizes
+from rankcli.core.groups import sizes
 from rankcli.core.labels import require_integer_grades, to_grades
 from rankcli.cpus import check_threads, default_threads
 from rankcli.dataset import Dataset
@@ -399,7 +399,7 @@ class LibraryObjective:
         self.iteration = 0
         # Constant over the iterations: computed once.
         self._label_terms = losses.xendcg_label_terms(self.labels, offsets) if loss == "xendcg" else None
-        self._phi = segment_softmax(self.labels, offsets) if loss == "listnet" else None
+        self._phi = losses.listnet_target(self.labels, offsets) if loss == "listnet" else None
 
     def __deepcopy__(self, memo: dict) -> "LibraryObjective":
         return self

@@ -209,16 +209,27 @@ def xendcg_grad_hess(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray
 
 
 # ------------------------------------------------------------------------------------------------------------- listnet
+def listnet_target(labels: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """ListNet's target ``softmax(y)`` per query, for labels of any size.
+
+    The query's maximum is subtracted first; labels further below it than float64 reaches (e.g. -1.7e308 against
+    1.7e308) overflow to ``-inf``, whose ``exp`` is 0: their exact limit. Only numpy's overflow warning is silenced
+    (it leaked to stderr from ``rankcli train --loss listnet``).
+    """
+    with np.errstate(over="ignore"):
+        return segment_softmax(labels, offsets)
+
+
 def listnet_value(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """ListNet (top-one cross entropy) per query: ``-sum_i softmax(y)_i log softmax(s)_i``; 0 for one document."""
-    phi = segment_softmax(labels, offsets)
+    phi = listnet_target(labels, offsets)
     values = -segment_sum(phi * _log_softmax(scores, offsets), offsets)
     return np.where(sizes(offsets) > 1, values, 0.0)
 
 
 def listnet_gradient(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Exact gradient of :func:`listnet_value`: ``softmax(s) - softmax(y)``."""
-    grad = segment_softmax(scores, offsets) - segment_softmax(labels, offsets)
+    grad = segment_softmax(scores, offsets) - listnet_target(labels, offsets)
     return np.where(_single(offsets), 0.0, grad)
 
 
@@ -227,7 +238,7 @@ def listnet_grad_hess(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarra
     """ListNet gradient and the diagonal of its Hessian, ``rho (1 - rho)`` (``label_softmax`` may be precomputed)."""
     rho = segment_softmax(scores, offsets)
     single = _single(offsets)
-    phi = label_softmax if label_softmax is not None else segment_softmax(labels, offsets)
+    phi = label_softmax if label_softmax is not None else listnet_target(labels, offsets)
     grad = np.where(single, 0.0, rho - phi)
     hess = np.where(single, 0.0, rho * (1.0 - rho))
     return grad, hess
