@@ -445,20 +445,23 @@ def trec_eval_text(specs, per_query: dict, means: dict, qids, *, runid: str | No
 
     ordered = trec_order(specs)
 
-    def line(spec, where, value) -> str:
-        name = spec.output_name()
+    def texts(spec, values) -> list[str]:
         if spec.record.integer:
-            text = str(int(value)) if value == value else "nan"
-        else:
-            text = f"{value:6.4f}"
-        return f"{name:<22}\t{where}\t{text}\n"
+            return [f"{int(v)}\n" if v == v else "nan\n" for v in values]
+        return [f"{v:6.4f}\n" for v in values]
+
+    def line(spec, where, value) -> str:
+        return f"{spec.output_name():<22}\t{where}\t{texts(spec, [value])[0]}"
 
     out = []
     if queries:
+        # one formatting pass per measure, then the lines query by query (2M lines for all_trec on 30k queries)
+        cols = [(f"{spec.output_name():<22}\t", texts(spec, per_query[str(spec)].tolist())) for spec in ordered
+                if spec.record.per_query_line and str(spec) in per_query]
+        qid_tab = [f"{q}\t" for q in qids]
         for i in sorted(range(len(qids)), key=lambda i: _qid_key(qids[i])):
-            for spec in ordered:
-                if spec.record.per_query_line and str(spec) in per_query:
-                    out.append(line(spec, qids[i], float(per_query[str(spec)][i])))
+            q = qid_tab[i]
+            out.extend([p + q + t[i] for p, t in cols])
     for spec in ordered:
         if spec.record.family == "info":
             out.append(f"{'runid':<22}\tall\t{runid if runid is not None else 'rankcli'}\n")
