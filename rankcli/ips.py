@@ -108,7 +108,10 @@ def pooled_training_set(ds: Dataset, *, loss: str, propensity: tuple[str, object
     positions = np.asarray(ds.extra["position"], dtype=np.int64)
     top = int(positions.max()) if positions.shape[0] else 1
     p, source = _propensities(propensity, top)
-    weights = core.inverse_weights(positions, p, clip)
+    try:
+        weights = core.inverse_weights(positions, p, clip)
+    except InputError as exc:
+        raise InputError(f"{what}: {exc} (propensities from {source['source'] or 'all 1'})") from None
     impression = np.repeat(np.arange(ds.n_queries, dtype=np.int64), np.diff(ds.offsets))
     pooled = core.pool(np.asarray(ds.extra["source_qid"]), doc_key, impression, clicks, weights)
     sizes = np.diff(pooled.offsets)

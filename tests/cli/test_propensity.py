@@ -260,7 +260,8 @@ def test_ips_input_errors(run, logs, tmp_path):
     short = tmp_path / "short.json"
     assert run("propensity", logs["top"], "-o", short, "--bootstrap", "20")[0] == 0
     status, _, err = run("train", logs["random"], "-o", tmp_path / "m", "--propensity", short, *TRAIN_ARGS)
-    assert status == 3 and "the propensities cover positions 1..5, but the log shows position 10" in err
+    assert status == 3 and err.startswith(f"Error: {logs['random']}: the propensities cover positions 1..5, but the "
+                                          "log shows position 10;") and f"(propensities from {short})" in err
     # A dataset that is not a click log.
     status, _, err = run("train", logs["train"], "-o", tmp_path / "m", "--propensity", "pbm:1", *TRAIN_ARGS)
     assert status == 3 and "missing column source_qid" in err
