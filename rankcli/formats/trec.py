@@ -140,15 +140,23 @@ def _numbers(arr, starts, lengths, what, path, numbers, newlines) -> np.ndarray:
     return values
 
 
-def _hash(strings: np.ndarray, lengths: np.ndarray, seed: np.ndarray | None = None) -> np.ndarray:
-    """FNV-1a over each string's bytes (its length only, so the padding width plays no part), as uint64."""
+def _hash(strings: np.ndarray, lengths: np.ndarray | None = None, seed: np.ndarray | None = None) -> np.ndarray:
+    """A uint64 hash of each byte string, 8 bytes at a time (multiply-xorshift over the words). All-zero words (the
+    padding of a shorter string; text has no NUL) are skipped, so the padding width plays no part and the same
+    string hashes alike in arrays of different widths."""
     w = strings.dtype.itemsize
     m = strings.view(np.uint8).reshape(-1, w)
+    if w % 8:
+        m = np.concatenate([m, np.zeros((m.shape[0], 8 - w % 8), dtype=np.uint8)], axis=1)
+    words = np.ascontiguousarray(m).view(np.uint64)
     h = np.full(strings.shape[0], 1469598103934665603, dtype=np.uint64) if seed is None else seed.copy()
     prime = np.uint64(1099511628211)
-    for j in range(w):
-        live = lengths > j
-        h = np.where(live, (h ^ m[:, j].astype(np.uint64)) * prime, h)
+    shift = np.uint64(29)
+    for j in range(words.shape[1]):
+        x = words[:, j]
+        mixed = (h ^ x) * prime
+        mixed ^= mixed >> shift
+        h = np.where(x != 0, mixed, h)
     return h
 
 

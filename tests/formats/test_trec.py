@@ -134,3 +134,14 @@ def test_fast_path_falls_back_on_blank_and_comment_lines(tmp_path):
     (tmp_path / "q.txt").write_text("1 0 d1 2\n\n#1 0 d3 1\n1 0 d2 0\n")
     q = read_qrels_columns(tmp_path / "q.txt")
     assert (q.docids.tolist(), q.values.tolist(), q.numbers.tolist()) == ([b"d1", b"d2"], [2.0, 0.0], [1, 4])
+
+
+def test_pair_hash_ignores_the_padding_width():
+    import numpy as np
+
+    from rankcli.formats.trec import _hash
+
+    short = np.array([b"doc-1", b"abcdefghijk"], dtype="S11")
+    wide = np.array([b"doc-1", b"abcdefghijk", b"x" * 30], dtype="S30")
+    assert _hash(short).tolist() == _hash(wide)[:2].tolist()
+    assert len(set(_hash(np.array([b"a", b"b", b"ab", b"ba", b"a" * 9], dtype="S9")).tolist())) == 5
