@@ -260,7 +260,7 @@ def _hash_datasets(h, parts) -> None:
         for arr in (ds.offsets, ds.labels, ds.features):
             arr = np.ascontiguousarray(arr)
             h.update(str((arr.dtype.str, arr.shape)).encode())
-            h.update(memoryview(arr).cast("B"))
+            h.update(memoryview(arr.reshape(-1)).cast("B"))  # flat: a (0, n) array has no 2-D byte view
 
 
 @dataclass
@@ -399,7 +399,7 @@ def find_folds(path: Path) -> list[Fold]:
     columns (a model trained on one fold's features is tested on that fold's test file). Problems are
     :class:`InputError` (exit 3) naming the fold and the file.
     """
-    from rankcli.formats.parquet import column_names, feature_columns, require_columns
+    from rankcli.formats.parquet import column_names, feature_columns, require_columns, row_group_rows
 
     numbered = {}
     for p in path.iterdir():
@@ -443,6 +443,8 @@ def find_folds(path: Path) -> list[Fold]:
         for _part, p in f.parts():
             names = column_names(p)
             require_columns(p, names, ["qid", "label"])
+            if int(np.sum(row_group_rows(p))) == 0:  # an empty test file gave "0 test queries", n/a everywhere, exit 0
+                raise InputError(f"{p}: no rows; every part of every fold needs queries")
             feats = feature_columns(names)
             if first is None:
                 first = (p, feats)

@@ -388,6 +388,27 @@ def test_a_unit_whose_validation_part_has_no_relevant_document_is_refused_naming
                           ex.ExperimentConfig(losses=["lambdamart"], trials=3, trees=2, early_stopping=1))
 
 
+def test_an_empty_dataset_hashes_into_the_fingerprint():
+    """A fold with an empty test.parquet ended in a traceback hashing its (0, n) feature matrix ("memoryview: cannot
+    cast view with zeros in shape or strides", exit 1)."""
+    import hashlib
+
+    empty = Dataset(qids=np.zeros(0, dtype=np.int64), labels=np.zeros(0), features=np.zeros((0, 4), np.float32),
+                    feature_names=feature_names(4))
+    h = hashlib.blake2b(digest_size=16)
+    ex._hash_datasets(h, [empty])
+    assert h.hexdigest() != hashlib.blake2b(digest_size=16).hexdigest()
+
+
+def test_fold_part_without_rows_is_refused(tmp_path):
+    root = write_folds(tmp_path / "d", k=2)
+    empty = Dataset(qids=np.zeros(0, dtype=np.int64), labels=np.zeros(0), features=np.zeros((0, 4), np.float32),
+                    feature_names=feature_names(4))
+    write_dataset(root / "Fold2" / "test.parquet", empty, overwrite=True)
+    with pytest.raises(InputError, match="Fold2/test.parquet: no rows; every part of every fold needs queries"):
+        ex.load_data(root, folds=True)
+
+
 FOLD_CFG = dict(losses=["lambdamart", "xendcg"], folds=True, trees=3, early_stopping=0, metrics=["ndcg@3", "ndcg@5"])
 
 
