@@ -413,6 +413,9 @@ def find_folds(path: Path) -> list[Fold]:
     if numbered and has_own:
         raise InputError(f"{path}: holds both fold directories ({', '.join(sorted(p.name for p in numbered.values()))})"
                          " and train/test files of its own; --folds reads one or the other, move one away")
+    if 0 in numbered:  # it was left out without a word: range(1, K + 1) never asked for it
+        raise InputError(f"{numbered[0]}: folds are numbered from 1 (Fold1/ .. FoldK/), got {numbered[0].name}; "
+                         "rename the fold directories to start at Fold1")
     if not numbered:
         dirs = [(1, path)]
     else:

@@ -341,6 +341,11 @@ def test_fold_numbers_without_gaps_and_not_mixed_with_files(tmp_path):
     with pytest.raises(InputError, match="numbered 1..K without gaps, got Fold1, Fold3 \\(Fold2 missing\\)"):
         ex.load_data(root, folds=True)
     shutil.rmtree(root / "Fold3")
+    # Fold0 beside Fold1: it was silently left out (folds 1..K were trained)
+    shutil.copytree(root / "Fold1", root / "Fold0")
+    with pytest.raises(InputError, match="Fold0: folds are numbered from 1 \\(Fold1/ .. FoldK/\\), got Fold0"):
+        ex.load_data(root, folds=True)
+    shutil.rmtree(root / "Fold0")
     write_dataset(root / "train.parquet", synthetic(5))
     with pytest.raises(InputError, match="holds both fold directories \\(Fold1\\) and train/test files"):
         ex.load_data(root, folds=True)
