@@ -27,10 +27,10 @@ trec_eval names and options are accepted as typed: -m P.5,10 -m ndcg_cut.10 -m o
 recip_rank, bpref, Rprec, ...; -q -c -l -J -M as in trec_eval; --format trec_eval prints its exact layout
 (docs/trec_eval.md). Sums (num_ret, num_rel, ...) and geometric means (gm_map) are summarised as trec_eval does.
 
-Output: a table of means with the number of queries evaluated and skipped; --json (--format json) prints {"convention": {...},
-"queries": N, "skipped": K, "queries_without_judged": J, "metrics": {...}}, J counting the evaluated queries of a
-TREC run none of whose ranked documents is in the qrels (noted under the table too); --per-query OUT.parquet writes
-one row per query, a column per metric.
+Output: a table of means with the number of queries evaluated and skipped; --json (--format json) prints
+{"convention": {...}, "queries": N, "skipped": K, "queries_without_judged": J, "metrics": {...}}, J counting the
+evaluated queries of a TREC run none of whose ranked documents is in the qrels (noted under the table too);
+--per-query OUT.parquet writes one row per query, a column per metric.
 
 Example: rankcli eval run.parquet --metric ndcg@1,3,5,10 --metric map --json
 """
@@ -113,7 +113,8 @@ def command(
         "when label >= this (default: 1; trec_eval's -l).", show_default=False)] = None,
     max_grade: Annotated[Optional[float], typer.Option(
         help="err: the top of the label scale (default: 4).", show_default=False)] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout (--format json).")] = False,
+    json_out: Annotated[bool, typer.Option(
+        "--json", help="Print the result as JSON on stdout (--format json).")] = False,
     output_format: Annotated[Optional[Format], typer.Option(
         "--format", help="table (default), json (as --json) or trec_eval (trec_eval's exact layout; default metrics "
         "then its 'official' set).", show_default=False)] = None,

@@ -42,7 +42,9 @@ class Measure:
     become the summary: ``mean``, ``sum`` (counts), ``gmean`` (geometric mean with trec_eval's floor 1e-5) or
     ``count`` (the number of queries). integer: printed as an integer by ``--format trec_eval``. per_query_line:
     whether trec_eval's ``-q`` prints it per query. graded: "has a relevant document" means a positive label (else
-    label >= threshold). normalised: best value 1 (scores 1 under ``no_relevant=one``).
+    label >= threshold). normalised: best value 1 (scores 1 under ``no_relevant=one``). kernel: for the ``trec``
+    family, the function of :mod:`rankcli.core.trec_kernels` that computes it (its docstring gives the definition);
+    the ``core`` family is computed by :func:`rankcli.core.metrics.per_query`'s bucket code.
     """
 
     name: str
@@ -59,58 +61,64 @@ class Measure:
     graded: bool = False
     normalised: bool = True
     needs_param: bool = False
+    kernel: str | None = None
 
 
 _C, _L = "cutoff", "level"
-#: The registry, in trec_eval's measure order (``te_trec_measures`` in ``measures.c``); it fixes the output order.
+#: The registry, one record per metric (``TREC_ORDER`` below fixes trec_eval's output order).
 REGISTRY: tuple[Measure, ...] = (
     Measure("runid", "the run's tag (trec_eval's runid line); not a metric", trec_plain="runid", family="info",
             per_query_line=False),
-    Measure("num_q", "number of queries evaluated", trec_plain="num_q", aggregate="count", integer=True,
-            per_query_line=False, normalised=False),
-    Measure("num_ret", "documents retrieved", trec_plain="num_ret", aggregate="sum", integer=True, normalised=False),
-    Measure("num_rel", "relevant documents judged (R)", trec_plain="num_rel", aggregate="sum", integer=True,
-            normalised=False),
-    Measure("num_rel_ret", "relevant documents retrieved", trec_plain="num_rel_ret", aggregate="sum", integer=True,
-            normalised=False),
+    Measure("num_q", kernel="num_q", doc="number of queries evaluated", trec_plain="num_q", aggregate="count",
+            integer=True, per_query_line=False, normalised=False),
+    Measure("num_ret", kernel="num_ret", doc="documents retrieved", trec_plain="num_ret", aggregate="sum",
+            integer=True, normalised=False),
+    Measure("num_rel", kernel="num_rel", doc="relevant documents judged (R)", trec_plain="num_rel", aggregate="sum",
+            integer=True, normalised=False),
+    Measure("num_rel_ret", kernel="num_rel_ret", doc="relevant documents retrieved", trec_plain="num_rel_ret",
+            aggregate="sum", integer=True, normalised=False),
     Measure("map", "average precision: sum of precision at each relevant rank / R", aliases=("ap",), trec_plain="map",
             trec_stem="map_cut", param=_C, defaults=DEFAULT_CUTOFFS, family="core"),
-    Measure("gm_map", "geometric mean over queries of AP (each floored at 1e-5)", trec_plain="gm_map",
-            aggregate="gmean", per_query_line=False),
-    Measure("rprec", "precision at rank R", aliases=("r-prec", "r_prec"), trec_plain="Rprec"),
-    Measure("bpref", "binary preference (Buckley & Voorhees 2004), judged documents only", trec_plain="bpref"),
+    Measure("gm_map", kernel="average_precision", doc="geometric mean over queries of AP (each floored at 1e-5)",
+            trec_plain="gm_map", aggregate="gmean", per_query_line=False),
+    Measure("rprec", kernel="rprec", doc="precision at rank R", aliases=("r-prec", "r_prec"), trec_plain="Rprec"),
+    Measure("bpref", kernel="bpref", doc="binary preference (Buckley & Voorhees 2004), judged documents only",
+            trec_plain="bpref"),
     Measure("mrr", "reciprocal rank of the first relevant document", aliases=("rr", "recip_rank"),
             trec_plain="recip_rank", param=_C, family="core"),
-    Measure("iprec_at_recall", "interpolated precision at a recall level (trec_eval 10: R x level rounded)",
+    Measure("iprec_at_recall", kernel="iprec_at_recall",
+            doc="interpolated precision at a recall level (trec_eval 10: R x level rounded)",
             aliases=("iprec",), trec_stem="iprec_at_recall", param=_L, defaults=RECALL_LEVELS, needs_param=True),
     Measure("precision", "relevant documents in the top k / k (whole list: / documents retrieved)",
             aliases=("p", "prec"), trec_plain="set_P", trec_stem="P", param=_C, defaults=DEFAULT_CUTOFFS,
             family="core"),
     Measure("recall", "relevant documents in the top k / R", aliases=("r",), trec_plain="set_recall",
             trec_stem="recall", param=_C, defaults=DEFAULT_CUTOFFS, family="core"),
-    Measure("infap", "inferred AP (Yilmaz & Aslam 2006): qrels labels < 0 are pooled but unjudged",
+    Measure("infap", kernel="infap", doc="inferred AP (Yilmaz & Aslam 2006): qrels labels < 0 are pooled but unjudged",
             trec_plain="infAP"),
-    Measure("gm_bpref", "geometric mean over queries of bpref (each floored at 1e-5)", trec_plain="gm_bpref",
-            aggregate="gmean", per_query_line=False),
-    Measure("rprec_mult", "precision at rank R x multiple (rank (long)(x R + 0.9))", trec_stem="Rprec_mult", param=_L,
-            defaults=R_MULTIPLES, needs_param=True),
-    Measure("11pt_avg", "interpolated precision averaged over the recall levels 0.0, 0.1, ..., 1.0",
+    Measure("gm_bpref", kernel="bpref", doc="geometric mean over queries of bpref (each floored at 1e-5)",
+            trec_plain="gm_bpref", aggregate="gmean", per_query_line=False),
+    Measure("rprec_mult", kernel="rprec_mult", doc="precision at rank R x multiple (rank (long)(x R + 0.9))",
+            trec_stem="Rprec_mult", param=_L, defaults=R_MULTIPLES, needs_param=True),
+    Measure("11pt_avg", kernel="pt11_avg", doc="interpolated precision averaged over the recall levels 0.0 ... 1.0",
             aliases=("iprec_avg",), trec_plain="11pt_avg"),
     Measure("dcg", "discounted cumulative gain", family="core", param=_C, graded=True, normalised=False),
     Measure("ndcg", "DCG / ideal DCG over every judged document", trec_plain="ndcg", trec_stem="ndcg_cut", param=_C,
             defaults=DEFAULT_CUTOFFS, family="core", graded=True),
-    Measure("ndcg_rel", "nDCG averaged over the ranks of the relevant (positive-label) documents",
+    Measure("ndcg_rel", kernel="ndcg_rel",
+            doc="nDCG averaged over the ranks of the relevant (positive-label) documents",
             trec_plain="ndcg_rel", graded=True),
-    Measure("rndcg", "nDCG averaged at the R levels of each positive grade", aliases=("r_ndcg",), trec_plain="Rndcg",
-            graded=True),
-    Measure("relative_p", "relevant documents in the top k / min(k, R)", aliases=("relative_precision",),
-            trec_stem="relative_P", param=_C, defaults=DEFAULT_CUTOFFS, needs_param=True),
-    Measure("success", "1 when a relevant document is in the top k (ranx's hit_rate)", aliases=("hit_rate",),
-            trec_stem="success", param=_C, defaults=(1, 5, 10)),
-    Measure("set_f", "F1 of the retrieved set: 2 P R / (P + R)", trec_plain="set_F"),
-    Measure("f1", "F1 of precision@k and recall@k (ranx's f1)", param=_C),
-    Measure("num_nonrel_judged_ret", "judged non-relevant documents retrieved", trec_plain="num_nonrel_judged_ret",
-            aggregate="sum", integer=True, normalised=False),
+    Measure("rndcg", kernel="rndcg", doc="nDCG averaged at the R levels of each positive grade", aliases=("r_ndcg",),
+            trec_plain="Rndcg", graded=True),
+    Measure("relative_p", kernel="relative_p", doc="relevant documents in the top k / min(k, R)",
+            aliases=("relative_precision",), trec_stem="relative_P", param=_C, defaults=DEFAULT_CUTOFFS,
+            needs_param=True),
+    Measure("success", kernel="success", doc="1 when a relevant document is in the top k (ranx's hit_rate)",
+            aliases=("hit_rate",), trec_stem="success", param=_C, defaults=(1, 5, 10)),
+    Measure("set_f", kernel="set_f", doc="F1 of the retrieved set: 2 P R / (P + R)", trec_plain="set_F"),
+    Measure("f1", kernel="f1", doc="F1 of precision@k and recall@k (ranx's f1)", param=_C),
+    Measure("num_nonrel_judged_ret", kernel="num_nonrel_judged_ret", doc="judged non-relevant documents retrieved",
+            trec_plain="num_nonrel_judged_ret", aggregate="sum", integer=True, normalised=False),
     Measure("err", "expected reciprocal rank (Chapelle et al. 2009)", family="core", param=_C, graded=True,
             normalised=False),
 )

@@ -271,15 +271,6 @@ def rndcg(b: Bucket, _):
     return np.where(b.R > 0, _div(total, count), 0.0)
 
 
-KERNELS = {
-    "num_q": num_q, "num_ret": num_ret, "num_rel": num_rel, "num_rel_ret": num_rel_ret,
-    "num_nonrel_judged_ret": num_nonrel_judged_ret, "gm_map": average_precision, "rprec": rprec, "bpref": bpref,
-    "gm_bpref": bpref, "infap": infap, "success": success, "relative_p": relative_p, "rprec_mult": rprec_mult,
-    "iprec_at_recall": iprec_at_recall, "11pt_avg": pt11_avg, "set_f": set_f, "f1": f1, "ndcg_rel": ndcg_rel,
-    "rndcg": rndcg,
-}
-
-
 def per_query(specs, labels, scores, offsets, judg, convention, judged=None) -> dict[str, np.ndarray]:
     """Values per query of the trec-family ``specs``; rows already in the convention's tie order for equal scores
     (the caller applies the docid rule), ``judg`` the :class:`rankcli.core.metrics._Judgments`."""
@@ -318,5 +309,5 @@ def per_query(specs, labels, scores, offsets, judg, convention, judged=None) -> 
                    nonrel_judged=nrj[qs], ge=None if ge_all is None else [g[qs] for g in ge_all],
                    gain=convention.gain, D=D)
         for spec in specs:
-            out[str(spec)][qs] = KERNELS[spec.name](b, spec.k)
+            out[str(spec)][qs] = globals()[spec.record.kernel](b, spec.k)  # the registry names the kernel
     return out
