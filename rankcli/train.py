@@ -906,7 +906,16 @@ class TrainedModel:
         if ds.n_rows == 0:
             return np.zeros(0)
         # LightGBM's default is every core of the node; use the CPUs this process may use (rankcli.cpus)
-        return np.asarray(self.booster.predict(ds.features, num_threads=default_threads()), dtype=np.float64)
+        scores = np.asarray(self.booster.predict(ds.features, num_threads=default_threads()), dtype=np.float64)
+        bad = ~np.isfinite(scores)
+        if bad.any():
+            # trees hold finite leaf values: an inf or NaN score means a damaged model.txt (a model without the
+            # checksum is checked only for its structure), and predict wrote the infs, eval --model ranked by them
+            row = int(np.flatnonzero(bad)[0])
+            where = self.path / MODEL_FILE if self.path is not None else "the model"
+            raise InputError(f"{where}: scores {what} row {row} as {scores[row]} ({int(bad.sum())} rows not finite); "
+                             "the model file holds a value that is not a number: restore it or retrain")
+        return scores
 
 
 def load_model(model_dir: Path | str) -> TrainedModel:

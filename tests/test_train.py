@@ -498,3 +498,26 @@ def test_model_files_that_are_not_regular_files_are_refused_before_reading(data,
     with pytest.raises(InputError, match=f"^{__import__('re').escape(str(target))}: {expected}"):
         load_model(tmp_path / "m")
     shutil.rmtree(tmp_path / "m")
+
+
+def test_a_model_that_scores_inf_is_refused_not_passed_through(data, tmp_path):
+    """A model without model_sha256 (written before the checksum, or the key removed) whose leaf value was changed to
+    1e999... in place (same length, so its structure is whole): predict wrote 112 inf scores and eval --model ranked
+    by them, exit 0."""
+    from rankcli.errors import InputError
+
+    train, valid = data
+    config = TrainConfig(loss="lambdamart", early_stopping=0, **FAST)
+    save_model(train_model(train, None, config), config, tmp_path / "m", feature_names=train.feature_names)
+    model_path, info_path = tmp_path / "m" / "model.txt", tmp_path / "m" / "rankcli.json"
+    text = model_path.read_text()
+    i = text.index("leaf_value=") + len("leaf_value=")
+    j = text.index(" ", i)
+    model_path.write_text(text[:i] + "1e" + "9" * (j - i - 2) + text[j:])
+    info = json.loads(info_path.read_text())
+    del info["model_sha256"]
+    info_path.write_text(json.dumps(info))
+    model = load_model(tmp_path / "m")
+    with pytest.raises(InputError, match=r"model.txt: scores v.parquet row \d+ as inf \(\d+ rows not finite\); the "
+                                         "model file holds a value that is not a number"):
+        model.predict(valid, what="v.parquet")
