@@ -140,6 +140,8 @@ class TrainResult:
     trees_trained: int = 0
     metric: str | None = None  # canonical name of the validation metric
     label_values: list[float] | None = None  # with label_grades: the label value of each grade
+    # with position (--propensity learn): LightGBM's learned additive score bias of each position at best_iteration
+    position_bias: dict | None = None
 
 
 def import_lightgbm_lean() -> Any:
@@ -215,6 +217,16 @@ def _check_param_value(key: str, value: Any) -> None:
             raise UsageError(f"--param {key}: LightGBM cannot take the value {str(value)!r} (its parameters travel as "
                              "'key=value' separated by spaces, so a value may be neither empty nor hold spaces or "
                              "'='); give a number, true/false, a word or a comma-separated list")
+        numbers = []
+        for part in (item.split(",") if isinstance(item, str) else [item]):   # a list such as label_gain=0,1,3
+            try:
+                numbers.append(float(part) if not isinstance(part, bool) else 0.0)
+            except (TypeError, ValueError):
+                pass
+        if not all(math.isfinite(x) for x in numbers):
+            # lambda_l2=inf trained a constant model; max_delta_step=nan wrote a model.txt that LightGBM cannot load
+            # again (a traceback in predict) and a rankcli.json holding NaN, which is not JSON
+            raise UsageError(f"--param {key}: the value must be a finite number, got {str(value)!r}")
 
 
 def _option_of(main: str, options: dict[str, str]) -> str | None:
@@ -483,14 +495,53 @@ class _Selection:
             raise lightgbm.callback.EarlyStopException(self.best_iter, self.best_results)
 
 
-def _lgb_dataset(ds: Dataset, labels: np.ndarray, params: dict, reference: Any = None) -> Any:
+def _lgb_dataset(ds: Dataset, labels: np.ndarray, params: dict, reference: Any = None,
+                 position: np.ndarray | None = None) -> Any:
     import lightgbm
 
     if ds.features is None:
         raise SchemaError("the dataset was read without its feature columns")
+    extra = {} if position is None else {"position": np.asarray(position, dtype=np.int32)}
     return lightgbm.Dataset(ds.features, label=labels, group=sizes(ds.offsets), feature_name=list(ds.feature_names),
                             params={k: v for k, v in params.items() if k in ("max_bin", "verbosity", "seed")},
-                            reference=reference, free_raw_data=True)
+                            reference=reference, free_raw_data=True, **extra)
+
+
+#: The first LightGBM with a position-bias model for lambdarank (Dataset ``position``,
+#: ``lambdarank_position_bias_regularization``).
+POSITION_BIAS_LIGHTGBM = (4, 1)
+
+
+def check_position_bias_support() -> None:
+    """:class:`UsageError` unless the installed LightGBM learns position biases (>= 4.1: unbiased LambdaMART)."""
+    import lightgbm
+
+    parts = []
+    for piece in str(lightgbm.__version__).split(".")[:2]:
+        digits = "".join(c for c in piece if c.isdigit()) if piece[:1].isdigit() else ""
+        parts.append(int(digits[:6]) if digits else 0)
+    if tuple(parts) < POSITION_BIAS_LIGHTGBM:
+        raise UsageError(f"--propensity learn needs LightGBM 4.1 or later (its position-bias model for lambdarank), "
+                         f"this is LightGBM {lightgbm.__version__}: pip install \"lightgbm>=4.1\", or estimate "
+                         "propensities with rankcli propensity and train --loss ranknet --propensity FILE")
+
+
+def _position_bias(log_lines: list[str], best_iteration: int) -> dict | None:
+    """LightGBM's learned position biases after tree ``best_iteration`` (one table per tree in its debug log)."""
+    from rankcli.compat import parse_position_bias_log
+
+    tables = parse_position_bias_log(log_lines)
+    if not tables or best_iteration < 1:
+        return None
+    ids, values = tables[min(best_iteration, len(tables)) - 1]
+    positions: list[Any] = []
+    for i in ids:
+        try:
+            positions.append(int(i))
+        except ValueError:
+            positions.append(i)
+    return {"positions": positions, "bias_factor": [float(v) for v in values],
+            "after_tree": min(best_iteration, len(tables))}
 
 
 #: LightGBM's seed is a 32-bit signed integer: a larger one would be silently wrapped.
@@ -575,11 +626,23 @@ def check_inputs(train: Dataset, valid: Dataset | None, config: TrainConfig,
 # ----------------------------------------------------------------------------------------------------- training
 def train_model(train: Dataset, valid: Dataset | None, config: TrainConfig,
                 on_iteration: Callable[[int, float | None, float | None], None] | None = None,
-                objective: Callable | None = None) -> TrainResult:
+                objective: Callable | None = None, position: np.ndarray | None = None) -> TrainResult:
     """Train a LightGBM ranker; ``on_iteration(iteration, valid_metric, best_so_far)`` after every tree.
-    ``objective``: a callable objective that replaces a library loss's own (IPS RankNet, :mod:`rankcli.ips`)."""
+    ``objective``: a callable objective that replaces a library loss's own (IPS RankNet, :mod:`rankcli.ips`).
+    ``position`` (one per training row, ``lambdamart`` only): the position each document was displayed at, for
+    LightGBM's position-bias model (unbiased LambdaMART, LightGBM >= 4.1; ``--propensity learn``); the learned biases
+    come back in :attr:`TrainResult.position_bias`."""
     import lightgbm
 
+    if position is not None:
+        if config.loss != "lambdamart":
+            raise UsageError(f"--propensity learn is LightGBM's position-bias model for --loss lambdamart, not "
+                             f"--loss {config.loss}")
+        check_position_bias_support()
+        position = np.asarray(position)
+        if position.shape != (train.n_rows,):
+            raise InputError(f"position: {position.shape[0] if position.ndim else 0} values for {train.n_rows} "
+                             "training rows")
     labels, label_values, metric_name, metric_fn = _prepare(train, valid, config)
     max_grade = int(labels.max()) if config.loss == "lambdamart" else None
     params = resolve_params(config, max_grade)
@@ -610,13 +673,25 @@ def train_model(train: Dataset, valid: Dataset | None, config: TrainConfig,
     # rankcli scores validation itself. LightGBM keeps labels as float32, where labels beyond 3.4e38 (which xendcg,
     # listnet and ranknet take) would become inf with a numpy warning: give it zeros where it does not read them.
     lgb_labels = labels if isinstance(run_params["objective"], str) else np.zeros(train.n_rows, dtype=np.float32)
-    train_set = _lgb_dataset(train, lgb_labels, params)
+    train_set = _lgb_dataset(train, lgb_labels, params, position=position)
     valid_sets = [_lgb_dataset(valid, np.zeros(valid.n_rows, dtype=np.float32), params, train_set)] if valid else None
     start = time.perf_counter()
+    log_lines: list[str] = []
     try:
-        booster = lightgbm.train(run_params, train_set, num_boost_round=int(config.trees), valid_sets=valid_sets,
-                                 valid_names=["valid"] if valid else None, feval=feval, callbacks=callbacks,
-                                 keep_training_booster=True)
+        if position is None:
+            booster = lightgbm.train(run_params, train_set, num_boost_round=int(config.trees), valid_sets=valid_sets,
+                                     valid_names=["valid"] if valid else None, feval=feval, callbacks=callbacks,
+                                     keep_training_booster=True)
+        else:
+            # LightGBM shows the position biases it learns only in its debug log: train at verbosity 2 with every
+            # message collected in memory (none reaches stdout, which carries rankcli's results).
+            from rankcli.compat import capture_lightgbm_log
+
+            run_params["verbosity"] = params["verbosity"] = 2
+            with capture_lightgbm_log() as log_lines:
+                booster = lightgbm.train(run_params, train_set, num_boost_round=int(config.trees),
+                                         valid_sets=valid_sets, valid_names=["valid"] if valid else None, feval=feval,
+                                         callbacks=callbacks, keep_training_booster=True)
     except lightgbm.basic.LightGBMError as exc:
         hint = ""
         if "num_features()) > (0)" in str(exc):  # every feature was dropped as unsplittable
@@ -642,7 +717,8 @@ def train_model(train: Dataset, valid: Dataset | None, config: TrainConfig,
     return TrainResult(booster=booster, best_iteration=best_iteration,
                        curve=list(selection.curve) if selection else [], seconds=seconds, params=params,
                        trees_trained=trees_trained, metric=metric_name if valid is not None else None,
-                       label_values=label_values)
+                       label_values=label_values,
+                       position_bias=_position_bias(log_lines, best_iteration) if position is not None else None)
 
 
 # ----------------------------------------------------------------------------------------------------- artifact
@@ -960,7 +1036,7 @@ def load_model(model_dir: Path | str) -> TrainedModel:
     _check_model_text(text, model_path, info, info_path)
     try:
         booster = lightgbm.Booster(model_str=text)
-    except (lightgbm.basic.LightGBMError, UnicodeError) as exc:
+    except (lightgbm.basic.LightGBMError, ValueError) as exc:  # ValueError: a parameter line it cannot parse back
         raise InputError(f"{model_path}: not a LightGBM model ({exc})") from None
     if len(info["features"]) != booster.num_feature():
         raise InputError(f"{info_path}: lists {len(info['features'])} features, but {model_path.name} was trained on "

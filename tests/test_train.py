@@ -246,6 +246,35 @@ def test_param_values_lightgbm_cannot_carry_are_refused(value):
         check_params({"max_bin": value})
 
 
+@pytest.mark.parametrize("key, value", [("max_delta_step", float("nan")), ("lambda_l2", float("inf")),
+                                        ("lambda_l1", "-inf"), ("label_gain", "0,1,nan,7"), ("label_gain", [0, 1, "inf"])])
+def test_param_values_that_are_not_finite_are_refused(key, value):
+    """lambda_l2=inf trained a constant model; max_delta_step=nan wrote a model.txt that LightGBM could not load again
+    (a JSONDecodeError traceback in predict) and a rankcli.json holding NaN (not JSON)."""
+    from rankcli.train import check_params
+
+    with pytest.raises(UsageError, match=f"--param {key}: the value must be a finite number"):
+        check_params({key: value})
+    assert check_params({"label_gain": "0,1,3,7", "max_delta_step": 0.5, "extra_trees": True, "boosting": "goss"})
+
+
+def test_a_model_text_lightgbm_cannot_parse_back_is_exit_3_not_a_traceback(data, tmp_path):
+    from rankcli.errors import InputError
+
+    train, _ = data
+    config = TrainConfig(loss="lambdamart", early_stopping=0, **FAST)
+    save_model(train_model(train, None, config), config, tmp_path / "m", feature_names=train.feature_names)
+    model_path, info_path = tmp_path / "m" / "model.txt", tmp_path / "m" / "rankcli.json"
+    text = model_path.read_text().replace("[max_delta_step: 0]", "[max_delta_step: nan]")
+    assert "[max_delta_step: nan]" in text
+    model_path.write_text(text)
+    info = json.loads(info_path.read_text())
+    del info["model_sha256"]
+    info_path.write_text(json.dumps(info))
+    with pytest.raises(InputError, match="model.txt: not a LightGBM model"):
+        load_model(tmp_path / "m")
+
+
 def test_param_key_in_the_wrong_case_suggests_the_parameter():
     from rankcli.train import check_params
 
