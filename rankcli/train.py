@@ -175,7 +175,8 @@ def check_loss(name: str) -> str:
     """The loss name, or :class:`UsageError` suggesting the closest known one."""
     if name in LOSSES:
         return name
-    close = difflib.get_close_matches(name, list(LOSSES), n=1, cutoff=0.5)
+    folded = str(name).strip().lower()   # 'XENDCG' or ' xendcg' had no suggestion
+    close = [folded] if folded in LOSSES else difflib.get_close_matches(folded, list(LOSSES), n=1, cutoff=0.5)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     raise UsageError(f"unknown loss {name!r}{hint} (choose from {', '.join(LOSSES)})")
 

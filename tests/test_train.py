@@ -275,6 +275,13 @@ def test_a_model_text_lightgbm_cannot_parse_back_is_exit_3_not_a_traceback(data,
         load_model(tmp_path / "m")
 
 
+@pytest.mark.parametrize("name", ["XENDCG", "LambdaMART", " listnet"])
+def test_a_loss_in_the_wrong_case_suggests_the_loss(name):
+    with pytest.raises(UsageError, match=f"^unknown loss {__import__('re').escape(repr(name))}; did you mean "
+                                         f"'{name.strip().lower()}'\\?"):
+        check_loss(name)
+
+
 def test_param_key_in_the_wrong_case_suggests_the_parameter():
     from rankcli.train import check_params
 
