@@ -339,8 +339,8 @@ def read_qrels(path: Path | str) -> Qrels:
     return Qrels(_text(cols.qids), _text(cols.docids), cols.values)
 
 
-#: What cannot be part of a document name in a TREC file: the empty name, whitespace (Python's ``str.split`` set, which
-#: the readers split lines on) and NUL (trec_eval's C strings end there). RE2 syntax, for ``pyarrow.compute``.
+#: What cannot be part of a document name in a TREC file: the empty name, whitespace (Python's ``str.split`` set, a
+#: superset of the C whitespace the readers split on) and NUL (trec_eval's C strings end there). RE2 syntax, for ``pyarrow.compute``.
 _UNWRITABLE = (r"^$|[\x00\t\n\x0b\x0c\r\x1c-\x1f \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}"
                r"\x{205f}\x{3000}]")
 
