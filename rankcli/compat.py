@@ -11,11 +11,20 @@ Uses
     --param`` need exactly that to refuse a misspelt key (LightGBM itself ignores unknown keys with a warning that
     rankcli's ``verbosity=-1`` hides) and to recognise an alias of a parameter that a rankcli option sets. Used by
     :func:`lightgbm_parameter_aliases`. Present since LightGBM 3.3 (the C function) / 4.0 (the Python name).
+``lightgbm.basic._LOGGER``, ``_INFO_METHOD_NAME``, ``_WARNING_METHOD_NAME``
+    The logger that ``lightgbm.register_logger`` (public) installs, read so that :func:`capture_lightgbm_log` can put
+    the previous one back: LightGBM has no public way to ask for it. ``rankcli train --loss lambdamart --propensity
+    learn`` reads the position biases LightGBM learns from its debug log, the only place LightGBM shows them
+    (``LambdarankNDCG::LogDebugPositionBiasFactors``, LightGBM >= 4.1); :func:`parse_position_bias_log` reads that log's
+    table. Both are used by :mod:`rankcli.train`.
 """
 
 from __future__ import annotations
 
+import re
+from contextlib import contextmanager
 from functools import lru_cache
+from typing import Iterator
 
 from rankcli.errors import ExitStatus, RankcliError
 
@@ -48,4 +57,69 @@ def lightgbm_parameter_aliases() -> dict[str, tuple[str, ...]]:
     return {str(main): tuple(dict.fromkeys([str(main), *map(str, names)])) for main, names in table.items()}
 
 
-__all__ = ["DependencyChanged", "lightgbm_parameter_aliases"]
+class _LogCapture:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def info(self, msg: str) -> None:
+        self.lines.append(str(msg))
+
+    def warning(self, msg: str) -> None:
+        self.lines.append(str(msg))
+
+
+@contextmanager
+def capture_lightgbm_log() -> Iterator[list[str]]:
+    """Collect every message LightGBM logs (nothing reaches stdout or stderr) inside the block; yields the list.
+
+    The logger registered before is restored on exit. Raises :class:`DependencyChanged` when LightGBM no longer keeps
+    its logger where rankcli reads it back.
+    """
+    import lightgbm
+    import lightgbm.basic as basic
+
+    names = ("_LOGGER", "_INFO_METHOD_NAME", "_WARNING_METHOD_NAME")
+    if not all(hasattr(basic, n) for n in names) or not hasattr(lightgbm, "register_logger"):
+        raise DependencyChanged(f"LightGBM {lightgbm.__version__} no longer keeps its logger in "
+                                "lightgbm.basic._LOGGER, which rankcli reads to restore it after capturing the position "
+                                "biases of --propensity learn; install the LightGBM version rankcli was tested with, or "
+                                "report this")
+    previous = tuple(getattr(basic, n) for n in names)
+    capture = _LogCapture()
+    lightgbm.register_logger(capture)
+    try:
+        yield capture.lines
+    finally:
+        lightgbm.register_logger(previous[0], info_method_name=previous[1], warning_method_name=previous[2])
+
+
+_BIAS_HEADER = re.compile(r"^\[LightGBM\] \[Debug\]\s+position\s+bias_factor\s*$")
+_BIAS_ROW = re.compile(r"^\[LightGBM\] \[Debug\]\s+(\S+)\s+(\S+)\s*$")
+
+
+def parse_position_bias_log(lines: list[str]) -> list[tuple[list[str], list[float]]]:
+    """The position-bias tables of a LightGBM lambdarank debug log, one per iteration, in order: ``(position ids,
+    bias factors)``. LightGBM prints each table after updating the biases in an iteration's gradient step (a header
+    line ``position bias_factor``, then one line per position id, 6 significant digits)."""
+    tables: list[tuple[list[str], list[float]]] = []
+    current: tuple[list[str], list[float]] | None = None
+    for line in lines:
+        if _BIAS_HEADER.match(line):
+            current = ([], [])
+            tables.append(current)
+            continue
+        row = _BIAS_ROW.match(line) if current is not None else None
+        if row is None:
+            current = None
+            continue
+        try:
+            value = float(row.group(2))
+        except ValueError:
+            current = None
+            continue
+        current[0].append(row.group(1))
+        current[1].append(value)
+    return tables
+
+
+__all__ = ["DependencyChanged", "capture_lightgbm_log", "lightgbm_parameter_aliases", "parse_position_bias_log"]

@@ -18,8 +18,8 @@ LOG_COLUMNS = ("source_qid", "position", "source_row")
 
 
 def parse_propensity(text: str) -> tuple[str, object]:
-    """``pbm:ETA`` -> ``("pbm", eta)``; ``learn`` -> not implemented (exit 2); anything else is a propensity JSON file
-    (``rankcli propensity -o``) -> ``("file", path)``."""
+    """``pbm:ETA`` -> ``("pbm", eta)``; ``learn`` -> ``("learn", None)`` (LightGBM's position-bias model, lambdamart
+    only); anything else is a propensity JSON file (``rankcli propensity -o``) -> ``("file", path)``."""
     t = str(text).strip()
     if t.lower().startswith("pbm:"):
         try:
@@ -30,20 +30,30 @@ def parse_propensity(text: str) -> tuple[str, object]:
             raise UsageError(f"--propensity pbm:ETA: expected a non-negative number, got {t!r}")
         return "pbm", eta
     if t.lower() == "learn":
-        raise UsageError("--propensity learn (LightGBM's position-bias model for lambdamart) is not implemented in "
-                         "this version; estimate propensities with rankcli propensity and pass the file, or pbm:ETA")
+        return "learn", None
     return "file", Path(t)
 
 
-def check_ips_loss(loss: str) -> None:
-    """Only the losses whose labels carry the IPS relevance linearly (:data:`rankcli.core.ips.IPS_LOSSES`)."""
+#: The losses ``--propensity learn`` takes: LightGBM's position-bias model is part of its lambdarank objective.
+LEARN_LOSSES = ("lambdamart",)
+
+
+def check_ips_loss(loss: str, kind: str | None = None) -> None:
+    """``kind`` ``"learn"``: only :data:`LEARN_LOSSES`; otherwise (a propensity file, ``pbm:ETA``, or pooling without
+    propensities: ``None``) only the losses whose labels carry the IPS relevance linearly
+    (:data:`rankcli.core.ips.IPS_LOSSES`)."""
+    if kind == "learn":
+        if loss in LEARN_LOSSES:
+            return
+        raise UsageError(f"--propensity learn is LightGBM's position-bias model for --loss lambdamart (unbiased "
+                         f"LambdaMART), not --loss {loss}; with {', '.join(core.IPS_LOSSES)} give a propensity file "
+                         "(rankcli propensity) or pbm:ETA")
     if loss in core.IPS_LOSSES:
         return
     if loss == "lambdamart":
         raise UsageError("--loss lambdamart: LightGBM's per-document weights scale a document's summed lambda, which "
                          "is not pairwise IPS; use --loss ranknet (the pairwise IPS loss), or xendcg, listnet or "
-                         "pointwise (--propensity learn, LightGBM's position-bias model, is not implemented in this "
-                         "version)")
+                         "pointwise, or --propensity learn (LightGBM's own position-bias model for lambdamart)")
     if loss == "xendcg-native":
         raise UsageError("--loss xendcg-native: LightGBM's rank_xendcg casts labels to integers, which would round the "
                          "IPS relevance away; use --loss xendcg (the same loss, in rankcli)")
@@ -69,6 +79,44 @@ def objective_for(loss: str, pooled: Dataset):
     """The callable objective that replaces the library loss's own in IPS training, or ``None`` (the library loss
     on the transformed labels is already the IPS loss)."""
     return RankNetIPSObjective(pooled.labels, pooled.offsets) if loss == "ranknet" else None
+
+
+def position_training_set(ds: Dataset, *, allow_graded: bool = False,
+                          what: str = "training data") -> tuple[Dataset, np.ndarray, dict]:
+    """The click log ``ds`` as it is (each impression one list) with each row's displayed position, for LightGBM's
+    position-bias model (``--propensity learn``). Returns the training set, the positions and what ``rankcli.json``
+    records about them (the learned biases are added after training)."""
+    if "position" not in ds.extra:
+        raise SchemaError(f"{what}: missing column position: --propensity learn needs the position each document was "
+                          "displayed at (a click log from rankcli simulate-clicks)")
+    clicks = np.asarray(ds.labels, dtype=np.float64)
+    _check_clicks(clicks, allow_graded, what)
+    positions = np.asarray(ds.extra["position"])
+    as_float = positions.astype(np.float64)
+    bad = np.flatnonzero(~(as_float >= 1) | (as_float > np.iinfo(np.int32).max) | (as_float != np.floor(as_float)))
+    if bad.shape[0]:
+        row = int(bad[0])
+        raise InputError(f"{what}: position of row {row} is {positions[row]}, not a position (1, 2, ...)")
+    positions = positions.astype(np.int64)
+    info = {
+        "mode": "learn",
+        "propensity": {"source": "learn"},
+        "impressions": int(ds.n_queries),
+        "positions": int(np.unique(positions).shape[0]),
+        "clicks": int(np.count_nonzero(clicks)),
+    }
+    return ds, positions, info
+
+
+def _check_clicks(clicks: np.ndarray, allow_graded: bool, what: str) -> None:
+    if not allow_graded:
+        bad = np.flatnonzero((clicks != 0) & (clicks != 1))
+        if bad.shape[0]:
+            raise InputError(f"{what}: label of row {int(bad[0])} is {clicks[bad[0]]:g}, not a click (0 or 1); IPS "
+                             "weights clicks. Pass --allow-graded to weight graded labels the same way")
+    if clicks.shape[0] and not np.any(clicks != 0):
+        raise InputError(f"{what}: column label holds no click (every label is 0): there is nothing to learn "
+                         "position biases or relevance from")
 
 
 def _propensities(spec: tuple[str, object] | None, max_position: int) -> tuple[np.ndarray, dict]:
@@ -100,11 +148,7 @@ def pooled_training_set(ds: Dataset, *, loss: str, propensity: tuple[str, object
     else:
         raise SchemaError(f"{what}: missing column docid (or source_row): IPS training pools each document's clicks")
     clicks = np.asarray(ds.labels, dtype=np.float64)
-    if not allow_graded:
-        bad = np.flatnonzero((clicks != 0) & (clicks != 1))
-        if bad.shape[0]:
-            raise InputError(f"{what}: label of row {int(bad[0])} is {clicks[bad[0]]:g}, not a click (0 or 1); IPS "
-                             "weights clicks. Pass --allow-graded to weight graded labels the same way")
+    _check_clicks(clicks, allow_graded, what)
     positions = np.asarray(ds.extra["position"], dtype=np.int64)
     top = int(positions.max()) if positions.shape[0] else 1
     p, source = _propensities(propensity, top)

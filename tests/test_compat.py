@@ -39,3 +39,20 @@ def test_a_moved_private_name_is_a_clear_error_not_an_attribute_error(monkeypatc
         assert err.value.exit_status == 1
     finally:
         compat.lightgbm_parameter_aliases.cache_clear()
+
+
+def test_lightgbm_still_keeps_its_logger_where_capture_restores_it():
+    import lightgbm.basic
+
+    before = lightgbm.basic._LOGGER  # the private name compat.capture_lightgbm_log reads back
+    with compat.capture_lightgbm_log() as lines:
+        assert lightgbm.basic._LOGGER is not before
+        lightgbm.basic._log_info("hello")
+    assert lines == ["hello"] and lightgbm.basic._LOGGER is before
+
+
+def test_parse_position_bias_log_one_table_per_iteration():
+    lines = ["[LightGBM] [Debug]        position    bias_factor\n", "[LightGBM] [Debug]               1       0.25",
+             "[LightGBM] [Debug]               2     -0.125", "[LightGBM] [Debug] Trained a tree with leaves = 4",
+             "[LightGBM] [Debug]        position    bias_factor\n", "[LightGBM] [Debug]               1        0.5"]
+    assert compat.parse_position_bias_log(lines) == [(["1", "2"], [0.25, -0.125]), (["1"], [0.5])]

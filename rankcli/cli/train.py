@@ -105,7 +105,9 @@ def command(
     propensity: Annotated[Optional[str], typer.Option(
         help="IPS training on a click log: a propensity file from rankcli propensity, or pbm:ETA ((1/r)^ETA). The "
              "impressions of each source query are pooled into one list; a document's relevance is the mean of "
-             "click / propensity(position) (xendcg, listnet, pointwise, ranknet; see docs/clicks.md).",
+             "click / propensity(position) (xendcg, listnet, pointwise, ranknet; see docs/clicks.md). Or learn: "
+             "LightGBM's own position-bias model, jointly learned (--loss lambdamart, LightGBM >= 4.1; tune it with "
+             "--param lambdarank_position_bias_regularization=...).",
         show_default=False)] = None,
     pool_impressions: Annotated[bool, typer.Option(
         "--pool-impressions", help="Pool a click log's impressions per source query on click-through rates, without "
@@ -151,12 +153,20 @@ def command(
         if propensity is not None and pool_impressions:
             raise UsageError("--propensity and --pool-impressions: give one (--propensity pbm:0 is the pooled "
                              "click-through rate too)")
-        check_ips_loss(loss)
+        ips_spec = parse_propensity(propensity) if propensity is not None else None
+        check_ips_loss(loss, ips_spec[0] if ips_spec is not None else None)
         if dask is not None:
             raise UsageError("--propensity and --pool-impressions train on one machine; drop --dask")
         if not 0 < propensity_clip <= 1:
             raise UsageError(f"--propensity-clip: must be within (0, 1], got {propensity_clip:g}")
-        ips_spec = parse_propensity(propensity) if propensity is not None else None
+        if ips_spec is not None and ips_spec[0] == "learn":
+            from rankcli.train import check_position_bias_support
+
+            import_lightgbm_lean()
+            check_position_bias_support()
+    if "lambdarank_position_bias_regularization" in params and (ips_spec is None or ips_spec[0] != "learn"):
+        raise UsageError("--param lambdarank_position_bias_regularization: it regularises LightGBM's position-bias "
+                         "model, which only --loss lambdamart --propensity learn trains")
     config = TrainConfig(loss=loss, gamma=gamma, trees=trees if trees is not None else 500,
                          early_stopping=early_stopping if early_stopping is not None else (50 if valid is not None else 0), select_by=select_by,
                          convention=convention, learning_rate=learning_rate, num_leaves=num_leaves,
@@ -177,7 +187,13 @@ def command(
         valid_ds = valid
     else:
         ips_info = None
-        if propensity is not None or pool_impressions:
+        positions = None
+        if ips_spec is not None and ips_spec[0] == "learn":
+            from rankcli.ips import position_training_set
+
+            train_ds, positions, ips_info = position_training_set(read_dataset(train, extra_columns=("position",)),
+                                                                  allow_graded=allow_graded, what=str(train))
+        elif propensity is not None or pool_impressions:
             from rankcli.ips import LOG_COLUMNS, pooled_training_set
 
             train_ds, ips_info = pooled_training_set(read_dataset(train, extra_columns=LOG_COLUMNS), loss=loss,
@@ -197,11 +213,12 @@ def command(
                 bar.advance(1, metric=text)
 
             objective = None
-            if ips_info is not None:
+            if ips_info is not None and positions is None:
                 from rankcli.ips import objective_for
 
                 objective = objective_for(loss, train_ds)
-            result = train_model(train_ds, valid_ds, config, on_iteration=on_iteration, objective=objective)
+            result = train_model(train_ds, valid_ds, config, on_iteration=on_iteration, objective=objective,
+                                 position=positions)
             bar.update(total=result.trees_trained, completed=result.trees_trained)  # early stopping: end the bar full
         if ips_info is None:
             info = save_model(result, config, output, train_path=train, valid_path=valid,
@@ -211,6 +228,11 @@ def command(
 
             info = model_info(result, config, train_path=train, valid_path=valid,
                               feature_names=train_ds.feature_names)
+            if positions is not None:  # LightGBM's learned additive score bias per position (None: not shown)
+                ips_info["propensity"]["position_bias"] = result.position_bias
+                ips_info["propensity"]["regularization"] = result.params.get(
+                    "lambdarank_position_bias_regularization",
+                    info["params"].get("lambdarank_position_bias_regularization"))
             info["ips"] = ips_info
             info = write_model_dir(output, result.booster.model_to_string(num_iteration=result.best_iteration), info,
                                    overwrite=overwrite)

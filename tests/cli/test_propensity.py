@@ -132,11 +132,13 @@ def test_logs_that_cannot_identify_propensities_exit_3(run, logs, tmp_path, log,
     assert not out.exists()
 
 
-def _rewrite(src, dst, drop=(), metadata=None, label=None):
+def _rewrite(src, dst, drop=(), metadata=None, label=None, position=None):
     table = pq.read_table(src)
     table = table.drop_columns(list(drop))
     if label is not None:
         table = table.set_column(table.column_names.index("label"), "label", pa.array(label))
+    if position is not None:
+        table = table.set_column(table.column_names.index("position"), "position", pa.array(position))
     table = table.replace_schema_metadata(metadata if metadata is not None else table.schema.metadata)
     pq.write_table(table, dst)
     return dst
@@ -235,14 +237,24 @@ def test_train_with_an_estimated_propensity_file(run, logs, tmp_path, loss):
 @pytest.mark.parametrize("args,message", [
     (["--loss", "lambdamart", "--propensity", "pbm:1"],
      "Error: --loss lambdamart: LightGBM's per-document weights scale a document's summed lambda, which is not "
-     "pairwise IPS; use --loss ranknet (the pairwise IPS loss), or xendcg, listnet or pointwise (--propensity learn, "
-     "LightGBM's position-bias model, is not implemented in this version)\n"),
+     "pairwise IPS; use --loss ranknet (the pairwise IPS loss), or xendcg, listnet or pointwise, or --propensity learn "
+     "(LightGBM's own position-bias model for lambdamart)\n"),
     (["--loss", "xendcg-native", "--pool-impressions"],
      "Error: --loss xendcg-native: LightGBM's rank_xendcg casts labels to integers, which would round the IPS "
      "relevance away; use --loss xendcg (the same loss, in rankcli)\n"),
     (["--propensity", "learn"],
-     "Error: --propensity learn (LightGBM's position-bias model for lambdamart) is not implemented in this version; "
-     "estimate propensities with rankcli propensity and pass the file, or pbm:ETA\n"),
+     "Error: --propensity learn is LightGBM's position-bias model for --loss lambdamart (unbiased LambdaMART), not "
+     "--loss xendcg; with xendcg, listnet, pointwise, ranknet give a propensity file (rankcli propensity) or pbm:ETA\n"),
+    (["--loss", "ranknet", "--propensity", "learn"],
+     "Error: --propensity learn is LightGBM's position-bias model for --loss lambdamart (unbiased LambdaMART), not "
+     "--loss ranknet; with xendcg, listnet, pointwise, ranknet give a propensity file (rankcli propensity) or pbm:ETA\n"),
+    (["--loss", "lambdamart", "--pool-impressions"],
+     "Error: --loss lambdamart: LightGBM's per-document weights scale a document's summed lambda, which is not "
+     "pairwise IPS; use --loss ranknet (the pairwise IPS loss), or xendcg, listnet or pointwise, or --propensity learn "
+     "(LightGBM's own position-bias model for lambdamart)\n"),
+    (["--loss", "lambdamart", "--param", "lambdarank_position_bias_regularization=0.5"],
+     "Error: --param lambdarank_position_bias_regularization: it regularises LightGBM's position-bias model, which "
+     "only --loss lambdamart --propensity learn trains\n"),
     (["--propensity", "pbm:-1"], "Error: --propensity pbm:ETA: expected a non-negative number, got 'pbm:-1'\n"),
     (["--propensity", "pbm:1", "--pool-impressions"],
      "Error: --propensity and --pool-impressions: give one (--propensity pbm:0 is the pooled click-through rate "
@@ -252,6 +264,92 @@ def test_train_with_an_estimated_propensity_file(run, logs, tmp_path, loss):
 def test_ips_usage_errors(run, logs, tmp_path, args, message):
     status, _, err = run("train", logs["random"], "-o", tmp_path / "m", *args, *TRAIN_ARGS)
     assert status == 2 and err == message
+    assert not (tmp_path / "m").exists()
+
+
+def _bias(model):
+    return json.loads((model / "rankcli.json").read_text())["ips"]["propensity"]["position_bias"]
+
+
+def test_lambdamart_learn_trains_lightgbms_position_bias_model(run, logs, tmp_path):
+    """--propensity learn on a PBM (eta = 1) log of a deterministic ranker: LightGBM gets the positions (its
+    unbiased LambdaMART), rankcli.json records the source and the learned biases, and the model differs from plain
+    lambdamart on the same log."""
+    learn, plain = tmp_path / "learn", tmp_path / "plain"
+    status, _, err = run("train", logs["deterministic"], "-o", learn, "--loss", "lambdamart", "--propensity", "learn",
+                         *TRAIN_ARGS)
+    assert status == 0, err
+    assert run("train", logs["deterministic"], "-o", plain, "--loss", "lambdamart", *TRAIN_ARGS)[0] == 0
+    assert (learn / "model.txt").read_bytes() != (plain / "model.txt").read_bytes()
+    info = json.loads((learn / "rankcli.json").read_text())
+    ips = info["ips"]
+    assert ips["mode"] == "learn" and ips["propensity"]["source"] == "learn"
+    assert ips["impressions"] == len(pq.read_table(logs["deterministic"], columns=["qid"]).column("qid").unique())
+    assert ips["positions"] == 10 and ips["propensity"]["regularization"] == 0
+    bias = ips["propensity"]["position_bias"]
+    assert bias["positions"] == list(range(1, 11)) and bias["after_tree"] == 3
+    assert len(bias["bias_factor"]) == 10 and all(np.isfinite(bias["bias_factor"]))
+    # clicks fall with the position (eta = 1): the learned bias of position 1 is the largest
+    assert bias["bias_factor"][0] == max(bias["bias_factor"])
+    assert info["loss"]["name"] == "lambdamart" and info["params"]["lambdarank_position_bias_regularization"] == 0
+    # the model is LightGBM's own with Dataset(position=...): the library call gives the same trees
+    from rankcli.formats.parquet import read_dataset
+    from rankcli.train import TrainConfig, train_model
+
+    ds = read_dataset(logs["deterministic"], extra_columns=("position",))
+    config = TrainConfig(loss="lambdamart", trees=3, threads=1, num_leaves=4, min_data_in_leaf=2, early_stopping=0)
+    result = train_model(ds, None, config, position=ds.extra["position"])
+    assert result.booster.model_to_string(num_iteration=3) == (learn / "model.txt").read_text()
+    assert result.position_bias == bias
+    # the regularisation passes through --param and changes the biases (stronger: closer to 0)
+    reg = tmp_path / "reg"
+    status, _, err = run("train", logs["deterministic"], "-o", reg, "--loss", "lambdamart", "--propensity", "learn",
+                         "--param", "lambdarank_position_bias_regularization=10", *TRAIN_ARGS)
+    assert status == 0, err
+    stronger = _bias(reg)["bias_factor"]
+    assert json.loads((reg / "rankcli.json").read_text())["ips"]["propensity"]["regularization"] == 10
+    assert np.abs(stronger).sum() < np.abs(bias["bias_factor"]).sum()
+
+
+def test_learn_with_validation_records_the_best_iterations_biases(run, logs, tmp_path):
+    model = tmp_path / "m"
+    status, out, err = run("train", logs["deterministic"], "-o", model, "--loss", "lambdamart", "--propensity", "learn",
+                           "--valid", logs["train"], "--trees", "6", "--early-stopping", "2", "--threads", "1",
+                           "--num-leaves", "4", "--min-data-in-leaf", "2", "--json")
+    assert status == 0, err
+    # LightGBM's debug log (verbosity 2, read for the biases) reaches neither stdout (only the JSON) nor stderr
+    assert json.loads(out)["ips"]["propensity"]["source"] == "learn" and "LightGBM" not in err
+    info = json.loads((model / "rankcli.json").read_text())
+    assert _bias(model)["after_tree"] == info["best_iteration"]
+
+
+def test_learn_needs_lightgbm_4_1(run, logs, tmp_path, monkeypatch):
+    import lightgbm
+
+    monkeypatch.setattr(lightgbm, "__version__", "4.0.0")
+    status, _, err = run("train", logs["deterministic"], "-o", tmp_path / "m", "--loss", "lambdamart",
+                         "--propensity", "learn", *TRAIN_ARGS)
+    assert status == 2 and err.startswith("Error: --propensity learn needs LightGBM 4.1 or later (its position-bias "
+                                          "model for lambdarank), this is LightGBM 4.0.0:")
+    assert not (tmp_path / "m").exists()
+
+
+def test_learn_input_errors(run, logs, tmp_path):
+    common = ["--loss", "lambdamart", "--propensity", "learn", *TRAIN_ARGS]
+    status, _, err = run("train", logs["train"], "-o", tmp_path / "m", *common)
+    assert status == 3 and err == (f"Error: {logs['train']}: missing column position: --propensity learn needs the "
+                                   "position each document was displayed at (a click log from rankcli "
+                                   "simulate-clicks)\n")
+    n = pq.read_metadata(logs["deterministic"]).num_rows
+    none = _rewrite(logs["deterministic"], tmp_path / "none.parquet", label=np.zeros(n))
+    status, _, err = run("train", none, "-o", tmp_path / "m", *common)
+    assert status == 3 and "column label holds no click" in err
+    graded = _rewrite(logs["deterministic"], tmp_path / "graded.parquet", label=np.full(n, 2.0))
+    status, _, err = run("train", graded, "-o", tmp_path / "m", *common)
+    assert status == 3 and "label of row 0 is 2, not a click (0 or 1)" in err
+    zero = _rewrite(logs["deterministic"], tmp_path / "zero.parquet", position=np.zeros(n, dtype=np.int64))
+    status, _, err = run("train", zero, "-o", tmp_path / "m", *common)
+    assert status == 3 and err == f"Error: {zero}: position of row 0 is 0, not a position (1, 2, ...)\n"
     assert not (tmp_path / "m").exists()
 
 
