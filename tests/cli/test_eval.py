@@ -309,6 +309,25 @@ def test_train_refuses_the_trec_convention_before_training(cli, tmp_path):
     assert not (tmp_path / "m").exists()
 
 
+class _Out:
+    """What an in-process run of the CLI printed (the subprocess fixture's fields), for the fast trec_eval tests."""
+
+    def __init__(self, returncode, stdout, stderr):
+        self.returncode, self.stdout, self.stderr = returncode, stdout.encode(), stderr.encode()
+
+
+@pytest.fixture
+def cli_fast(capsys):
+    from rankcli.cli import main
+
+    def run(*args):
+        status = main([str(a) for a in args])
+        out = capsys.readouterr()
+        return _Out(status, out.out, out.err)
+
+    return run
+
+
 def _trec_files(tmp_path, gz=False):
     run = tmp_path / "run.txt"
     run.write_text("1\tQ0  a 1 3.0 t\n1 Q0 b 2 2.0 t\n1 Q0 c 3 1.0 t\n2 Q0 x 1 1 t\n")
@@ -323,10 +342,10 @@ def _trec_files(tmp_path, gz=False):
     return run, qrels
 
 
-def test_format_trec_eval_is_trec_evals_layout(cli, tmp_path):
+def test_format_trec_eval_is_trec_evals_layout(cli_fast, tmp_path):
     """trec_eval's %-22s\\t%s\\t%6.4f lines (counts %ld), its measure order, -q per-query lines first, runid."""
     run, qrels = _trec_files(tmp_path)
-    out = cli("eval", "--qrels", qrels, "--run", run, "-m", "P.5", "-m", "map,num_ret,num_q,runid", "-q",
+    out = cli_fast("eval", "--qrels", qrels, "--run", run, "-m", "P.5", "-m", "map,num_ret,num_q,runid", "-q",
               "--format", "trec_eval")
     assert out.returncode == 0, out.stderr
     # query 1: b (relevant) at rank 2 of a, b, c, R = 2 (z unretrieved): AP 1/2 / 2; query 2: nothing relevant found
@@ -343,7 +362,7 @@ def test_format_trec_eval_is_trec_evals_layout(cli, tmp_path):
         "map                   \tall\t0.1250\n"
         "P_5                   \tall\t0.1000\n")
     # without -m, trec_eval's default set 'official'
-    out = cli("eval", "--qrels", qrels, "--run", run, "--format", "trec_eval")
+    out = cli_fast("eval", "--qrels", qrels, "--run", run, "--format", "trec_eval")
     names = [line.split("\t")[0].strip() for line in out.stdout.decode().splitlines()]
     assert names[:10] == ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
                           "recip_rank"] and names[-1] == "P_1000" and len(names) == 30
@@ -356,45 +375,45 @@ def test_format_trec_eval_is_trec_evals_layout(cli, tmp_path):
     (["-M", "1"], 2, 2, 0.0),            # only the top document of each query: a, x
     (["-J", "-c", "-M", "2"], 3, 1, 0.5 / 3),
 ])
-def test_trec_eval_options_c_J_M(cli, tmp_path, flags, num_q, num_ret, map_):
+def test_trec_eval_options_c_J_M(cli_fast, tmp_path, flags, num_q, num_ret, map_):
     run, qrels = _trec_files(tmp_path)
-    out = cli("eval", "--qrels", qrels, "--run", run, "-m", "num_q,num_ret,map", "--json", *flags)
+    out = cli_fast("eval", "--qrels", qrels, "--run", run, "-m", "num_q,num_ret,map", "--json", *flags)
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout)["metrics"]
     assert (got["num_q"], got["num_ret"]) == (num_q, num_ret)
     assert got["map"] == pytest.approx(map_)
 
 
-def test_gzipped_run_and_qrels(cli, tmp_path):
+def test_gzipped_run_and_qrels(cli_fast, tmp_path):
     run, qrels = _trec_files(tmp_path)
-    plain = cli("eval", "--qrels", qrels, "--run", run, "--format", "trec_eval", "-m", "all_trec")
+    plain = cli_fast("eval", "--qrels", qrels, "--run", run, "--format", "trec_eval", "-m", "all_trec")
     run_gz, qrels_gz = _trec_files(tmp_path, gz=True)
-    gz = cli("eval", "--qrels", qrels_gz, "--run", run_gz, "--format", "trec_eval", "-m", "all_trec")
+    gz = cli_fast("eval", "--qrels", qrels_gz, "--run", run_gz, "--format", "trec_eval", "-m", "all_trec")
     assert gz.returncode == 0, gz.stderr
     assert gz.stdout == plain.stdout and len(plain.stdout.splitlines()) > 70
 
 
-def test_format_json_is_json_and_flag_clashes_are_usage_errors(cli, tmp_path):
+def test_format_json_is_json_and_flag_clashes_are_usage_errors(cli_fast, tmp_path):
     run, qrels = _trec_files(tmp_path)
-    a = cli("eval", "--qrels", qrels, "--run", run, "-m", "map", "--format", "json")
-    b = cli("eval", "--qrels", qrels, "--run", run, "-m", "map", "--json")
+    a = cli_fast("eval", "--qrels", qrels, "--run", run, "-m", "map", "--format", "json")
+    b = cli_fast("eval", "--qrels", qrels, "--run", run, "-m", "map", "--json")
     assert a.returncode == 0 and a.stdout == b.stdout
     for args, fragment in ((["--json", "--format", "trec_eval"], "--json and --format trec_eval"),
                            (["-q"], "add --format trec_eval")):
-        out = cli("eval", "--qrels", qrels, "--run", run, *args)
+        out = cli_fast("eval", "--qrels", qrels, "--run", run, *args)
         assert out.returncode == 2 and fragment in out.stderr.decode()
-    out = cli("eval", tmp_path / "x.parquet", "-c")
+    out = cli_fast("eval", tmp_path / "x.parquet", "-c")
     assert out.returncode == 2 and "-c (--complete) applies to a TREC run" in out.stderr.decode()
 
 
-def test_duplicate_pair_and_corrupt_gzip_are_exit_3_naming_them(cli, tmp_path):
+def test_duplicate_pair_and_corrupt_gzip_are_exit_3_naming_them(cli_fast, tmp_path):
     run, qrels = _trec_files(tmp_path)
     run.write_text("1 Q0 a 1 3 t\n1 Q0 b 2 2 t\n1 Q0 a 3 1 t\n")
-    out = cli("eval", "--qrels", qrels, "--run", run)
+    out = cli_fast("eval", "--qrels", qrels, "--run", run)
     assert out.returncode == 3
     assert out.stderr.decode() == (f"Error: {run}:3: document a appears twice for query 1 (first at line 1), "
                                    "got '1 Q0 a 3 1 t'\n")
     bad = tmp_path / "run.txt.gz"
     bad.write_bytes(b"\x1f\x8b\x08\x00garbage")
-    out = cli("eval", "--qrels", qrels, "--run", bad)
+    out = cli_fast("eval", "--qrels", qrels, "--run", bad)
     assert out.returncode == 3 and out.stderr.decode().startswith(f"Error: {bad}: not a readable gzip file")
