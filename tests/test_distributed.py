@@ -275,6 +275,10 @@ def test_experiment_folds_on_the_cluster_follow_the_same_protocol(client, sample
     root = tmp_path / "folds"
     for k in (1, 2):
         shutil.copytree(sample, root / f"Fold{k}")
+    # each fold its own test queries (a copied test file is refused): Fold2 swaps validation and test
+    (root / "Fold2" / "test.parquet").rename(root / "Fold2" / "swap.parquet")
+    (root / "Fold2" / "vali.parquet").rename(root / "Fold2" / "test.parquet")
+    (root / "Fold2" / "swap.parquet").rename(root / "Fold2" / "vali.parquet")
 
     def config():
         return ExperimentConfig(losses=["pointwise", "xendcg"], folds=True, trees=4, early_stopping=0,
