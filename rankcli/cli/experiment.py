@@ -131,7 +131,10 @@ def command(
     # EXP_DIR is reopened by the experiment's own rules (resume, --overwrite of an experiment only); here: not an
     # input, not a special file. Not "final": a run interrupted while summarising is resumed, not redone.
     output = prepare_output(output, overwrite=overwrite, kind="experiment", inputs=[data], final=False)
-    loss_list = [x.strip() for x in losses.split(",") if x.strip()]
+    loss_list = [x.strip() for x in losses.split(",")]
+    if any(not x for x in loss_list) and any(loss_list):   # as --metric: 'xendcg,,lambdamart' is a typo, not two
+        raise UsageError(f"--losses: empty loss name in {losses!r}")
+    loss_list = [x for x in loss_list if x]
     flag = "--folds" if folds or not use_given_splits else "--use-given-splits"
     folds = folds or use_given_splits
     if folds and trials is not None:

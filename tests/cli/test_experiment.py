@@ -252,3 +252,11 @@ def test_convergence_with_early_stopping_counts_every_trial_at_every_tree(capsys
     assert {r[5] for r in rows} == {"4"}                      # trials: every point averages all 4 trials
     assert any(int(r[6]) < 4 for r in rows)                   # ... though some had stopped (carried forward)
     assert "carries forward the value of the model it keeps" in out
+
+
+@pytest.mark.parametrize("losses", ["xendcg,,lambdamart", "xendcg,", ",xendcg"])
+def test_an_empty_loss_name_is_a_usage_error_as_an_empty_metric_is(capsys, data, tmp_path, losses):
+    """'xendcg,,lambdamart' trained two losses and 'xendcg,' one, while '--metric ndcg@5,,' was exit 2."""
+    status, out, err = run(capsys, data, "-o", tmp_path / "e", "--losses", losses, "--trials", "1", *FAST)
+    assert status == 2 and err == f"Error: --losses: empty loss name in {losses!r}\n"
+    assert not (tmp_path / "e").exists()
