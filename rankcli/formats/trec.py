@@ -90,7 +90,8 @@ def _read_bytes(path: Path) -> bytes:
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]  # a UTF-8 byte-order mark would become part of the first query id
     try:
-        data.decode("utf-8")
+        if not data.isascii():  # ASCII (the usual TREC file) is UTF-8; isascii is far cheaper than decoding
+            data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     return data
