@@ -452,21 +452,18 @@ def _metric_function(select_by: str, convention: str) -> tuple[str, Callable[[np
     return str(spec), f
 
 
-#: The largest label whose exponential gain ``2^label - 1`` the validation metric can sum without overflow.
-GAIN_LABEL_LIMIT = 1000
-
-
 def _check_validation_gain(valid: Dataset, config: TrainConfig, name: str) -> None:
     """Refuse validation labels whose exponential gain overflows: NDCG/DCG would be NaN or 0, not a number to select by."""
     from rankcli.core import metrics
 
+    limit = metrics.EXPONENTIAL_GAIN_LABEL_LIMIT  # the metrics core refuses it too, but only after the first tree
     spec = metrics.parse_metric(config.select_by)
     if spec.name not in ("ndcg", "dcg") or metrics.Convention.preset(config.convention).gain != "exponential":
         return
     top = float(np.max(valid.labels)) if valid.n_rows else 0.0
-    if top > GAIN_LABEL_LIMIT:
+    if top > limit:
         raise InputError(f"{name}: a label of {top:g}: --select-by {spec} under the {config.convention} convention uses "
-                         f"the gain 2^label - 1, which overflows beyond label {GAIN_LABEL_LIMIT}; select by "
+                         f"the gain 2^label - 1, which overflows beyond label {limit}; select by "
                          "--convention sklearn (linear gain), or validate on graded labels")
 
 

@@ -205,7 +205,27 @@ def _check_inputs(labels, scores, offsets):
         raise InputError(f"score is NaN at row {int(np.flatnonzero(bad)[0])}")
     if np.isnan(labels).any():
         raise InputError(f"label is NaN at row {int(np.flatnonzero(np.isnan(labels))[0])}")
+    if np.isinf(labels).any():  # an infinite gain makes every DCG inf/inf: no number, so refused
+        raise InputError(f"label is infinite at row {int(np.flatnonzero(np.isinf(labels))[0])}")
     return labels, scores, offsets
+
+
+#: The largest label whose exponential gain ``2^label - 1`` a DCG can sum without overflowing float64
+#: (2^1000 times any list shorter than 2^23 documents stays finite). Beyond it NDCG would be inf/inf.
+EXPONENTIAL_GAIN_LABEL_LIMIT = 1000
+
+
+def _check_exponential_gain(specs, labels, judg: "_Judgments", convention: Convention) -> None:
+    """Refuse labels whose exponential gain overflows, rather than print NaN or count the query as skipped."""
+    if convention.gain != "exponential" or not judg.nq or not any("dcg" in s.name for s in specs):
+        return
+    top = float(judg.max_label.max())
+    if top > EXPONENTIAL_GAIN_LABEL_LIMIT:
+        above = np.flatnonzero(labels > EXPONENTIAL_GAIN_LABEL_LIMIT)
+        where = f" at row {int(above[0])}" if above.shape[0] else " (an unranked judgment)"
+        raise InputError(f"label {top:g}{where}: the exponential gain 2^label - 1 overflows beyond label "
+                         f"{EXPONENTIAL_GAIN_LABEL_LIMIT}; use a linear gain (--gain linear, or --convention sklearn "
+                         "or trec) or map the labels to grades")
 
 
 class _Judgments:
@@ -232,8 +252,8 @@ class _Judgments:
             uo = np.asarray(unranked_offsets, dtype=np.int64)
             if uo.shape[0] != nq + 1 or uo[0] != 0 or uo[-1] != ul.shape[0] or np.any(np.diff(uo) < 0):
                 raise InputError("unranked_offsets must run from 0 to len(unranked_labels), one entry per query + 1")
-            if np.isnan(ul).any():
-                raise InputError("unranked label is NaN")
+            if not np.isfinite(ul).all():
+                raise InputError("unranked label is NaN or infinite")
             if ul.shape[0]:
                 uq = query_index(uo)
                 self.unranked = (ul, uo, uq)
@@ -418,6 +438,7 @@ def per_query(specs: Sequence[MetricSpec | str], labels, scores, offsets, conven
                 judged = judged[perm]
     nq = offsets.shape[0] - 1
     judg = _Judgments(labels, offsets, unranked_labels, unranked_offsets, convention)
+    _check_exponential_gain(specs, labels, judg, convention)
     if any(s.name == "err" for s in specs):
         gmax = convention.err_max_grade
         top = float(max(judg.max_label.max(), 0.0)) if judg.nq else 0.0

@@ -417,3 +417,15 @@ def test_duplicate_pair_and_corrupt_gzip_are_exit_3_naming_them(cli_fast, tmp_pa
     bad.write_bytes(b"\x1f\x8b\x08\x00garbage")
     out = cli_fast("eval", "--qrels", qrels, "--run", bad)
     assert out.returncode == 3 and out.stderr.decode().startswith(f"Error: {bad}: not a readable gzip file")
+
+
+def test_labels_beyond_the_exponential_gain_are_exit_3_without_a_warning(cli, tmp_path):
+    # 2^label overflowed from 1024 on: NDCG came out NaN (the query reported as 'skipped') with a RuntimeWarning.
+    path = write_run(tmp_path / "big.parquet", [1, 1, 2, 2], [0.0, 1500.0, 2.0, 0.0], [0.1, 0.2, 0.3, 0.4])
+    out = cli("eval", path, "--metric", "ndcg@5", env={"PYTHONWARNINGS": "default"})
+    assert out.returncode == 3
+    assert b"label 1500 at row 1: the exponential gain 2^label - 1 overflows" in out.stderr
+    assert b"Warning" not in out.stderr and b"Traceback" not in out.stderr
+    linear = cli("eval", path, "--metric", "ndcg@5", "--gain", "linear", "--json")
+    assert linear.returncode == 0, linear.stderr
+    assert json.loads(linear.stdout)["skipped"] == 0

@@ -1,5 +1,6 @@
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -527,3 +528,30 @@ def test_dcg_non_decreasing_in_k(batch, ties, gain):
                       docids=_ids(batch))
     stacked = np.stack([res[str(s)] for s in specs])
     assert np.all(np.diff(stacked, axis=0) >= -1e-12)
+
+
+def test_labels_whose_exponential_gain_overflows_are_refused_not_nan():
+    # 2^1024 is inf in float64: NDCG was inf/inf (NaN, counted as 'skipped') with a numpy warning on stderr.
+    labels = np.array([0.0, 1500.0, 3.0, 0.0])
+    scores = np.array([0.1, 0.2, 0.3, 0.4])
+    offsets = np.array([0, 2, 4])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(InputError, match=r"label 1500 at row 1: the exponential gain .*--gain linear"):
+            M.evaluate(["ndcg@10"], labels, scores, offsets, M.Convention.preset("paper"))
+        linear = M.evaluate(["ndcg@10"], labels, scores, offsets, M.Convention.preset("sklearn"))
+        assert np.isfinite(linear.means["ndcg@10"])
+        # Metrics without a gain take such labels as they are.
+        assert np.isfinite(M.evaluate(["map"], labels, scores, offsets, M.Convention.preset("paper")).means["map"])
+        # At the limit the DCG sums stay finite, and the value is the brute-force one.
+        at_limit = np.array([1000.0, 999.0])
+        got = M.evaluate(["ndcg"], at_limit, np.array([0.0, 1.0]), np.array([0, 2]), M.Convention.preset("paper"))
+        gains = np.exp2(at_limit) - 1
+        want = (gains[1] + gains[0] / np.log2(3)) / (gains[0] + gains[1] / np.log2(3))
+        assert got.means["ndcg"] == pytest.approx(want, rel=1e-12)
+
+
+def test_infinite_labels_are_refused():
+    with pytest.raises(InputError, match="label is infinite at row 2"):
+        M.evaluate(["map"], np.array([0.0, 1.0, np.inf]), np.array([1.0, 2.0, 3.0]), np.array([0, 3]),
+                 M.Convention.preset("sklearn"))
