@@ -20,6 +20,7 @@ ratio isolates the propensities; the library RankNet on the pooled click-through
 objective `train --loss ranknet` would use on a pooled dataset without IPS) is timed too, for reference.
 
 Run: flock /tmp/rankcli-bench.lock nice /work/venv/bin/python bench/ips.py [--queries 10000] [--trees 30] [--rounds 3]
+     [--threads 1 --cpu-time]   (CPU time per tree: less sensitive to other jobs on a shared machine)
 """
 
 from __future__ import annotations
@@ -60,10 +61,16 @@ def make_data(queries: int, features: int, seed: int) -> Dataset:
     return Dataset(qids=qids, labels=labels, features=np.round(x, 3), feature_names=feature_names(features))
 
 
-def per_tree(pooled: Dataset, config: TrainConfig, objective) -> float:
+CLOCK = time.perf_counter
+LEAVES: dict[tuple[str, str], list[float]] = {}
+
+
+def per_tree(pooled: Dataset, config: TrainConfig, objective, key: tuple[str, str]) -> float:
     ends: list[float] = []
-    train_model(pooled, None, config, on_iteration=lambda i, v, b: ends.append(time.perf_counter()),
-                objective=objective)
+    result = train_model(pooled, None, config, on_iteration=lambda i, v, b: ends.append(CLOCK()), objective=objective)
+    leaves = [int(line[len("num_leaves="):]) for line in result.booster.model_to_string().splitlines()
+              if line.startswith("num_leaves=")]
+    LEAVES.setdefault(key, []).append(float(np.mean(leaves)))
     return (ends[-1] - ends[0]) / (len(ends) - 1)
 
 
@@ -86,7 +93,12 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--losses", default="xendcg,ranknet")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--cpu-time", action="store_true", help="time trees in this process's CPU time (time.process_time) "
+                    "instead of wall-clock time: less sensitive to other jobs on a shared machine (use --threads 1)")
     args = ap.parse_args()
+    global CLOCK
+    if args.cpu_time:
+        CLOCK = time.process_time
     loss_names = [s.strip() for s in args.losses.split(",") if s.strip()]
 
     print(f"# bench/ips.py  {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC  rankcli {__version__}  "
@@ -119,7 +131,7 @@ def main() -> None:
     sample = next(iter(pools.values()))["naive"]
     print(f"click log: {ds.n_queries:,} impressions, {ds.n_rows:,} rows; pooled: {sample.n_queries:,} queries, "
           f"{sample.n_rows:,} rows, {sample.n_features} features; {args.trees} trees per run, {args.threads} threads, "
-          f"{args.rounds} rounds")
+          f"{args.rounds} rounds; clock: {'CPU time' if args.cpu_time else 'wall-clock'}")
 
     for r in range(args.rounds):
         for loss in loss_names:
@@ -128,19 +140,21 @@ def main() -> None:
             for variant in order + [v for v in results[loss] if v not in ("naive", "ips")]:
                 pooled = pools[loss]["naive" if variant.startswith("library") else variant]
                 objective = None if variant.startswith("library") else objective_for(loss, pooled)
-                results[loss][variant].append(per_tree(pooled, config, objective))
+                results[loss][variant].append(per_tree(pooled, config, objective, (loss, variant)))
         print(f"round {r + 1}: " + "  ".join(f"{loss} {v} {t[-1] * 1e3:.1f} ms" for loss in loss_names
                                               for v, t in results[loss].items()), flush=True)
 
     print()
-    print(f"{'loss':10} {'variant':30} {'ms/tree (median)':>17} {'rounds (ms)':>24} {'objective ms':>13}")
+    print(f"{'loss':10} {'variant':30} {'ms/tree (median)':>17} {'rounds (ms)':>24} {'objective ms':>13} "
+          f"{'leaves/tree':>12}")
     for loss in loss_names:
         for variant, times in results[loss].items():
             pooled = pools[loss]["naive" if variant.startswith("library") else variant]
             obj = (LibraryObjective(loss, pooled.labels, pooled.offsets) if variant.startswith("library") or
                    objective_for(loss, pooled) is None else objective_for(loss, pooled))
             print(f"{loss:10} {variant:30} {statistics.median(times) * 1e3:17.1f} "
-                  f"{', '.join(f'{t * 1e3:.1f}' for t in times):>24} {objective_seconds(obj, pooled.n_rows) * 1e3:13.1f}")
+                  f"{', '.join(f'{t * 1e3:.1f}' for t in times):>24} {objective_seconds(obj, pooled.n_rows) * 1e3:13.1f} "
+                  f"{statistics.mean(LEAVES[(loss, variant)]):12.1f}")
         ratio = statistics.median(results[loss]["ips"]) / statistics.median(results[loss]["naive"])
         per_round = [i / n for i, n in zip(results[loss]["ips"], results[loss]["naive"])]
         print(f"{loss:10} ratio IPS (pbm:1) / naive (--pool-impressions) per tree: {ratio:.3f} "
