@@ -149,6 +149,12 @@ def test_trec_names_and_sets_parse():
     assert official[10:21] == [f"iprec_at_recall_{x / 10:.2f}" for x in range(11)]
     assert official[21:] == [f"P_{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)]
     assert len(M.parse_metrics("all_trec")) > len(official)
+    # all_trec has trec_eval's recall at every default cutoff (a bare "recall" is rankcli's whole-list recall, so the
+    # set once printed set_recall twice and no recall_k at all)
+    all_trec = [s.output_name() for s in M.parse_metrics("all_trec")]
+    assert [n for n in all_trec if n.startswith("recall_")] == [f"recall_{k}" for k in (5, 10, 15, 20, 30, 100, 200,
+                                                                                         500, 1000)]
+    assert all_trec.count("set_recall") == 1
     # rankcli's own spellings stay
     assert [str(s) for s in M.parse_metrics(["ndcg@10", "p@5", "mrr@10", "recall", "map"])] == [
         "ndcg@10", "precision@5", "mrr@10", "recall", "map"]

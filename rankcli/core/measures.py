@@ -136,7 +136,10 @@ SETS = {
     "official": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
                  "recip_rank", "iprec_at_recall", "P"),
     "all_trec": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
-                 "recip_rank", "iprec_at_recall", "P", "recall", "infAP", "gm_bpref", "11pt_avg", "ndcg",
+                 # "recall" alone is rankcli's whole-list recall (set_recall, below); trec_eval's all_trec means
+                 # recall at its default cutoffs
+                 "recip_rank", "iprec_at_recall", "P", *(f"recall_{k}" for k in DEFAULT_CUTOFFS),
+                 "infAP", "gm_bpref", "11pt_avg", "ndcg",
                  "Rprec_mult", "success", "map_cut", "ndcg_cut", "ndcg_rel", "Rndcg", "relative_P", "set_P",
                  "set_recall", "set_F", "num_nonrel_judged_ret"),
 }
