@@ -401,7 +401,31 @@ def document_names(qids, docids=None, rows=None, *, source: str = "", check: boo
             where = f"{source}: " if source else ""
             raise SchemaError(f"{where}row {int(rows[i])} (qid {qid_text[i].as_py()}): docid {name!r} cannot name a "
                               f"document in a TREC file: {why}")
+        _refuse_repeated_names(qid_text, names, rows, source)
     return names
+
+
+def _refuse_repeated_names(qid_text, names, rows, source: str) -> None:
+    """A document named twice in one query would be written, and then refused by every TREC reader (rankcli's and
+    trec_eval's): refuse it when writing, naming both rows."""
+    import pyarrow.compute as pc
+
+    from rankcli.formats.parquet import column_to_numpy  # to_numpy would import pandas
+
+    q = column_to_numpy(pc.dictionary_encode(qid_text).indices).astype(np.int64)
+    d = column_to_numpy(pc.dictionary_encode(names).indices).astype(np.int64)
+    key = q * (int(d.max()) + 1) + d  # < n^2: exact in int64 for any dataset that fits in memory
+    order = np.argsort(key, kind="stable")
+    repeated = np.flatnonzero(key[order][1:] == key[order][:-1])
+    if repeated.shape[0] == 0:
+        return
+    second = order[repeated + 1]  # stable sort: the later row of each equal pair
+    k = int(np.argmin(second))  # the repeat that comes first in file order
+    first, again = int(order[repeated[k]]), int(second[k])
+    where = f"{source}: " if source else ""
+    raise SchemaError(f"{where}rows {int(rows[first])} and {int(rows[again])} (qid {qid_text[first].as_py()}): docid "
+                      f"{names[first].as_py()!r} names two documents of one query; a TREC file names each document of "
+                      "a query once")
 
 
 def qrels_lines(qids, docids, labels, rows=None, *, source: str = ""):

@@ -45,6 +45,27 @@ def test_document_names_docid_else_qid_dash_row():
     assert document_names(pa.chunked_array([pa.array(qids)]), None).to_pylist() == ["7-0", "7-1", "9-2", "9-3"]
 
 
+def test_document_names_refuse_a_docid_repeated_within_a_query():
+    # Written with exit 0 before, then refused by every TREC reader (export of `x` twice in qid 2, even with
+    # conflicting labels). The same docid in two different queries is fine.
+    import numpy as np
+
+    from rankcli.errors import SchemaError
+    from rankcli.formats.trec import document_names
+
+    qids = np.array([1, 1, 2, 2, 2, 3])
+    assert document_names(qids, np.array(["x", "y", "x", "z", "w", "x"], dtype=object)).to_pylist()[0] == "x"
+    docids = np.array(["a", "x", "b", "x", "c", "x"], dtype=object)
+    docids[:2] = ["x", "y"]
+    with pytest.raises(SchemaError, match=r"run.parquet: rows 12 and 14 \(qid 2\): docid 'b' names two documents"):
+        document_names(qids, np.array(["x", "y", "b", "z", "b", "x"], dtype=object), rows=np.arange(10, 16),
+                       source="run.parquet")
+    # A docid that repeats a fallback name <qid>-<row> is a repeat too.
+    with pytest.raises(SchemaError, match="docid '1-0' names two documents"):
+        document_names(np.array([1, 1]), np.array([None, "1-0"], dtype=object))
+    assert document_names(qids, check=False) is not None
+
+
 def test_document_names_refuse_what_a_trec_line_cannot_hold():
     import numpy as np
 
