@@ -55,8 +55,6 @@ def test_document_names_refuse_a_docid_repeated_within_a_query():
 
     qids = np.array([1, 1, 2, 2, 2, 3])
     assert document_names(qids, np.array(["x", "y", "x", "z", "w", "x"], dtype=object)).to_pylist()[0] == "x"
-    docids = np.array(["a", "x", "b", "x", "c", "x"], dtype=object)
-    docids[:2] = ["x", "y"]
     with pytest.raises(SchemaError, match=r"run.parquet: rows 12 and 14 \(qid 2\): docid 'b' names two documents"):
         document_names(qids, np.array(["x", "y", "b", "z", "b", "x"], dtype=object), rows=np.arange(10, 16),
                        source="run.parquet")
