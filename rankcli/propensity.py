@@ -193,14 +193,28 @@ def write_propensity(path: Path | str, result: PropensityResult, overwrite: bool
         Path(tmp).write_text(text)
 
 
+#: The largest propensity file read (rankcli writes a few kilobytes per thousand positions).
+PROPENSITY_MAX_BYTES = 64 << 20
+
+
 def read_propensity(path: Path | str) -> dict:
     """A propensity file as written by :func:`write_propensity`: ``positions`` and ``propensity`` checked (values
     in (0, 1], positions 1, 2, ...). For IPS training."""
+    import stat
+
     try:
+        mode = Path(path).stat().st_mode
+        if not stat.S_ISREG(mode):  # /dev/zero was read until memory ran out; a FIFO blocks forever
+            kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else \
+                "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
+            raise InputError(f"{path}: {kind}, not a propensity file (rankcli propensity -o writes a JSON file)")
+        if Path(path).stat().st_size > PROPENSITY_MAX_BYTES:
+            raise InputError(f"{path}: {Path(path).stat().st_size:,} bytes, more than a propensity file can be (at "
+                             f"most {PROPENSITY_MAX_BYTES:,} are read)")
         data = json.loads(Path(path).read_text())
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: JSON nested too deep
         raise InputError(f"{path}: not a readable propensity JSON file ({exc})") from None
     if not isinstance(data, dict) or "positions" not in data or "propensity" not in data:
         raise InputError(f"{path}: expected a JSON object with positions and propensity (rankcli propensity -o)")
@@ -208,8 +222,8 @@ def read_propensity(path: Path | str) -> dict:
     if not isinstance(pos, list) or not isinstance(prop, list) or len(pos) != len(prop) or not pos:
         raise InputError(f"{path}: positions and propensity must be lists of one length")
     for i, (r, p) in enumerate(zip(pos, prop)):
-        if r != i + 1:
-            raise InputError(f"{path}: positions must be 1, 2, 3, ...; got {r} at index {i}")
-        if not isinstance(p, (int, float)) or not (0 < p <= 1):
+        if isinstance(r, bool) or r != i + 1:  # JSON true is not position 1
+            raise InputError(f"{path}: positions must be 1, 2, 3, ...; got {json.dumps(r)} at index {i}")
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not (0 < p <= 1):
             raise InputError(f"{path}: propensity of position {r} must be within (0, 1], got {p}")
     return data

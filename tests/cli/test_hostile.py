@@ -30,6 +30,9 @@ def files(tmp_path_factory):
     assert main(["train", str(ok), "-o", str(model), "--trees", "2", "--threads", "1"]) == 0
     run = d / "run.parquet"
     assert main(["predict", str(model), str(ok), "-o", str(run)]) == 0
+    clicks = d / "clicks.parquet"  # a PBM log for propensity and train --propensity
+    assert main(["simulate-clicks", str(ok), "-o", str(clicks), "--model", "pbm", "--ranker", "random",
+                 "--max-rank", "10", "--keep-no-click", "--impressions", "20", "--seed", "1"]) == 0
     (d / "run.txt").write_text("1840 Q0 SD01840-000 1 1.0 t\n")
     (d / "qrels.txt").write_text("1840 0 SD01840-000 1\n")
     bad = {
@@ -52,7 +55,7 @@ def files(tmp_path_factory):
     bad["truncated-parquet"].write_bytes(data[: len(data) // 2])
     bad["text-as-parquet"].write_bytes((LETOR / "test.txt").read_bytes()[:5000])
     return {"dir": d, "ok": ok, "model": model, "run": run, "trec_run": d / "run.txt", "qrels": d / "qrels.txt",
-            "bad": bad}
+            "clicks": clicks, "bad": bad}
 
 
 def run(capsys, args):
@@ -88,6 +91,12 @@ COMMANDS = {
     "compare": ["compare", "RUN", "INPUT"],
     "compare-trec": ["compare", "--qrels", "QRELS", "TRECRUN", "INPUT"],
     "experiment": ["experiment", "INPUT", "-o", "OUT", "--trials", "1", "--trees", "1", "--no-plots"],
+    "propensity": ["propensity", "INPUT", "-o", "OUT"],
+    "train-propensity": ["train", "INPUT", "-o", "OUT", "--trees", "1", "--propensity", "pbm:1"],
+    "train-propensity-learn": ["train", "INPUT", "-o", "OUT", "--trees", "1", "--loss", "lambdamart", "--propensity",
+                               "learn"],
+    "train-pool-impressions": ["train", "INPUT", "-o", "OUT", "--trees", "1", "--pool-impressions"],
+    "train-propensity-file": ["train", "CLICKS", "-o", "OUT", "--trees", "1", "--propensity", "INPUT"],
 }
 
 #: Rows where the right status is known (others: any documented status).
@@ -106,7 +115,7 @@ VALID = {("convert", "text-as-parquet")}
 
 def _args(template, files, tmp_path, hostile):
     sub = {"INPUT": hostile, "OUT": tmp_path / "out" / "result", "OK": files["ok"], "MODEL": files["model"],
-           "RUN": files["run"], "TRECRUN": files["trec_run"], "QRELS": files["qrels"]}
+           "RUN": files["run"], "TRECRUN": files["trec_run"], "QRELS": files["qrels"], "CLICKS": files["clicks"]}
     (tmp_path / "out").mkdir(exist_ok=True)
     return [sub.get(a, a) for a in template]
 
@@ -138,11 +147,15 @@ WRITERS = {
     "eval": ["eval", "RUN", "--per-query", "OUT"],
     "simulate-clicks": ["simulate-clicks", "OK", "-o", "OUT"],
     "experiment": ["experiment", "OK", "-o", "OUT", "--trials", "1", "--trees", "1", "--no-plots"],
+    "propensity": ["propensity", "CLICKS", "-o", "OUT", "--bootstrap", "10"],
+    "train-propensity": ["train", "CLICKS", "-o", "OUT", "--trees", "1", "--propensity", "pbm:1"],
+    "train-propensity-learn": ["train", "CLICKS", "-o", "OUT", "--trees", "1", "--loss", "lambdamart",
+                               "--propensity", "learn"],
 }
 
 
 def _out_args(template, files, out):
-    sub = {"OUT": out, "OK": files["ok"], "MODEL": files["model"], "RUN": files["run"]}
+    sub = {"OUT": out, "OK": files["ok"], "MODEL": files["model"], "RUN": files["run"], "CLICKS": files["clicks"]}
     return [sub.get(a, a) for a in template]
 
 
@@ -173,7 +186,7 @@ def test_output_into_a_read_only_directory(capsys, files, tmp_path, command):
         ro.chmod(0o755)
 
 
-@pytest.mark.parametrize("command", ["export", "predict", "eval", "simulate-clicks"])
+@pytest.mark.parametrize("command", ["export", "predict", "eval", "simulate-clicks", "propensity"])
 def test_output_that_is_a_directory(capsys, files, tmp_path, command):
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "keep").write_text("x")
@@ -278,3 +291,42 @@ def test_experiment_on_a_read_only_file_system(capsys, files):
         pytest.skip("needs /proc")
     check(capsys, ["experiment", files["ok"], "-o", "/proc/self/rankcli-exp", "--trials", "1", "--trees", "1",
                    "--no-plots"], ExitStatus.OUTPUT)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Hostile propensity files (train CLICKS --propensity FILE)
+
+TEN = list(range(1, 11))
+PROPENSITY_FILES = {
+    "a-list": "[1, 2]",
+    "strings": json.dumps({"positions": TEN, "propensity": ["1"] * 10}),
+    "nan": '{"positions": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], "propensity": [NaN, 1, 1, 1, 1, 1, 1, 1, 1, 1]}',
+    "overflow": '{"positions": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], "propensity": [1e400, 1, 1, 1, 1, 1, 1, 1, 1, 1]}',
+    "booleans": json.dumps({"positions": TEN, "propensity": [True] * 10}),
+    "boolean-position": json.dumps({"positions": [True] + TEN[1:], "propensity": [1.0] * 10}),
+    "positions-null": json.dumps({"positions": None, "propensity": [1.0] * 10}),
+    "nested": "[" * 100_000 + "]" * 100_000,
+    "not-utf8": "\udcff",
+}
+
+
+@pytest.mark.parametrize("name", list(PROPENSITY_FILES))
+def test_hostile_propensity_files(capsys, files, tmp_path, name):
+    f = tmp_path / "p.json"
+    f.write_bytes(PROPENSITY_FILES[name].encode("utf-8", "surrogateescape"))
+    check(capsys, ["train", files["clicks"], "-o", tmp_path / "m", "--trees", "1", "--propensity", f],
+          ExitStatus.INVALID_INPUT)
+    assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize("special", ["/dev/zero", "fifo"])
+def test_propensity_file_that_is_not_a_regular_file(capsys, files, tmp_path, special):
+    """/dev/zero was read until memory ran out; a FIFO would block forever."""
+    if special == "fifo":
+        special = tmp_path / "fifo"
+        os.mkfifo(special)
+    elif not os.path.exists(special):
+        pytest.skip("needs /dev/zero")
+    err = check(capsys, ["train", files["clicks"], "-o", tmp_path / "m", "--trees", "1", "--propensity", special],
+                ExitStatus.INVALID_INPUT)
+    assert "not a regular file" in err or "a device" in err or "a FIFO" in err
