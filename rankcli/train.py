@@ -514,10 +514,11 @@ def check_position_bias_support() -> None:
     """:class:`UsageError` unless the installed LightGBM learns position biases (>= 4.1: unbiased LambdaMART)."""
     import lightgbm
 
-    parts = []
-    for piece in str(lightgbm.__version__).split(".")[:2]:
-        digits = "".join(c for c in piece if c.isdigit()) if piece[:1].isdigit() else ""
-        parts.append(int(digits[:6]) if digits else 0)
+    import re
+
+    # the leading number of the major and minor parts: "4.0rc1" is 4.0, "4.10.0" is 4.10
+    parts = [int(m.group()) if (m := re.match(r"\d{1,6}", piece)) else 0
+             for piece in (str(lightgbm.__version__).split(".") + ["0"])[:2]]
     if tuple(parts) < POSITION_BIAS_LIGHTGBM:
         raise UsageError(f"--propensity learn needs LightGBM 4.1 or later (its position-bias model for lambdarank), "
                          f"this is LightGBM {lightgbm.__version__}: pip install \"lightgbm>=4.1\", or estimate "

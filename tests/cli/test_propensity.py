@@ -429,3 +429,19 @@ def test_plot_png(run, logs, tmp_path, monkeypatch):
     status, _, err = run("propensity", logs["random"], "--plot", tmp_path / "q.png")
     assert status == 2 and err == 'Error: --plot needs matplotlib: pip install "rankcli[plot]"\n'
     assert not (tmp_path / "q.png").exists()
+
+
+@pytest.mark.parametrize("version,ok", [("4.7.0", True), ("4.1.0", True), ("4.10.0", True), ("5", True),
+                                        ("4.0.0", False), ("4.0rc1", False), ("3.3.5", False)])
+def test_position_bias_support_by_version(monkeypatch, version, ok):
+    import lightgbm
+
+    from rankcli.errors import UsageError
+    from rankcli.train import check_position_bias_support
+
+    monkeypatch.setattr(lightgbm, "__version__", version)
+    if ok:
+        check_position_bias_support()
+    else:
+        with pytest.raises(UsageError, match="needs LightGBM 4.1 or later"):
+            check_position_bias_support()
