@@ -60,7 +60,7 @@ from rankcli.core.perturb import augment_negatives, label_noise, split_queries
 from rankcli.dataset import Dataset
 from rankcli.errors import InputError, OutputError, UsageError
 
-SWEEP_KINDS = ("augment-negatives", "label-noise", "click-noise")
+SWEEP_KINDS = ("augment-negatives", "label-noise", "click-noise", "position-bias")
 #: Click probabilities for grades 0..4 in the click-noise sweep; the level replaces the grade-0 probability.
 CLICK_PROBS = (0.05, 0.3, 0.5, 0.7, 0.95)
 #: One line per sweep saying what its level does (summary.md and the terminal).
@@ -72,7 +72,21 @@ SWEEP_NOTES = {
     "click-noise": "Training and validation replaced by cascade clicks ({impressions} impressions per query, random "
                    "ranker, click probabilities (level, .3, .5, .7, .95)); impressions without a click dropped; "
                    "tested on the graded test set.",
+    "position-bias": "A logging ranker (lambdamart on the graded labels of a fraction {logging} of the training queries, at "
+                     "least 5) ranks the other training and the validation queries; PBM clicks at examination "
+                     "(1/r)^level on its top 10 ({impressions} impressions per query, click probabilities (.05, .3, "
+                     ".5, .7, .95), impressions without a click kept). Each loss trained naive (impressions pooled "
+                     "per query on click-through rates, no propensities) and `+ips` (propensities estimated from a "
+                     "RandTop-10 log of the same size, power fit beyond thin positions, capped at 1, clip 0.01); "
+                     "validation "
+                     "pooled the same way; tested on the graded test set.",
 }
+#: The suffix of a loss's IPS variant in the position-bias sweep (``xendcg+ips``).
+IPS_SUFFIX = "+ips"
+#: The fewest queries the position-bias sweep's logging ranker is trained on.
+MIN_LOGGING_QUERIES = 5
+#: Positions displayed per impression in the position-bias sweep (the click log and the randomised log: RandTop-10).
+DISPLAYED_POSITIONS = 10
 CONFIG_FILE = "config.json"
 TRIALS_FILE = "trials.parquet"
 CURVES_DIR = "curves"
@@ -115,6 +129,8 @@ class ExperimentConfig:
     label_noise: list[float] = field(default_factory=list)
     click_noise: list[float] = field(default_factory=list)
     click_impressions: int = 10
+    position_bias: list[float] = field(default_factory=list)
+    logging_fraction: float = 0.01
     threads: int = 1
     correction: str = "holm"
 
@@ -124,6 +140,9 @@ class ExperimentConfig:
         d.pop("trials")
         d.pop("correction")  # only the summary depends on it
         d["split"] = list(d["split"])
+        if not d["position_bias"]:
+            # as written before the position-bias sweep existed, so that earlier experiment directories still resume
+            del d["position_bias"], d["logging_fraction"]
         if not d["folds"]:
             # The random-split identity as written before the folds protocol existed, so that an experiment
             # directory of an earlier version still resumes.
@@ -168,6 +187,16 @@ class ExperimentConfig:
         for lv in self.click_noise:
             if not (math.isfinite(lv) and 0 <= lv <= 1):
                 raise UsageError(f"--click-noise: levels must be click probabilities in [0, 1], got {lv:g}")
+        for lv in self.position_bias:
+            if not (math.isfinite(lv) and lv >= 0):
+                raise UsageError(f"--position-bias: levels are PBM exponents eta >= 0 (examination (1/r)^eta), got "
+                                 f"{lv:g}")
+        if not (math.isfinite(self.logging_fraction) and 0 < self.logging_fraction < 1):
+            raise UsageError(f"--logging-fraction: a fraction of the training queries in (0, 1), got "
+                             f"{self.logging_fraction:g}")
+        if len(set(self.position_bias)) != len(self.position_bias):
+            raise UsageError("--position-bias: a level is listed twice, got "
+                             + ",".join(format_level(v) for v in self.position_bias))
 
 
 @dataclass(frozen=True)
@@ -196,7 +225,7 @@ def plan_settings(config: ExperimentConfig) -> tuple[list[Setting], dict[str, li
     settings = [BASELINE]
     sweeps: dict[str, list[tuple[float, Setting]]] = {}
     for kind, levels in (("augment-negatives", config.augment_negatives), ("label-noise", config.label_noise),
-                         ("click-noise", config.click_noise)):
+                         ("click-noise", config.click_noise), ("position-bias", config.position_bias)):
         if not levels:
             continue
         rows = []
@@ -207,6 +236,36 @@ def plan_settings(config: ExperimentConfig) -> tuple[list[Setting], dict[str, li
                 settings.append(s)
         sweeps[kind] = rows
     return settings, sweeps
+
+
+def ips_capable(loss: str) -> bool:
+    """Whether ``loss`` has an IPS variant (the losses whose pooled labels carry the IPS relevance linearly)."""
+    from rankcli.core.ips import IPS_LOSSES
+
+    return loss in IPS_LOSSES
+
+
+def setting_losses(config: ExperimentConfig, setting: Setting) -> list[str]:
+    """The names trained in ``setting``: the losses, and under the position-bias sweep each loss's naive variant (its
+    own name) followed by its IPS variant (``<loss>+ips``) where it has one."""
+    if setting.kind != "position-bias":
+        return list(config.losses)
+    return [name for loss in config.losses for name in ([loss, loss + IPS_SUFFIX] if ips_capable(loss) else [loss])]
+
+
+def all_loss_names(config: ExperimentConfig) -> list[str]:
+    """Every name a unit of the experiment may carry, in report order."""
+    if not config.position_bias:
+        return list(config.losses)
+    return setting_losses(config, Setting("position-bias=0", "position-bias", 0.0))
+
+
+def setting_pairs(config: ExperimentConfig, setting: Setting) -> list[tuple[str, str]] | None:
+    """The pairs tested in ``setting``: every two losses (``None``), or under the position-bias sweep each loss's naive
+    against its IPS variant."""
+    if setting.kind != "position-bias":
+        return None
+    return [(loss, loss + IPS_SUFFIX) for loss in config.losses if ips_capable(loss)]
 
 
 def _rng(seed: int, *key: int) -> np.random.Generator:
@@ -549,6 +608,123 @@ def perturb(setting: Setting, train: Dataset, valid: Dataset | None, config: Exp
     raise UsageError(f"unknown setting {setting.name!r}")
 
 
+def logging_query_count(n_train: int, fraction: float) -> int:
+    """Queries the position-bias sweep's logging ranker is trained on: ``fraction`` of the training queries (rounded
+    up), at least :data:`MIN_LOGGING_QUERIES`."""
+    return max(MIN_LOGGING_QUERIES, math.ceil(fraction * n_train))
+
+
+@dataclass
+class ClickLogs:
+    """What one (trial, position-bias setting) trains on, shared by all its losses and variants."""
+
+    train: Dataset                # PBM clicks on the logging ranker's top 10 of the non-logging training queries
+    valid: Dataset | None         # the same on the validation queries (None: no validation part, or no click in it)
+    propensity: np.ndarray        # estimated from the RandTop-10 log, position r at [r - 1]
+    estimate: object              # the rankcli.core.propensity.PropensityEstimate
+
+
+#: One process's latest (trial, setting) of the position-bias sweep: its units run one after another (trial-major
+#: plan), so the logging ranker, the simulations and the estimate are made once per (trial, setting), not per loss.
+_CLICK_LOGS: dict = {}
+
+
+def position_bias_logs(train: Dataset, valid: Dataset | None, config: ExperimentConfig, setting: Setting,
+                       trial: int, key: object = None) -> ClickLogs:
+    """Trial ``trial``'s click logs at PBM exponent ``setting.level``.
+
+    A logging ranker (LightGBM lambdamart on the graded labels, all ``config.trees`` trees, no validation) is trained
+    on :func:`logging_query_count` training queries drawn with the generator ``(seed, 3, trial)`` (the same queries
+    and ranker at every level); it ranks the other training queries and the validation queries. On its top
+    :data:`DISPLAYED_POSITIONS`, ``config.click_impressions`` impressions per query get PBM clicks (examination
+    ``(1/r)^eta``, the paper's click probabilities per grade, impressions without a click kept), and a RandTop-10 log
+    of the same size (the ranker's top 10 shuffled per impression) on the same training queries gives the propensity
+    estimate (click-rate estimator, positions with fewer than 20 clicks from the fitted ``(1/r)^eta``). Simulation and
+    estimate draw from the setting's perturbation generator. ``key`` (anything hashable that identifies the data and
+    the configuration) lets a process reuse the logs of its latest call.
+    """
+    import dataclasses
+
+    from rankcli.core.propensity import MIN_CLICKS, estimate
+    from rankcli.simulate import PAPER_CLICK_PROBS, simulate_clicks
+    from rankcli.train import train_model
+
+    cache_key = None if key is None else (key, trial, setting.name)
+    if cache_key is not None and cache_key in _CLICK_LOGS:
+        return _CLICK_LOGS[cache_key]
+    n_log = logging_query_count(train.n_queries, config.logging_fraction)
+    if n_log >= train.n_queries:
+        raise InputError(f"the logging ranker takes {n_log} of the {train.n_queries} training queries "
+                         f"(--logging-fraction {config.logging_fraction:g}, at least {MIN_LOGGING_QUERIES}), leaving "
+                         "none to log clicks on; use more training queries or a smaller --logging-fraction")
+    order = _rng(config.seed, 3, trial).permutation(train.n_queries)
+    log_ds, rest = train.take_queries(np.sort(order[:n_log])), train.take_queries(np.sort(order[n_log:]))
+    cfg = dataclasses.replace(train_config(config, "lambdamart", model_seed(config.seed, trial, "logging-ranker")),
+                              early_stopping=0)
+    booster = train_model(log_ds, None, cfg).booster
+    rng = perturbation_rng(config.seed, trial, setting.name)
+    sim = dict(model="pbm", click_probs=PAPER_CLICK_PROBS, eta=float(setting.level), max_rank=DISPLAYED_POSITIONS,
+               impressions=config.click_impressions, keep_no_click=True)
+
+    def scores(ds: Dataset) -> np.ndarray:
+        return np.asarray(booster.predict(ds.features), dtype=np.float64)
+
+    rest_scores = scores(rest)
+    train_c, _ = simulate_clicks(rest, ranker=rest_scores, rng=rng, **sim)
+    valid_c = None
+    if valid is not None:
+        valid_c, _ = simulate_clicks(valid, ranker=scores(valid), rng=rng, **sim)
+        if not np.any(valid_c.labels):
+            valid_c = None
+    rand_c, _ = simulate_clicks(rest, ranker=rest_scores, randomize=("top", DISPLAYED_POSITIONS), rng=rng, **sim)
+    if not np.any(train_c.labels):
+        raise InputError("the simulated users clicked nothing in the training queries")
+    _, query = np.unique(rand_c.extra["source_qid"][rand_c.offsets[:-1]], return_inverse=True)
+    try:
+        est = estimate(rand_c.offsets, query.reshape(-1), rand_c.extra["position"], rand_c.labels,
+                       method="click-rate", max_position=DISPLAYED_POSITIONS, bootstrap=1, min_clicks=MIN_CLICKS,
+                       fit="power", rng=rng)
+    except InputError as exc:
+        raise InputError(f"propensity estimate from the RandTop-{DISPLAYED_POSITIONS} log ({rand_c.n_queries} "
+                         f"impressions of {rest.n_queries} queries, as many as the click log): {exc}") from None
+    p = np.asarray(est.propensity, dtype=np.float64)
+    shown = int(train_c.extra["position"].max())
+    if p.shape[0] < shown or not np.all(np.isfinite(p[:shown])):
+        raise InputError(f"the RandTop-{DISPLAYED_POSITIONS} log estimated propensities for "
+                         f"positions 1..{int(np.sum(np.isfinite(p)))} only, the click log shows position {shown}")
+    # Relative to position 1, an estimate can exceed 1 by chance (at eta = 0 every ratio scatters around 1); a
+    # propensity is at most 1 (the file format's (0, 1]), so it is capped there: a weight below 1 is never given.
+    logs = ClickLogs(train_c, valid_c, np.minimum(p, 1.0), est)
+    if cache_key is not None:
+        _CLICK_LOGS.clear()
+        _CLICK_LOGS[cache_key] = logs
+    return logs
+
+
+def variant_data(logs: ClickLogs, name: str, config: ExperimentConfig):
+    """(train, validation, objective) of the loss variant ``name`` (``loss`` or ``loss+ips``) on ``logs``.
+
+    IPS-capable losses train on the impressions pooled per source query (:func:`rankcli.ips.pooled_training_set`):
+    without propensities (naive) or with the estimated ones (``+ips``). Other losses (lambdamart) train naive on the
+    click impressions as logged, each impression one list. Validation is pooled like the variant (naive: click-through
+    rates; ``+ips``: IPS relevances), labelled so that the convention's gain is the pooled relevance ``g``
+    (exponential gain: ``log2(1 + g)``)."""
+    from rankcli.core.metrics import Convention
+    from rankcli.ips import objective_for, pooled_training_set
+
+    ips = name.endswith(IPS_SUFFIX)
+    loss = name[: -len(IPS_SUFFIX)] if ips else name
+    spec = ("values", logs.propensity) if ips else None
+    valid = None
+    if logs.valid is not None:
+        as_gain = "xendcg" if Convention.preset(config.convention).gain == "exponential" else "pointwise"
+        valid, _ = pooled_training_set(logs.valid, loss=as_gain, propensity=spec, what="validation clicks")
+    if not ips_capable(loss):
+        return logs.train, valid, None
+    train, _ = pooled_training_set(logs.train, loss=loss, propensity=spec, what="training clicks")
+    return train, valid, objective_for(loss, train)
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # One unit
 
@@ -586,9 +762,18 @@ def run_unit(data: ExperimentData, config: ExperimentConfig, setting: Setting, t
 
     start = time.perf_counter()
     train, valid, test = trial_split(data, config, trial)
-    train, valid = perturb(setting, train, valid, config, perturbation_rng(config.seed, trial, setting.name))
+    objective = None
+    base_loss = loss[: -len(IPS_SUFFIX)] if loss.endswith(IPS_SUFFIX) else loss
+    if setting.kind != "position-bias":
+        train, valid = perturb(setting, train, valid, config, perturbation_rng(config.seed, trial, setting.name))
     try:
-        result = train_model(train, valid, train_config(config, loss, model_seed(config.seed, trial, setting.name)))
+        if setting.kind == "position-bias":
+            logs = position_bias_logs(train, valid, config, setting, trial,
+                                      key=(id(data), data.fingerprint(), json.dumps(config.identity(), sort_keys=True)))
+            train, valid, objective = variant_data(logs, loss, config)
+        result = train_model(train, valid, train_config(config, base_loss,
+                                                        model_seed(config.seed, trial, setting.name)),
+                             objective=objective)
     except InputError as exc:  # say which unit: a random split can leave, e.g., a validation part without relevance
         raise InputError(f"{setting.name}, {'fold' if config.folds else 'trial'} {trial}, {loss}: {exc}") from None
     booster = result.booster
@@ -802,7 +987,7 @@ class ExperimentResult:
 
 def plan_units(config: ExperimentConfig, settings: list[Setting]) -> list[tuple[Setting, int, str]]:
     """All units, trial-major (so that whole trials, or folds, finish early), then setting, then loss."""
-    return [(s, t, loss) for t in trial_ids(config) for s in settings for loss in config.losses]
+    return [(s, t, loss) for t in trial_ids(config) for s in settings for loss in setting_losses(config, s)]
 
 
 def run_experiment(data_path: Path | str, exp_dir: Path | str, config: ExperimentConfig, *, jobs: int = 1,
@@ -841,7 +1026,7 @@ def run_experiment(data_path: Path | str, exp_dir: Path | str, config: Experimen
     settings, sweeps = plan_settings(config)
     from rankcli.core.metrics import Convention
 
-    store = ResultStore(exp_dir, [s.name for s in settings], config.losses, metrics,
+    store = ResultStore(exp_dir, [s.name for s in settings], all_loss_names(config), metrics,
                         Convention.preset(config.convention).as_dict())
     def done_units() -> set[tuple[str, int, str]]:
         done = store.done(metrics)
@@ -987,7 +1172,8 @@ def _check_data(data: ExperimentData, config: ExperimentConfig) -> None:
         ds = data.pooled
         if ds.n_queries < 3:
             raise InputError(f"need at least 3 queries to split into train/validation/test, got {ds.n_queries}")
-    if config.click_noise:
+    if config.click_noise or config.position_bias:
+        option = "--click-noise" if config.click_noise else "--position-bias"
         if data.pooled is not None:
             sources = [(None, data.pooled.labels)]
         else:
@@ -999,7 +1185,7 @@ def _check_data(data: ExperimentData, config: ExperimentConfig) -> None:
         for path, labels in sources:
             bad = labels[(labels != np.round(labels)) | (labels < 0) | (labels > 4)]
             if bad.shape[0]:
-                raise InputError(f"{str(path) + ': ' if path else ''}--click-noise needs integer grades 0..4 (click "
+                raise InputError(f"{str(path) + ': ' if path else ''}{option} needs integer grades 0..4 (click "
                                  f"probabilities per grade), got label {bad[0]:g}")
 
 
@@ -1029,13 +1215,14 @@ def pooled_queries(exp_dir: Path, config: ExperimentConfig, settings: list[Setti
 
     out: dict = {}
     for s in settings:
-        folds, parts = [], {loss: {m: [] for m in config.metrics} for loss in config.losses}
+        names = setting_losses(config, s)
+        folds, parts = [], {loss: {m: [] for m in config.metrics} for loss in names}
         for k in trial_ids(config):
-            paths = {loss: queries_path(exp_dir, s.name, k, loss) for loss in config.losses}
+            paths = {loss: queries_path(exp_dir, s.name, k, loss) for loss in names}
             if not all(p.is_file() for p in paths.values()):
                 continue
             tables = {loss: read_table(p) for loss, p in paths.items()}
-            ref_loss = config.losses[0]
+            ref_loss = names[0]
             ref = column_to_numpy(tables[ref_loss].column("qid"))
             for loss, t in tables.items():
                 if not np.array_equal(column_to_numpy(t.column("qid")), ref):
@@ -1084,25 +1271,39 @@ def summarize(rows: list[dict], config: ExperimentConfig, settings: list[Setting
     out = []
     for s in settings:
         by_loss = table.get(s.name, {})
+        names = setting_losses(config, s)
         if pooled is not None:
             p = pooled.get(s.name) or {"folds": [], "values": {}}
             units = {loss: {m: np.asarray(p["values"].get(loss, {}).get(m, np.zeros(0)), dtype=np.float64)
-                            for m in config.metrics} for loss in config.losses}
+                            for m in config.metrics} for loss in names}
             n_folds = len(p["folds"])
         else:
             units = {loss: {m: np.array([by_loss.get(loss, {}).get(m, {}).get(t, np.nan) for t in ids],
-                                        dtype=np.float64) for m in config.metrics} for loss in config.losses}
+                                        dtype=np.float64) for m in config.metrics} for loss in names}
         losses = {}
-        for loss in config.losses:
+        for loss in names:
             losses[loss] = {}
             for m in config.metrics:
                 mean, stderr, n = _mean_stderr(units[loss][m])
                 trials = n_folds if pooled is not None else n
                 losses[loss][m] = {"mean": mean, "stderr": stderr, "n": n, "trials": trials}
         tests = []
-        if len(config.losses) > 1:
-            _means, _used, comparisons, _ = compare_values(units, config.metrics, test="ttest",
-                                                           correction=config.correction, alpha=0.05)
+        pairs = setting_pairs(config, s)
+        comparisons = []
+        if pairs is not None:
+            # Only the named pairs (naive against IPS, per loss), each through compare_values, corrected together.
+            from rankcli.core.stats import adjust_pvalues
+
+            for a, b in pairs:
+                comparisons += compare_values({a: units[a], b: units[b]}, config.metrics, test="ttest",
+                                              correction="none", alpha=0.05)[2]
+            for c, p_adj in zip(comparisons, adjust_pvalues([c.result.p_value for c in comparisons],
+                                                            config.correction)):
+                c.p_adjusted = float(p_adj)
+        elif len(names) > 1:
+            comparisons = compare_values(units, config.metrics, test="ttest", correction=config.correction,
+                                         alpha=0.05)[2]
+        if comparisons:
             for c in comparisons:
                 r = c.result
                 reason = getattr(r, "reason", None)
@@ -1197,7 +1398,7 @@ def convergence(curves: list[tuple[str, int, str, np.ndarray]], config: Experime
     out: dict = {}
     for s in settings:
         out[s.name] = {}
-        for loss in config.losses:
+        for loss in setting_losses(config, s):
             series = grouped.get((s.name, loss), [])
             length = max((v.shape[0] for v, _ in series), default=0)
             grid = np.full((len(series), length), np.nan)
@@ -1239,6 +1440,21 @@ def sweep_rows(summary: dict, config: ExperimentConfig, sweeps: dict) -> dict[st
         for level, setting in levels:
             s = by_name[setting.name]
             row = {"level": level, "setting": setting.name}
+            pairs = setting_pairs(config, setting)
+            if pairs is not None:
+                # position-bias: every variant's mean, and per loss the IPS variant against the naive one
+                for loss in setting_losses(config, setting):
+                    row[loss] = s["losses"][loss][metric]["mean"]
+                    row[f"{loss} stderr"] = s["losses"][loss][metric]["stderr"]
+                for a, b in pairs:
+                    label = difference_label(a, b)
+                    row[label] = row[b] - row[a]
+                    test = next((t for t in s["tests"] if t["a"] == a and t["b"] == b and t["metric"] == metric),
+                                None)
+                    row[f"{label} p_adjusted"] = test["p_adjusted"] if test else float("nan")
+                    row[f"{label} n"] = test["n"] if test else 0
+                rows.append(row)
+                continue
             for loss in config.losses:
                 row[loss] = s["losses"][loss][metric]["mean"]
                 row[f"{loss} stderr"] = s["losses"][loss][metric]["stderr"]
@@ -1252,6 +1468,27 @@ def sweep_rows(summary: dict, config: ExperimentConfig, sweeps: dict) -> dict[st
             rows.append(row)
         out[kind] = rows
     return out
+
+
+def sweep_columns(config: ExperimentConfig, kind: str) -> tuple[list[str], list[str]]:
+    """A sweep table's loss columns and difference labels: the losses and ``loss - first``, or (position-bias) every
+    variant and ``loss+ips - loss`` per loss with an IPS variant."""
+    if kind == "position-bias":
+        setting = Setting("position-bias=0", "position-bias", 0.0)
+        return setting_losses(config, setting), [difference_label(a, b) for a, b in setting_pairs(config, setting)]
+    return list(config.losses), [difference_label(config.losses[0], loss) for loss in config.losses[1:]]
+
+
+def naive_only_note(config: ExperimentConfig) -> str:
+    """The sentence saying which losses of the position-bias sweep have no IPS variant ('' when all have one)."""
+    from rankcli.core.ips import IPS_LOSSES
+
+    naive = [loss for loss in config.losses if not ips_capable(loss)]
+    if not config.position_bias or not naive:
+        return ""
+    return (f"{', '.join(naive)}: naive only, trained on the click impressions as logged (each impression one list, "
+            f"the click its label); no IPS variant (IPS training takes {', '.join(IPS_LOSSES)}; LightGBM's per-document "
+            "weights are not pairwise IPS).")
 
 
 def _jsonable(value):
@@ -1275,6 +1512,12 @@ def _signed(x: float | None, digits: int = 4) -> str:
     return "n/a" if x is None or not math.isfinite(x) else f"{x:+.{digits}f}"
 
 
+def sweep_note(config: ExperimentConfig, kind: str) -> str:
+    """The sweep's one-paragraph description, filled in with the configuration's numbers."""
+    return SWEEP_NOTES[kind].format(impressions=config.click_impressions,
+                                    logging=f"{config.logging_fraction:g}")
+
+
 def p_cell(p: float | None, digits: int = 3, reason: str | None = None) -> str:
     """A p-value for a table; a test that could not be run says so (and why, when ``reason`` is given)."""
     if p is None or not math.isfinite(p):
@@ -1294,10 +1537,12 @@ def render_markdown(result: "ExperimentResult", sweep_tables: dict[str, list[dic
                  "mean(b) - mean(a); `n` counts the units a number is computed over.")
     lines.append("")
     unit = "queries" if config.folds else "trials"
+    by_name = {st.name: st for st in result.settings}
     for s in result.summary["settings"]:
         lines += [f"## {s['setting']}", "", "| loss | " + " | ".join(config.metrics) + " | n |",
                   "|---|" + "---|" * (len(config.metrics) + 1)]
-        for loss in config.losses:
+        setting = by_name.get(s["setting"])
+        for loss in (setting_losses(config, setting) if setting is not None else list(s["losses"])):
             vs = [s["losses"][loss][m] for m in config.metrics]
             ns = sorted({v["n"] for v in vs})
             cells = [f"{_fmt(v['mean'])} ± {_fmt(v['stderr'])}" for v in vs]
@@ -1313,15 +1558,18 @@ def render_markdown(result: "ExperimentResult", sweep_tables: dict[str, list[dic
             lines.append("")
     for kind, rows in sweep_tables.items():
         metric = primary_metric(config)
-        first = config.losses[0]
-        diffs = [difference_label(first, loss) for loss in config.losses[1:]]
-        lines += [f"## sweep {kind}: test {metric}", "", SWEEP_NOTES[kind].format(impressions=config.click_impressions),
-                  "",
-                  f"| {kind} | " + " | ".join(config.losses + diffs + [f"p adjusted ({d})" for d in diffs]) + " |",
-                  "|---|" + "---|" * (len(config.losses) + 2 * len(diffs))]
+        names, diffs = sweep_columns(config, kind)
+        lines += [f"## sweep {kind}: test {metric}", "", sweep_note(config, kind), ""]
+        if kind == "position-bias":
+            lines += ["Per loss, `<loss>+ips - <loss>` is mean(IPS) - mean(naive) over the units, with its paired "
+                      f"t-test (p adjusted with `{config.correction}` within each level).", ""]
+            if naive_only_note(config):
+                lines += [naive_only_note(config), ""]
+        lines += [f"| {kind} | " + " | ".join(names + diffs + [f"p adjusted ({d})" for d in diffs]) + " |",
+                  "|---|" + "---|" * (len(names) + 2 * len(diffs))]
         for r in rows:
             lines.append(f"| {format_level(r['level'])} | " + " | ".join(
-                [_fmt(r[c]) for c in config.losses] + [_signed(r[d]) for d in diffs]
+                [_fmt(r[c]) for c in names] + [_signed(r[d]) for d in diffs]
                 + [p_cell(r[f"{d} p_adjusted"]) for d in diffs]) + " |")
         lines.append("")
     return "\n".join(lines)

@@ -123,6 +123,8 @@ def _propensities(spec: tuple[str, object] | None, max_position: int) -> tuple[n
     if spec is None:
         return np.ones(max_position), {"source": None}
     kind, value = spec
+    if kind == "values":  # propensities estimated in memory (experiment --position-bias): position r at [r - 1]
+        return np.asarray(value, dtype=np.float64), {"source": "estimate"}
     if kind == "pbm":
         return core.pbm_propensities(float(value), max_position), {"source": f"pbm:{float(value):g}"}
     from rankcli.propensity import read_propensity
@@ -135,7 +137,8 @@ def pooled_training_set(ds: Dataset, *, loss: str, propensity: tuple[str, object
                         allow_graded: bool = False, what: str = "training data") -> tuple[Dataset, dict]:
     """The click log ``ds`` (with ``extra`` columns ``source_qid``, ``position`` and ``docids`` or ``source_row``)
     pooled per source query, labelled for ``loss``; ``propensity`` ``None`` pools the naive click-through rates
-    (``--pool-impressions``). Returns the training set and what ``rankcli.json`` records about it."""
+    (``--pool-impressions``), ``("values", array)`` takes propensities computed in memory (position ``r`` at
+    ``array[r - 1]``). Returns the training set and what ``rankcli.json`` records about it."""
     check_ips_loss(loss)
     for name in ("source_qid", "position"):
         if name not in ds.extra:

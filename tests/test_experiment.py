@@ -495,3 +495,128 @@ def test_random_split_identity_is_unchanged_so_old_experiments_resume():
     ident = ex.ExperimentConfig(trials=3).identity()
     assert ident["use_given_splits"] is False and "folds" not in ident
     assert ex.ExperimentConfig(folds=True).identity()["folds"] is True
+
+
+# --- position bias: naive against IPS on clicks logged by a trained ranker (issue 15 part 4) -------------------------
+
+PB_CFG = dict(losses=["xendcg", "lambdamart"], trials=2, trees=3, early_stopping=0, position_bias=[0.0, 1.0],
+              metrics=["ndcg@3", "ndcg@5"], seed=5)
+
+
+def _trials(exp_dir):
+    import pyarrow.parquet as pq
+
+    return pq.read_table(exp_dir / "trials.parquet").drop(["seconds"])
+
+
+def test_position_bias_settings_variants_and_paired_tests(tmp_path):
+    path = tmp_path / "d.parquet"
+    write_dataset(path, synthetic(40, seed=2))
+    res = ex.run_experiment(path, tmp_path / "exp", ex.ExperimentConfig(**PB_CFG))
+    # eta = 0 is a setting of its own (clicks without bias), not the graded baseline
+    assert [s.name for s in res.settings] == ["baseline", "position-bias=0", "position-bias=1"]
+    # baseline: the losses; position-bias settings: naive, +ips where the loss takes IPS (lambdamart naive only)
+    assert res.ran_units == 2 * (2 + 3 + 3)
+    rows = _trials(tmp_path / "exp").to_pylist()
+    names = {s: {r["loss"] for r in rows if r["setting"] == s} for s in ("baseline", "position-bias=1")}
+    assert names == {"baseline": {"xendcg", "lambdamart"}, "position-bias=1": {"xendcg", "xendcg+ips", "lambdamart"}}
+    summary = json.loads((tmp_path / "exp" / "summary.json").read_text())
+    for s in summary["settings"][1:]:
+        assert list(s["losses"]) == ["xendcg", "xendcg+ips", "lambdamart"]
+        # only naive against IPS is tested, per loss and metric, over the trials
+        assert [(t["a"], t["b"], t["metric"]) for t in s["tests"]] == [("xendcg", "xendcg+ips", "ndcg@3"),
+                                                                       ("xendcg", "xendcg+ips", "ndcg@5")]
+        for t in s["tests"]:
+            assert t["n"] == 2
+            assert t["difference"] == pytest.approx(s["losses"]["xendcg+ips"][t["metric"]]["mean"]
+                                                    - s["losses"]["xendcg"][t["metric"]]["mean"])
+    sweep = summary["sweeps"]["position-bias"]
+    assert [r["level"] for r in sweep] == [0.0, 1.0]
+    assert all("xendcg+ips - xendcg" in r and "xendcg+ips - xendcg p_adjusted" in r for r in sweep)
+    md = (tmp_path / "exp" / "summary.md").read_text()
+    assert "## sweep position-bias: test ndcg@5" in md and "| xendcg+ips - xendcg | ndcg@5 |" in md
+    assert "lambdamart: naive only" in md
+    # same seed, another directory: identical trials
+    again = ex.run_experiment(path, tmp_path / "again", ex.ExperimentConfig(**PB_CFG))
+    assert _trials(tmp_path / "again").equals(_trials(tmp_path / "exp"))
+    assert again.summary == res.summary
+    # another seed: other clicks, other results
+    ex.run_experiment(path, tmp_path / "seed", ex.ExperimentConfig(**{**PB_CFG, "seed": 6}))
+    assert not _trials(tmp_path / "seed").equals(_trials(tmp_path / "exp"))
+
+
+def test_position_bias_resume_is_keyed_by_variant(tmp_path):
+    path = tmp_path / "d.parquet"
+    write_dataset(path, synthetic(40, seed=2))
+    cfg = {**PB_CFG, "position_bias": [1.0], "losses": ["xendcg"]}
+    ref = ex.run_experiment(path, tmp_path / "ref", ex.ExperimentConfig(**cfg))
+    seen = []
+
+    def interrupt(u):
+        seen.append(u)
+        if len(seen) == 2:   # trial 0: baseline xendcg, then position-bias=1 xendcg (naive); xendcg+ips not yet
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        ex.run_experiment(path, tmp_path / "exp", ex.ExperimentConfig(**cfg), on_unit=interrupt)
+    assert [(u.setting, u.loss) for u in seen] == [("baseline", "xendcg"), ("position-bias=1", "xendcg")]
+    again = ex.run_experiment(path, tmp_path / "exp", ex.ExperimentConfig(**cfg))
+    assert (again.resumed_units, again.ran_units) == (2, 4)
+    assert _trials(tmp_path / "exp").equals(_trials(tmp_path / "ref"))
+    assert (tmp_path / "exp" / "summary.md").read_text() == (tmp_path / "ref" / "summary.md").read_text()
+
+
+def test_position_bias_ips_with_unit_propensities_is_the_naive_pooling(data):
+    """The IPS variant differs from the naive one only by the propensities: with every propensity 1 both train on the
+    same pooled lists and labels (the library's --pool-impressions path)."""
+    cfg = ex.ExperimentConfig(**{**PB_CFG, "losses": ["xendcg", "ranknet", "lambdamart"]})
+    train, valid, _ = ex.trial_split(data, cfg, 0)
+    logs = ex.position_bias_logs(train, valid, cfg, ex.setting_for("position-bias", 1.0), 0)
+    # the click log: the non-logging training queries, top 10 of the logging ranker, every impression kept
+    n_log = ex.logging_query_count(train.n_queries, cfg.logging_fraction)
+    assert n_log == 5
+    assert np.unique(logs.train.extra["source_qid"]).shape[0] == train.n_queries - n_log
+    assert logs.train.n_queries == (train.n_queries - n_log) * cfg.click_impressions
+    assert logs.train.extra["position"].max() <= ex.DISPLAYED_POSITIONS
+    assert logs.propensity[0] == 1.0 and np.all((logs.propensity > 0) & (logs.propensity <= 1))
+    naive = ex.variant_data(logs, "xendcg", cfg)
+    ips = ex.variant_data(logs, "xendcg+ips", cfg)
+    assert _same(naive[0], ips[0]) is False  # estimated propensities reweight the clicks
+    flat = ex.ClickLogs(logs.train, logs.valid, np.ones_like(logs.propensity), logs.estimate)
+    for name in ("xendcg", "ranknet"):
+        a, b = ex.variant_data(flat, name, cfg), ex.variant_data(flat, name + ex.IPS_SUFFIX, cfg)
+        assert _same(a[0], b[0]) and _same(a[1], b[1])
+    assert ex.variant_data(flat, "ranknet+ips", cfg)[2] is not None  # the pairwise IPS objective
+    # lambdamart: the impressions as logged
+    lm = ex.variant_data(logs, "lambdamart", cfg)
+    assert lm[0] is logs.train and lm[2] is None
+
+
+def test_position_bias_configuration_checks_and_identity(tmp_path):
+    assert ex.logging_query_count(100, 0.01) == 5 and ex.logging_query_count(1000, 0.01) == 10
+    assert ex.logging_query_count(1001, 0.01) == 11
+    for bad, msg in (({"position_bias": [-1.0]}, "--position-bias: levels are PBM exponents eta >= 0"),
+                     ({"position_bias": [float("nan")]}, "--position-bias"),
+                     ({"position_bias": [1.0, 1.0]}, "--position-bias: a level is listed twice"),
+                     ({"position_bias": [1.0], "logging_fraction": 0.0}, "--logging-fraction"),
+                     ({"position_bias": [1.0], "logging_fraction": 1.0}, "--logging-fraction")):
+        with pytest.raises(UsageError, match=msg):
+            ex.ExperimentConfig(**bad).validate()
+    # experiments without the sweep keep their identity (directories of earlier versions resume)
+    assert "position_bias" not in ex.ExperimentConfig().identity()
+    assert "logging_fraction" not in ex.ExperimentConfig().identity()
+    assert ex.ExperimentConfig(position_bias=[1.0]).identity()["logging_fraction"] == 0.01
+    # too few training queries to leave any after the logging ranker's: the unit is named
+    path = tmp_path / "d.parquet"
+    write_dataset(path, synthetic(20, seed=2))
+    with pytest.raises(InputError, match=r"position-bias=1, trial 0, xendcg: the logging ranker takes 12 of the 12 "
+                                         r"training queries \(--logging-fraction 0.99, at least 5\), leaving none"):
+        ex.run_experiment(path, tmp_path / "exp", ex.ExperimentConfig(**{**PB_CFG, "losses": ["xendcg"],
+                                                                          "position_bias": [1.0],
+                                                                          "logging_fraction": 0.99}))
+    # graded labels the click model cannot take
+    ds = synthetic(20, seed=2)
+    ds.labels = ds.labels + 0.5
+    write_dataset(tmp_path / "g.parquet", ds)
+    with pytest.raises(InputError, match="--position-bias needs integer grades 0..4"):
+        ex.run_experiment(tmp_path / "g.parquet", tmp_path / "exp2", ex.ExperimentConfig(**PB_CFG))

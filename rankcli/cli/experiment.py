@@ -27,7 +27,13 @@ Sweeps (each level is a full set of trials or folds, training part perturbed, se
   --label-noise 0,0.1,...        that fraction of each training query's documents get a random grade,
                                  p(0..4) = (.5, .2, .15, .1, .05);
   --click-noise 0.05,0.1,...     train and validate on cascade clicks (10 random rankings per query, click
-                                 probabilities (level, .3, .5, .7, .95) for grades 0..4), test on graded labels.
+                                 probabilities (level, .3, .5, .7, .95) for grades 0..4), test on graded labels;
+  --position-bias 0,1,2          learning from biased clicks: a logging ranker trained on --logging-fraction of the
+                                 training queries (default 0.01, at least 5) ranks the others and the validation
+                                 queries; PBM clicks on its top 10 with examination (1/r)^level (10 impressions per
+                                 query); every loss trained naive (pooled click-through rates) and, where it can,
+                                 as <loss>+ips with propensities estimated from a RandTop-10 log of the same size;
+                                 summary.md tests IPS against naive per loss (see docs/clicks.md).
 
 --jobs N trains in N processes; results are identical for any N (every random step is seeded from --seed, the trial
 and the setting, and each model uses --threads threads, default 1).
@@ -35,6 +41,7 @@ and the setting, and each model uses --threads threads, default 1).
 Example:
   rankcli experiment data.parquet -o exp --trials 30 --losses lambdamart,xendcg,listnet --jobs 2
   rankcli experiment MSLR-WEB10K-parquet/ --folds -o exp-folds --jobs 2
+  rankcli experiment data.parquet -o exp-bias --trials 30 --losses xendcg,listnet --position-bias 0,1,2
 """
 
 from __future__ import annotations
@@ -107,6 +114,12 @@ def command(
     click_noise: Annotated[Optional[str], typer.Option("--click-noise", help="Sweep levels: click probability of "
                                                                              "grade 0 (train on cascade clicks).")]
     = None,
+    position_bias: Annotated[Optional[str], typer.Option(
+        "--position-bias", help="Sweep levels: PBM exponent eta of clicks logged by a trained ranker; each loss "
+                                "trained naive and with IPS (<loss>+ips).", show_default=False)] = None,
+    logging_fraction: Annotated[Optional[float], typer.Option(
+        "--logging-fraction", help="With --position-bias: the fraction of the training queries the logging ranker "
+                                   "is trained on (default 0.01; at least 5 queries).", show_default=False)] = None,
     convention: Annotated[str, typer.Option("--convention", help="Metric convention preset for validation and "
                                                                  "test: paper | lightgbm | sklearn.")] = "paper",
     correction: Annotated[str, typer.Option("--correction", help="Multiple-testing correction within a setting: "
@@ -126,7 +139,7 @@ def command(
     from rankcli.cli._common import log, prepare_output, print_json, progress_bar
     from rankcli.core.perturb import check_augment_fraction, parse_split
     from rankcli.errors import UsageError
-    from rankcli.experiment import ExperimentConfig, iter_levels, json_shape, run_experiment
+    from rankcli.experiment import ExperimentConfig, iter_levels, json_shape, plan_settings, run_experiment
 
     # EXP_DIR is reopened by the experiment's own rules (resume, --overwrite of an experiment only); here: not an
     # input, not a special file. Not "final": a run interrupted while summarising is resumed, not redone.
@@ -155,8 +168,13 @@ def command(
         augment_negatives=iter_levels(augment_negatives, "--augment-negatives") if augment_negatives else [],
         label_noise=iter_levels(label_noise, "--label-noise") if label_noise else [],
         click_noise=iter_levels(click_noise, "--click-noise") if click_noise else [],
-        threads=threads, correction=correction,
+        position_bias=iter_levels(position_bias, "--position-bias") if position_bias else [],
+        logging_fraction=0.01 if logging_fraction is None else logging_fraction, threads=threads,
+        correction=correction,
     )
+    if logging_fraction is not None and not position_bias:
+        raise UsageError("--logging-fraction sets the logging ranker of the --position-bias sweep; give --position-bias "
+                         "ETA[,ETA...] or drop it")
     _check_losses(loss_list)
     for level in config.augment_negatives:  # before any unit runs: a level of 1e9 ended in MemoryError
         check_augment_fraction(level)
@@ -178,7 +196,9 @@ def command(
             n = config.trials  # the number of folds with --folds, known once DATA is read
             per = (f"{len(loss_list)} loss{'es' if len(loss_list) > 1 else ''} x {n} "
                    f"{'fold' if folds else 'trial'}{'s' if n != 1 else ''}")
-            log(f"experiment: {total} units ({per} x {total // max(1, len(loss_list) * n)} settings)"
+            n_settings = len(plan_settings(config)[0])
+            log(f"experiment: {total} units ({per} x {n_settings} settings"
+                + (", naive and +ips variants in the position-bias settings" if config.position_bias else "") + ")"
                 + (f", {done} already done (resuming)" if done else "")
                 + (f", on the Dask cluster {dask}" if dask else f", {jobs} job{'s' if jobs > 1 else ''}"))
 
@@ -209,7 +229,7 @@ def _check_losses(losses: list[str]) -> None:
 
 
 def _plots(result, wanted: bool):
-    from rankcli.experiment import primary_metric, sweep_rows
+    from rankcli.experiment import primary_metric, setting_pairs, sweep_rows
     from rankcli.plot import INSTALL_HINT, have_matplotlib, plot_convergence, plot_sweep
 
     if not wanted:
@@ -225,6 +245,11 @@ def _plots(result, wanted: bool):
         files.append(plot_convergence(base, result.exp_dir / "convergence.png", cfg.select_by,
                                       f"convergence (baseline, {cfg.trials} {'folds' if cfg.folds else 'trials'})"))
     for kind, rows in sweep_rows(result.summary, cfg, result.sweeps).items():
+        if kind == "position-bias":  # one plot per loss: naive and IPS, and their difference
+            for a, b in setting_pairs(cfg, result.sweeps[kind][0][1]):
+                files.append(plot_sweep(rows, [a, b], result.exp_dir / f"sweep-{kind}-{a}.png", kind,
+                                        primary_metric(cfg)))
+            continue
         files.append(plot_sweep(rows, cfg.losses, result.exp_dir / f"sweep-{kind}.png", kind, primary_metric(cfg)))
     return files, ""
 
@@ -247,7 +272,8 @@ def _render_text(result, to_stderr: bool) -> None:
     from rich.text import Text
 
     from rankcli.cli._common import stderr_console, stdout_console
-    from rankcli.experiment import SWEEP_NOTES, difference_label, format_level, p_cell, primary_metric, sweep_rows
+    from rankcli.experiment import difference_label, format_level, naive_only_note, p_cell, primary_metric, \
+        sweep_columns, sweep_note, sweep_rows
     from rankcli.plot import CONVERGENCE_NOTE, sparkline
 
     console = stderr_console() if to_stderr else stdout_console()
@@ -296,28 +322,29 @@ def _render_text(result, to_stderr: bool) -> None:
         console.print(f"  {CONVERGENCE_NOTE}", markup=False)
     metric = primary_metric(cfg)
     for kind, rows in sweep_rows(result.summary, cfg, result.sweeps).items():
+        names, diffs = sweep_columns(cfg, kind)
         if not to_stderr:
-            first = cfg.losses[0]
-            diffs = [difference_label(first, x) for x in cfg.losses[1:]]
-            t = Table(title=f"{kind} sweep: mean test {metric}", title_justify="left",
-                      caption=SWEEP_NOTES[kind].format(impressions=cfg.click_impressions), caption_justify="left")
+            caption = sweep_note(cfg, kind) + (f" {naive_only_note(cfg)}" if kind == "position-bias" and
+                                               naive_only_note(cfg) else "")
+            t = Table(title=f"{kind} sweep: mean test {metric}", title_justify="left", caption=caption,
+                      caption_justify="left")
             t.add_column("level", justify="right")
-            for loss in cfg.losses:
+            for loss in names:
                 t.add_column(Text(loss), justify="right")
             for d in diffs:
                 t.add_column(Text(d), justify="right")
             for d in diffs:
                 t.add_column(Text(f"p adj. ({d})"), justify="right")
             for r in rows:
-                t.add_row(format_level(r["level"]), *[_fmt(r[x]) for x in cfg.losses],
+                t.add_row(format_level(r["level"]), *[_fmt(r[x]) for x in names],
                           *[_signed(r[d]) for d in diffs], *[p_cell(r[f"{d} p_adjusted"]) for d in diffs])
             console.print(t)
-        vals = [r[x] for r in rows for x in cfg.losses if r[x] == r[x] and r[x] is not None]
+        vals = [r[x] for r in rows for x in names if r[x] is not None and r[x] == r[x]]
         lo, hi = (min(vals), max(vals)) if vals else (0.0, 1.0)
         console.print(f"{kind}: test {metric} per level ({', '.join(format_level(r['level']) for r in rows)}), "
                       f"scale {_fmt(lo)}..{_fmt(hi)}", markup=False)
-        width = max(len(x) for x in cfg.losses)
-        for loss in cfg.losses:
+        width = max(len(x) for x in names)
+        for loss in names:
             series = [r[loss] for r in rows]
             console.print(f"  {loss:<{width}} {sparkline(series, lo, hi)}  {' '.join(_fmt(v) for v in series)}",
                           markup=False)

@@ -132,6 +132,17 @@ def test_different_configuration_refused(capsys, data, tmp_path):
                                    "loss (the folds are the trials); drop --trials\n"),
     (["--use-given-splits", "--trials", "3"], "Error: --trials does not combine with --use-given-splits"),
     (["--folds", "--split", "0.5,0.25,0.25"], "Error: --split does not combine with --folds"),
+    (["--position-bias", "1,x"], "Error: --position-bias: expected comma-separated numbers, got 'x'\n"),
+    (["--position-bias", "-1"], "Error: --position-bias: levels are PBM exponents eta >= 0 (examination "
+                                "(1/r)^eta), got -1\n"),
+    (["--position-bias", "inf"], "Error: --position-bias: levels are PBM exponents eta >= 0"),
+    (["--position-bias", "1,1"], "Error: --position-bias: a level is listed twice, got 1,1\n"),
+    (["--position-bias", "1", "--logging-fraction", "0"], "Error: --logging-fraction: a fraction of the training "
+                                                          "queries in (0, 1), got 0\n"),
+    (["--position-bias", "1", "--logging-fraction", "1"], "Error: --logging-fraction: a fraction of the training "
+                                                          "queries in (0, 1), got 1\n"),
+    (["--logging-fraction", "0.1"], "Error: --logging-fraction sets the logging ranker of the --position-bias sweep; "
+                                    "give --position-bias ETA[,ETA...] or drop it\n"),
 ])
 def test_usage_errors(capsys, data, tmp_path, args, message):
     status, _, err = run(capsys, data, "-o", tmp_path / "e", *args, *FAST)
@@ -260,3 +271,30 @@ def test_an_empty_loss_name_is_a_usage_error_as_an_empty_metric_is(capsys, data,
     status, out, err = run(capsys, data, "-o", tmp_path / "e", "--losses", losses, "--trials", "1", *FAST)
     assert status == 2 and err == f"Error: --losses: empty loss name in {losses!r}\n"
     assert not (tmp_path / "e").exists()
+
+
+def test_position_bias_sweep_reports_naive_against_ips_per_loss(capsys, data, tmp_path):
+    """Issue 15 part 4: each loss trained naive and +ips on clicks a logging ranker logged; the JSON and summary.md
+    carry the variants and their paired tests (whatever the numbers say)."""
+    data = tmp_path / "d.parquet"
+    write_dataset(data, synthetic(60, seed=4))
+    args = ["--losses", "xendcg,lambdamart", "--trials", "2", "--position-bias", "0,1", "--json", *FAST]
+    status, out, err = run(capsys, data, "-o", tmp_path / "e", *args)
+    assert status == 0, err
+    assert "experiment: 16 units (2 losses x 2 trials x 3 settings, naive and +ips variants" in err
+    doc = json.loads(out)
+    assert [s["setting"] for s in doc["settings"]] == ["baseline", "position-bias=0", "position-bias=1"]
+    for s in doc["settings"][1:]:
+        assert list(s["losses"]) == ["xendcg", "xendcg+ips", "lambdamart"]
+        assert {(t["a"], t["b"]) for t in s["tests"]} == {("xendcg", "xendcg+ips")}
+        assert all(t["n"] == 2 for t in s["tests"])
+    md = (tmp_path / "e" / "summary.md").read_text()
+    assert "| position-bias | xendcg | xendcg+ips | lambdamart | xendcg+ips - xendcg | p adjusted (xendcg+ips - " \
+           "xendcg) |" in md
+    assert "lambdamart: naive only" in md
+    assert (tmp_path / "e" / "sweep-position-bias.csv").read_text().startswith("level,setting,xendcg,")
+    # rerun: everything resumed, the same summary
+    before = md
+    status, _, err = run(capsys, data, "-o", tmp_path / "e", *args)
+    assert status == 0 and "16 already done (resuming)" in err
+    assert (tmp_path / "e" / "summary.md").read_text() == before
