@@ -12,6 +12,10 @@ the setting's perturbation to the training (and, for clicks, validation) queries
   folds are pooled per query and the paired tests run over those queries (``n`` = pooled test queries), as LETOR
   results are reported.
 
+The position-bias sweep (``position_bias``, issue 15) trains each loss twice per unit key: naive (``xendcg``) and
+with IPS (``xendcg+ips``), on clicks that a logging ranker's rankings received (:func:`position_bias_logs`,
+:func:`variant_data`); its settings test only each loss's naive model against its IPS model.
+
 Everything random in a unit is seeded from ``(seed, trial)`` (the split) and ``(seed, trial, setting)`` (the
 perturbation and LightGBM's seed) with :class:`numpy.random.SeedSequence`, never from the loss, the order of execution
 or the number of processes: so every loss sees the same split and the same perturbed data in a trial, and ``jobs=1``

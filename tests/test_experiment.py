@@ -620,3 +620,17 @@ def test_position_bias_configuration_checks_and_identity(tmp_path):
     write_dataset(tmp_path / "g.parquet", ds)
     with pytest.raises(InputError, match="--position-bias needs integer grades 0..4"):
         ex.run_experiment(tmp_path / "g.parquet", tmp_path / "exp2", ex.ExperimentConfig(**PB_CFG))
+
+
+def test_position_bias_under_folds_tests_naive_against_ips_over_the_pooled_queries(tmp_path):
+    root = write_folds(tmp_path / "d", k=2, n_queries=80)
+    res = ex.run_experiment(root, tmp_path / "exp", ex.ExperimentConfig(
+        losses=["xendcg"], folds=True, trees=3, early_stopping=0, position_bias=[1.0], metrics=["ndcg@5"]))
+    assert res.ran_units == 2 * (1 + 2)
+    s = res.summary["settings"][1]
+    assert s["setting"] == "position-bias=1" and list(s["losses"]) == ["xendcg", "xendcg+ips"]
+    (t,) = s["tests"]
+    assert (t["a"], t["b"], t["trials"]) == ("xendcg", "xendcg+ips", 2)
+    assert t["n"] > 2 * 10  # the pooled test queries, not the folds
+    for k in (1, 2):
+        assert ex.queries_path(tmp_path / "exp", "position-bias=1", k, "xendcg+ips").is_file()
