@@ -1,5 +1,6 @@
 """Propensity estimation from a click-log file: reads the log's columns and footer, checks that the log can identify
-propensities (randomised, position-based, no-click impressions kept), runs :mod:`rankcli.core.propensity` and writes
+propensities (randomised, position-based, no-click impressions kept; or several logs, one per logging policy, for
+intervention harvesting), runs :mod:`rankcli.core.propensity` and writes
 the result as JSON. Library code: returns result objects and raises :mod:`rankcli.errors`, never prints.
 """
 
@@ -22,7 +23,7 @@ POLICY_METHODS = {"random": "click-rate", "top": "click-rate", "swap": "swap-rat
 class PropensityResult:
     estimate: PropensityEstimate
     source: str
-    policy: str  # random | top:N | swap:K
+    policy: str  # random | top:N | swap:K; harvesting: the logs' rankers joined by ' + '
     click_model: str | None  # from the footer (None: stated by --policy, not recorded)
     log_params: dict  # the footer's rankcli.clicks, when present
 
@@ -103,8 +104,8 @@ def logging_policy(path: Path | str, meta: dict[str, str], override: str | None)
             raise InputError(
                 f"{path}: logged in ranker {params.get('ranker')!r}'s own order without randomisation, so position "
                 "and relevance are confounded; simulate with --randomize top:N or --randomize swap:K (or --ranker "
-                "random). Estimation from non-randomised logs (intervention harvesting, regression EM) is not "
-                "implemented")
+                "random), or give the logs of several rankers (rankcli propensity A.parquet B.parquet ...: "
+                "intervention harvesting needs randomisation or several policies)")
         kind, number = parse_policy(policy)
     if model == "cascade":
         raise InputError(
@@ -155,6 +156,98 @@ def read_click_columns(path: Path | str, swap: bool) -> dict[str, np.ndarray]:
             raise SchemaError(f"{path}: {exc}") from None
     out["offsets"] = offsets
     return out
+
+
+def _harvest_log_checks(path: Path | str, meta: dict[str, str]) -> tuple[str | None, dict]:
+    """One log of a harvest: its click model and footer parameters; refuses a cascade log and one without its
+    no-click impressions, as :func:`logging_policy` does."""
+    params: dict = {}
+    if "clicks" in meta:
+        try:
+            params = json.loads(meta["clicks"])
+        except ValueError:
+            raise InputError(f"{path}: footer key rankcli.clicks is not JSON") from None
+        if not isinstance(params, dict):
+            raise InputError(f"{path}: footer key rankcli.clicks is not a JSON object")
+    model = params.get("model")
+    if model == "cascade":
+        raise InputError(
+            f"{path}: made with the cascade click model, whose examination depends on the clicks above (the scan "
+            "stops at the first click), which breaks the position-based assumption behind propensities; simulate "
+            "with --model pbm")
+    if params.get("keep_no_click") is False:
+        raise InputError(
+            f"{path}: impressions without a click were dropped (footer keep_no_click false), which inflates the "
+            "click rate of every position unevenly; simulate again with --keep-no-click")
+    return model, params
+
+
+def _policy_name(params: dict) -> str:
+    """A log's logging policy in words, from its footer: the ranker, and its randomisation if any."""
+    if not params:
+        return "unrecorded"
+    ranker = str(params.get("ranker", "unrecorded"))
+    policy = params.get("policy", "none")
+    return ranker if policy in (None, "none") or ranker == "random" else f"{ranker} {policy}"
+
+
+def estimate_harvest(paths: list[Path | str], *, bootstrap: int = 1000, confidence: float = 0.95,
+                     min_clicks: int = MIN_CLICKS, fit: str = "none", rng: np.random.Generator) -> PropensityResult:
+    """Intervention harvesting (:func:`rankcli.core.propensity.estimate`, method ``harvest``) over the logs at
+    ``paths``, each the log of one logging policy on the same dataset: a document is the same document in every log
+    when its ``source_qid`` and ``docid`` (or ``source_row`` when the data has no docid) agree."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from rankcli.formats.parquet import column_names, read_metadata, read_table
+
+    models, footers, parts, doc_cols = [], [], [], []
+    for path in paths:
+        model, params = _harvest_log_checks(path, read_metadata(path))
+        models.append(model)
+        footers.append(params)
+        cols = read_click_columns(path, swap=False)
+        if cols["offsets"].shape[0] == 1:
+            raise InputError(f"{path}: the click log holds no impressions")
+        names = column_names(path)
+        doc_name = "docid" if "docid" in names else "source_row" if "source_row" in names else None
+        if doc_name is None:
+            raise SchemaError(f"{path}: missing column docid (or source_row): intervention harvesting needs to know "
+                              "which document every row shows")
+        col = read_table(path, [doc_name]).column(doc_name)
+        if col.null_count:
+            raise SchemaError(f"{path}: column {doc_name} has {col.null_count} missing value(s)")
+        parts.append(cols)
+        doc_cols.append(col.cast(pa.string()) if not pa.types.is_string(col.type) else col)
+    if len(paths) == 1 and footers[0] and footers[0].get("ranker") != "random" \
+            and footers[0].get("policy", "none") in (None, "none"):
+        raise InputError(
+            f"{paths[0]}: one log in ranker {footers[0].get('ranker')!r}'s own order shows every document of a query "
+            "at one position only, so no document is an intervention; intervention harvesting needs randomisation "
+            "or several policies: give the logs of several rankers (rankcli propensity A.parquet B.parquet ...)")
+    offsets, shift = [np.zeros(1, np.int64)], 0
+    for cols in parts:
+        offsets.append(cols["offsets"][1:] + shift)
+        shift += int(cols["offsets"][-1])
+    offsets = np.concatenate(offsets)
+    cat = {k: np.concatenate([c[k] for c in parts]) for k in ("position", "label", "source_qid")}
+    docs = pa.chunked_array([chunk for c in doc_cols for chunk in c.chunks], type=pa.string())
+    doc_index = np.asarray(pc.dictionary_encode(docs).combine_chunks().indices, dtype=np.int64)
+    source_row_q = cat["source_qid"]
+    _, query_row = np.unique(source_row_q, return_inverse=True)
+    query_row = query_row.reshape(-1)
+    _, document = np.unique(query_row * (int(doc_index.max()) + 1) + doc_index, return_inverse=True)
+    query = query_row[offsets[:-1]]
+    try:
+        est = estimate(offsets, query, cat["position"], cat["label"], method="harvest",
+                       document=document.reshape(-1), bootstrap=bootstrap, confidence=confidence,
+                       min_clicks=min_clicks, fit=fit, rng=rng)
+    except InputError as exc:
+        raise InputError(f"{', '.join(map(str, paths))}: {exc}") from None
+    known = {m for m in models if m is not None}
+    return PropensityResult(estimate=est, source=", ".join(map(str, paths)),
+                            policy=" + ".join(_policy_name(p) for p in footers),
+                            click_model=known.pop() if len(known) == 1 else None, log_params={"logs": footers})
 
 
 def estimate_propensity(path: Path | str, *, policy: str | None = None, bootstrap: int = 1000,

@@ -1,4 +1,4 @@
-"""Estimate the examination propensity of each position from a randomised click log.
+"""Estimate the examination propensity of each position from a randomised click log, or from several rankers' logs.
 
 Under the position-based click model a document at position r is clicked with probability theta_r * gamma(document);
 theta_r, the examination propensity, is estimated relative to position 1 (theta_1 = 1) from a log whose display order
@@ -8,6 +8,10 @@ was randomised, so that position and relevance are independent:
   position, theta_r = clicks at r / clicks at position 1, over the impressions long enough to show r;
 - swap interventions (--randomize swap:K): the ratio estimator, the click rate of the swapped document at r over its
   click rate at position 1.
+
+- the logs of several rankers (rankcli propensity A.parquet B.parquet ..., each log one logging policy on the same
+  dataset; or --method harvest): intervention harvesting (Agarwal et al. WSDM 2019), the ratio of the weighted click
+  rates of the documents one ranker showed at k and another at k', pairs fitted by least squares in log space.
 
 The interval per position is the percentile bootstrap over source queries (--bootstrap replicates, --seed). A
 position whose ratio rests on fewer than --min-clicks clicks (default 20) is not estimated: the estimate stops
@@ -30,12 +34,13 @@ from typing import Annotated, Optional
 import typer
 
 NAME = "propensity"
-SHORT_HELP = "Estimate position propensities (with bootstrap intervals) from a randomised click log."
+SHORT_HELP = "Estimate position propensities (with bootstrap intervals) from a randomised click log or several rankers' logs."
 
 
 def command(
-    clicks: Annotated[Path, typer.Argument(help="Click log (Parquet, from rankcli simulate-clicks).",
-                                           show_default=False)],
+    clicks: Annotated[list[Path], typer.Argument(help="Click log (Parquet, from rankcli simulate-clicks); several: "
+                                                 "one log per logging policy, estimated by intervention harvesting.",
+                                                 show_default=False)],
     output: Annotated[Optional[str], typer.Option("--output", "-o", help="Propensity JSON to write (- for standard "
                                                   "output).", show_default=False, metavar="PATH")] = None,
     bootstrap: Annotated[int, typer.Option(help="Bootstrap replicates over source queries.")] = 1000,
@@ -44,6 +49,8 @@ def command(
                                             "on.")] = 20,
     fit: Annotated[str, typer.Option(help="Past the last position with enough clicks: none (stop there) | power "
                                      "(follow a fitted (1/r)^eta).")] = "none",
+    method: Annotated[str, typer.Option(help="auto (one log: by its randomisation; several: harvest) | harvest "
+                                        "(intervention harvesting over the logs given).")] = "auto",
     policy: Annotated[Optional[str], typer.Option(help="The log's logging policy, for a log without rankcli's "
                                                   "footer: random | top:N | swap:K.", show_default=False)] = None,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
@@ -63,7 +70,7 @@ def command(
     from rankcli.cli._common import prepare_output, print_json, stdout_taken
     from rankcli.core.propensity import FITS
     from rankcli.errors import UsageError
-    from rankcli.propensity import estimate_propensity, parse_policy, write_propensity
+    from rankcli.propensity import estimate_harvest, estimate_propensity, parse_policy, write_propensity
 
     if bootstrap < 1:
         raise UsageError(f"--bootstrap: must be at least 1, got {bootstrap}")
@@ -75,22 +82,34 @@ def command(
         raise UsageError(f"--fit: expected one of {', '.join(FITS)}, got {fit!r}")
     if seed < 0:
         raise UsageError(f"--seed must be >= 0, got {seed}")
+    if method not in ("auto", "harvest"):
+        raise UsageError(f"--method: expected auto or harvest, got {method!r}")
+    harvest = method == "harvest" or len(clicks) > 1
     if policy is not None:
+        if harvest:
+            raise UsageError("--policy states one randomised log's policy; intervention harvesting reads each log's "
+                             "ranker from its footer")
         parse_policy(policy)
+    if len(set(map(str, clicks))) < len(clicks):
+        raise UsageError("the same click log is given twice")
     if plot is not None:
         from rankcli.plot import INSTALL_HINT, have_matplotlib
 
         if not have_matplotlib():
             raise UsageError(f"--plot needs matplotlib: {INSTALL_HINT}")
-        plot = prepare_output(plot, overwrite=overwrite, inputs=[clicks], binary=True, option="--plot",
+        plot = prepare_output(plot, overwrite=overwrite, inputs=clicks, binary=True, option="--plot",
                               final=output is None, example="propensity.png")
     if output is not None:
-        output = prepare_output(output, overwrite=overwrite, inputs=[clicks], example="propensity.json")
+        output = prepare_output(output, overwrite=overwrite, inputs=clicks, example="propensity.json")
         stdout_taken(output, json_out)
     if plot is not None and output is not None and str(plot) == str(output):
         raise UsageError("--plot and --output name the same file")
-    result = estimate_propensity(clicks, policy=policy, bootstrap=bootstrap, confidence=confidence,
-                                 min_clicks=min_clicks, fit=fit, rng=np.random.default_rng(seed))
+    if harvest:
+        result = estimate_harvest(clicks, bootstrap=bootstrap, confidence=confidence, min_clicks=min_clicks, fit=fit,
+                                  rng=np.random.default_rng(seed))
+    else:
+        result = estimate_propensity(clicks[0], policy=policy, bootstrap=bootstrap, confidence=confidence,
+                                     min_clicks=min_clicks, fit=fit, rng=np.random.default_rng(seed))
     if plot is not None:
         from rankcli.formats.atomic import atomic_path
         from rankcli.plot import plot_propensity

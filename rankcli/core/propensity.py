@@ -23,6 +23,23 @@ position).
 
     again over the impressions long enough to show ``r``.
 
+``harvest`` (logs of several deterministic rankers: intervention harvesting, Agarwal, Zaitsev, Wang, Li, Najork and
+Joachims, WSDM 2019).
+    A document of a query that one policy showed at ``k`` and another at ``k'`` is an intervention on the pair: its
+    relevance is the same at both. With ``N(d, k)``, ``C(d, k)`` its impressions and clicks at ``k`` (all policies
+    pooled), ``n(q)`` its query's impressions and the impression shares ``s(d, k) = N(d, k) / n(q)``, each document
+    of the intervention set ``S(k, k') = {d : N(d, k) > 0 and N(d, k') > 0}`` enters with the symmetric weight
+    ``w = s(d, k) * s(d, k')``::
+
+        c(k, k') = sum over d in S(k, k') of w * C(d, k) / N(d, k) = sum_d C(d, k) * N(d, k') / n(q)**2
+        theta_k / theta_k' = c(k, k') / c(k', k)
+
+    (``E[C(d, k)] = N(d, k) theta_k gamma(d)``, so both sums carry the same ``sum w gamma``: a ratio estimator,
+    consistent as impressions grow). A pair is used when both of its sums rest on ``min_clicks`` clicks; the
+    log-propensities (``log theta_1 = 0``) are the weighted least-squares fit of all used pairs' log-ratios (weight the
+    inverse delta-method variance ``1 / (1/clicks(k, k') + 1/clicks(k', k))``); position ``k`` is estimated when a
+    used pair links it to an estimated position before it, so the estimate stops at the first position that is not.
+
 A position whose ratio rests on fewer than ``min_clicks`` clicks (numerator or denominator) is not estimated: the
 estimate stops at the first such position, or (``fit="power"``) continues with ``(1/r)**eta`` fitted by weighted least
 squares on the log-propensities of the positions before it. Intervals: the percentile bootstrap over *source queries*
@@ -38,7 +55,7 @@ import numpy as np
 
 from rankcli.errors import InputError, UsageError
 
-METHODS = ("click-rate", "swap-ratio")
+METHODS = ("click-rate", "swap-ratio", "harvest")
 FITS = ("none", "power")
 #: The fewest clicks a position's ratio may rest on (numerator and denominator).
 MIN_CLICKS = 20
@@ -104,6 +121,91 @@ def _ratios(stats: np.ndarray, method: str, R: int) -> np.ndarray:
         return (c_r / n_r) / (c_1 / n_1)
 
 
+#: Documents whose (R x R) pair sums are formed at once (bounds the documents-by-pairs block).
+_HARVEST_BLOCK = 1 << 22
+
+
+def _harvest_stats(q_row: np.ndarray, document: np.ndarray, positions: np.ndarray, clicks: np.ndarray,
+                   n_query: np.ndarray, Q: int, R: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per source query, the pair sums of intervention harvesting, (Q, 2 R R): ``c(k, k')`` (see the module
+    docstring) then the clicks ``clicks(k, k')`` at ``k`` on documents also shown at ``k'``; and per position the
+    clicks at ``k`` on documents shown at another position too, and the clicks elsewhere on documents shown at ``k``.
+    Documents are renumbered densely; pairs are formed per document in blocks (a loop over blocks, not queries)."""
+    keep = positions <= R
+    docs, d_row = np.unique(document[keep], return_inverse=True)
+    D = docs.shape[0]
+    idx = d_row * R + (positions[keep] - 1)
+    N = np.bincount(idx, minlength=D * R).reshape(D, R).astype(np.float64)
+    C = np.bincount(idx, weights=clicks[keep], minlength=D * R).reshape(D, R)
+    q_doc = np.zeros(D, np.int64)
+    q_doc[d_row] = q_row[keep]
+    shown = N > 0
+    n_q = n_query[q_doc].astype(np.float64)
+    A = C / n_q[:, None]  # C(d, k) / n(q)
+    B = N / n_q[:, None]  # N(d, k') / n(q)
+    out = np.zeros((Q, 2 * R * R))
+    step = max(1, _HARVEST_BLOCK // (R * R))
+    for a in range(0, D, step):
+        b = min(D, a + step)
+        pair_c = (A[a:b, :, None] * B[a:b, None, :]).reshape(b - a, R * R)
+        pair_k = (C[a:b, :, None] * shown[a:b, None, :]).reshape(b - a, R * R)
+        np.add.at(out, q_doc[a:b], np.concatenate((pair_c, pair_k), axis=1))
+    elsewhere = shown.sum(axis=1, keepdims=True) - shown > 0  # shown at some other position too
+    at_k = (C * elsewhere).sum(axis=0)
+    others = ((C.sum(axis=1, keepdims=True) - C) * shown).sum(axis=0)
+    return out, at_k, others, q_doc
+
+
+def _harvest_pairs(pair_clicks: np.ndarray, min_clicks: int, R: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The used pairs (k < k', 0-based) -- both directions resting on ``min_clicks`` clicks -- and their weights,
+    among the positions linked to position 1 in order; returns (pairs (P, 2), weights (P,), stop) with ``stop`` the
+    0-based first position not linked by a used pair to an earlier estimated one."""
+    K = pair_clicks.reshape(R, R)
+    ok = (K >= min_clicks) & (K.T >= min_clicks)
+    np.fill_diagonal(ok, False)
+    stop = R
+    for k in range(1, R):  # a loop over positions (at most the list length)
+        if not ok[k, :k].any():
+            stop = k
+            break
+    i, j = np.nonzero(np.triu(ok[:stop, :stop], 1))
+    with np.errstate(divide="ignore"):
+        w = 1.0 / (1.0 / K[i, j] + 1.0 / K[j, i])
+    return np.stack((i, j), axis=1), w, stop
+
+
+def _harvest_fit(stats: np.ndarray, pairs: np.ndarray, weights: np.ndarray, stop: int, R: int) -> np.ndarray:
+    """Propensities (..., R) from summed pair sums ``stats`` (..., 2 R R): weighted least squares of the used pairs'
+    log-ratios ``log c(k, k') - log c(k', k) = log theta_k - log theta_k'`` with ``log theta_1 = 0``. A pair whose
+    log-ratio is not finite (a zero sum in a bootstrap replicate) is left out of that replicate; a replicate that then
+    no longer links every position is NaN there. NaN from ``stop`` on."""
+    lead = stats.shape[:-1]
+    c = stats[..., :R * R].reshape(*lead, R, R)
+    out = np.full((*lead, R), np.nan)
+    out[..., 0] = 1.0
+    if stop <= 1 or pairs.shape[0] == 0:
+        return out
+    i, j = pairs[:, 0], pairs[:, 1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = np.log(c[..., i, j]) - np.log(c[..., j, i])  # (..., P)
+    ok = np.isfinite(y)
+    w = np.where(ok, weights, 0.0)
+    y = np.where(ok, y, 0.0)
+    n = stop - 1  # unknowns: log theta of positions 2..stop
+    X = np.zeros((pairs.shape[0], n))
+    rows = np.arange(pairs.shape[0])
+    np.add.at(X, (rows[i > 0], i[i > 0] - 1), 1.0)
+    np.add.at(X, (rows[j > 0], j[j > 0] - 1), -1.0)
+    G = np.einsum("pa,...p,pb->...ab", X, w, X)
+    h = np.einsum("pa,...p->...a", X, w * y)
+    full = np.linalg.matrix_rank(G) == n
+    theta = np.einsum("...ab,...b->...a", np.linalg.pinv(G), h)
+    p = np.exp(theta)
+    p[~full] = np.nan
+    out[..., 1:stop] = p
+    return out
+
+
 def _power_eta(ratios: np.ndarray, use: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Weighted least squares of ``-log(ratio_r) = eta * log(r)`` through the origin (``theta_1 = 1`` exactly) over
     the positions ``use``; ``ratios`` (..., R) -> eta (...). Non-finite logs (a zero in a replicate) are left out."""
@@ -120,7 +222,7 @@ def _power_eta(ratios: np.ndarray, use: np.ndarray, weights: np.ndarray) -> np.n
 
 def estimate(offsets: np.ndarray, query: np.ndarray, positions: np.ndarray, clicks: np.ndarray, *,
              method: str = "click-rate", max_position: int | None = None, tracked: np.ndarray | None = None,
-             swap_position: int | None = None, bootstrap: int = 1000, confidence: float = 0.95,
+             swap_position: int | None = None, document: np.ndarray | None = None, bootstrap: int = 1000, confidence: float = 0.95,
              min_clicks: int = MIN_CLICKS, fit: str = "none", rng: np.random.Generator) -> PropensityEstimate:
     """Estimate the examination propensity of positions ``1..max_position`` relative to position 1.
 
@@ -134,14 +236,17 @@ def estimate(offsets: np.ndarray, query: np.ndarray, positions: np.ndarray, clic
         1-based display position of every row.
     clicks : (n_rows,) 0/1
         The click on every row. Impressions without a click must be present (their absence inflates rates).
-    method : "click-rate" or "swap-ratio"
-        See the module docstring. ``swap-ratio`` needs ``tracked`` and ``swap_position``.
+    method : "click-rate", "swap-ratio" or "harvest"
+        See the module docstring. ``swap-ratio`` needs ``tracked`` and ``swap_position``; ``harvest`` ``document``.
     max_position : int, optional
         The last position to estimate (RandTop-n: N, only the top N is randomised); default the longest list.
     tracked : (n_rows,) bool, optional
         ``swap-ratio``: the rows that show the ranker's K-th document (the swapped one).
     swap_position : int, optional
         ``swap-ratio``: K. Impressions showing fewer than K positions were not intervened on and are left out.
+    document : (n_rows,) int, optional
+        ``harvest``: the document every row shows, one number per (source query, document), so that the same document
+        of a query has the same number in every impression (of every policy).
     bootstrap : int
         Bootstrap replicates over source queries (percentile intervals).
     confidence : float
@@ -187,6 +292,8 @@ def estimate(offsets: np.ndarray, query: np.ndarray, positions: np.ndarray, clic
             raise InputError(f"no impression shows position {K} (the swapped one): nothing was intervened on")
         max_position = int(length[intervened].max()) if max_position is None else int(max_position)
     else:
+        if method == "harvest" and document is None:
+            raise UsageError("intervention harvesting needs the document of every row")
         max_position = int(length.max()) if max_position is None else int(max_position)
     R = max(1, min(max_position, int(length.max())))
     q_row = np.repeat(query, np.diff(offsets))
@@ -203,6 +310,17 @@ def estimate(offsets: np.ndarray, query: np.ndarray, positions: np.ndarray, clic
         stats = np.concatenate((num, den), axis=1)  # (Q, 2R)
         n_imp = _at_least(query, length, None, Q, R).sum(axis=0)
         num_clicks, den_clicks = num.sum(axis=0), den.sum(axis=0)
+    elif method == "harvest":
+        n_query = np.bincount(query, minlength=Q)
+        stats, num_clicks, den_clicks, _ = _harvest_stats(q_row, np.asarray(document, dtype=np.int64), positions,
+                                                          click_f, n_query, Q, R)
+        n_imp = _at_least(query, length, None, Q, R).sum(axis=0)
+        pairs, pair_w, h_stop = _harvest_pairs(stats[:, R * R:].sum(axis=0), min_clicks, R)
+        if h_stop <= 1 and R > 1 and not pairs.shape[0]:
+            raise InputError(
+                f"no document was shown at position 1 by one policy and at another position by another with {min_clicks}"
+                " clicks on each side: no intervention links position 1 to the rest; log more impressions or rankers "
+                "whose orders differ more")
     else:
         sel = tracked.astype(bool) & (length_row >= K)
         imp_of_row = np.repeat(np.arange(M), np.diff(offsets))
@@ -215,10 +333,19 @@ def estimate(offsets: np.ndarray, query: np.ndarray, positions: np.ndarray, clic
         stats = np.concatenate((c_r, n_r, c_1, n_1), axis=1)  # (Q, 4R)
         n_imp = _at_least(query[intervened], length[intervened], None, Q, R).sum(axis=0)
         num_clicks, den_clicks = c_r.sum(axis=0), c_1.sum(axis=0)
-    point = _ratios(stats.sum(axis=0), method, R)
+    if method == "harvest":
+        def ratio_of(summed):
+            return _harvest_fit(summed, pairs, pair_w, h_stop, R)
+    else:
+        def ratio_of(summed):
+            return _ratios(summed, method, R)
+    point = ratio_of(stats.sum(axis=0))
     point[0] = 1.0
-    enough = (num_clicks >= min_clicks) & (den_clicks >= min_clicks)
-    enough[0] = den_clicks[0] >= min_clicks
+    if method == "harvest":
+        enough = np.arange(R) < h_stop
+    else:
+        enough = (num_clicks >= min_clicks) & (den_clicks >= min_clicks)
+        enough[0] = den_clicks[0] >= min_clicks
     if not enough[0]:
         raise InputError(f"position 1 has {int(den_clicks[0])} click(s), fewer than {min_clicks}: too few to "
                          "normalise any propensity; simulate more impressions")
@@ -226,8 +353,11 @@ def estimate(offsets: np.ndarray, query: np.ndarray, positions: np.ndarray, clic
     stop = int(short[0]) if short.shape[0] else R  # 0-based index of the first position with too few clicks
     notes = []
     if stop < R:
-        notes.append(f"position {stop + 1}: {int(min(num_clicks[stop], den_clicks[stop]))} click(s), fewer than "
-                     f"{min_clicks}; " + ("positions from here on follow the fitted (1/r)^eta" if fit == "power"
+        said = (f"position {stop + 1}: no intervention pair with an earlier position rests on {min_clicks} clicks "
+                "each way; " if method == "harvest" else
+                f"position {stop + 1}: {int(min(num_clicks[stop], den_clicks[stop]))} click(s), fewer than "
+                f"{min_clicks}; ")
+        notes.append(said + ("positions from here on follow the fitted (1/r)^eta" if fit == "power"
                                           else "the estimate stops there (--fit power extrapolates (1/r)^eta)"))
     # Bootstrap: replicate weights over source queries (how often each query is drawn), in chunks.
     alpha = (1.0 - confidence) / 2.0
@@ -254,7 +384,7 @@ def estimate(offsets: np.ndarray, query: np.ndarray, positions: np.ndarray, clic
         draws = rng.integers(0, Q, size=(b - a, Q), dtype=dtype)
         for i in range(b - a):  # a loop over replicates (not queries): one cache-sized bincount each
             W[i] = np.bincount(draws[i], minlength=Q)
-        rep = _ratios((stats_t @ W[:b - a].T).T, method, R)
+        rep = ratio_of((stats_t @ W[:b - a].T).T)
         rep[:, 0] = 1.0
         reps[a:b] = rep
         if etas is not None and use.any():
@@ -283,7 +413,7 @@ def estimate(offsets: np.ndarray, query: np.ndarray, positions: np.ndarray, clic
         method=method, positions=np.arange(1, keep + 1), propensity=point[:keep], ci_low=lo[:keep],
         ci_high=hi[:keep], fitted=fitted[:keep], clicks_by_position=num_clicks[:keep].astype(np.int64),
         reference_clicks=den_clicks[:keep].astype(np.int64), impressions_by_position=n_imp[:keep].astype(np.int64),
-        impressions=int(M if method == "click-rate" else np.count_nonzero(intervened)), clicks=int(clicks.sum()),
+        impressions=int(M if method != "swap-ratio" else np.count_nonzero(intervened)), clicks=int(clicks.sum()),
         queries=Q, bootstrap=int(bootstrap), confidence=float(confidence), min_clicks=int(min_clicks),
         stopped_at=None if stop >= R else stop + 1, max_position=R, fit=fit_info, notes=notes,
     )

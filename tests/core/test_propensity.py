@@ -175,3 +175,123 @@ def test_argument_errors():
         estimate(offsets, np.array([0]), np.array([0, 1]), np.array([1, 0]), rng=np.random.default_rng(0))
     with pytest.raises(InputError, match="no impressions"):
         estimate(np.array([0]), np.zeros(0), np.zeros(0), np.zeros(0), rng=np.random.default_rng(0))
+
+
+def harvest_log(n_queries, n_docs, n_policies, impressions, theta, seed):
+    """PBM clicks on the top ``len(theta)`` of ``n_policies`` fixed random orders per query (each policy logs
+    ``impressions`` impressions of every query): the logs of several deterministic rankers."""
+    rng = np.random.default_rng(seed)
+    L = len(theta)
+    offsets, query, positions, document, click = [0], [], [], [], []
+    for q in range(n_queries):
+        rel = rng.uniform(0.1, 0.9, size=n_docs)
+        orders = [rng.permutation(n_docs)[:L] for _ in range(n_policies)]
+        for i in range(n_policies * impressions):
+            o = orders[i % n_policies]
+            click.append(rng.random(L) < theta * rel[o])
+            query.append(q)
+            positions.append(np.arange(1, L + 1))
+            document.append(q * n_docs + o)
+            offsets.append(offsets[-1] + L)
+    return (np.array(offsets), np.array(query), np.concatenate(positions), np.concatenate(click).astype(np.int64),
+            np.concatenate(document))
+
+
+def reference_harvest(offsets, query, positions, click, document, R, min_clicks):
+    """Intervention harvesting by its definition, document by document: the impressions and clicks of every
+    (query, document) at every position, c(k, k') = sum over the documents shown at k and at k' of
+    s(d, k) s(d, k') C(d, k) / N(d, k), the pairs with min_clicks clicks each way, then their log-ratios fitted by
+    least squares (log theta_1 = 0) with lstsq."""
+    n_query = {}
+    for q in query:
+        n_query[q] = n_query.get(q, 0) + 1
+    N, C, q_of = {}, {}, {}
+    for m, (a, b) in enumerate(zip(offsets[:-1], offsets[1:])):
+        for row in range(a, b):
+            d, r = int(document[row]), int(positions[row])
+            if r > R:
+                continue
+            N.setdefault(d, np.zeros(R))[r - 1] += 1
+            C.setdefault(d, np.zeros(R))[r - 1] += click[row]
+            q_of[d] = query[m]
+    c = np.zeros((R, R))
+    k_clicks = np.zeros((R, R))
+    for d in N:
+        n = n_query[q_of[d]]
+        for k in range(R):
+            for j in range(R):
+                if N[d][k] > 0 and N[d][j] > 0:
+                    c[k, j] += (N[d][k] / n) * (N[d][j] / n) * C[d][k] / N[d][k]
+                    k_clicks[k, j] += C[d][k]
+    rows, y, w = [], [], []
+    for k in range(R):
+        for j in range(k + 1, R):
+            if k_clicks[k, j] >= min_clicks and k_clicks[j, k] >= min_clicks:
+                x = np.zeros(R)
+                x[k], x[j] = 1.0, -1.0
+                rows.append(x[1:])
+                y.append(np.log(c[k, j] / c[j, k]))
+                w.append(1.0 / (1.0 / k_clicks[k, j] + 1.0 / k_clicks[j, k]))
+    X, y, sw = np.array(rows), np.array(y), np.sqrt(np.array(w))
+    theta = np.linalg.lstsq(X * sw[:, None], y * sw, rcond=None)[0]
+    return np.concatenate(([1.0], np.exp(theta))), c
+
+
+def test_harvest_equals_the_reference_loop_and_recovers_one_over_r():
+    theta = 1.0 / np.arange(1, 9)
+    offsets, query, positions, click, document = harvest_log(60, 14, 3, 60, theta, 21)
+    e = estimate(offsets, query, positions, click, method="harvest", document=document, bootstrap=200,
+                 rng=np.random.default_rng(0))
+    ref, _ = reference_harvest(offsets, query, positions, click, document, 8, 20)
+    assert e.method == "harvest" and e.stopped_at is None and list(e.positions) == list(range(1, 9))
+    np.testing.assert_allclose(e.propensity, ref, rtol=1e-10)
+    # Recovery: 1/r inside the 95% interval, or within 15%, at every position (the interval is a few % wide here).
+    inside = (e.ci_low <= theta) & (theta <= e.ci_high)
+    assert (inside | (np.abs(e.propensity / theta - 1) < 0.15)).all(), (e.propensity, e.ci_low, e.ci_high)
+    assert inside.sum() >= 7
+    # Document numbers are labels: renumbering them changes nothing.
+    e2 = estimate(offsets, query, positions, click, method="harvest", document=document * 7 + 3, bootstrap=200,
+                  rng=np.random.default_rng(0))
+    np.testing.assert_array_equal(e2.propensity, e.propensity)
+    np.testing.assert_array_equal(e2.ci_low, e.ci_low)
+
+
+def test_harvest_pair_sums_and_weights_against_the_reference():
+    """Unequal impression shares (a random log mixed with a deterministic one) exercise the weights."""
+    theta = 1.0 / np.arange(1, 6)
+    offsets, query, positions, click, document = harvest_log(30, 7, 2, 40, theta, 5)
+    rng = np.random.default_rng(9)
+    M = offsets.shape[0] - 1
+    # Shuffle the rows of a third of the impressions (a randomised policy logged beside them).
+    for m in rng.choice(M, size=M // 3, replace=False):
+        a, b = offsets[m], offsets[m + 1]
+        positions[a:b] = rng.permutation(positions[a:b])
+    from rankcli.core.propensity import _harvest_stats
+
+    n_query = np.bincount(query)
+    q_row = np.repeat(query, np.diff(offsets))
+    stats = _harvest_stats(q_row, document, positions, click.astype(float), n_query, n_query.shape[0], 5)[0]
+    ref_p, ref_c = reference_harvest(offsets, query, positions, click, document, 5, 20)
+    np.testing.assert_allclose(stats[:, :25].sum(axis=0).reshape(5, 5), ref_c, rtol=1e-12)
+    e = estimate(offsets, query, positions, click, method="harvest", document=document, bootstrap=50,
+                 rng=np.random.default_rng(0))
+    np.testing.assert_allclose(e.propensity, ref_p, rtol=1e-10)
+
+
+def test_harvest_stops_where_no_intervention_links_a_position_and_errors():
+    theta = 1.0 / np.arange(1, 7)
+    offsets, query, positions, click, document = harvest_log(40, 10, 2, 30, theta, 3)
+    # Hide position 4's interventions: every document shown at 4 gets a number of its own per impression.
+    at4 = positions == 4
+    document = document.copy()
+    document[at4] = document.max() + 1 + np.arange(at4.sum())
+    e = estimate(offsets, query, positions, click, method="harvest", document=document, bootstrap=20,
+                 rng=np.random.default_rng(0))
+    assert e.stopped_at == 4 and list(e.positions) == [1, 2, 3]
+    assert "position 4: no intervention pair" in e.notes[0]
+    one = np.arange(positions.shape[0])  # every row its own document: no interventions at all
+    with pytest.raises(InputError, match="no intervention links position 1"):
+        estimate(offsets, query, positions, click, method="harvest", document=one, bootstrap=20,
+                 rng=np.random.default_rng(0))
+    with pytest.raises(UsageError, match="needs the document"):
+        estimate(offsets, query, positions, click, method="harvest", rng=np.random.default_rng(0))
