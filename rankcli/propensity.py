@@ -83,14 +83,7 @@ def logging_policy(path: Path | str, meta: dict[str, str], override: str | None)
     """The log's logging policy, click model and footer parameters; refuses (exit 3) a log that cannot identify
     propensities, saying why and how to make one that can. ``override`` (``--policy``) states the policy of a log
     without rankcli's footer, or replaces the footer's."""
-    params: dict = {}
-    if "clicks" in meta:
-        try:
-            params = json.loads(meta["clicks"])
-        except ValueError:
-            raise InputError(f"{path}: footer key rankcli.clicks is not JSON") from None
-        if not isinstance(params, dict):
-            raise InputError(f"{path}: footer key rankcli.clicks is not a JSON object")
+    params = _click_footer(path, meta)
     model = params.get("model")
     if override is not None:
         kind, number = parse_policy(override)
@@ -107,15 +100,7 @@ def logging_policy(path: Path | str, meta: dict[str, str], override: str | None)
                 "random), or give the logs of several rankers (rankcli propensity A.parquet B.parquet ...: "
                 "intervention harvesting needs randomisation or several policies)")
         kind, number = parse_policy(policy)
-    if model == "cascade":
-        raise InputError(
-            f"{path}: made with the cascade click model, whose examination depends on the clicks above (the scan "
-            "stops at the first click), which breaks the position-based assumption behind propensities; simulate "
-            "with --model pbm")
-    if params and params.get("keep_no_click") is False:
-        raise InputError(
-            f"{path}: impressions without a click were dropped (footer keep_no_click false), which inflates the "
-            "click rate of every position unevenly; simulate again with --keep-no-click")
+    _check_position_based(path, model, params)
     return kind, number, model, params
 
 
@@ -158,18 +143,22 @@ def read_click_columns(path: Path | str, swap: bool) -> dict[str, np.ndarray]:
     return out
 
 
-def _harvest_log_checks(path: Path | str, meta: dict[str, str]) -> tuple[str | None, dict]:
-    """One log of a harvest: its click model and footer parameters; refuses a cascade log and one without its
-    no-click impressions, as :func:`logging_policy` does."""
-    params: dict = {}
-    if "clicks" in meta:
-        try:
-            params = json.loads(meta["clicks"])
-        except ValueError:
-            raise InputError(f"{path}: footer key rankcli.clicks is not JSON") from None
-        if not isinstance(params, dict):
-            raise InputError(f"{path}: footer key rankcli.clicks is not a JSON object")
-    model = params.get("model")
+def _click_footer(path: Path | str, meta: dict[str, str]) -> dict:
+    """The ``rankcli.clicks`` footer of a click log as a dict (empty for a log rankcli did not write)."""
+    if "clicks" not in meta:
+        return {}
+    try:
+        params = json.loads(meta["clicks"])
+    except ValueError:
+        raise InputError(f"{path}: footer key rankcli.clicks is not JSON") from None
+    if not isinstance(params, dict):
+        raise InputError(f"{path}: footer key rankcli.clicks is not a JSON object")
+    return params
+
+
+def _check_position_based(path: Path | str, model: str | None, params: dict) -> None:
+    """Refuse a log whose clicks cannot identify examination propensities: a cascade log, or one without its no-click
+    impressions."""
     if model == "cascade":
         raise InputError(
             f"{path}: made with the cascade click model, whose examination depends on the clicks above (the scan "
@@ -179,6 +168,13 @@ def _harvest_log_checks(path: Path | str, meta: dict[str, str]) -> tuple[str | N
         raise InputError(
             f"{path}: impressions without a click were dropped (footer keep_no_click false), which inflates the "
             "click rate of every position unevenly; simulate again with --keep-no-click")
+
+
+def _harvest_log_checks(path: Path | str, meta: dict[str, str]) -> tuple[str | None, dict]:
+    """One log of a harvest: its click model and footer parameters, checked as :func:`logging_policy` checks them."""
+    params = _click_footer(path, meta)
+    model = params.get("model")
+    _check_position_based(path, model, params)
     return model, params
 
 
