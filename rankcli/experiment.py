@@ -1445,28 +1445,17 @@ def sweep_rows(summary: dict, config: ExperimentConfig, sweeps: dict) -> dict[st
             s = by_name[setting.name]
             row = {"level": level, "setting": setting.name}
             pairs = setting_pairs(config, setting)
-            if pairs is not None:
-                # position-bias: every variant's mean, and per loss the IPS variant against the naive one
-                for loss in setting_losses(config, setting):
-                    row[loss] = s["losses"][loss][metric]["mean"]
-                    row[f"{loss} stderr"] = s["losses"][loss][metric]["stderr"]
-                for a, b in pairs:
-                    label = difference_label(a, b)
-                    row[label] = row[b] - row[a]
-                    test = next((t for t in s["tests"] if t["a"] == a and t["b"] == b and t["metric"] == metric),
-                                None)
-                    row[f"{label} p_adjusted"] = test["p_adjusted"] if test else float("nan")
-                    row[f"{label} n"] = test["n"] if test else 0
-                rows.append(row)
-                continue
-            for loss in config.losses:
+            if pairs is None:  # every other loss against the first
+                losses, pairs = config.losses, [(first, loss) for loss in config.losses[1:]]
+            else:  # position-bias: every variant's mean, and per loss the IPS variant against the naive one
+                losses = setting_losses(config, setting)
+            for loss in losses:
                 row[loss] = s["losses"][loss][metric]["mean"]
                 row[f"{loss} stderr"] = s["losses"][loss][metric]["stderr"]
-            for loss in config.losses[1:]:
-                label = difference_label(first, loss)
-                row[label] = row[loss] - row[first]
-                test = next((t for t in s["tests"] if t["a"] == first and t["b"] == loss and t["metric"] == metric),
-                            None)
+            for a, b in pairs:
+                label = difference_label(a, b)
+                row[label] = row[b] - row[a]
+                test = next((t for t in s["tests"] if t["a"] == a and t["b"] == b and t["metric"] == metric), None)
                 row[f"{label} p_adjusted"] = test["p_adjusted"] if test else float("nan")
                 row[f"{label} n"] = test["n"] if test else 0
             rows.append(row)
