@@ -207,6 +207,16 @@ class _Collector:
         )
 
 
+def _checked_inputs(grades, offsets, click_probs, impressions, max_rank):
+    """What every click model checks first: the click thresholds per grade, the grades, int64 offsets, and the
+    impression count as an int."""
+    thr = click_thresholds(click_probs)
+    grades = check_grades(grades, thr.shape[0])
+    offsets = np.asarray(offsets, dtype=np.int64)
+    _check_common(offsets, impressions, max_rank)
+    return thr, grades, offsets, int(impressions)
+
+
 def _check_common(offsets, impressions, max_rank):
     if impressions < 1:
         raise UsageError(f"impressions must be at least 1, got {impressions}")
@@ -266,11 +276,7 @@ def cascade(grades: np.ndarray, offsets: np.ndarray, click_probs, impressions: i
     with the key method on their remaining documents (see the module docstring): the rest of a uniformly random order
     is a uniformly random order of the rest.
     """
-    thr = click_thresholds(click_probs)
-    grades = check_grades(grades, thr.shape[0])
-    offsets = np.asarray(offsets, dtype=np.int64)
-    _check_common(offsets, impressions, max_rank)
-    I = int(impressions)
+    thr, grades, offsets, I = _checked_inputs(grades, offsets, click_probs, impressions, max_rank)
     Q = offsets.shape[0] - 1
     sz = np.diff(offsets)
     random_order = display_rank is None
@@ -394,11 +400,7 @@ def pbm(grades: np.ndarray, offsets: np.ndarray, click_probs, impressions: int, 
     """
     if not (eta >= 0):
         raise UsageError(f"eta must be non-negative, got {eta:g}")
-    thr = click_thresholds(click_probs)
-    grades = check_grades(grades, thr.shape[0])
-    offsets = np.asarray(offsets, dtype=np.int64)
-    _check_common(offsets, impressions, max_rank)
-    I = int(impressions)
+    thr, grades, offsets, I = _checked_inputs(grades, offsets, click_probs, impressions, max_rank)
     n_max = int(np.diff(offsets).max()) if offsets.shape[0] > 1 else 0
     r = np.arange(1, n_max + 2, dtype=np.float64)
     exam_thr = np.round((1.0 / r) ** float(eta) * (1 << CLICK_BITS)).astype(np.uint64)  # index = position - 1
@@ -520,11 +522,7 @@ def cascade_randomized(grades: np.ndarray, offsets: np.ndarray, click_probs, imp
     """Cascade impressions whose display order is the ranker's order randomised per impression
     (:func:`randomized_orders`). Dense: every impression's displayed list gets a click decision per position at once
     and the scan stops at the first click (``argmax``), chunk by chunk of equal-size lists, no loop over queries."""
-    thr = click_thresholds(click_probs)
-    grades = check_grades(grades, thr.shape[0])
-    offsets = np.asarray(offsets, dtype=np.int64)
-    _check_common(offsets, impressions, max_rank)
-    I = int(impressions)
+    thr, grades, offsets, I = _checked_inputs(grades, offsets, click_probs, impressions, max_rank)
     Q = offsets.shape[0] - 1
     coll = _Collector(Q, I, thr.shape[0])
     g_small = grades.astype(np.uint8) if thr.shape[0] <= 256 else grades
