@@ -36,7 +36,6 @@ sys.path.insert(0, str(REPO))
 
 from rankcli.core import metrics as M  # noqa: E402
 
-
 #: ranx's "ndcg" uses the label as gain (Jarvelin & Kekalainen); "ndcg_burges" is the 2^label - 1 gain used here.
 RANX_METRIC = "ndcg_burges@10"
 
@@ -294,9 +293,8 @@ def main() -> None:
         lgbm = None
     ranx = None
     try:
-        import ranx as ranx_mod
-
         import pandas as pd
+        import ranx as ranx_mod
 
         t0 = time.perf_counter()
         docs = (np.arange(labels.shape[0]) - np.repeat(offsets[:-1], np.diff(offsets))).astype(str).astype(object)

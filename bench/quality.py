@@ -85,7 +85,7 @@ def main() -> None:
             results[name]["s"].append(time.perf_counter() - t)
         print(f"seed {seed}: " + ", ".join(f"{n} {results[n]['ndcg@5'][-1]:.4f}" for n in names), flush=True)
 
-    print(f"\n| loss | test NDCG@5 (mean ± s.e.) | test NDCG@10 (mean ± s.e.) | trees (mean) | seconds per model |")
+    print("\n| loss | test NDCG@5 (mean ± s.e.) | test NDCG@10 (mean ± s.e.) | trees (mean) | seconds per model |")
     print("|---|---|---|---|---|")
     for n in names:
         m5, s5 = mean_se(results[n]["ndcg@5"])

@@ -36,9 +36,9 @@ from __future__ import annotations
 
 import math
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -299,7 +299,6 @@ def _stored_convention(path: Path, text: str) -> dict:
 
 def _load_trec(path: Path, name: str, specs, convention, qrels: Path) -> LoadedInput:
     from rankcli.core.metrics import per_query
-
     from rankcli.evaluate import load_trec_run
 
     run = load_trec_run(path, qrels)

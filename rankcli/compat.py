@@ -22,9 +22,9 @@ Uses
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
-from typing import Iterator
 
 from rankcli.errors import ExitStatus, RankcliError
 

@@ -24,8 +24,8 @@ import pyarrow as pa
 from rankcli.cpus import available_cpus
 from rankcli.errors import InputError, InputFormatError, RankcliError, UsageError
 from rankcli.formats import svmlight
-from rankcli.formats.inputs import unreadable_input
 from rankcli.formats.atomic import STDOUT, atomic_directory, atomic_path, check_not_input, check_target
+from rankcli.formats.inputs import unreadable_input
 from rankcli.formats.parquet import ROW_GROUP_ROWS, QueryAlignedWriter, dataset_schema, feature_names
 from rankcli.summary import DatasetSummary, SummaryBuilder
 
@@ -383,7 +383,7 @@ class _Converter:
         self._emit(block, qids, name)
         state.rows += n
 
-    def _start_mode(self, state: "_FileState", block: svmlight.Block) -> None:
+    def _start_mode(self, state: _FileState, block: svmlight.Block) -> None:
         """The first data line decides: qid: on the lines, or queries from the sidecar (read now)."""
         name, sidecar = state.name, state.sidecar
         if not state.mode:

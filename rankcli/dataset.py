@@ -42,7 +42,7 @@ class Dataset:
     def n_features(self) -> int:
         return len(self.feature_names)
 
-    def take_queries(self, query_numbers: np.ndarray) -> "Dataset":
+    def take_queries(self, query_numbers: np.ndarray) -> Dataset:
         """A new dataset with the given queries (by position), in the given order."""
         query_numbers = np.asarray(query_numbers, dtype=np.int64)
         sz = np.diff(self.offsets)[query_numbers]
@@ -51,7 +51,7 @@ class Dataset:
         rows = np.repeat(starts - new_offsets[:-1], sz) + np.arange(new_offsets[-1], dtype=np.int64)
         return self.take_rows(rows, new_offsets)
 
-    def take_rows(self, rows: np.ndarray, offsets: np.ndarray | None = None) -> "Dataset":
+    def take_rows(self, rows: np.ndarray, offsets: np.ndarray | None = None) -> Dataset:
         return Dataset(
             qids=self.qids[rows],
             labels=self.labels[rows],

@@ -24,10 +24,11 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -105,7 +106,7 @@ def _quiet_stdout() -> None:
     os.close(devnull)
 
 
-def _quiet_local_workers(client: "distributed.Client") -> None:
+def _quiet_local_workers(client: distributed.Client) -> None:
     """Silence the stdout of local workers now and after a restart (a worker plugin runs on every (re)started
     worker)."""
     from distributed.diagnostics.plugin import WorkerPlugin
@@ -124,7 +125,7 @@ def _quiet_local_workers(client: "distributed.Client") -> None:
 
 @contextmanager
 def connect(spec: str | DaskTarget, *, timeout: float | None = None, threads_per_worker: int | None = None,
-            memory_limit: str | float | None = "auto") -> Iterator["distributed.Client"]:
+            memory_limit: str | float | None = "auto") -> Iterator[distributed.Client]:
     """A Dask client for ``--dask``, closed (with its LocalCluster, if any) on exit.
 
     ``local:N`` starts a :class:`distributed.LocalCluster` of N worker processes sharing this machine's cores
@@ -169,12 +170,12 @@ def connect(spec: str | DaskTarget, *, timeout: float | None = None, threads_per
         client.close()
 
 
-def n_workers(client: "distributed.Client") -> int:
+def n_workers(client: distributed.Client) -> int:
     """The number of workers currently connected to the scheduler."""
     return len(client.nthreads())
 
 
-def require_workers(client: "distributed.Client", timeout: float | None = None) -> int:
+def require_workers(client: distributed.Client, timeout: float | None = None) -> int:
     """The number of workers, after waiting up to ``timeout`` seconds for a first one (a scheduler without workers
     would otherwise hold every task forever): :class:`OutputError` if none comes."""
     if n_workers(client) == 0:
@@ -314,7 +315,7 @@ def assign_partitions(plan: PartitionPlan, workers: list[str]) -> list[str]:
     return out
 
 
-def load_partitions(client: "distributed.Client", plan: PartitionPlan) -> tuple[Any, Any, Any]:
+def load_partitions(client: distributed.Client, plan: PartitionPlan) -> tuple[Any, Any, Any]:
     """Read every partition on its worker and return Dask arrays ``(X, y, group)``, one chunk per partition.
 
     Workers read their own partitions from ``plan.path`` (nothing goes through this process), spread so that each
@@ -409,7 +410,7 @@ def _validation_curve(booster: Any, valid: Any, metric: str, convention: str, n_
     return str(spec), curve
 
 
-def train_distributed(client: "distributed.Client", train_path: Path | str, valid: Any, config: Any, *,
+def train_distributed(client: distributed.Client, train_path: Path | str, valid: Any, config: Any, *,
                       scheduler: str = "", rows_per_partition: int | None = None,
                       on_iteration: Callable[[int, float | None, float | None], None] | None = None
                       ) -> tuple[Any, DistributedInfo]:
@@ -430,14 +431,21 @@ def train_distributed(client: "distributed.Client", train_path: Path | str, vali
     import time
     import warnings
 
+    import dask.array as da
     import lightgbm
     from lightgbm.dask import DaskLGBMRanker
 
-    import dask.array as da
     from rankcli.core.labels import require_integer_grades
     from rankcli.errors import InputError
-    from rankcli.train import (INTEGER_LABEL_LOSSES, LOSSES, REAL_LABEL_HINT, TrainResult, check_grade_range,
-                               feature_difference, resolve_params)
+    from rankcli.train import (
+        INTEGER_LABEL_LOSSES,
+        LOSSES,
+        REAL_LABEL_HINT,
+        TrainResult,
+        check_grade_range,
+        feature_difference,
+        resolve_params,
+    )
 
     check_dask_loss(config.loss)
     if config.trees < 1:
@@ -560,7 +568,7 @@ def save_distributed_model(result: Any, config: Any, info: DistributedInfo, mode
 
 
 @contextmanager
-def _client_for(target: "str | DaskTarget | distributed.Client") -> Iterator["distributed.Client"]:
+def _client_for(target: str | DaskTarget | distributed.Client) -> Iterator[distributed.Client]:
     """Use a client the caller already holds, or open one for a ``--dask`` value (closed on exit)."""
     if isinstance(target, (str, DaskTarget)):
         with connect(target) as client:
@@ -569,7 +577,7 @@ def _client_for(target: "str | DaskTarget | distributed.Client") -> Iterator["di
         yield target
 
 
-def _visible_everywhere(client: "distributed.Client", paths: list[str], kind: str = "exists") -> dict[str, bool]:
+def _visible_everywhere(client: distributed.Client, paths: list[str], kind: str = "exists") -> dict[str, bool]:
     """For each path, whether every worker sees it (``kind``: ``exists`` or ``isdir``)."""
     check = os.path.isdir if kind == "isdir" else os.path.exists
     seen = client.run(lambda ps: [check(p) for p in ps], paths)
@@ -603,7 +611,7 @@ def _unit_task(data_path: str, data: Any, fingerprint: str, config: Any, setting
     return run_unit(data, config, setting, trial, loss)
 
 
-def run_experiment_units(target: "str | DaskTarget | distributed.Client", data_path: str, config: Any,
+def run_experiment_units(target: str | DaskTarget | distributed.Client, data_path: str, config: Any,
                          pending: list[tuple[Any, int, str]], finished: Callable[[Any], None], *,
                          data: Any = None, window: int | None = None) -> None:
     """Run experiment units ``(setting, trial, loss)`` as Dask tasks; ``finished(UnitResult)`` as each completes.
@@ -671,7 +679,7 @@ def _convert_task(source: str, target: str, options: Any) -> Any:
     return convert([source], target, options, overwrite=True)
 
 
-def convert_on_cluster(target: "str | DaskTarget | distributed.Client", inputs: list[str], output: Path | str,
+def convert_on_cluster(target: str | DaskTarget | distributed.Client, inputs: list[str], output: Path | str,
                        options: Any = None, *, overwrite: bool = False,
                        on_file: Callable[[Any], None] | None = None) -> Any:
     """``rankcli convert --dask``: every input file converted by its own task into ``OUTPUT/<name>.parquet``.

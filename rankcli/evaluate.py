@@ -18,9 +18,9 @@ Returns :class:`EvalReport` objects; never prints (rendering lives in :mod:`rank
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 

@@ -54,9 +54,9 @@ import re
 import shutil
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -355,7 +355,7 @@ class ExperimentData:
                                     read_dataset(fold.test))
         return self._loaded[number]
 
-    def in_memory(self) -> "ExperimentData":
+    def in_memory(self) -> ExperimentData:
         """A copy holding every fold in memory (what gets shipped to workers that cannot read the files)."""
         out = ExperimentData(pooled=self.pooled, folds=self.folds, _keep_all=True, _fingerprint=self.fingerprint())
         for f in self.folds or []:
@@ -1075,7 +1075,7 @@ def run_experiment(data_path: Path | str, exp_dir: Path | str, config: Experimen
     return result
 
 
-def _run_pool(data_path: str, config: ExperimentConfig, claims: "UnitClaims", jobs: int, finished) -> None:
+def _run_pool(data_path: str, config: ExperimentConfig, claims: UnitClaims, jobs: int, finished) -> None:
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
@@ -1518,7 +1518,7 @@ def p_cell(p: float | None, digits: int = 3, reason: str | None = None) -> str:
     return f"{p:.{digits}f}"
 
 
-def render_markdown(result: "ExperimentResult", sweep_tables: dict[str, list[dict]]) -> str:
+def render_markdown(result: ExperimentResult, sweep_tables: dict[str, list[dict]]) -> str:
     config = result.config
     lines = [f"# rankcli experiment: {', '.join(config.losses)}", ""]
     split = "given folds" if config.folds else "split " + ",".join(f"{x:g}" for x in config.split)

@@ -68,7 +68,7 @@ class RankNetIPSObjective:
         self.gain = np.asarray(gain, dtype=np.float64)
         self.offsets = np.asarray(offsets, dtype=np.int64)
 
-    def __deepcopy__(self, memo: dict) -> "RankNetIPSObjective":
+    def __deepcopy__(self, memo: dict) -> RankNetIPSObjective:
         return self
 
     def __call__(self, preds: np.ndarray, train_data=None) -> tuple[np.ndarray, np.ndarray]:

@@ -31,9 +31,10 @@ import json
 import math
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -414,7 +415,7 @@ class LibraryObjective:
         self._label_terms = losses.xendcg_label_terms(self.labels, offsets) if loss == "xendcg" else None
         self._phi = losses.listnet_target(self.labels, offsets) if loss == "listnet" else None
 
-    def __deepcopy__(self, memo: dict) -> "LibraryObjective":
+    def __deepcopy__(self, memo: dict) -> LibraryObjective:
         return self
 
     def gamma_for(self, iteration: int) -> np.ndarray | float:
@@ -512,9 +513,9 @@ POSITION_BIAS_LIGHTGBM = (4, 1)
 
 def check_position_bias_support() -> None:
     """:class:`UsageError` unless the installed LightGBM learns position biases (>= 4.1: unbiased LambdaMART)."""
-    import lightgbm
-
     import re
+
+    import lightgbm
 
     # the leading number of the major and minor parts: "4.0rc1" is 4.0, "4.10.0" is 4.10
     parts = [int(m.group()) if (m := re.match(r"\d{1,6}", piece)) else 0

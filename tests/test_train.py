@@ -10,8 +10,17 @@ import pytest
 
 from rankcli.core.labels import NonIntegerLabelsError
 from rankcli.errors import SchemaError, UsageError
-from rankcli.train import (LOSSES, MAX_GRADE, LibraryObjective, TrainConfig, check_loss, load_model, resolve_params,
-                           save_model, train_model)
+from rankcli.train import (
+    LOSSES,
+    MAX_GRADE,
+    LibraryObjective,
+    TrainConfig,
+    check_loss,
+    load_model,
+    resolve_params,
+    save_model,
+    train_model,
+)
 from tests.letor_sample import load_letor
 
 FAST = dict(trees=8, threads=1, num_leaves=7, min_data_in_leaf=5)

@@ -40,7 +40,7 @@ def _version_callback(value: bool) -> None:
 @app.callback()
 def _root(
     version: Annotated[
-        Optional[bool],
+        bool | None,
         typer.Option("--version", callback=_version_callback, is_eager=True, help="Print the version and exit."),
     ] = None,
     debug: Annotated[
@@ -54,7 +54,6 @@ def _register() -> None:
     from rankcli.cli import (
         compare,
         convert,
-        eval as eval_cmd,
         experiment,
         export,
         info,
@@ -62,6 +61,9 @@ def _register() -> None:
         propensity,
         simulate_clicks,
         train,
+    )
+    from rankcli.cli import (
+        eval as eval_cmd,
     )
 
     for module in (convert, info, export, train, predict, eval_cmd, simulate_clicks, propensity, compare, experiment):

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 
 def log(message: str) -> None:
@@ -74,7 +75,14 @@ def progress_bar(total: float | None, description: str, *, extra: str = "") -> I
     if not sys.stderr.isatty():
         yield _NullProgress()
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TimeRemainingColumn()]
@@ -101,8 +109,15 @@ def prepare_output(text: str, *, overwrite: bool, kind: str = "file", inputs=(),
     ``binary``: Parquet, refused on a terminal. ``final``: this output's rename
     completes the command (an interrupt after it is a success). ``example``: a file name the trailing-slash error
     suggests."""
-    from rankcli.formats.atomic import (STDOUT, check_not_input, check_stdout, check_target, expect_final_output,
-                                        output_path, resolve_target)
+    from rankcli.formats.atomic import (
+        STDOUT,
+        check_not_input,
+        check_stdout,
+        check_target,
+        expect_final_output,
+        output_path,
+        resolve_target,
+    )
 
     path = output_path(text, directory=kind != "file", option=option, example=example)
     if path == STDOUT:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated
 
 import typer
 
@@ -65,19 +65,19 @@ class Format(str, Enum):
 
 
 def command(
-    runs: Annotated[List[Path], typer.Argument(help="Two or more runs or per-query metric files.", show_default=False)],
-    qrels: Annotated[Optional[Path], typer.Option("--qrels", help="TREC qrels for TREC runs.")] = None,
-    name: Annotated[Optional[List[str]], typer.Option("--name", help="Name of a run (repeat once per run, in order).",
+    runs: Annotated[list[Path], typer.Argument(help="Two or more runs or per-query metric files.", show_default=False)],
+    qrels: Annotated[Path | None, typer.Option("--qrels", help="TREC qrels for TREC runs.")] = None,
+    name: Annotated[list[str] | None, typer.Option("--name", help="Name of a run (repeat once per run, in order).",
                                                       show_default=False)] = None,
-    metric: Annotated[Optional[List[str]], typer.Option(
+    metric: Annotated[list[str] | None, typer.Option(
         "--metric", "-m", help="Metric to compare (repeatable; ndcg@1,3,5 is shorthand). Default: ndcg@5 and ndcg@10 "
         "for runs, every metric column the per-query files share.", show_default=False)] = None,
     test: Annotated[Test, typer.Option("--test", help="The paired test (two-sided).")] = Test.ttest,
     alpha: Annotated[float, typer.Option("--alpha", help="Significance level for the adjusted p-values.")] = 0.01,
-    correction: Annotated[Optional[Correction], typer.Option(
+    correction: Annotated[Correction | None, typer.Option(
         "--correction", help="Multiple-testing correction over all tests of the report. Default: holm with more "
         "than one test, else none.", show_default=False)] = None,
-    baseline: Annotated[Optional[str], typer.Option(
+    baseline: Annotated[str | None, typer.Option(
         "--baseline", help="The run (name or path) every other run is tested against. Default: the first of two "
         "runs; all pairs for more.", show_default=False)] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the permutation and bootstrap tests.")] = 0,
@@ -85,23 +85,23 @@ def command(
         "--permutations", help="Sign-flip permutations (permutation test) or resamples (bootstrap).")] = 10000,
     intersect: Annotated[bool, typer.Option(
         "--intersect", help="Compare on the queries every run has with identical labels instead of failing.")] = False,
-    convention: Annotated[Optional[Preset], typer.Option(
+    convention: Annotated[Preset | None, typer.Option(
         "--convention", help="Metric convention preset, as in eval: paper (exp gain, skip, input order), lightgbm "
         "(exp gain, one, input order), sklearn (linear gain, zero, average ties), trec (linear gain, zero, ties by "
         "docid descending, as trec_eval). Default: trec with --qrels (TREC runs), paper otherwise. Runs only: "
         "per-query files carry the convention they were evaluated under.", show_default=False)] = None,
-    gain: Annotated[Optional[Gain], typer.Option("--gain", help="Override the preset's gain: 2^y-1 or y.",
+    gain: Annotated[Gain | None, typer.Option("--gain", help="Override the preset's gain: 2^y-1 or y.",
                                                  show_default=False)] = None,
-    no_relevant: Annotated[Optional[NoRelevant], typer.Option(
+    no_relevant: Annotated[NoRelevant | None, typer.Option(
         "--no-relevant", help="Override: queries without a relevant document are skipped, score 1 or 0.",
         show_default=False)] = None,
-    ties: Annotated[Optional[Ties], typer.Option(
+    ties: Annotated[Ties | None, typer.Option(
         "--ties", help="Override: equal scores in input order, averaged over their permutations, or ordered by docid "
         "descending in byte order (trec_eval's rule).", show_default=False)] = None,
-    threshold: Annotated[Optional[float], typer.Option(
+    threshold: Annotated[float | None, typer.Option(
         "--threshold", help="mrr/map/precision/recall: a document is relevant when label >= this. Default: 1.",
         show_default=False)] = None,
-    max_grade: Annotated[Optional[float], typer.Option("--max-grade", help="err: the top of the label scale. "
+    max_grade: Annotated[float | None, typer.Option("--max-grade", help="err: the top of the label scale. "
                                                        "Default: 4.", show_default=False)] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print every number as JSON.")] = False,
     output_format: Annotated[Format, typer.Option("--format", help="Output format (without --json).")] = Format.table,
@@ -122,10 +122,10 @@ def command(
     if seed < 0:
         raise UsageError(f"--seed must be >= 0, got {seed}")
 
-    from rankcli.compare import compare_inputs
-    from rankcli.core.metrics import Convention
     from rankcli import report as render
     from rankcli.cli._common import log, print_json, stdout_console
+    from rankcli.compare import compare_inputs
+    from rankcli.core.metrics import Convention
 
     def value(x):
         return None if x is None else x.value

@@ -25,7 +25,7 @@ and leaves nothing behind. A summary is printed; --json prints it as JSON.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated
 
 import typer
 
@@ -34,19 +34,19 @@ SHORT_HELP = "Convert SVMlight/LETOR text to Parquet."
 
 
 def command(
-    inputs: Annotated[List[str], typer.Argument(
+    inputs: Annotated[list[str], typer.Argument(
         help="SVMlight/LETOR text files (.gz/.bz2/.xz ok), - for standard input, or directories of them.",
         show_default=False, metavar="INPUT...")],
     output: Annotated[str, typer.Option("--output", "-o", help="Parquet file (- for standard output, not a "
                                         "terminal), or directory for several inputs (a trailing / makes a directory "
                                         "of one input too).", show_default=False, metavar="PATH")],
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output.")] = False,
-    query_file: Annotated[Optional[Path], typer.Option(
+    query_file: Annotated[Path | None, typer.Option(
         "--query-file", help="Group sizes (one per line) for an input without qid: (default: <input>.query).",
         show_default=False)] = None,
     zero_based: Annotated[bool, typer.Option(
         "--zero-based", help="Feature indices start at 0 (index i becomes column f(i+1)).")] = False,
-    num_features: Annotated[Optional[int], typer.Option(
+    num_features: Annotated[int | None, typer.Option(
         "--num-features", help="Number of feature columns (default: the largest index seen in any input).",
         show_default=False)] = None,
     keep_comments: Annotated[bool, typer.Option(
@@ -56,7 +56,7 @@ def command(
     json_output: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     block_bytes: Annotated[int, typer.Option("--block-bytes", hidden=True, help="Bytes read per block.")]
     = 2 * 1024 * 1024,
-    dask: Annotated[Optional[str], typer.Option(
+    dask: Annotated[str | None, typer.Option(
         "--dask", help="Convert the input files in parallel on a Dask cluster, one OUTPUT/<name>.parquet per input: "
                        "local:N (N worker processes here) or a scheduler address such as tcp://host:8786. Inputs "
                        "and OUTPUT must be on a filesystem every worker sees. Needs pip install \"rankcli\\[dask]\".",

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated
 
 import typer
 
@@ -79,43 +79,43 @@ class Format(str, Enum):
 
 
 def command(
-    run: Annotated[Optional[Path], typer.Argument(
+    run: Annotated[Path | None, typer.Argument(
         help="Parquet run (qid, label, score); with --model, the dataset to score; with --qrels, a TREC run.",
         show_default=False)] = None,
-    metric: Annotated[Optional[List[str]], typer.Option(
+    metric: Annotated[list[str] | None, typer.Option(
         "--metric", "-m", help="Metric to compute, repeatable; comma lists and cutoff lists like ndcg@1,3,5,10. "
         "rankcli's names (ndcg@10, p@5, mrr, bpref, success@1) or trec_eval's as typed (P_5, ndcg_cut.10, P.5,10, "
         "recip_rank, Rprec) and its sets official and all_trec. (default: ndcg@1,3,5,10; official with --format "
         "trec_eval)", show_default=False)] = None,
-    qrels: Annotated[Optional[Path], typer.Option(
+    qrels: Annotated[Path | None, typer.Option(
         help="TREC qrels (qid iter docid rel). Documents missing from it count as label 0; judged documents missing "
         "from the run still count in the ideal DCG and in R, as in trec_eval.", show_default=False)] = None,
-    trec_run: Annotated[Optional[Path], typer.Option(
+    trec_run: Annotated[Path | None, typer.Option(
         "--run", help="TREC run (qid Q0 docid rank score tag) to score against --qrels.",
         show_default=False)] = None,
-    model: Annotated[Optional[Path], typer.Option(
+    model: Annotated[Path | None, typer.Option(
         help="Model directory from `rankcli train`: score the dataset RUN with it, then evaluate.",
         show_default=False)] = None,
-    convention: Annotated[Optional[Preset], typer.Option(
+    convention: Annotated[Preset | None, typer.Option(
         help="Preset: paper (exp gain, skip, input order), lightgbm (exp gain, one, input order), sklearn (linear "
         "gain, zero, average ties), trec (linear gain, zero, ties by docid descending, as trec_eval). Default: trec "
         "for a TREC run, paper otherwise.", show_default=False)] = None,
-    gain: Annotated[Optional[Gain], typer.Option(help="Override the preset's gain: 2^y-1 or y.",
+    gain: Annotated[Gain | None, typer.Option(help="Override the preset's gain: 2^y-1 or y.",
                                                  show_default=False)] = None,
-    no_relevant: Annotated[Optional[NoRelevant], typer.Option(
+    no_relevant: Annotated[NoRelevant | None, typer.Option(
         help="Override: queries without a relevant document are skipped, score 1 (normalised metrics) or 0.",
         show_default=False)] = None,
-    ties: Annotated[Optional[Ties], typer.Option(
+    ties: Annotated[Ties | None, typer.Option(
         help="Override: equal scores in input order, averaged over their permutations, or ordered by docid "
         "descending in byte order (trec_eval's rule).", show_default=False)] = None,
-    threshold: Annotated[Optional[float], typer.Option(
+    threshold: Annotated[float | None, typer.Option(
         "--threshold", "-l", help="Binary metrics (mrr, map, precision, recall, bpref, ...): a document is relevant "
         "when label >= this (default: 1; trec_eval's -l).", show_default=False)] = None,
-    max_grade: Annotated[Optional[float], typer.Option(
+    max_grade: Annotated[float | None, typer.Option(
         help="err: the top of the label scale (default: 4).", show_default=False)] = None,
     json_out: Annotated[bool, typer.Option(
         "--json", help="Print the result as JSON on stdout (--format json).")] = False,
-    output_format: Annotated[Optional[Format], typer.Option(
+    output_format: Annotated[Format | None, typer.Option(
         "--format", help="table (default), json (as --json) or trec_eval (trec_eval's exact layout; default metrics "
         "then its 'official' set).", show_default=False)] = None,
     by_query: Annotated[bool, typer.Option(
@@ -127,10 +127,10 @@ def command(
     judged_only: Annotated[bool, typer.Option(
         "--judged-only", "-J", help="TREC runs: drop retrieved documents that are not judged in the qrels before "
         "ranking (trec_eval's -J).")] = False,
-    max_docs: Annotated[Optional[int], typer.Option(
+    max_docs: Annotated[int | None, typer.Option(
         "--max-docs", "-M", min=1, help="TREC runs: keep only the first N documents of each query, in trec_eval's "
         "order (trec_eval's -M).", show_default=False)] = None,
-    per_query: Annotated[Optional[str], typer.Option(
+    per_query: Annotated[str | None, typer.Option(
         "--per-query", help="Write one row per query (qid and a column per metric) to this Parquet file.",
         show_default=False, metavar="PATH")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --per-query file.")] = False,
@@ -164,8 +164,8 @@ def command(
             if given:
                 raise UsageError(f"{flag} applies to a TREC run scored against qrels: --qrels QRELS --run RUN")
 
-    from rankcli.core.metrics import Convention, parse_metrics
     from rankcli import evaluate
+    from rankcli.core.metrics import Convention, parse_metrics
 
     specs = parse_metrics(metric or (["official"] if fmt == Format.trec_eval else DEFAULT_METRICS))
     if run is not None and model is None and not evaluate.is_parquet(run):

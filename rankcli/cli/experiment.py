@@ -47,7 +47,7 @@ Example:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -71,10 +71,10 @@ def command(
                                         show_default=False, metavar="EXP_DIR")],
     losses: Annotated[str, typer.Option("--losses", help="Comma-separated losses (any loss `train` knows).")]
     = "lambdamart,xendcg,listnet",
-    trials: Annotated[Optional[int], typer.Option("--trials", help="Random splits (trials) per setting "
+    trials: Annotated[int | None, typer.Option("--trials", help="Random splits (trials) per setting "
                                                                    "(default 100; not with --folds).",
                                                   show_default=False)] = None,
-    split: Annotated[Optional[str], typer.Option("--split", help="Query fractions train,validation,test "
+    split: Annotated[str | None, typer.Option("--split", help="Query fractions train,validation,test "
                                                                  "(default 0.6,0.2,0.2; not with --folds).",
                                                  show_default=False)] = None,
     folds: Annotated[bool, typer.Option("--folds", help="Fixed splits: DATA holds Fold1/ .. FoldK/ (or one fold), "
@@ -89,35 +89,35 @@ def command(
     early_stopping: Annotated[int, typer.Option("--early-stopping", help="Stop after this many rounds without "
                                                                          "improvement (0: off).")] = 50,
     trees: Annotated[int, typer.Option("--trees", help="At most this many trees.")] = 500,
-    learning_rate: Annotated[Optional[float], typer.Option("--learning-rate", help="LightGBM learning rate "
+    learning_rate: Annotated[float | None, typer.Option("--learning-rate", help="LightGBM learning rate "
                                                                                    "(default: train's).")] = None,
-    num_leaves: Annotated[Optional[int], typer.Option("--num-leaves", help="Leaves per tree (default: train's).")]
+    num_leaves: Annotated[int | None, typer.Option("--num-leaves", help="Leaves per tree (default: train's).")]
     = None,
-    min_data_in_leaf: Annotated[Optional[int], typer.Option("--min-data-in-leaf",
+    min_data_in_leaf: Annotated[int | None, typer.Option("--min-data-in-leaf",
                                                             help="Minimum documents per leaf (default: train's).")]
     = None,
-    param: Annotated[Optional[list[str]], typer.Option("--param", help="Any other LightGBM parameter, KEY=VALUE "
+    param: Annotated[list[str] | None, typer.Option("--param", help="Any other LightGBM parameter, KEY=VALUE "
                                                                        "(repeatable).")] = None,
-    preset: Annotated[Optional[str], typer.Option("--preset", help="Hyperparameter preset of `train` "
+    preset: Annotated[str | None, typer.Option("--preset", help="Hyperparameter preset of `train` "
                                                                    "(paper-web30k, paper-yahoo).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of every random step (splits, perturbations, LightGBM).")]
     = 0,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes (results do not depend on it).")] = 1,
     threads: Annotated[int, typer.Option("--threads", help="LightGBM threads per model (part of the "
                                                             "configuration: results may depend on it).")] = 1,
-    augment_negatives: Annotated[Optional[str], typer.Option("--augment-negatives",
+    augment_negatives: Annotated[str | None, typer.Option("--augment-negatives",
                                                              help="Sweep levels: fractions of extra random "
                                                                   "negatives per training list.")] = None,
-    label_noise: Annotated[Optional[str], typer.Option("--label-noise", help="Sweep levels: fraction of each "
+    label_noise: Annotated[str | None, typer.Option("--label-noise", help="Sweep levels: fraction of each "
                                                                              "training list with random grades.")]
     = None,
-    click_noise: Annotated[Optional[str], typer.Option("--click-noise", help="Sweep levels: click probability of "
+    click_noise: Annotated[str | None, typer.Option("--click-noise", help="Sweep levels: click probability of "
                                                                              "grade 0 (train on cascade clicks).")]
     = None,
-    position_bias: Annotated[Optional[str], typer.Option(
+    position_bias: Annotated[str | None, typer.Option(
         "--position-bias", help="Sweep levels: PBM exponent eta of clicks logged by a trained ranker; each loss "
                                 "trained naive and with IPS (<loss>+ips).", show_default=False)] = None,
-    logging_fraction: Annotated[Optional[float], typer.Option(
+    logging_fraction: Annotated[float | None, typer.Option(
         "--logging-fraction", help="With --position-bias: the fraction of the training queries the logging ranker "
                                    "is trained on (default 0.01; at least 5 queries).", show_default=False)] = None,
     convention: Annotated[str, typer.Option("--convention", help="Metric convention preset for validation and "
@@ -128,7 +128,7 @@ def command(
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an experiment with a different "
                                                                 "configuration in EXP_DIR.")] = False,
-    dask: Annotated[Optional[str], typer.Option(
+    dask: Annotated[str | None, typer.Option(
         "--dask", help="Run the units as tasks on a Dask cluster instead of --jobs: local:N (N worker processes "
                        "here) or a scheduler address such as tcp://host:8786. Each trial trains single-machine; "
                        "results are identical to --jobs runs and resumable. Needs pip install \"rankcli\\[dask]\".",
@@ -272,8 +272,16 @@ def _render_text(result, to_stderr: bool) -> None:
     from rich.text import Text
 
     from rankcli.cli._common import stderr_console, stdout_console
-    from rankcli.experiment import difference_label, format_level, naive_only_note, p_cell, primary_metric, \
-        sweep_columns, sweep_note, sweep_rows
+    from rankcli.experiment import (
+        difference_label,
+        format_level,
+        naive_only_note,
+        p_cell,
+        primary_metric,
+        sweep_columns,
+        sweep_note,
+        sweep_rows,
+    )
     from rankcli.plot import CONVERGENCE_NOTE, sparkline
 
     console = stderr_console() if to_stderr else stdout_console()

@@ -39,7 +39,7 @@ def command(
 ) -> None:
     import time
 
-    from rankcli.cli._common import log, print_json, prepare_output, stdout_taken
+    from rankcli.cli._common import log, prepare_output, print_json, stdout_taken
 
     output = prepare_output(output, overwrite=overwrite, inputs=[data],
                             example="data.txt" if format == Format.svmlight else "data.qrels")

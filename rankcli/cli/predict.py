@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -82,10 +82,10 @@ def command(
     = RunFormat.parquet,
     json_out: Annotated[bool, typer.Option("--json", help="Print a summary as JSON on stdout.")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing run file.")] = False,
-    tag: Annotated[Optional[str], typer.Option(help="Run tag of a TREC run (default: the model directory's "
+    tag: Annotated[str | None, typer.Option(help="Run tag of a TREC run (default: the model directory's "
                                                     "name).", show_default=False)] = None,
 ) -> None:
-    from rankcli.cli._common import log, print_json, prepare_output, stdout_taken
+    from rankcli.cli._common import log, prepare_output, print_json, stdout_taken
     from rankcli.formats.atomic import model_files
 
     output = prepare_output(output, overwrite=overwrite, inputs=[data, *model_files(model_dir)],

@@ -29,7 +29,7 @@ Example: rankcli propensity clicks.parquet -o propensity.json --seed 1
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -41,7 +41,7 @@ def command(
     clicks: Annotated[list[Path], typer.Argument(help="Click log (Parquet, from rankcli simulate-clicks); several: "
                                                  "one log per logging policy, estimated by intervention harvesting.",
                                                  show_default=False)],
-    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Propensity JSON to write (- for standard "
+    output: Annotated[str | None, typer.Option("--output", "-o", help="Propensity JSON to write (- for standard "
                                                   "output).", show_default=False, metavar="PATH")] = None,
     bootstrap: Annotated[int, typer.Option(help="Bootstrap replicates over source queries.")] = 1000,
     confidence: Annotated[float, typer.Option(help="Coverage of the intervals.")] = 0.95,
@@ -51,10 +51,10 @@ def command(
                                      "(follow a fitted (1/r)^eta).")] = "none",
     method: Annotated[str, typer.Option(help="auto (one log: by its randomisation; several: harvest) | harvest "
                                         "(intervention harvesting over the logs given).")] = "auto",
-    policy: Annotated[Optional[str], typer.Option(help="The log's logging policy, for a log without rankcli's "
+    policy: Annotated[str | None, typer.Option(help="The log's logging policy, for a log without rankcli's "
                                                   "footer: random | top:N | swap:K.", show_default=False)] = None,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
-    plot: Annotated[Optional[str], typer.Option(help="Also draw the propensities with their intervals as a PNG "
+    plot: Annotated[str | None, typer.Option(help="Also draw the propensities with their intervals as a PNG "
                                                 "(needs matplotlib: the plot extra).", show_default=False,
                                                 metavar="PNG")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")] = False,

@@ -25,7 +25,7 @@ Example: rankcli simulate-clicks train.parquet -o clicks.parquet --impressions 1
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -41,13 +41,13 @@ def command(
     click_probs: Annotated[str, typer.Option("--click-probs", help="Click probability per grade 0, 1, 2, ..., "
                                              "comma-separated (the paper's default).")] = "0.05,0.3,0.5,0.7,0.95",
     eta: Annotated[float, typer.Option(help="PBM: examination probability at position r is (1/r)^eta.")] = 1.0,
-    max_rank: Annotated[Optional[int], typer.Option("--max-rank", help="Display only the top N documents of each "
+    max_rank: Annotated[int | None, typer.Option("--max-rank", help="Display only the top N documents of each "
                                                      "list (default: the whole list).", show_default=False)] = None,
     impressions: Annotated[int, typer.Option(help="Impressions simulated per query.")] = 10,
     ranker: Annotated[str, typer.Option(help="Display order: random (a fresh shuffle per impression, the paper's) | "
                                         "label (ideal order) | input (the data's order) | a model directory "
                                         "(its scores, ties in input order).")] = "random",
-    randomize: Annotated[Optional[str], typer.Option(help="Randomise a deterministic ranker's order per impression: "
+    randomize: Annotated[str | None, typer.Option(help="Randomise a deterministic ranker's order per impression: "
                                                      "top:N (shuffle its top N, RandTop-n) | swap:K (swap position K "
                                                      "with a uniformly random displayed position).",
                                                      show_default=False)] = None,
@@ -64,13 +64,19 @@ def command(
     _import_numpy_single_threaded_blas(ranker)
     import numpy as np
 
-    from rankcli.cli._common import log, print_json
+    from rankcli.cli._common import log, prepare_output, print_json, stdout_taken
     from rankcli.core.clicks import MODELS
     from rankcli.errors import UsageError
-    from rankcli.cli._common import prepare_output, stdout_taken
     from rankcli.formats.parquet import query_aligned_groups, read_dataset
-    from rankcli.simulate import (RANKERS, check_randomize, click_batches, model_scores, parse_click_probs,
-                                  parse_randomize, simulate_log)
+    from rankcli.simulate import (
+        RANKERS,
+        check_randomize,
+        click_batches,
+        model_scores,
+        parse_click_probs,
+        parse_randomize,
+        simulate_log,
+    )
 
     if model not in MODELS:
         raise UsageError(f"--model: expected one of {', '.join(MODELS)}, got {model!r}")
@@ -257,9 +263,7 @@ def _dictionary_columns(table, feature_names) -> list[str]:
 def _render(summary, output: Path) -> None:
     from rich.table import Table
 
-    from rankcli.cli._common import stdout_console
-
-    from rankcli.cli._common import stderr_console
+    from rankcli.cli._common import stderr_console, stdout_console
 
     con = stderr_console() if str(output) == "-" else stdout_console()  # -o -: stdout carries the log
     con.print(f"{summary.model} clicks, ranker {summary.ranker}, logging policy {summary.params['policy']} -> {output}")

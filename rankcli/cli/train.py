@@ -19,7 +19,7 @@ Example: rankcli train train.parquet --valid vali.parquet -o model --loss xendcg
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated
 
 import typer
 
@@ -65,44 +65,44 @@ def command(
     = "xendcg",
     gamma: Annotated[str, typer.Option(help="XE-NDCG gamma: uniform (redrawn per document and tree) | mean | "
                                             "fixed:<g> with g in [0, 1].")] = "uniform",
-    trees: Annotated[Optional[int], typer.Option(help="Maximum number of trees (default 500).",
+    trees: Annotated[int | None, typer.Option(help="Maximum number of trees (default 500).",
                                                  show_default=False)] = None,
-    early_stopping: Annotated[Optional[int], typer.Option(
+    early_stopping: Annotated[int | None, typer.Option(
         "--early-stopping", help="Stop after this many trees without improvement on --valid (0: off; default 50 "
                                  "with --valid).", show_default=False)] = None,
     select_by: Annotated[str, typer.Option("--select-by", help="Validation metric for early stopping and model "
                                                                 "selection.")] = "ndcg@5",
     convention: Annotated[str, typer.Option(help="Metric convention of --select-by: paper | lightgbm | sklearn.")]
     = "paper",
-    valid: Annotated[Optional[Path], typer.Option(help="Validation data (Parquet).", show_default=False)] = None,
-    learning_rate: Annotated[Optional[float], typer.Option("--learning-rate", help="Learning rate (default 0.05, or the preset's).",
+    valid: Annotated[Path | None, typer.Option(help="Validation data (Parquet).", show_default=False)] = None,
+    learning_rate: Annotated[float | None, typer.Option("--learning-rate", help="Learning rate (default 0.05, or the preset's).",
                                                            show_default=False)] = None,
-    num_leaves: Annotated[Optional[int], typer.Option("--num-leaves", help="Leaves per tree (default 31, or the preset's).",
+    num_leaves: Annotated[int | None, typer.Option("--num-leaves", help="Leaves per tree (default 31, or the preset's).",
                                                       show_default=False)] = None,
-    min_data_in_leaf: Annotated[Optional[int], typer.Option("--min-data-in-leaf", help="Minimum documents per leaf (default 20, or "
+    min_data_in_leaf: Annotated[int | None, typer.Option("--min-data-in-leaf", help="Minimum documents per leaf (default 20, or "
                                                             "the preset's).", show_default=False)] = None,
-    param: Annotated[Optional[List[str]], typer.Option("--param", help="Any other LightGBM parameter, key=value "
+    param: Annotated[list[str] | None, typer.Option("--param", help="Any other LightGBM parameter, key=value "
                                                        "(repeatable), checked against LightGBM's names and aliases; "
                                                        "overrides the preset. Not one that an option sets (objective, "
                                                        "metric, num_iterations, learning_rate, num_leaves, "
                                                        "min_data_in_leaf, early_stopping_round, num_threads, seeds).",
                                                        show_default=False)] = None,
-    threads: Annotated[Optional[int], typer.Option(help="LightGBM threads (default: the CPUs this process may use: "
+    threads: Annotated[int | None, typer.Option(help="LightGBM threads (default: the CPUs this process may use: "
                                                         "its CPU affinity, cgroup CPU quota and OMP_NUM_THREADS).",
                                                    show_default=False)] = None,
     seed: Annotated[int, typer.Option(help="Seed of every random step (same seed, same model bytes).")] = 0,
-    preset: Annotated[Optional[str], typer.Option(help="paper-web30k | paper-yahoo: the paper's LightGBM "
+    preset: Annotated[str | None, typer.Option(help="paper-web30k | paper-yahoo: the paper's LightGBM "
                                                        "hyperparameters.", show_default=False)] = None,
     label_grades: Annotated[bool, typer.Option("--label-grades", help="Map the distinct label values to grades "
                                                                       "0..n-1 in increasing order.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the model summary as JSON on stdout.")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing model directory.")] = False,
-    dask: Annotated[Optional[str], typer.Option(
+    dask: Annotated[str | None, typer.Option(
         "--dask", help="Train data-parallel on a Dask cluster: local:N (N worker processes here) or a scheduler "
                        "address such as tcp://host:8786. Native losses only (lambdamart, xendcg-native, pointwise); "
                        "TRAIN must be readable by every worker. Needs pip install \"rankcli\\[dask]\".",
         show_default=False)] = None,
-    propensity: Annotated[Optional[str], typer.Option(
+    propensity: Annotated[str | None, typer.Option(
         help="IPS training on a click log: a propensity file from rankcli propensity, or pbm:ETA ((1/r)^ETA). The "
              "impressions of each source query are pooled into one list; a document's relevance is the mean of "
              "click / propensity(position) (xendcg, listnet, pointwise, ranknet; see docs/clicks.md). Or learn: "
@@ -117,13 +117,20 @@ def command(
     allow_graded: Annotated[bool, typer.Option(
         "--allow-graded", help="With --propensity: weight graded labels as if they were clicks.")] = False,
 ) -> None:
-    from rankcli.cli._common import log, print_json, progress_bar
-    from rankcli.errors import UsageError
-    from rankcli.cli._common import prepare_output
-    from rankcli.formats.parquet import read_dataset
+    from rankcli.cli._common import log, prepare_output, print_json, progress_bar
     from rankcli.core.losses import parse_gamma
-    from rankcli.train import (TrainConfig, check_inputs, check_loss, check_preset, check_seed, import_lightgbm_lean,
-                               save_model, train_model)
+    from rankcli.errors import UsageError
+    from rankcli.formats.parquet import read_dataset
+    from rankcli.train import (
+        TrainConfig,
+        check_inputs,
+        check_loss,
+        check_preset,
+        check_seed,
+        import_lightgbm_lean,
+        save_model,
+        train_model,
+    )
 
     check_loss(loss)
     check_preset(preset)

@@ -11,7 +11,7 @@ rows instead of one global ``lexsort`` (which is ~5x slower on millions of rows)
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 

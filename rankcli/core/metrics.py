@@ -50,14 +50,13 @@ Speed: no Python loop over queries. Queries are laid out in padded matrices per 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Sequence
 
 import numpy as np
 
 from rankcli.core.groups import padded_rows, query_index, size_buckets
-from rankcli.core.measures import (CORE, REGISTRY, MetricSpec, UnknownMetricError, parse_metric,  # noqa: F401
-                                    parse_metrics)
+from rankcli.core.measures import CORE, REGISTRY, MetricSpec, UnknownMetricError, parse_metric, parse_metrics  # noqa: F401
 from rankcli.errors import InputError, UsageError
 
 GAINS = ("exponential", "linear")
@@ -89,7 +88,7 @@ class Convention:
             raise UsageError(f"max grade must be a positive number, got {self.max_grade}")
 
     @classmethod
-    def preset(cls, name: str) -> "Convention":
+    def preset(cls, name: str) -> Convention:
         """``paper``: exponential gain, skip, input order; ``lightgbm``: exponential, one, input order;
         ``sklearn``: linear gain, zero, average over ties; ``trec`` (trec_eval's): linear gain, zero, ties by docid
         descending in byte order."""
@@ -103,7 +102,7 @@ class Convention:
             return cls(gain="linear", no_relevant="zero", ties="docid-desc")
         raise UsageError(f"unknown convention preset {name!r}; expected one of: {', '.join(PRESETS)}")
 
-    def with_(self, **changes) -> "Convention":
+    def with_(self, **changes) -> Convention:
         """A copy with some fields changed (None values are ignored), validated."""
         fields = {**asdict(self), **{k: v for k, v in changes.items() if v is not None}}
         return Convention(**fields)
@@ -215,7 +214,7 @@ def _check_inputs(labels, scores, offsets):
 EXPONENTIAL_GAIN_LABEL_LIMIT = 1000
 
 
-def _check_exponential_gain(specs, labels, judg: "_Judgments", convention: Convention) -> None:
+def _check_exponential_gain(specs, labels, judg: _Judgments, convention: Convention) -> None:
     """Refuse labels whose exponential gain overflows, rather than print NaN or count the query as skipped."""
     if convention.gain != "exponential" or not judg.nq or not any("dcg" in s.name for s in specs):
         return

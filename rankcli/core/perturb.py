@@ -15,7 +15,7 @@ Protocol (Bruch, WWW 2021, section 5; ``shared/paper/xendcg.md``):
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -71,9 +71,9 @@ Effect size: ``mean_diff = mean(a - b)`` and its standard error ``stderr = sd(a 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import cache
-from typing import Sequence
 
 import numpy as np
 

@@ -32,9 +32,9 @@ import stat
 import sys
 import tempfile
 import threading
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from rankcli.errors import OutputError, UsageError
 
@@ -635,7 +635,7 @@ class FileLock:
     def held(self) -> bool:
         return self._fd is not None
 
-    def __enter__(self) -> "FileLock":
+    def __enter__(self) -> FileLock:
         self.acquire()
         return self
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 import pyarrow as pa
@@ -108,7 +108,7 @@ class QueryAlignedWriter:
     def close(self) -> None:
         self._writer.close()
 
-    def __enter__(self) -> "QueryAlignedWriter":
+    def __enter__(self) -> QueryAlignedWriter:
         return self
 
     def __exit__(self, *exc) -> None:

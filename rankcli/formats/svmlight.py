@@ -18,9 +18,10 @@ import gzip
 import itertools
 import lzma
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 import numpy as np
 import pyarrow as pa

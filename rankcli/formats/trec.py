@@ -161,14 +161,14 @@ def _hash(strings: np.ndarray, lengths: np.ndarray | None = None, seed: np.ndarr
     return h
 
 
-def pair_keys(cols: "TrecColumns") -> np.ndarray:
+def pair_keys(cols: TrecColumns) -> np.ndarray:
     """A uint64 hash of each line's (qid, docid) pair; equal pairs have equal keys (the converse is checked by
     whoever joins on them)."""
     hq = _hash(cols.qids, cols.qid_lengths)
     return _hash(cols.docids, cols.docid_lengths, (hq ^ np.uint64(0x9E3779B97F4A7C15)) * np.uint64(1099511628211))
 
 
-def _check_unique_pairs(cols: "TrecColumns", path: Path, duplicate: str, line_text=None) -> np.ndarray:
+def _check_unique_pairs(cols: TrecColumns, path: Path, duplicate: str, line_text=None) -> np.ndarray:
     """The pair keys; a (qid, docid) pair on two lines is an :class:`InputFormatError` naming the second line."""
     keys = pair_keys(cols)
     order = np.argsort(keys, kind="stable")

@@ -74,7 +74,7 @@ def test_order_within_property(lists):
 
 
 def test_label_grades_mapping():
-    from rankcli.core.labels import is_integer_grades, require_integer_grades, to_grades, NonIntegerLabelsError
+    from rankcli.core.labels import NonIntegerLabelsError, is_integer_grades, require_integer_grades, to_grades
 
     grades, values = to_grades(np.array([0.14, 0.0, 0.5, 0.14]))
     assert grades.tolist() == [1, 0, 2, 1] and values.tolist() == [0.0, 0.14, 0.5]
