@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -29,3 +30,47 @@ def cli():
 @pytest.fixture(scope="session")
 def sample_dir() -> Path:
     return SAMPLE
+
+
+def run_main(capsys, *args) -> tuple[int, str, str]:
+    """The CLI in this process (the same error boundary as a subprocess, without its start-up cost): the exit status,
+    stdout and stderr. An uncaught exception reaching the user as a traceback fails the test here."""
+    from rankcli.cli import main
+
+    status = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err, err
+    return status, out, err
+
+
+@pytest.fixture
+def run(capsys):
+    """``run("eval", path, "--json") -> (status, stdout, stderr)``, in-process; see :func:`run_main`."""
+    return lambda *args: run_main(capsys, *args)
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    """A seeded generator: every test that draws data is reproducible."""
+    return np.random.default_rng(20210419)  # WWW 2021, the paper's conference
+
+
+def make_ranking(rng: np.random.Generator, n_queries: int = 60, max_size: int = 30, *, min_size: int = 1,
+                 grades: int = 5, tie_levels: int | None = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A random batch of queries, ``(labels, scores, offsets)`` in the library's argument order.
+
+    Query sizes are uniform in ``[min_size, max_size]``, labels integer grades ``0..grades-1``, scores integers
+    ``0..tie_levels-1`` (tie-heavy on purpose: tie handling is where ranking code goes wrong) or, with
+    ``tie_levels=None``, standard normal (no ties)."""
+    sizes = rng.integers(min_size, max_size + 1, n_queries)
+    offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    n = int(offsets[-1])
+    labels = rng.integers(0, grades, n).astype(np.float64)
+    scores = rng.normal(0, 1, n) if tie_levels is None else rng.integers(0, tie_levels, n).astype(np.float64)
+    return labels, scores, offsets
+
+
+@pytest.fixture(name="make_ranking")
+def make_ranking_fixture(rng):
+    """``make_ranking(n_queries, max_size, ...)`` drawing from the test's seeded ``rng``; see :func:`make_ranking`."""
+    return lambda *args, **kwargs: make_ranking(rng, *args, **kwargs)

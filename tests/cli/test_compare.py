@@ -11,9 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 from scipy import stats as sps
 
-from rankcli.cli import main
 from rankcli.core.metrics import Convention, per_query
 from rankcli.errors import ExitStatus
+from tests.conftest import run_main as _run
 
 
 def _labels(n_queries=60, seed=0, first_qid=1):
@@ -41,12 +41,6 @@ def runs(tmp_path):
     good = _write(tmp_path / "good.parquet", qid, label, label + rng.normal(0, 1.0, qid.shape[0]))
     bad = _write(tmp_path / "bad.parquet", qid, label, label + rng.normal(0, 6.0, qid.shape[0]))
     return tmp_path, qid, label, good, bad
-
-
-def _run(capsys, *args):
-    status = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def _ndcg(path, k):

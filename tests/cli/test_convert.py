@@ -14,16 +14,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from rankcli.cli import main
 from rankcli.errors import ExitStatus
 from tests.conftest import REPO, SAMPLE
-
-
-def run(capsys, *args):
-    """The CLI in-process (fast): exit status, stdout, stderr."""
-    status = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return status, out, err
+from tests.conftest import run_main as run
 
 
 def test_convert_sample_directory_and_info(tmp_path, capsys):

@@ -12,9 +12,8 @@ import time
 import pyarrow.parquet as pq
 import pytest
 
-from rankcli.cli import main
 from rankcli.formats.parquet import write_dataset
-from tests.conftest import REPO
+from tests.conftest import REPO, run_main
 from tests.test_experiment import synthetic, write_folds
 
 # Small and fast: 30 queries, 3 trees, no early stopping.
@@ -29,10 +28,8 @@ def data(tmp_path_factory):
 
 
 def run(capsys, *args):
-    """The CLI in-process (fast: no interpreter start-up): (status, stdout, stderr)."""
-    status = main(["experiment", *map(str, args)])
-    out, err = capsys.readouterr()
-    return status, out, err
+    """``rankcli experiment ARGS`` in-process: (status, stdout, stderr)."""
+    return run_main(capsys, "experiment", *args)
 
 
 def _results(exp_dir):

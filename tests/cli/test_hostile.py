@@ -14,7 +14,7 @@ import pytest
 
 from rankcli.cli import main
 from rankcli.errors import ExitStatus
-from tests.conftest import SAMPLE
+from tests.conftest import SAMPLE, run_main
 
 LETOR = SAMPLE / "letor"
 DOCUMENTED = {ExitStatus.USAGE, ExitStatus.INVALID_INPUT, ExitStatus.OUTPUT}
@@ -59,9 +59,7 @@ def files(tmp_path_factory):
 
 
 def run(capsys, args):
-    status = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return status, out, err
+    return run_main(capsys, *args)
 
 
 def check(capsys, args, expected=None):

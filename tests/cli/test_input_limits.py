@@ -5,15 +5,9 @@ The limits are documented in docs/input-limits.md; convert's --num-features cap 
 
 from __future__ import annotations
 
-from rankcli.cli import main
 from rankcli.errors import ExitStatus
 from tests.conftest import SAMPLE
-
-
-def run(capsys, *args):
-    status = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return status, out, err
+from tests.conftest import run_main as run
 
 
 def test_simulate_clicks_refuses_impressions_beyond_the_row_cap(tmp_path, capsys):

@@ -23,15 +23,9 @@ from rankcli.cli import main
 from rankcli.errors import ExitStatus
 from rankcli.formats import atomic
 from tests.conftest import REPO, SAMPLE
+from tests.conftest import run_main as run
 
 LETOR = SAMPLE / "letor"
-
-
-def run(capsys, *args):
-    status = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err, err
-    return status, out, err
 
 
 @pytest.fixture(scope="module")

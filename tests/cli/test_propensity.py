@@ -18,16 +18,6 @@ from tests.letor_sample import load_letor
 KEYS = {"method", "positions", "propensity", "ci_low", "ci_high", "impressions", "clicks"}
 
 
-@pytest.fixture
-def run(capsys):
-    def _run(*args):
-        status = main([str(a) for a in args])
-        out, err = capsys.readouterr()
-        return status, out, err
-
-    return _run
-
-
 @pytest.fixture(scope="module")
 def logs(tmp_path_factory):
     """The sample's training split and click logs simulated from it by the CLI (module scope: made once)."""

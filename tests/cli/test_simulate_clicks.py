@@ -9,24 +9,11 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from rankcli.cli import main
 from rankcli.dataset import Dataset
 from rankcli.formats.parquet import read_dataset, read_metadata, write_dataset
 from tests.letor_sample import load_letor
 
 N_FEATURES = 46
-
-
-@pytest.fixture
-def run(capsys):
-    """The CLI in this process (the same error boundary as the subprocess, without its start-up cost)."""
-
-    def _run(*args):
-        status = main([str(a) for a in args])
-        out, err = capsys.readouterr()
-        return status, out, err
-
-    return _run
 
 
 @pytest.fixture(scope="module")

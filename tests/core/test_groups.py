@@ -5,12 +5,11 @@ from hypothesis import strategies as st
 
 from rankcli.core import groups
 from tests import reference
+from tests.conftest import make_ranking
 
 
 def random_batch(rng, n_queries=50, max_size=40, tie_levels=4):
-    sz = rng.integers(1, max_size + 1, n_queries)
-    offsets = np.concatenate(([0], np.cumsum(sz))).astype(np.int64)
-    scores = rng.integers(0, tie_levels, offsets[-1]).astype(np.float64)  # tie-heavy on purpose
+    _, scores, offsets = make_ranking(rng, n_queries, max_size, tie_levels=tie_levels)
     return scores, offsets
 
 

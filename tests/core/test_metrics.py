@@ -11,16 +11,9 @@ from rankcli.core import metrics as M
 from rankcli.errors import ExitStatus, InputError, UsageError
 from tests import reference
 from tests.conftest import REPO, SAMPLE
+from tests.conftest import make_ranking as random_batch
 
 ALL_NAMES = M.METRICS
-
-
-def random_batch(rng, n_queries=60, max_size=30, tie_levels=3, grades=5, min_size=1):
-    sz = rng.integers(min_size, max_size + 1, n_queries)
-    offsets = np.concatenate(([0], np.cumsum(sz))).astype(np.int64)
-    labels = rng.integers(0, grades, offsets[-1]).astype(np.float64)
-    scores = rng.integers(0, tie_levels, offsets[-1]).astype(np.float64)  # tie-heavy on purpose
-    return labels, scores, offsets
 
 
 def ref(name, k, labels, scores, offsets, conv, unranked=None, docids=None):

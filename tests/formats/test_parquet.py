@@ -7,17 +7,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rankcli.cli import main
 from rankcli.errors import ExitStatus, SchemaError
 from rankcli.formats.parquet import column_names, qids_as_int64, read_dataset, read_table
+from tests.conftest import run_main as run
 
 BIG = 2 ** 63  # the first uint64 value that int64 cannot hold
-
-
-def run(capsys, *args):
-    status = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def write(path, columns: dict, names: list[str] | None = None):
