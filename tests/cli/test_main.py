@@ -1,19 +1,39 @@
 import subprocess
 import sys
-import time
 
 from rankcli import __version__
 from rankcli.cli import app
 from rankcli.errors import ExitStatus
 from tests.conftest import REPO
 
+COMMANDS = ["convert", "info", "export", "train", "predict", "eval", "simulate-clicks", "propensity", "compare",
+            "experiment"]
 
-def test_help_lists_every_subcommand(cli):
-    result = cli("--help")
+
+def _listed_commands(help_text: str) -> list[str]:
+    """The command names of the help's "Commands" panel: the first word of each row of that box."""
+    lines = help_text.splitlines()
+    start = next(i for i, line in enumerate(lines) if "Commands" in line and line.lstrip().startswith(("╭", "+")))
+    names = []
+    for line in lines[start + 1:]:
+        if line.lstrip().startswith(("╰", "+")):
+            break
+        words = line.strip("│| ").split()
+        if words and not line.strip("│| ").startswith(" "):
+            names.append(words[0])
+    return names
+
+
+def test_help_lists_every_subcommand_by_its_exact_name(cli):
+    result = cli("--help", env={"COLUMNS": "200"})
     assert result.returncode == 0
-    out = result.stdout.decode()
-    for name in ["convert", "info", "export", "train", "predict", "eval", "simulate-clicks", "compare", "experiment"]:
-        assert name in out
+    assert sorted(_listed_commands(result.stdout.decode())) == sorted(COMMANDS)
+
+
+def test_the_app_registers_exactly_the_documented_commands():
+    import typer
+
+    assert sorted(typer.main.get_command(app).commands) == sorted(COMMANDS)
 
 
 def test_version(cli):
@@ -22,17 +42,15 @@ def test_version(cli):
     assert result.stdout.decode().strip() == f"rankcli {__version__}"
 
 
-def test_help_and_version_are_fast_and_import_nothing_heavy():
-    code = ("import sys, time; t = time.perf_counter(); from rankcli.cli import main; main(['--version']); "
-            "heavy = [m for m in ('numpy', 'pyarrow', 'lightgbm', 'scipy', 'sklearn') if m in sys.modules]; "
-            "print(heavy, time.perf_counter() - t, file=sys.stderr)")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
-    heavy, seconds = result.stderr.strip().rsplit("] ", 1)
-    assert heavy == "[", f"heavy modules imported at start-up: {heavy}]"
-    assert float(seconds) < 0.5
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "rankcli", "--help"], capture_output=True, check=True, cwd=REPO)
-    assert time.perf_counter() - start < 2.0  # includes the interpreter's own start-up
+def test_help_and_version_import_nothing_heavy():
+    """Start-up time is measured by bench/startup.py; what keeps it low is that --version and --help import none of
+    the heavy libraries."""
+    for args in (["--version"], ["--help"]):
+        code = (f"import sys\nfrom rankcli.cli import main\ntry:\n    main({args!r})\nexcept SystemExit:\n    pass\n"
+                "print([m for m in ('numpy', 'pyarrow', 'lightgbm', 'scipy', 'sklearn') if m in sys.modules], "
+                "file=sys.stderr)")
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+        assert result.stderr.strip().splitlines()[-1] == "[]", (args, result.stderr)
 
 
 def test_core_imports_no_cli_or_io_libraries():
