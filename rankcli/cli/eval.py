@@ -43,33 +43,12 @@ from typing import Annotated
 
 import typer
 
+from rankcli.cli import options as opt
+from rankcli.cli.options import Gain, NoRelevant, Preset, Ties
+
 NAME = "eval"
 SHORT_HELP = "Evaluate a run: NDCG@k and other ranking metrics."
 DEFAULT_METRICS = ["ndcg@1,3,5,10"]
-
-
-class Preset(str, Enum):
-    paper = "paper"
-    lightgbm = "lightgbm"
-    sklearn = "sklearn"
-    trec = "trec"
-
-
-class Gain(str, Enum):
-    exponential = "exponential"
-    linear = "linear"
-
-
-class NoRelevant(str, Enum):
-    skip = "skip"
-    one = "one"
-    zero = "zero"
-
-
-class Ties(str, Enum):
-    input = "input"
-    average = "average"
-    docid_desc = "docid-desc"
 
 
 class Format(str, Enum):
@@ -82,11 +61,10 @@ def command(
     run: Annotated[Path | None, typer.Argument(
         help="Parquet run (qid, label, score); with --model, the dataset to score; with --qrels, a TREC run.",
         show_default=False)] = None,
-    metric: Annotated[list[str] | None, typer.Option(
-        "--metric", "-m", help="Metric to compute, repeatable; comma lists and cutoff lists like ndcg@1,3,5,10. "
-        "rankcli's names (ndcg@10, p@5, mrr, bpref, success@1) or trec_eval's as typed (P_5, ndcg_cut.10, P.5,10, "
-        "recip_rank, Rprec) and its sets official and all_trec. (default: ndcg@1,3,5,10; official with --format "
-        "trec_eval)", show_default=False)] = None,
+    metric: Annotated[list[str] | None, opt.metric(
+        "Metric to compute, repeatable; comma lists and cutoff lists like ndcg@1,3,5,10. rankcli's names (ndcg@10, "
+        "p@5, mrr, bpref, success@1) or trec_eval's as typed (P_5, ndcg_cut.10, P.5,10, recip_rank, Rprec) and its "
+        "sets official and all_trec", default="ndcg@1,3,5,10; official with --format trec_eval")] = None,
     qrels: Annotated[Path | None, typer.Option(
         help="TREC qrels (qid iter docid rel). Documents missing from it count as label 0; judged documents missing "
         "from the run still count in the ideal DCG and in R, as in trec_eval.", show_default=False)] = None,
@@ -96,25 +74,13 @@ def command(
     model: Annotated[Path | None, typer.Option(
         help="Model directory from `rankcli train`: score the dataset RUN with it, then evaluate.",
         show_default=False)] = None,
-    convention: Annotated[Preset | None, typer.Option(
-        help="Preset: paper (exp gain, skip, input order), lightgbm (exp gain, one, input order), sklearn (linear "
-        "gain, zero, average ties), trec (linear gain, zero, ties by docid descending, as trec_eval). Default: trec "
-        "for a TREC run, paper otherwise.", show_default=False)] = None,
-    gain: Annotated[Gain | None, typer.Option(help="Override the preset's gain: 2^y-1 or y.",
-                                                 show_default=False)] = None,
-    no_relevant: Annotated[NoRelevant | None, typer.Option(
-        help="Override: queries without a relevant document are skipped, score 1 (normalised metrics) or 0.",
-        show_default=False)] = None,
-    ties: Annotated[Ties | None, typer.Option(
-        help="Override: equal scores in input order, averaged over their permutations, or ordered by docid "
-        "descending in byte order (trec_eval's rule).", show_default=False)] = None,
-    threshold: Annotated[float | None, typer.Option(
-        "--threshold", "-l", help="Binary metrics (mrr, map, precision, recall, bpref, ...): a document is relevant "
-        "when label >= this (default: 1; trec_eval's -l).", show_default=False)] = None,
-    max_grade: Annotated[float | None, typer.Option(
-        help="err: the top of the label scale (default: 4).", show_default=False)] = None,
-    json_out: Annotated[bool, typer.Option(
-        "--json", help="Print the result as JSON on stdout (--format json).")] = False,
+    convention: Annotated[Preset | None, opt.convention(default="trec for a TREC run, paper otherwise")] = None,
+    gain: Annotated[Gain | None, opt.gain()] = None,
+    no_relevant: Annotated[NoRelevant | None, opt.no_relevant()] = None,
+    ties: Annotated[Ties | None, opt.ties()] = None,
+    threshold: Annotated[float | None, opt.threshold(trec_eval_short=True)] = None,
+    max_grade: Annotated[float | None, opt.max_grade()] = None,
+    json_out: Annotated[bool, opt.json_flag("the result", note=" (--format json)")] = False,
     output_format: Annotated[Format | None, typer.Option(
         "--format", help="table (default), json (as --json) or trec_eval (trec_eval's exact layout; default metrics "
         "then its 'official' set).", show_default=False)] = None,
@@ -133,7 +99,7 @@ def command(
     per_query: Annotated[str | None, typer.Option(
         "--per-query", help="Write one row per query (qid and a column per metric) to this Parquet file.",
         show_default=False, metavar="PATH")] = None,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --per-query file.")] = False,
+    overwrite: Annotated[bool, opt.overwrite("--per-query file")] = False,
 ) -> None:
     from rankcli.errors import UsageError
 
