@@ -57,6 +57,7 @@ import numpy as np
 
 from rankcli.core.groups import padded_rows, query_index, size_buckets
 from rankcli.core.measures import CORE, REGISTRY, MetricSpec, UnknownMetricError, parse_metric, parse_metrics  # noqa: F401
+from rankcli.core.ranking import padded_ranking
 from rankcli.errors import InputError, UsageError
 
 GAINS = ("exponential", "linear")
@@ -369,13 +370,10 @@ def _docid_tie_order(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray
     for qs, width in size_buckets(offsets):
         if width < 2:
             continue
-        rows, valid = padded_rows(offsets, qs, width)
-        smat = scores[rows]
-        smat[~valid] = -np.inf
-        order = np.argsort(-smat, axis=1, kind="stable")  # padding (last columns) stays after real -inf scores
-        s_sorted = np.take_along_axis(smat, order, axis=1)
-        v_sorted = np.take_along_axis(valid, order, axis=1)
-        l_sorted = labels[np.take_along_axis(rows, order, axis=1)]
+        ranking = padded_ranking(scores, offsets, qs, width)
+        rows, valid, smat = ranking.rows, ranking.valid, ranking.scores
+        s_sorted, v_sorted = ranking.ranked(smat), ranking.ranked(valid)
+        l_sorted = labels[ranking.ranked(rows)]
         # A group of equal scores with different labels has two neighbours (in sorted order) that differ in label.
         mixed = (s_sorted[:, 1:] == s_sorted[:, :-1]) & v_sorted[:, 1:] & (l_sorted[:, 1:] != l_sorted[:, :-1])
         need = np.flatnonzero(mixed.any(axis=1))
@@ -476,7 +474,7 @@ def per_query(specs: Sequence[MetricSpec | str], labels, scores, offsets, conven
             lab = labels[r_rows]
             values = _input_metrics(specs, lab, r_valid, kk, sizes, judg, qs, D, thr, convention)
         else:
-            values = _average_metrics(specs, labels, scores, rows, valid, width, sizes, judg, qs, D, H, thr,
+            values = _average_metrics(specs, labels, scores, offsets, rows, valid, width, sizes, judg, qs, D, H, thr,
                                       convention)
         for name, v in values.items():
             out[name][qs] = v
@@ -549,15 +547,12 @@ def _input_metrics(specs, lab, valid, kk, sizes, judg, qs, D, thr, convention) -
     return res
 
 
-def _average_metrics(specs, labels, scores, rows, valid, width, sizes, judg, qs, D, H, thr, convention):
+def _average_metrics(specs, labels, scores, offsets, rows, valid, width, sizes, judg, qs, D, H, thr, convention):
     """Expected metric values over all orderings of tied documents, in closed form per tie group."""
     nq_b = rows.shape[0]
-    smat = scores[rows]
-    smat[~valid] = -np.inf
-    order = np.argsort(-smat, axis=1, kind="stable")  # padding (-inf, last columns) stays after real -inf scores
-    s_sorted = np.take_along_axis(smat, order, axis=1)
-    v_sorted = np.take_along_axis(valid, order, axis=1)
-    lab = labels[np.take_along_axis(rows, order, axis=1)]
+    ranking = padded_ranking(scores, offsets, qs, width)
+    s_sorted, v_sorted = ranking.ranked(ranking.scores), ranking.ranked(ranking.valid)
+    lab = labels[ranking.ranked(ranking.rows)]
     pos = np.arange(width, dtype=np.int64)
     new = np.ones((nq_b, width), dtype=bool)
     new[:, 1:] = (s_sorted[:, 1:] != s_sorted[:, :-1]) | (v_sorted[:, 1:] != v_sorted[:, :-1])

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rankcli.core.groups import padded_rows, size_buckets
+from rankcli.core.groups import size_buckets
+from rankcli.core.ranking import padded_ranking
 from rankcli.errors import UsageError
 
 #: trec_eval's floor for a per-query value entering a geometric mean (``MIN_GEO_MEAN`` in trec_eval.h).
@@ -294,12 +295,8 @@ def per_query(specs, labels, scores, offsets, judg, convention, judged=None) -> 
     np.cumsum(1.0 / np.log2(np.arange(D.shape[0] - 1, dtype=np.float64) + 2.0), out=D[1:])
     out = {str(s): np.empty(nq) for s in specs}
     for qs, width in size_buckets(offsets):
-        rows, valid = padded_rows(offsets, qs, width)
-        smat = scores[rows]
-        smat[~valid] = -np.inf
-        order = np.argsort(-smat, axis=1, kind="stable")  # padding (last columns) stays after real -inf scores
-        r_rows = np.take_along_axis(rows, order, axis=1)
-        r_valid = np.take_along_axis(valid, order, axis=1)
+        ranking = padded_ranking(scores, offsets, qs, width)
+        r_rows, r_valid = ranking.ranked(ranking.rows), ranking.ranked(ranking.valid)
         lab = np.where(r_valid, labels[r_rows], 0.0)
         jd = is_judged[r_rows] & r_valid
         pl = pooled[r_rows] & r_valid
