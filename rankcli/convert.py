@@ -9,6 +9,8 @@ written as it is read, with the width known so far; if a later block has a large
 appears late), the file continues in a new part with the wider schema, and at the end the parts are streamed into one
 file padded to the final width (zeros, null docids). With a directory of inputs every output is padded to the largest
 width of all of them the same way. For dense data (WEB30K, Yahoo) the first block fixes the width: no rewrite happens.
+
+This module reads, checks and orchestrates; the Parquet writing is :mod:`rankcli.formats.convert_writer`.
 """
 
 from __future__ import annotations
@@ -17,16 +19,17 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
-import pyarrow as pa
 
 from rankcli.cpus import available_cpus
 from rankcli.errors import InputError, InputFormatError, RankcliError, UsageError
 from rankcli.formats import svmlight
 from rankcli.formats.atomic import STDOUT, atomic_directory, atomic_path, check_not_input, check_target
+from rankcli.formats.convert_writer import Chunk, ChunkWriter, sorted_by_qid
 from rankcli.formats.inputs import unreadable_input
-from rankcli.formats.parquet import ROW_GROUP_ROWS, QueryAlignedWriter, dataset_schema, feature_names
+from rankcli.formats.parquet import ROW_GROUP_ROWS
 from rankcli.summary import DatasetSummary, SummaryBuilder
 
 #: Rows buffered before a row group is written: half the usual target, so that writing overlaps parsing sooner
@@ -38,6 +41,10 @@ TEXT_SUFFIXES = {".txt", ".svm", ".svmlight", ".libsvm", ".letor", ".dat", ""}
 
 @dataclass
 class ConvertOptions:
+    """The options of ``rankcli convert``: ``zero_based`` feature indices, a fixed ``num_features``,
+    ``keep_comments`` in a comment column, ``sort_queries`` by qid (in memory) instead of requiring contiguous
+    queries, a ``query_file`` of group sizes for one input without ``qid:``, and the ``block_bytes`` read at a time."""
+
     zero_based: bool = False
     num_features: int | None = None
     keep_comments: bool = False
@@ -48,6 +55,8 @@ class ConvertOptions:
 
 @dataclass
 class FileResult:
+    """One output file: the inputs it holds (as named in messages), its path and the summary of its data."""
+
     inputs: list[str]
     output: str
     summary: DatasetSummary
@@ -55,6 +64,8 @@ class FileResult:
 
 @dataclass
 class ConvertResult:
+    """What a conversion wrote: one file, or a ``directory`` of them with the common number of ``features``."""
+
     output: str
     directory: bool
     files: list[FileResult]
@@ -63,6 +74,7 @@ class ConvertResult:
     notes: list[str] = field(default_factory=list)  # for stderr: what was read but not used (an ignored sidecar)
 
     def as_dict(self) -> dict:
+        """The ``--json`` summary: one file's keys, or ``output``, ``features``, ``seconds`` and ``files``."""
         def one(f: FileResult) -> dict:
             return {"input": f.inputs if len(f.inputs) != 1 else f.inputs[0], "output": f.output,
                     **f.summary.as_dict()}
@@ -73,151 +85,6 @@ class ConvertResult:
             return out
         return {"output": self.output, "features": self.features, "seconds": round(self.seconds, 3),
                 "files": [one(f) for f in self.files]}
-
-
-# ----------------------------------------------------------------------------------------------------------------------
-# Writing parts and joining them
-
-
-@dataclass
-class _Part:
-    path: Path
-    width: int
-    docid: bool
-    comment: bool
-
-
-class _Sink:
-    """Collects chunks of rows (a query may continue in the next chunk) and writes row groups of about
-    ``ROW_GROUP_ROWS`` rows that end on query boundaries; ``on_rows(labels, offsets)`` sees each written group."""
-
-    def __init__(self, base: Path, keep_comments: bool, fixed_width: int | None, metadata: dict, on_rows=None):
-        self.base = base
-        self.keep_comments = keep_comments
-        self.width = fixed_width or 0
-        self.docid = False
-        self.comment = False
-        self.metadata = metadata
-        self.on_rows = on_rows
-        self.parts: list[_Part] = []
-        self._writer: QueryAlignedWriter | None = None
-        self._buffer: list[tuple] = []
-        self._buffered = 0
-        self.rows = 0
-
-    def add(self, labels, qids, features, docids, comments) -> None:
-        """Add rows; ``features`` is ``(n, width)`` float32 in Fortran order, docids/comments Arrow arrays or None."""
-        if labels.shape[0] == 0:
-            return
-        self._buffer.append((labels, qids, features, docids, comments))
-        self._buffered += labels.shape[0]
-        if self._buffered >= FLUSH_ROWS:
-            self.flush(final=False)
-
-    def flush(self, final: bool = True) -> None:
-        if not self._buffer:
-            return
-        chunks, n = self._buffer, self._buffered
-        qids = np.concatenate([c[1] for c in chunks]) if len(chunks) > 1 else chunks[0][1]
-        cut = n
-        if not final:
-            # Keep the last query back: it may continue in the next chunk.
-            change = np.flatnonzero(qids[1:] != qids[:-1])
-            if change.size == 0:
-                return
-            cut = int(change[-1]) + 1
-        width = max([self.width] + [c[2].shape[1] for c in chunks])
-        docid = self.docid or any(c[3] is not None for c in chunks)
-        comment = self.comment or any(c[4] is not None for c in chunks)
-        if self._writer is not None and (width, docid, comment) != (self.width, self.docid, self.comment):
-            self._writer.close()
-            self._writer = None
-        self.width, self.docid, self.comment = width, docid, comment
-        if self._writer is None:
-            path = self.base.with_name(f"{self.base.name}.part{len(self.parts)}")
-            self.parts.append(_Part(path, width, docid, comment))
-            schema = dataset_schema(width, with_docid=docid, with_comment=comment)
-            self._writer = QueryAlignedWriter(path, schema, {**self.metadata, "num_features": width},
-                                              use_dictionary=["qid", "label"])
-        labels = np.concatenate([c[0] for c in chunks]) if len(chunks) > 1 else chunks[0][0]
-        columns = {"qid": svmlight.from_numpy(qids[:cut], pa.int64()),
-                   "label": svmlight.from_numpy(labels[:cut], pa.float64())}
-        strings = {}
-        for key, pos, on in (("docid", 3, docid), ("comment", 4, comment)):
-            if on:
-                strings[key] = pa.chunked_array(
-                    [c[pos] if c[pos] is not None else pa.nulls(c[0].shape[0], pa.string()) for c in chunks],
-                    pa.string()).combine_chunks()
-                columns[key] = strings[key].slice(0, cut)
-        feature_cols = []
-        for j, name in enumerate(feature_names(width)):
-            if len(chunks) == 1:
-                m = chunks[0][2]
-                col = m[:, j] if m.shape[1] > j else np.zeros(n, np.float32)
-            else:
-                col = np.concatenate([m[:, j] if m.shape[1] > j else np.zeros(m.shape[0], np.float32)
-                                      for m in (c[2] for c in chunks)])
-            col = np.ascontiguousarray(col)
-            feature_cols.append(col)
-            columns[name] = pa.Array.from_buffers(pa.float32(), cut, [None, pa.py_buffer(col)])
-        offsets = np.concatenate(([0], np.flatnonzero(qids[1:cut] != qids[:cut - 1]) + 1, [cut])).astype(np.int64)
-        self._writer.write(pa.table(columns), offsets)
-        if self.on_rows is not None:
-            self.on_rows(labels[:cut], offsets)
-        self.rows += cut
-        self._buffer, self._buffered = [], 0
-        if cut < n:
-            tail = np.empty((n - cut, width), dtype=np.float32, order="F")
-            for j, col in enumerate(feature_cols):
-                tail[:, j] = col[cut:]
-            self._buffer.append((labels[cut:], qids[cut:], tail,
-                                 strings["docid"].slice(cut) if docid else None,
-                                 strings["comment"].slice(cut) if comment else None))
-            self._buffered = n - cut
-
-    def close(self) -> None:
-        self.flush(final=True)
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
-
-    def cleanup(self) -> None:
-        if self._writer is not None:
-            try:
-                self._writer.close()
-            except Exception:  # noqa: BLE001 - already failing; the part is removed next
-                pass
-            self._writer = None
-        for part in self.parts:
-            part.path.unlink(missing_ok=True)
-
-
-def _pad(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    n = table.num_rows
-    columns = []
-    for f in schema:
-        if f.name in table.column_names:
-            columns.append(table.column(f.name))
-        elif f.type == pa.float32():
-            columns.append(svmlight.from_numpy(np.zeros(n, np.float32), pa.float32()))
-        else:
-            columns.append(pa.nulls(n, f.type))
-    return pa.table(columns, schema=schema)
-
-
-def _join_parts(sink: _Sink, target: Path, width: int) -> None:
-    """Move the sink's single part to ``target``, or stream all parts into it padded to ``width`` columns."""
-    parts = sink.parts
-    if len(parts) == 1 and parts[0].width == width and (parts[0].docid, parts[0].comment) == (sink.docid,
-                                                                                            sink.comment):
-        os.replace(parts[0].path, target)
-        return
-    schema = dataset_schema(width, with_docid=sink.docid, with_comment=sink.comment)
-    with QueryAlignedWriter(target, schema, {**sink.metadata, "num_features": width}) as writer:
-        for part in parts:
-            for table in svmlight.iter_row_groups(part.path):
-                writer.write(_pad(table, schema))
-            part.path.unlink()
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -242,7 +109,7 @@ class _Converter:
     most four blocks ahead; results are consumed in order, so checks and qids from a sidecar stay sequential.
     """
 
-    def __init__(self, sink: _Sink, options: ConvertOptions, threads: int | None = None):
+    def __init__(self, sink: ChunkWriter, options: ConvertOptions, threads: int | None = None):
         self.sink = sink
         self.options = options
         self.seen: dict[int, tuple[str, int]] = {}
@@ -251,7 +118,7 @@ class _Converter:
         self.next_group = 0
         self.last_qid: int | None = None
         self.threads = threads if threads is not None else min(2, available_cpus())  # the CPUs we may use
-        self._held: list[tuple] = []  # --sort-queries keeps everything
+        self._held: list[Chunk] = []  # --sort-queries keeps everything
         self._file: _FileState | None = None
         self.notes: list[str] = []  # said on stderr by the CLI (a sidecar ignored)
 
@@ -404,11 +271,12 @@ class _Converter:
             docids, comments = svmlight.comment_columns(block.comments, True, self.options.keep_comments)
             if docids is not None and docids.null_count == len(docids):
                 docids = None
+        chunk = Chunk(block.labels, qids, block.features, docids, comments)
         if self.options.sort_queries:
-            self._held.append((block.labels, qids, block.features, docids, comments))
+            self._held.append(chunk)
             return
         self._check_contiguous(qids, block.lines, name)
-        self.sink.add(block.labels, qids, block.features, docids, comments)
+        self.sink.add(chunk)
 
     def _check_contiguous(self, qids: np.ndarray, lines: np.ndarray, name: str) -> None:
         starts = np.concatenate(([0], np.flatnonzero(qids[1:] != qids[:-1]) + 1))
@@ -425,45 +293,33 @@ class _Converter:
         self.last_qid = int(qids[-1])
 
     def finish(self) -> None:
+        """Hand on the rows held back by ``--sort-queries``, sorted by qid."""
         if not self.options.sort_queries or not self._held:
             return
         held, self._held = self._held, []
-        qids = np.concatenate([h[1] for h in held])
-        order = np.argsort(qids, kind="stable")
-        width = max(h[2].shape[1] for h in held)
-        features = np.zeros((qids.shape[0], width), dtype=np.float32, order="F")
-        at = 0
-        for h in held:
-            features[at:at + h[2].shape[0], :h[2].shape[1]] = h[2]
-            at += h[2].shape[0]
-
-        def strings(pos: int):
-            if all(h[pos] is None for h in held):
-                return None
-            arr = pa.chunked_array([h[pos] if h[pos] is not None else pa.nulls(h[0].shape[0], pa.string())
-                                    for h in held], pa.string()).combine_chunks()
-            return arr.take(svmlight.from_numpy(order, pa.int64()))
-
-        labels = np.concatenate([h[0] for h in held])[order]
-        docids, comments = strings(3), strings(4)
-        features = np.asfortranarray(features[order])
-        qs = qids[order]
-        del held
-        step = ROW_GROUP_ROWS // 2
-        for a in range(0, qs.shape[0], step):
-            b = min(a + step, qs.shape[0])
-            self.sink.add(labels[a:b], qs[a:b], features[a:b], None if docids is None else docids.slice(a, b - a),
-                          None if comments is None else comments.slice(a, b - a))
+        for chunk in sorted_by_qid(held, ROW_GROUP_ROWS // 2):
+            self.sink.add(chunk)
 
 
 # ----------------------------------------------------------------------------------------------------------------------
 # Inputs and the public entry point
 
 
-def _output_name(path: Path) -> str:
+def output_name(path: Path) -> str:
+    """The name of ``path``'s output in a directory of outputs (``OUTPUT/<name>.parquet``): the file name without a
+    compression suffix and without a text suffix (``train.txt.gz`` -> ``train``)."""
     name = svmlight.strip_compression(path.name)
     stem, suffix = os.path.splitext(name)
     return stem if suffix.lower() in TEXT_SUFFIXES else name
+
+
+def output_names(sources: list[str]) -> list[str]:
+    """The output name of each source (``stdin`` for ``-``); :class:`UsageError` when two would be the same."""
+    names = [(output_name(Path(src)) if src != svmlight.STDIN else "stdin") for src in sources]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise UsageError(f"two inputs would both be written to {sorted(dup)[0]}.parquet; convert them separately")
+    return names
 
 
 def directory_inputs(directory: Path) -> list[Path]:
@@ -481,25 +337,9 @@ def directory_inputs(directory: Path) -> list[Path]:
     return found
 
 
-def _sidecar(source: str, options: ConvertOptions) -> Path | None:
-    if options.query_file is not None:
-        return Path(options.query_file)
-    return svmlight.sidecar_for(source)
-
-
-def convert(inputs: list[str], output: Path | str, options: ConvertOptions | None = None, *,
-            overwrite: bool = False, progress=None, directory: bool = False) -> ConvertResult:
-    """Convert ``inputs`` (files, ``-`` for stdin, directories) to Parquet at ``output``.
-
-    One input file (or several, with an ``output`` ending in ``.parquet``): one Parquet file, the inputs concatenated.
-    A directory input, or several files with another ``output``: ``output`` is a directory with one
-    ``<name>.parquet`` per input file, all with the same feature columns; ``directory=True`` (an OUTPUT given with a
-    trailing slash) asks for that layout for a single input too. ``output`` ``-`` is standard output (one file).
-    An output that is or holds an input is refused (exit 2) before anything is read.
-    """
-    options = options or ConvertOptions()
-    start = time.perf_counter()
-    output = Path(output)
+def check_options(inputs: list[str], options: ConvertOptions) -> None:
+    """The checks of ``inputs`` and ``options`` that need no file: :class:`UsageError` for no input, standard input
+    given twice, or a ``--num-features`` out of range."""
     if not inputs:
         raise UsageError("no input given")
     if options.num_features is not None and options.num_features < 1:
@@ -509,6 +349,11 @@ def convert(inputs: list[str], output: Path | str, options: ConvertOptions | Non
                          "dense float32 column; a sparse file with more features does not fit this data model)")
     if inputs.count(svmlight.STDIN) > 1:
         raise UsageError("standard input (-) can be given only once")
+
+
+def expand_inputs(inputs: list[str]) -> tuple[list[str], bool]:
+    """The input files (a directory gives its SVMlight files, :func:`directory_inputs`), and whether any input was a
+    directory. A path that does not lead to a file is an :class:`InputError` naming why."""
     expanded: list[str] = []
     any_dir = False
     for item in inputs:
@@ -519,6 +364,49 @@ def convert(inputs: list[str], output: Path | str, options: ConvertOptions | Non
             if item != svmlight.STDIN and not Path(item).exists():
                 raise unreadable_input(item)
             expanded.append(item)
+    return expanded, any_dir
+
+
+def _sidecar(source: str, options: ConvertOptions) -> Path | None:
+    if options.query_file is not None:
+        return Path(options.query_file)
+    return svmlight.sidecar_for(source)
+
+
+def _writer(path: Path, options: ConvertOptions, metadata: dict) -> ChunkWriter:
+    return ChunkWriter(path, options.keep_comments, options.num_features, metadata, flush_rows=FLUSH_ROWS)
+
+
+def _read_into(writer: ChunkWriter, sources: list[str], options: ConvertOptions, progress) -> _Converter:
+    """Convert ``sources`` into ``writer`` (closed afterwards); the converter holds the summary and the notes."""
+    conv = _Converter(writer, options)
+    for src in sources:
+        conv.convert(src, _sidecar(src, options), progress)
+    conv.finish()
+    writer.close()
+    return conv
+
+
+def _metadata(options: ConvertOptions, source: str) -> dict:
+    return {"kind": "dataset", "zero_based": options.zero_based, "converted_by": "rankcli convert", "source": source}
+
+
+def convert(inputs: list[str], output: Path | str, options: ConvertOptions | None = None, *,
+            overwrite: bool = False, progress=None, directory: bool = False) -> ConvertResult:
+    """Convert ``inputs`` (files, ``-`` for stdin, directories) to Parquet at ``output``.
+
+    One input file (or several, with an ``output`` ending in ``.parquet``): one Parquet file, the inputs concatenated.
+    A directory input, or several files with another ``output``: ``output`` is a directory with one
+    ``<name>.parquet`` per input file, all with the same feature columns; ``directory=True`` (an OUTPUT given with a
+    trailing slash) asks for that layout for a single input too. ``output`` ``-`` is standard output (one file).
+    An output that is or holds an input is refused (exit 2) before anything is read. ``overwrite`` replaces an
+    output rankcli wrote; ``progress`` (with ``advance(bytes)``) sees the bytes read.
+    """
+    options = options or ConvertOptions()
+    start = time.perf_counter()
+    output = Path(output)
+    check_options(inputs, options)
+    expanded, any_dir = expand_inputs(inputs)
     to_stdout = str(output) == STDOUT
     directory = directory or any_dir or (len(expanded) > 1 and output.suffix.lower() != ".parquet" and not to_stdout)
     if options.query_file is not None and len(expanded) != 1:
@@ -531,53 +419,55 @@ def convert(inputs: list[str], output: Path | str, options: ConvertOptions | Non
         check_not_input(output, list(inputs) + expanded + [options.query_file]
                         + [svmlight.sidecar_for(s) for s in expanded])
         check_target(output, overwrite, kind="converted" if directory else "file")
-    meta = {"kind": "dataset", "zero_based": options.zero_based, "converted_by": "rankcli convert"}
+    if directory:
+        return _convert_to_directory(expanded, output, options, overwrite, progress, start)
+    with atomic_path(output, overwrite) as tmp:
+        writer = _writer(tmp, options, _metadata(options, ",".join(map(svmlight.display_name, expanded))))
+        try:
+            conv = _read_into(writer, expanded, options, progress)
+            writer.join(tmp, writer.width)
+        finally:
+            writer.cleanup()
+        summary = conv.summary.build(writer.width, has_docid=writer.docid)
+    seconds = time.perf_counter() - start
+    summary.seconds = seconds
+    return ConvertResult(str(output), False, [FileResult([svmlight.display_name(s) for s in expanded],
+                                                         str(output), summary)], writer.width, seconds, conv.notes)
 
-    if not directory:
-        with atomic_path(output, overwrite) as tmp:
-            sink = _Sink(tmp, options.keep_comments, options.num_features,
-                         {**meta, "source": ",".join(map(svmlight.display_name, expanded))})
-            try:
-                conv = _Converter(sink, options)
-                for src in expanded:
-                    conv.convert(src, _sidecar(src, options), progress)
-                conv.finish()
-                sink.close()
-                _join_parts(sink, tmp, sink.width)
-            finally:
-                sink.cleanup()
-            summary = conv.summary.build(sink.width, has_docid=sink.docid)
-        seconds = time.perf_counter() - start
-        summary.seconds = seconds
-        return ConvertResult(str(output), False, [FileResult([svmlight.display_name(s) for s in expanded],
-                                                             str(output), summary)], sink.width, seconds, conv.notes)
 
-    names = [(_output_name(Path(src)) if src != svmlight.STDIN else "stdin") for src in expanded]
-    dup = {n for n in names if names.count(n) > 1}
-    if dup:
-        raise UsageError(f"two inputs would both be written to {sorted(dup)[0]}.parquet; convert them separately")
-    results = []
+class _Converted(NamedTuple):
+    """One input of a directory conversion, converted into its part files (joined once the width is known)."""
+
+    source: str
+    name: str
+    writer: ChunkWriter
+    converter: _Converter
+    seconds: float
+
+
+def _convert_to_directory(expanded: list[str], output: Path, options: ConvertOptions, overwrite: bool, progress,
+                          start: float) -> ConvertResult:
+    """One ``output/<name>.parquet`` per input, all padded to the widest input's feature columns."""
+    names = output_names(expanded)
+    done: list[_Converted] = []
     with atomic_directory(output, overwrite, kind="converted") as tmpdir:
-        sinks = []
+        writers = []
         try:
             for src, name in zip(expanded, names):
-                sink = _Sink(tmpdir / f".{name}.parquet", options.keep_comments, options.num_features,
-                             {**meta, "source": svmlight.display_name(src)})
-                sinks.append(sink)
-                conv = _Converter(sink, options)
+                writer = _writer(tmpdir / f".{name}.parquet", options, _metadata(options, svmlight.display_name(src)))
+                writers.append(writer)
                 file_start = time.perf_counter()
-                conv.convert(src, _sidecar(src, options), progress)
-                conv.finish()
-                sink.close()
-                results.append((src, name, conv, time.perf_counter() - file_start))
-            width = max(s.width for s in sinks)
+                conv = _read_into(writer, [src], options, progress)
+                done.append(_Converted(src, name, writer, conv, time.perf_counter() - file_start))
+            width = max(w.width for w in writers)
             files = []
-            for (src, name, conv, secs), sink in zip(results, sinks):
-                _join_parts(sink, tmpdir / f"{name}.parquet", width)
-                summary = conv.summary.build(width, has_docid=sink.docid, seconds=secs)
-                files.append(FileResult([svmlight.display_name(src)], str(output / f"{name}.parquet"), summary))
+            for item in done:
+                item.writer.join(tmpdir / f"{item.name}.parquet", width)
+                summary = item.converter.summary.build(width, has_docid=item.writer.docid, seconds=item.seconds)
+                files.append(FileResult([svmlight.display_name(item.source)], str(output / f"{item.name}.parquet"),
+                                        summary))
         finally:
-            for sink in sinks:
-                sink.cleanup()
+            for writer in writers:
+                writer.cleanup()
     return ConvertResult(str(output), True, files, width, time.perf_counter() - start,
-                         [note for r in results for note in r[2].notes])
+                         [note for item in done for note in item.converter.notes])

@@ -694,7 +694,7 @@ def convert_on_cluster(target: str | DaskTarget | distributed.Client, inputs: li
     import dataclasses
     import time
 
-    from rankcli.convert import ConvertOptions, ConvertResult, FileResult, _output_name, directory_inputs
+    from rankcli.convert import ConvertOptions, ConvertResult, FileResult, directory_inputs, output_name
     from rankcli.errors import InputError
     from rankcli.formats import svmlight
     from rankcli.formats.atomic import atomic_directory, check_target
@@ -722,7 +722,7 @@ def convert_on_cluster(target: str | DaskTarget | distributed.Client, inputs: li
     if output.suffix.lower() == ".parquet":
         raise UsageError(f"--dask writes one output per input into a directory, got {output}; give a directory "
                          "as --output (or drop --dask to concatenate inputs into one file)")
-    names = [_output_name(Path(src)) for src in expanded]
+    names = [output_name(Path(src)) for src in expanded]
     dup = {n for n in names if names.count(n) > 1}
     if dup:
         raise UsageError(f"two inputs would both be written to {sorted(dup)[0]}.parquet; convert them separately")

@@ -1,7 +1,7 @@
 """What a dataset looks like: rows, queries, features, documents per query, labels, queries without a relevant document.
 
 Used by ``convert`` (accumulated block by block while streaming, through :class:`SummaryBuilder`) and ``info`` (on a
-whole :class:`~rankcli.dataset.Dataset` or a Parquet file); any command that wants to describe its data can reuse it.
+Parquet file, :func:`summarize_parquet`); any command that wants to describe its data can reuse :func:`summarize`.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ def format_label(value: float) -> str:
 
 @dataclass
 class DatasetSummary:
+    """A dataset at a glance; :meth:`as_dict` gives the JSON keys of ``convert --json`` and ``info --json``."""
+
     rows: int
     queries: int
     features: int
@@ -68,6 +70,7 @@ class SummaryBuilder:
         self._nan_labels = 0
 
     def add(self, labels: np.ndarray, offsets: np.ndarray) -> None:
+        """Count the whole queries ``offsets`` delimits in ``labels``."""
         labels = np.asarray(labels, dtype=np.float64)
         if labels.shape[0] == 0:
             return
@@ -82,6 +85,8 @@ class SummaryBuilder:
             self._labels[v] = self._labels.get(v, 0) + c
 
     def build(self, features: int, *, has_docid: bool = False, seconds: float | None = None) -> DatasetSummary:
+        """The summary of every query added, with the number of ``features``, whether there is a docid column and
+        the ``seconds`` taken (``None``: not shown)."""
         sizes = np.concatenate(self._sizes) if self._sizes else np.zeros(0, dtype=np.int64)
         docs = ({"min": int(sizes.min()), "median": float(np.median(sizes)), "max": int(sizes.max()),
                  "mean": round(float(sizes.mean()), 3)} if sizes.size else
@@ -110,39 +115,23 @@ class SummaryBuilder:
 
 def summarize(labels: np.ndarray, offsets: np.ndarray, features: int, *, has_docid: bool = False,
               seconds: float | None = None) -> DatasetSummary:
+    """The summary of whole queries: ``labels`` per row, query ``offsets``, the number of ``features``, whether the
+    data have a docid column, and the ``seconds`` a conversion took (``None``: not shown)."""
     builder = SummaryBuilder()
     builder.add(labels, offsets)
     return builder.build(features, has_docid=has_docid, seconds=seconds)
 
 
-def summarize_dataset(ds, seconds: float | None = None) -> DatasetSummary:
-    """The summary of a :class:`~rankcli.dataset.Dataset` (features need not be loaded)."""
-    return summarize(ds.labels, ds.offsets, ds.n_features, has_docid=ds.docids is not None, seconds=seconds)
-
-
 def summarize_parquet(path: Path | str) -> DatasetSummary:
-    """The summary of a Parquet dataset, reading only ``qid`` and ``label`` row group by row group."""
+    """The summary of a Parquet dataset, reading only ``qid`` and ``label``."""
     from rankcli.core.groups import offsets_from_qids
-    from rankcli.errors import SchemaError
-    from rankcli.formats.parquet import _open, column_names, feature_columns, require_columns
+    from rankcli.errors import InputError, SchemaError
+    from rankcli.formats.parquet import feature_columns
+    from rankcli.formats.query_labels import read_query_labels
 
-    names = column_names(path)
-    require_columns(path, names, ["qid", "label"])
-    pf = _open(path)
-    from rankcli.formats.svmlight import to_numpy
-
-    table = pf.read(columns=["qid", "label"])
-    import pyarrow as pa
-
-    qtype, ltype = table.schema.field("qid").type, table.schema.field("label").type
-    if not pa.types.is_integer(qtype) or not (pa.types.is_integer(ltype) or pa.types.is_floating(ltype)):
-        raise SchemaError(f"{path}: qid must be an integer column and label a number column, got {qtype} and {ltype}")
-    if table.column("qid").null_count or table.column("label").null_count:
-        raise SchemaError(f"{path}: qid and label must not have missing values")
-    qids = to_numpy(table.column("qid")).astype(np.int64, copy=False)
-    labels = to_numpy(table.column("label")).astype(np.float64, copy=False)
+    qids, labels, names = read_query_labels(path)
     try:
         offsets = offsets_from_qids(qids)
-    except Exception as exc:  # NonContiguousQueryError
+    except InputError as exc:  # NonContiguousQueryError
         raise SchemaError(f"{path}: {exc}") from None
     return summarize(labels, offsets, len(feature_columns(names)), has_docid="docid" in names)

@@ -1,10 +1,11 @@
 """Convert SVMlight/LETOR text to Parquet datasets (qid, label, optional docid, f1..fN float32).
 
-Input lines: `<label> qid:<int> <index>:<value> ... # comment` (qid: and the comment optional), spaces or tabs,
-LF or CRLF; blank and comment-only lines are skipped; absent features are 0.0. Labels may be real-valued (0.07). Files without `qid:` take
-their queries from a LightGBM-style sidecar `<input>.query` (one group size per line, queries numbered from 0) found
-next to the input, or named with --query-file. `# docid = X` comments fill a docid column; --keep-comments also keeps
-the whole comment text in a comment column. `.gz`, `.bz2` and `.xz` inputs are decompressed; `-` reads standard input.
+Input lines: `<label> qid:<int> <index>:<value> ... # comment` (qid: and the comment optional), spaces or tabs, LF or
+CRLF; blank and comment-only lines are skipped; absent features are 0.0. Labels may be real-valued (0.07). Files
+without `qid:` take their queries from a LightGBM-style sidecar `<input>.query` (one group size per line, queries
+numbered from 0) found next to the input, or named with --query-file. `# docid = X` comments fill a docid column;
+--keep-comments also keeps the whole comment text in a comment column. `.gz`, `.bz2` and `.xz` inputs are
+decompressed; `-` reads standard input.
 
 Outputs:
 
@@ -52,7 +53,8 @@ def command(
     keep_comments: Annotated[bool, typer.Option(
         "--keep-comments", help="Keep the text after # in a comment column.")] = False,
     sort_queries: Annotated[bool, typer.Option(
-        "--sort-queries", help="Sort rows by qid (stable) instead of requiring contiguous queries; in memory.")] = False,
+        "--sort-queries",
+        help="Sort rows by qid (stable) instead of requiring contiguous queries; in memory.")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     block_bytes: Annotated[int, typer.Option("--block-bytes", hidden=True, help="Bytes read per block.")]
     = 2 * 1024 * 1024,
@@ -64,8 +66,7 @@ def command(
 ) -> None:
     import os
 
-    from rankcli.cli._common import log, print_json, progress_bar, stderr_console, stdout_console
-    from rankcli.cli.info import summary_table
+    from rankcli.cli._common import log, print_json, progress_bar, stderr_console, stdout_console, summary_table
     from rankcli.convert import ConvertOptions, convert
     from rankcli.errors import UsageError
 
@@ -108,5 +109,6 @@ def command(
         print_json(result.as_dict())
         return
     summaries = {Path(f.output).name: f.summary for f in result.files}
-    (stderr_console() if target == STDOUT else stdout_console()).print(summary_table(summaries, title=f"{result.output} ({result.seconds:.2f} s)"))
+    table = summary_table(summaries, title=f"{result.output} ({result.seconds:.2f} s)")
+    (stderr_console() if target == STDOUT else stdout_console()).print(table)
     log(f"wrote {result.output}")
