@@ -17,6 +17,17 @@ Uses
     learn`` reads the position biases LightGBM learns from its debug log, the only place LightGBM shows them
     (``LambdarankNDCG::LogDebugPositionBiasFactors``, LightGBM >= 4.1); :func:`parse_position_bias_log` reads that log's
     table. Both are used by :mod:`rankcli.train`.
+``typer._click.exceptions.ClickException``
+    The base class of the usage errors typer's command parser raises (an unknown option, a missing argument, a bad
+    choice). typer vendors click since 0.26 and exports only some of its subclasses (``typer.BadParameter``), not the
+    base class; the CLI's error boundary (``rankcli.cli.main``) runs the command with ``standalone_mode=False`` to map
+    every failure to rankcli's exit statuses itself, so it must catch that base class to show the usage error and
+    return its status (2). Used by :func:`click_exception_type`.
+``pyarrow._compute.call_function``
+    Arrow's compute kernels called by name (``take``: a multi-threaded C++ gather). The public ``pyarrow.compute``
+    generates a Python wrapper for every kernel when first imported (~70 ms of a short command's start-up); the
+    private module calls the same kernel without them. Used by :func:`arrow_call_function` (the click simulator's row
+    gather); without the private module it falls back to the public API.
 """
 
 from __future__ import annotations
@@ -81,9 +92,9 @@ def capture_lightgbm_log() -> Iterator[list[str]]:
     names = ("_LOGGER", "_INFO_METHOD_NAME", "_WARNING_METHOD_NAME")
     if not all(hasattr(basic, n) for n in names) or not hasattr(lightgbm, "register_logger"):
         raise DependencyChanged(f"LightGBM {lightgbm.__version__} no longer keeps its logger in "
-                                "lightgbm.basic._LOGGER, which rankcli reads to restore it after capturing the position "
-                                "biases of --propensity learn; install the LightGBM version rankcli was tested with, or "
-                                "report this")
+                                "lightgbm.basic._LOGGER, which rankcli reads to restore it after capturing the "
+                                "position biases of --propensity learn; install the LightGBM version rankcli was "
+                                "tested with, or report this")
     previous = tuple(getattr(basic, n) for n in names)
     capture = _LogCapture()
     lightgbm.register_logger(capture)
@@ -122,4 +133,31 @@ def parse_position_bias_log(lines: list[str]) -> list[tuple[list[str], list[floa
     return tables
 
 
-__all__ = ["DependencyChanged", "capture_lightgbm_log", "lightgbm_parameter_aliases", "parse_position_bias_log"]
+def click_exception_type() -> type[Exception]:
+    """The base class of the command-line usage errors that typer raises (its vendored click's ``ClickException``).
+
+    Raises :class:`DependencyChanged` when the installed typer no longer vendors click where rankcli reads it.
+    """
+    import typer
+
+    try:
+        from typer._click.exceptions import ClickException
+    except ImportError:
+        raise DependencyChanged(f"typer {getattr(typer, '__version__', '?')} no longer vendors click as "
+                                "typer._click, whose ClickException rankcli's error boundary catches; install the "
+                                "typer version rankcli was tested with, or report this") from None
+    return ClickException
+
+
+def arrow_call_function(name: str, args: list) -> object:
+    """Arrow's compute kernel ``name`` applied to ``args`` (e.g. ``("take", [table, indices])``), without importing
+    ``pyarrow.compute``; through ``pyarrow.compute.call_function`` when the private module is gone."""
+    try:
+        from pyarrow._compute import call_function
+    except ImportError:  # a pyarrow without the private module: the public one, ~70 ms slower to import
+        from pyarrow.compute import call_function
+    return call_function(name, args)
+
+
+__all__ = ["DependencyChanged", "arrow_call_function", "capture_lightgbm_log", "click_exception_type",
+           "lightgbm_parameter_aliases", "parse_position_bias_log"]

@@ -46,6 +46,7 @@ from rankcli.cpus import check_threads, default_threads
 from rankcli.dataset import Dataset
 from rankcli.errors import InputError, SchemaError, UsageError
 from rankcli.formats.atomic import atomic_directory
+from rankcli.startup import import_lightgbm_lean
 
 #: Loss name -> LightGBM objective (``None``: the library's callable objective).
 LOSSES: dict[str, str | None] = {
@@ -143,32 +144,6 @@ class TrainResult:
     label_values: list[float] | None = None  # with label_grades: the label value of each grade
     # with position (--propensity learn): LightGBM's learned additive score bias of each position at best_iteration
     position_bias: dict | None = None
-
-
-def import_lightgbm_lean() -> Any:
-    """Import LightGBM without its optional scikit-learn and pandas integrations (for short CLI processes).
-
-    ``import lightgbm`` imports scikit-learn and pandas when they are installed, which costs ~2 s of CPU at start-up
-    and which rankcli never uses (it passes numpy arrays to the core API). The CLI's train/predict commands call this
-    first; it hides the two packages only while LightGBM is imported, and does nothing when LightGBM or scikit-learn
-    is already loaded (a library user's process keeps LightGBM's full behaviour). In such a process LightGBM's
-    scikit-learn estimators (``LGBMRanker``, ``lightgbm.dask``) are unavailable, which rankcli does not need.
-    """
-    import sys
-
-    if "lightgbm" in sys.modules or "sklearn" in sys.modules:
-        import lightgbm
-
-        return lightgbm
-    hidden = [name for name in ("sklearn", "pandas") if name not in sys.modules]
-    for name in hidden:
-        sys.modules[name] = None  # type: ignore[assignment]  # makes "import name" raise ImportError
-    try:
-        import lightgbm
-    finally:
-        for name in hidden:
-            sys.modules.pop(name, None)
-    return lightgbm
 
 
 # -------------------------------------------------------------------------------------------------- validation
@@ -1052,5 +1027,5 @@ def load_model(model_dir: Path | str) -> TrainedModel:
 
 
 __all__ = ["LOSSES", "PRESETS", "TrainConfig", "TrainResult", "TrainedModel", "LibraryObjective", "check_inputs",
-           "check_boosting", "check_grade_range", "check_loss", "check_params", "check_seed", "import_lightgbm_lean", "feature_difference", "file_sha256", "load_model",
+           "check_boosting", "check_grade_range", "check_loss", "check_params", "check_seed", "feature_difference", "file_sha256", "load_model",
            "model_info", "resolve_params", "save_model", "train_model", "validate_model_info", "write_model_dir"]

@@ -3,7 +3,8 @@
 The rules (docs/internals.md explains why):
 - ``rankcli.core`` is pure computation: it imports numpy, scipy and the standard library, and of rankcli only itself
   and ``rankcli.errors``.
-- ``rankcli.formats`` owns every file format and is the only package that imports pyarrow; of rankcli it imports
+- ``rankcli.formats`` owns every file format and is the only package that imports pyarrow (besides
+  ``rankcli.compat``, for pyarrow's private names that formats code calls through it); of rankcli it imports
   only itself, the data model ``rankcli.dataset``, ``rankcli.errors`` and ``rankcli.compat``.
 - ``rankcli.dataset`` (the in-memory data model) imports only ``rankcli.errors``.
 - Orchestration (every other module outside ``rankcli.cli``) never imports ``rankcli.cli``.
@@ -91,7 +92,7 @@ def layer_violations() -> set[str]:
         for imp in imports_of(name):
             target, root = imp.target, _root(imp.target)
             ours = root == "rankcli"
-            if root == "pyarrow" and not name.startswith("rankcli.formats"):
+            if root == "pyarrow" and not name.startswith("rankcli.formats") and name != "rankcli.compat":
                 found.add(f"{name} imports pyarrow outside rankcli.formats")
             if name.startswith("rankcli.core"):
                 if ours and not (target.startswith("rankcli.core") or target == "rankcli.errors"):
@@ -197,7 +198,6 @@ def size_violations() -> set[str]:
 KNOWN: set[str] = {
     'cycle: rankcli.core.clicks <-> rankcli.simulate',
     'cycle: rankcli.distributed <-> rankcli.experiment',
-    'rankcli.cli imports typer._click',
     'rankcli.cli.compare imports rankcli.cli.eval (a command module imports no other command)',
     'rankcli.cli.compare.command has more than 80 lines',
     'rankcli.cli.eval.command has more than 80 lines',
@@ -205,8 +205,6 @@ KNOWN: set[str] = {
     'rankcli.cli.experiment._render_text has more than 80 lines',
     'rankcli.cli.experiment.command has more than 80 lines',
     'rankcli.cli.predict imports pyarrow outside rankcli.formats',
-    'rankcli.cli.propensity imports rankcli.cli.simulate_clicks (a command module imports no other command)',
-    'rankcli.cli.propensity imports rankcli.cli.simulate_clicks._import_numpy_single_threaded_blas',
     'rankcli.cli.propensity.command has more than 80 lines',
     'rankcli.cli.simulate_clicks imports pyarrow outside rankcli.formats',
     'rankcli.cli.simulate_clicks imports rankcli.formats.parquet._open',

@@ -56,3 +56,48 @@ def test_parse_position_bias_log_one_table_per_iteration():
              "[LightGBM] [Debug]               2     -0.125", "[LightGBM] [Debug] Trained a tree with leaves = 4",
              "[LightGBM] [Debug]        position    bias_factor\n", "[LightGBM] [Debug]               1        0.5"]
     assert compat.parse_position_bias_log(lines) == [(["1", "2"], [0.25, -0.125]), (["1"], [0.5])]
+
+
+def test_typer_still_vendors_click_where_the_error_boundary_catches_its_usage_errors():
+    import typer
+    from typer._click.exceptions import ClickException  # the private name compat.click_exception_type reads
+
+    assert compat.click_exception_type() is ClickException
+    assert issubclass(typer.BadParameter, ClickException)
+    app = typer.Typer()
+
+    @app.command()
+    def main(n: int = 1) -> None:
+        pass
+
+    # typer's parser raises it for a bad command line when the caller handles errors (standalone_mode=False)
+    with pytest.raises(ClickException) as err:
+        typer.main.get_command(app).main(args=["--n", "x"], standalone_mode=False)
+    assert err.value.exit_code == 2
+
+
+def test_a_moved_typer_click_is_a_clear_error(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "typer._click.exceptions", None)
+    with pytest.raises(compat.DependencyChanged, match="typer._click"):
+        compat.click_exception_type()
+
+
+def test_arrow_call_function_is_arrows_kernel_without_pyarrow_compute():
+    import pyarrow as pa
+    from pyarrow._compute import call_function  # the private name compat.arrow_call_function uses
+
+    table = pa.table({"a": [1, 2, 3, 4], "b": ["w", "x", "y", "z"]})
+    indices = pa.array([3, 0, 0, 2])
+    assert call_function("take", [table, indices]).equals(table.take(indices))
+    assert compat.arrow_call_function("take", [table, indices]).equals(table.take(indices))
+
+
+def test_arrow_call_function_falls_back_to_the_public_module(monkeypatch):
+    import sys
+
+    import pyarrow as pa
+
+    monkeypatch.setitem(sys.modules, "pyarrow._compute", None)
+    assert compat.arrow_call_function("take", [pa.array([5, 6, 7]), pa.array([2, 0])]).to_pylist() == [7, 5]

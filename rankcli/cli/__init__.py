@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 import traceback
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -160,9 +160,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    from typer._click import exceptions as click_exceptions
-
+    from rankcli.compat import DependencyChanged, click_exception_type
     from rankcli.errors import Terminated
+
+    try:
+        usage_error = click_exception_type()
+    except DependencyChanged as exc:
+        _print_error(str(exc))
+        return exc.exit_status
 
     args = list(sys.argv[1:] if argv is None else argv)
     # --debug is accepted anywhere before "--", so that it can be added to the end of any failing command line.
@@ -185,7 +190,7 @@ def _main(argv: list[str] | None) -> int:
         return int(result) if isinstance(result, int) else ExitStatus.SUCCESS
     except Terminated as exc:  # a second signal while the first was being handled
         return _interrupted(exc.exit_status, f"terminated ({exc})")
-    except click_exceptions.ClickException as exc:
+    except usage_error as exc:
         exc.show()
         return exc.exit_code
     except typer.Abort:

@@ -154,7 +154,7 @@ def command(
         report = evaluate.evaluate_trec(trec_run, qrels, specs, conv, max_docs=max_docs, judged_only=judged_only,
                                         complete=complete)
     elif model is not None:
-        from rankcli.train import import_lightgbm_lean
+        from rankcli.startup import import_lightgbm_lean
 
         import_lightgbm_lean()  # as predict: without LightGBM's scikit-learn/pandas integrations (~1.5 s less)
         report = evaluate.evaluate_model(run, model, specs, conv)

@@ -29,7 +29,8 @@ class RunFormat(str, Enum):
 def predict_dataset(model_dir: Path, data: Path):
     """(dataset, scores, model) for a model directory and a Parquet dataset; errors name the data file."""
     from rankcli.formats.parquet import read_dataset
-    from rankcli.train import import_lightgbm_lean, load_model
+    from rankcli.startup import import_lightgbm_lean
+    from rankcli.train import load_model
 
     import_lightgbm_lean()
     model = load_model(model_dir)

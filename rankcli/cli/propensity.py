@@ -34,7 +34,8 @@ from typing import Annotated
 import typer
 
 NAME = "propensity"
-SHORT_HELP = "Estimate position propensities (with bootstrap intervals) from a randomised click log or several rankers' logs."
+SHORT_HELP = ("Estimate position propensities (with bootstrap intervals) from a randomised click log or several "
+              "rankers' logs.")
 
 
 def command(
@@ -60,11 +61,11 @@ def command(
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output file.")] = False,
 ) -> None:
-    from rankcli.cli.simulate_clicks import _import_numpy_single_threaded_blas
+    from rankcli.startup import import_numpy_single_threaded_blas
 
     # The bootstrap's small matrix products gain nothing from OpenBLAS threads, whose spinning costs seconds on a
     # busy 2-core machine (measured: 0.07 s instead of 0.006 s per product).
-    _import_numpy_single_threaded_blas("random")
+    import_numpy_single_threaded_blas()
     import numpy as np
 
     from rankcli.cli._common import prepare_output, print_json, stdout_taken

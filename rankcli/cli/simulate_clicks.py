@@ -61,7 +61,10 @@ def command(
 ) -> None:
     import threading
 
-    _import_numpy_single_threaded_blas(ranker)
+    if ranker in ("random", "label", "input"):  # a model directory as ranker may multiply matrices: BLAS threads
+        from rankcli.startup import import_numpy_single_threaded_blas
+
+        import_numpy_single_threaded_blas()
     import numpy as np
 
     from rankcli.cli._common import log, prepare_output, print_json, stdout_taken
@@ -118,7 +121,7 @@ def command(
         reader.start()
         scores_or_name = ranker
     else:
-        from rankcli.train import import_lightgbm_lean
+        from rankcli.startup import import_lightgbm_lean
 
         import_lightgbm_lean()  # as predict: without LightGBM's scikit-learn/pandas integrations (~1.5 s less)
         ds = read_dataset(data)
@@ -157,27 +160,6 @@ def command(
     _render(summary, output)
     if summary.dropped and not keep_no_click:
         log(f"dropped {summary.dropped} impression(s) without a click (--keep-no-click keeps them)")
-
-
-def _import_numpy_single_threaded_blas(ranker: str) -> None:
-    """Import numpy with its OpenBLAS on one thread, unless the user chose otherwise or numpy is already loaded.
-
-    The simulation does no linear algebra, yet OpenBLAS's idle worker threads spin-wait at start-up: about 0.15 s of
-    CPU taken from the simulation's own threads on a 2-core machine. A model directory as ranker keeps the default
-    (predicting may multiply matrices). The variable is removed again, so child processes see the user's setting."""
-    import os
-    import sys
-
-    if "numpy" in sys.modules or ranker not in ("random", "label", "input"):
-        return
-    names = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
-    if any(n in os.environ for n in names):
-        return
-    os.environ["OPENBLAS_NUM_THREADS"] = "1"
-    try:
-        import numpy  # noqa: F401
-    finally:
-        del os.environ["OPENBLAS_NUM_THREADS"]
 
 
 def _write_clicks(output: Path, overwrite: bool, pieces, meta: dict, feature_names) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -216,18 +215,6 @@ def test_cli_output_equals_library_output(run, data, tmp_path, which):
     assert pq.ParquetFile(out).metadata.num_row_groups >= 1
     assert got.schema.remove_metadata() == expected.schema
     assert got.equals(expected.replace_schema_metadata(got.schema.metadata))
-
-
-def test_numpy_loaded_with_single_threaded_blas_and_environment_restored():
-    """The built-in rankers load numpy with OPENBLAS_NUM_THREADS=1 and remove the variable again afterwards."""
-    import subprocess
-    import sys
-
-    code = ("import os, sys; from rankcli.cli.simulate_clicks import _import_numpy_single_threaded_blas as f; "
-            "f('random'); print('numpy' in sys.modules, 'OPENBLAS_NUM_THREADS' in os.environ)")
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
-    assert out.stdout.split() == ["True", "False"]
 
 
 @pytest.mark.parametrize("policy", ["top:4", "swap:2"])
