@@ -8,12 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankcli.core import metrics as M
+from rankcli.core.measures import CORE
 from rankcli.errors import ExitStatus, InputError, UsageError
 from tests import reference
 from tests.conftest import REPO, SAMPLE
 from tests.conftest import make_ranking as random_batch
 
-ALL_NAMES = M.METRICS
+ALL_NAMES = CORE
 
 
 def ref(name, k, labels, scores, offsets, conv, unranked=None, docids=None):
@@ -97,6 +98,23 @@ def test_unknown_metric_suggests_and_exits_2(text, fragment):
 def test_bare_cutoff_without_metric_is_refused():
     with pytest.raises(M.UnknownMetricError, match="follows no metric"):
         M.parse_metrics(["5,ndcg"])
+
+
+def test_one_record_per_core_metric_with_its_definition():
+    """Every core metric of the registry has one record holding both tie rules' kernels, and its docstring gives the
+    formula and a reference (author and year); the registry's names and aliases are the only names."""
+    from rankcli.core.measures import BY_NAME
+    from rankcli.core.metrics.definitions import KERNELS
+
+    assert set(KERNELS) == set(CORE)
+    for name, record in KERNELS.items():
+        assert record.name == name and record.record() is BY_NAME[name]
+        assert callable(record.input) and callable(record.average)
+        doc = record.__doc__
+        assert "=" in doc, f"{name}: no formula"
+        assert any(str(year) in doc for year in range(1990, 2030)), f"{name}: no reference year"
+    for alias in ("rr", "ap", "p", "r"):
+        assert M.parse_metric(alias).name in KERNELS
 
 
 def test_convention_presets_and_dict():
