@@ -25,13 +25,14 @@ maintained validation scores (a ``feval``; no re-prediction), and the whole curv
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import hashlib
 import json
 import math
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,11 +107,28 @@ OPTION_PARAMS: dict[str, str] = {
 
 @dataclass
 class TrainConfig:
-    """Everything that determines a trained model (with the data and the seed).
+    """Everything that determines a trained model (with the data and the seed), checked when it is built.
 
-    ``learning_rate``, ``num_leaves`` and ``min_data_in_leaf`` left at ``None`` take the preset's value, else 0.05,
-    31 and 20. ``params`` (any other LightGBM parameter, checked by :func:`check_params`: not one that an option
-    here sets) override the preset's and rankcli's other defaults.
+    Parameters
+    ----------
+    loss : a name of :data:`LOSSES` (see :mod:`rankcli.core.losses` for the library's).
+    gamma : XE-NDCG's gamma (``uniform``, ``mean`` or ``fixed:<g>``; :func:`rankcli.core.losses.parse_gamma`); read
+        only with ``loss="xendcg"``.
+    trees : the largest number of trees trained (at least 1).
+    early_stopping : trees without improvement of the validation metric before training stops (0: off; without a
+        validation set every tree is trained).
+    select_by, convention : the validation metric (``ndcg@5``) and its convention preset (``paper``, ``lightgbm`` or
+        ``sklearn``; ``trec`` breaks ties by document id, which training data need not have).
+    learning_rate, num_leaves, min_data_in_leaf : ``None`` takes the preset's value, else 0.05, 31 and 20.
+    params : any other LightGBM parameter (checked by :func:`check_params`: a name LightGBM knows and no option here
+        sets); it overrides the preset's and rankcli's other defaults.
+    threads : LightGBM's threads (``None``: the CPUs this process may use, :func:`rankcli.cpus.default_threads`).
+    seed : the seed of every random step (0 .. :data:`MAX_SEED`).
+    label_grades : map the distinct label values to the grades ``0 .. n-1`` in increasing order.
+    preset : a name of :data:`PRESETS` or ``None``.
+
+    Every check is made in :meth:`validate`, which construction (and :func:`dataclasses.replace`) runs: an invalid
+    configuration is a :class:`~rankcli.errors.UsageError` (exit 2) whose message names the command-line option.
     """
 
     loss: str = "xendcg"
@@ -128,7 +146,62 @@ class TrainConfig:
     label_grades: bool = False
     preset: str | None = None
 
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> TrainConfig:
+        """Check every field (the one place rankcli checks training options); returns ``self``.
+
+        Raises :class:`~rankcli.errors.UsageError` naming the option: an unknown loss, preset, metric or convention
+        (with the closest name), a gamma, seed, tree count, early-stopping patience, learning rate, leaf count,
+        minimum leaf size or thread count out of range, or a ``params`` key that LightGBM does not know or that an
+        option sets (:func:`check_params`).
+        """
+        check_loss(self.loss)
+        check_preset(self.preset)
+        check_seed(self.seed)
+        if self.loss == "xendcg":
+            losses.parse_gamma(self.gamma)
+        if self.trees < 1:
+            raise UsageError(f"--trees must be at least 1, got {self.trees}")
+        if self.early_stopping < 0:
+            raise UsageError(f"--early-stopping must be 0 (off) or a positive number of trees, got {self.early_stopping}")
+        check_params(self.params)
+        check_threads(self.threads)
+        if self.learning_rate is not None and not self.learning_rate > 0:
+            raise UsageError(f"--learning-rate must be positive, got {self.learning_rate:g}")
+        if self.num_leaves is not None and self.num_leaves < 2:
+            raise UsageError(f"--num-leaves must be at least 2, got {self.num_leaves}")
+        if self.min_data_in_leaf is not None and self.min_data_in_leaf < 0:
+            raise UsageError(f"--min-data-in-leaf must be 0 or more, got {self.min_data_in_leaf}")
+        metric_function(self.select_by, self.convention)
+        return self
+
+    @classmethod
+    def from_options(cls, *, validating: bool, trees: int | None = None, early_stopping: int | None = None,
+                     param: Iterable[str] = (), **fields: Any) -> TrainConfig:
+        """The configuration that ``rankcli train``'s options describe.
+
+        Parameters
+        ----------
+        validating : whether a validation set is given (``--valid``).
+        trees : ``--trees``; ``None`` is 500.
+        early_stopping : ``--early-stopping``; ``None`` is 50 with a validation set, else 0 (a positive value
+            without a validation set is a :class:`~rankcli.errors.UsageError`: nothing to stop on).
+        param : the ``--param key=value`` texts (:func:`parse_params`).
+        fields : the other fields of :class:`TrainConfig`, by name.
+        """
+        if early_stopping is None:
+            early_stopping = 50 if validating else 0
+        config = cls(trees=500 if trees is None else trees, early_stopping=early_stopping, **fields)
+        if early_stopping and not validating:
+            raise UsageError(f"--early-stopping {early_stopping} needs a validation set: pass --valid VALID.parquet "
+                             "(or --early-stopping 0)")
+        params = parse_params(param)
+        return dataclasses.replace(config, params=params) if params else config
+
     def as_dict(self) -> dict:
+        """The fields as a dictionary (a copy)."""
         return asdict(self)
 
 
@@ -263,6 +336,44 @@ def check_params(items: Any, options: dict[str, str] | None = None) -> dict[str,
         out[main] = value
         given_as[main] = key
     return out
+
+
+def parse_param(text: str) -> tuple[str, Any]:
+    """One ``--param`` text ``key=value`` -> ``(key, value)``, the value an int, float, bool or string.
+
+    Parameters
+    ----------
+    text : ``key=value``; a text without ``=`` or without a key is a :class:`~rankcli.errors.UsageError`.
+    """
+    key, sep, value = text.partition("=")
+    key, value = key.strip(), value.strip()
+    if not sep or not key:
+        raise UsageError(f"--param expects key=value, got {text!r}")
+    low = value.lower()
+    if low in ("true", "false"):
+        return key, low == "true"
+    for cast in (int, float):
+        try:
+            return key, cast(value)
+        except ValueError:
+            pass
+    return key, value
+
+
+def parse_params(items: Iterable[str], options: dict[str, str] | None = None) -> dict[str, Any]:
+    """Every ``--param key=value`` parsed (:func:`parse_param`) and checked (:func:`check_params`), under LightGBM's
+    main names: the one parser of ``--param`` for every command.
+
+    Parameters
+    ----------
+    items : the ``key=value`` texts.
+    options : overrides the option named in messages for a parameter that an option sets (see :func:`check_params`).
+    """
+    pairs = [parse_param(p) for p in items]
+    if not pairs:
+        return {}
+    import_lightgbm_lean()  # the parameter table comes from LightGBM's library
+    return check_params(pairs, options)
 
 
 def feature_difference(expected: list[str], got: list[str]) -> str | None:
@@ -412,7 +523,7 @@ class LibraryObjective:
 
 
 # ---------------------------------------------------------------------------------------------- validation metric
-def _metric_function(select_by: str, convention: str) -> tuple[str, Callable[[np.ndarray, np.ndarray, np.ndarray], float]]:
+def metric_function(select_by: str, convention: str) -> tuple[str, Callable[[np.ndarray, np.ndarray, np.ndarray], float]]:
     """The canonical metric name and ``f(labels, scores, offsets) -> mean`` from the metrics core."""
     from rankcli.core import metrics
 
@@ -554,18 +665,9 @@ def check_valid_rows(valid: Dataset, name: str) -> None:
 
 def _prepare(train: Dataset, valid: Dataset | None, config: TrainConfig, names: tuple[str, str] | None = None):
     train_name, valid_name = names or ("training data", "validation data")
-    check_loss(config.loss)
-    check_preset(config.preset)
-    check_seed(config.seed)
-    check_threads(config.threads)
-    if config.trees < 1:
-        raise UsageError(f"--trees must be at least 1, got {config.trees}")
-    if config.early_stopping < 0:
-        raise UsageError(f"--early-stopping must be 0 (off) or a positive number of trees, got {config.early_stopping}")
-    if config.loss == "xendcg":
-        losses.parse_gamma(config.gamma)
+    config.validate()  # a configuration changed after it was built is checked again
     check_boosting(check_params(config.params), config.early_stopping, valid is not None)
-    metric_name, metric_fn = _metric_function(config.select_by, config.convention)
+    metric_name, metric_fn = metric_function(config.select_by, config.convention)
     if train.n_rows == 0:
         raise InputError(f"{train_name}: no rows to train on")
     if not train.feature_names:

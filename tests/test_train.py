@@ -566,3 +566,44 @@ def test_a_model_that_scores_inf_is_refused_not_passed_through(data, tmp_path):
     with pytest.raises(InputError, match=r"model.txt: scores v.parquet row \d+ as inf \(\d+ rows not finite\); the "
                                          "model file holds a value that is not a number"):
         model.predict(valid, what="v.parquet")
+
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(loss="xendgc"), "unknown loss 'xendgc'; did you mean 'xendcg'?"),
+    (dict(trees=0), "--trees must be at least 1, got 0"),
+    (dict(early_stopping=-1), "--early-stopping must be 0 (off) or a positive number of trees, got -1"),
+    (dict(learning_rate=-1.0), "--learning-rate must be positive, got -1"),
+    (dict(learning_rate=float("nan")), "--learning-rate must be positive, got nan"),
+    (dict(num_leaves=1), "--num-leaves must be at least 2, got 1"),
+    (dict(min_data_in_leaf=-3), "--min-data-in-leaf must be 0 or more, got -3"),
+    (dict(threads=0), "--threads must be at least 1, got 0"),
+    (dict(seed=-1), "--seed must be >= 0, got -1"),
+    (dict(gamma="fixed:2"), "--gamma fixed:<g> needs a number g in [0, 1], got 'fixed:2'"),
+    (dict(select_by="ndgc@5"), "unknown metric 'ndgc'; did you mean 'ndcg'?"),
+    (dict(convention="trec"), "--convention trec is for evaluating TREC runs"),
+    (dict(params={"num_leafs": 3}), "--param num_leafs: LightGBM has no parameter 'num_leafs'"),
+])
+def test_train_config_checks_itself_when_built(fields, message):
+    """One place checks the training options: the library accepted learning_rate=-1 or num_leaves=1 (only the CLI
+    refused them) and found a bad select_by only after reading the data."""
+    import dataclasses
+
+    with pytest.raises(UsageError) as err:
+        TrainConfig(**fields)
+    assert str(err.value).startswith(message) and err.value.exit_status == 2
+    with pytest.raises(UsageError):  # dataclasses.replace builds a new one: checked as well
+        dataclasses.replace(TrainConfig(), **fields)
+
+
+def test_train_config_from_options_takes_the_command_defaults_and_param_texts():
+    from rankcli.train import parse_params
+
+    config = TrainConfig.from_options(validating=True, param=["reg_lambda=1.5", "extra_trees=true"], loss="lambdamart")
+    assert (config.trees, config.early_stopping, config.params) == (500, 50, {"lambda_l2": 1.5, "extra_trees": True})
+    assert TrainConfig.from_options(validating=False).early_stopping == 0
+    with pytest.raises(UsageError, match=r"^--early-stopping 5 needs a validation set: pass --valid VALID.parquet"):
+        TrainConfig.from_options(validating=False, early_stopping=5)
+    with pytest.raises(UsageError, match="^--param expects key=value, got 'nokey'"):
+        parse_params(["nokey"])
+    assert parse_params(["max_bin=63", "boosting=goss", "min_sum_hessian=0.5"]) == {
+        "max_bin": 63, "boosting": "goss", "min_sum_hessian_in_leaf": 0.5}

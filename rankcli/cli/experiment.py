@@ -51,13 +51,17 @@ from typing import Annotated
 
 import typer
 
+from rankcli.cli import options as opt
+from rankcli.cli.options import TRAINING_CONVENTIONS
+
 NAME = "experiment"
 SHORT_HELP = "Run the paper's protocol: repeated splits, losses side by side, robustness sweeps."
+_SWEEPS = ("augment_negatives", "label_noise", "click_noise", "position_bias")
 
 
 def _parse_params(items: list[str]) -> dict:
     """``--param KEY=VALUE`` items, checked against LightGBM's parameter names as ``train`` checks them."""
-    from rankcli.cli.train import parse_params
+    from rankcli.train import parse_params
 
     return parse_params(items, {"objective": "--losses"})
 
@@ -65,137 +69,154 @@ def _parse_params(items: list[str]) -> dict:
 def command(
     data: Annotated[Path, typer.Argument(help="A Parquet dataset or a directory of Parquet files (pooled); with "
                                               "--folds a directory of Fold1/ .. FoldK/ (or one fold's "
-                                              "train/vali/test).",
-                                         show_default=False)],
-    output: Annotated[str, typer.Option("--output", "-o", help="The experiment directory (EXP_DIR).",
-                                        show_default=False, metavar="EXP_DIR")],
+                                              "train/vali/test).", show_default=False)],
+    output: Annotated[str, opt.output("The experiment directory (EXP_DIR).", metavar="EXP_DIR")],
     losses: Annotated[str, typer.Option("--losses", help="Comma-separated losses (any loss `train` knows).")]
     = "lambdamart,xendcg,listnet",
-    trials: Annotated[int | None, typer.Option("--trials", help="Random splits (trials) per setting "
-                                                                   "(default 100; not with --folds).",
-                                                  show_default=False)] = None,
-    split: Annotated[str | None, typer.Option("--split", help="Query fractions train,validation,test "
-                                                                 "(default 0.6,0.2,0.2; not with --folds).",
-                                                 show_default=False)] = None,
+    trials: Annotated[int | None, typer.Option("--trials", help="Random splits (trials) per setting (default 100; "
+                                                                "not with --folds).", show_default=False)] = None,
+    split: Annotated[str | None, typer.Option("--split", help="Query fractions train,validation,test (default "
+                                                              "0.6,0.2,0.2; not with --folds).", show_default=False)]
+    = None,
     folds: Annotated[bool, typer.Option("--folds", help="Fixed splits: DATA holds Fold1/ .. FoldK/ (or one fold), "
-                                                        "each trained once per loss; tests over the pooled test "
-                                                        "queries.")] = False,
-    use_given_splits: Annotated[bool, typer.Option("--use-given-splits",
-                                                   help="The old spelling of --folds (DATA one fold's train/vali/test "
-                                                        "directory).")] = False,
-    metric: Annotated[str, typer.Option("--metric", help="Test metrics, e.g. ndcg@5,ndcg@10.")] = "ndcg@5,ndcg@10",
+                                        "each trained once per loss; tests over the pooled test queries.")] = False,
+    use_given_splits: Annotated[bool, typer.Option("--use-given-splits", help="The old spelling of --folds (DATA one "
+                                                   "fold's train/vali/test directory).")] = False,
+    metric: Annotated[str, opt.metric("Test metrics, e.g. ndcg@5,ndcg@10.")] = "ndcg@5,ndcg@10",
     select_by: Annotated[str, typer.Option("--select-by", help="Validation metric for early stopping and the "
                                                                "convergence curves.")] = "ndcg@5",
-    early_stopping: Annotated[int, typer.Option("--early-stopping", help="Stop after this many rounds without "
-                                                                         "improvement (0: off).")] = 50,
-    trees: Annotated[int, typer.Option("--trees", help="At most this many trees.")] = 500,
+    early_stopping: Annotated[int, opt.early_stopping()] = 50,
+    trees: Annotated[int, opt.trees()] = 500,
     learning_rate: Annotated[float | None, typer.Option("--learning-rate", help="LightGBM learning rate "
-                                                                                   "(default: train's).")] = None,
-    num_leaves: Annotated[int | None, typer.Option("--num-leaves", help="Leaves per tree (default: train's).")]
-    = None,
-    min_data_in_leaf: Annotated[int | None, typer.Option("--min-data-in-leaf",
-                                                            help="Minimum documents per leaf (default: train's).")]
-    = None,
-    param: Annotated[list[str] | None, typer.Option("--param", help="Any other LightGBM parameter, KEY=VALUE "
-                                                                       "(repeatable).")] = None,
+                                                                               "(default: train's).")] = None,
+    num_leaves: Annotated[int | None, typer.Option("--num-leaves", help="Leaves per tree (default: train's).")] = None,
+    min_data_in_leaf: Annotated[int | None, typer.Option("--min-data-in-leaf", help="Minimum documents per leaf "
+                                                                                    "(default: train's).")] = None,
+    param: Annotated[list[str] | None, opt.param(overrides="the preset")] = None,
     preset: Annotated[str | None, typer.Option("--preset", help="Hyperparameter preset of `train` "
-                                                                   "(paper-web30k, paper-yahoo).")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of every random step (splits, perturbations, LightGBM).")]
-    = 0,
+                                                               "(paper-web30k, paper-yahoo).")] = None,
+    seed: Annotated[int, opt.seed("every random step (splits, perturbations, LightGBM)", result="results")] = 0,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes (results do not depend on it).")] = 1,
-    threads: Annotated[int, typer.Option("--threads", help="LightGBM threads per model (part of the "
-                                                            "configuration: results may depend on it).")] = 1,
-    augment_negatives: Annotated[str | None, typer.Option("--augment-negatives",
-                                                             help="Sweep levels: fractions of extra random "
-                                                                  "negatives per training list.")] = None,
-    label_noise: Annotated[str | None, typer.Option("--label-noise", help="Sweep levels: fraction of each "
-                                                                             "training list with random grades.")]
-    = None,
-    click_noise: Annotated[str | None, typer.Option("--click-noise", help="Sweep levels: click probability of "
-                                                                             "grade 0 (train on cascade clicks).")]
-    = None,
+    threads: Annotated[int, opt.threads("LightGBM threads per model (part of the configuration: results may depend "
+                                        "on it).")] = 1,
+    augment_negatives: Annotated[str | None, typer.Option("--augment-negatives", help="Sweep levels: fractions of "
+                                                          "extra random negatives per training list.")] = None,
+    label_noise: Annotated[str | None, typer.Option("--label-noise", help="Sweep levels: fraction of each training "
+                                                    "list with random grades.")] = None,
+    click_noise: Annotated[str | None, typer.Option("--click-noise", help="Sweep levels: click probability of grade "
+                                                    "0 (train on cascade clicks).")] = None,
     position_bias: Annotated[str | None, typer.Option(
         "--position-bias", help="Sweep levels: PBM exponent eta of clicks logged by a trained ranker; each loss "
                                 "trained naive and with IPS (<loss>+ips).", show_default=False)] = None,
     logging_fraction: Annotated[float | None, typer.Option(
         "--logging-fraction", help="With --position-bias: the fraction of the training queries the logging ranker "
                                    "is trained on (default 0.01; at least 5 queries).", show_default=False)] = None,
-    convention: Annotated[str, typer.Option("--convention", help="Metric convention preset for validation and "
-                                                                 "test: paper | lightgbm | sklearn.")] = "paper",
-    correction: Annotated[str, typer.Option("--correction", help="Multiple-testing correction within a setting: "
-                                                                 "holm | bonferroni | bh | none.")] = "holm",
+    convention: Annotated[str, opt.convention(applies_to="validation and test", presets=TRAINING_CONVENTIONS)]
+    = "paper",
+    correction: Annotated[str, opt.correction(scope="the tests of each setting")] = "holm",
     plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Write PNG plots (needs matplotlib).")] = True,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an experiment with a different "
-                                                                "configuration in EXP_DIR.")] = False,
+    json_out: Annotated[bool, opt.json_flag("the summary")] = False,
+    overwrite: Annotated[bool, opt.overwrite(text="Replace an experiment with a different configuration in "
+                                                  "EXP_DIR.")] = False,
     dask: Annotated[str | None, typer.Option(
         "--dask", help="Run the units as tasks on a Dask cluster instead of --jobs: local:N (N worker processes "
                        "here) or a scheduler address such as tcp://host:8786. Each trial trains single-machine; "
                        "results are identical to --jobs runs and resumable. Needs pip install \"rankcli\\[dask]\".",
         show_default=False)] = None,
 ) -> None:
-    import time
+    from rankcli.cli._common import prepare_output
 
-    from rankcli.cli._common import log, prepare_output, print_json, progress_bar
-    from rankcli.core.perturb import check_augment_fraction, parse_split
-    from rankcli.errors import UsageError
-    from rankcli.experiment import ExperimentConfig, iter_levels, json_shape, plan_settings, run_experiment
-
+    options = dict(locals())  # every option by its parameter name, for the checks below
     # EXP_DIR is reopened by the experiment's own rules (resume, --overwrite of an experiment only); here: not an
     # input, not a special file. Not "final": a run interrupted while summarising is resumed, not redone.
     output = prepare_output(output, overwrite=overwrite, kind="experiment", inputs=[data], final=False)
+    config = _config(options)
+    _check_dask(dask, jobs)
+    result, seconds, total = _run(data, output, config, jobs=jobs, overwrite=overwrite, dask=dask)
+    _report(result, output, plots=plots, json_out=json_out, seconds=seconds, total=total)
+
+
+def _loss_list(losses: str) -> list[str]:
+    from rankcli.errors import UsageError
+
     loss_list = [x.strip() for x in losses.split(",")]
     if any(not x for x in loss_list) and any(loss_list):   # as --metric: 'xendcg,,lambdamart' is a typo, not two
         raise UsageError(f"--losses: empty loss name in {losses!r}")
-    loss_list = [x for x in loss_list if x]
-    flag = "--folds" if folds or not use_given_splits else "--use-given-splits"
-    folds = folds or use_given_splits
-    if folds and trials is not None:
+    return [x for x in loss_list if x]
+
+
+def _config(o: dict):
+    """The :class:`rankcli.experiment.ExperimentConfig` of the options, after the checks the library cannot make
+    (option combinations, spellings); the library checks the values."""
+    from rankcli.core.perturb import check_augment_fraction, parse_split
+    from rankcli.errors import UsageError
+    from rankcli.experiment import ExperimentConfig, iter_levels
+
+    loss_list = _loss_list(o["losses"])
+    flag = "--folds" if o["folds"] or not o["use_given_splits"] else "--use-given-splits"
+    folds = o["folds"] or o["use_given_splits"]
+    if folds and o["trials"] is not None:
         raise UsageError(f"--trials does not combine with {flag}: each fold is trained once per loss (the folds are "
                          "the trials); drop --trials")
-    if folds and split is not None:
+    if folds and o["split"] is not None:
         raise UsageError(f"--split does not combine with {flag}: the folds' own train/vali/test files are the split; "
                          "drop --split")
-    if convention not in ("paper", "lightgbm", "sklearn"):
-        raise UsageError(f"--convention: expected paper, lightgbm or sklearn, got {convention!r}")
-    if correction not in ("holm", "bonferroni", "bh", "none"):
-        raise UsageError(f"--correction: expected holm, bonferroni, bh or none, got {correction!r}")
+    if o["convention"] not in TRAINING_CONVENTIONS:
+        raise UsageError(f"--convention: expected paper, lightgbm or sklearn, got {o['convention']!r}")
+    if o["correction"] not in opt.CORRECTIONS:
+        raise UsageError(f"--correction: expected holm, bonferroni, bh or none, got {o['correction']!r}")
+    split = parse_split(o["split"] or "0.6,0.2,0.2")
+    params = _parse_params(o["param"] or [])
+    sweeps = {name: iter_levels(o[name], "--" + name.replace("_", "-")) if o[name] else [] for name in _SWEEPS}
     config = ExperimentConfig(
-        losses=loss_list, trials=trials, split=parse_split(split or "0.6,0.2,0.2"), folds=folds,
-        metrics=[metric], select_by=select_by, early_stopping=early_stopping, trees=trees,
-        learning_rate=learning_rate, num_leaves=num_leaves, min_data_in_leaf=min_data_in_leaf,
-        params=_parse_params(param or []), preset=preset, seed=seed, convention=convention,
-        augment_negatives=iter_levels(augment_negatives, "--augment-negatives") if augment_negatives else [],
-        label_noise=iter_levels(label_noise, "--label-noise") if label_noise else [],
-        click_noise=iter_levels(click_noise, "--click-noise") if click_noise else [],
-        position_bias=iter_levels(position_bias, "--position-bias") if position_bias else [],
-        logging_fraction=0.01 if logging_fraction is None else logging_fraction, threads=threads,
-        correction=correction,
-    )
-    if logging_fraction is not None and not position_bias:
+        losses=loss_list, trials=o["trials"], split=split, folds=folds, metrics=[o["metric"]],
+        select_by=o["select_by"], early_stopping=o["early_stopping"], trees=o["trees"],
+        learning_rate=o["learning_rate"], num_leaves=o["num_leaves"], min_data_in_leaf=o["min_data_in_leaf"],
+        params=params, preset=o["preset"], seed=o["seed"], convention=o["convention"], **sweeps,
+        logging_fraction=0.01 if o["logging_fraction"] is None else o["logging_fraction"], threads=o["threads"],
+        correction=o["correction"])
+    if o["logging_fraction"] is not None and not o["position_bias"]:
         raise UsageError("--logging-fraction sets the logging ranker of the --position-bias sweep; give --position-bias "
                          "ETA[,ETA...] or drop it")
-    _check_losses(loss_list)
+    from rankcli.train import check_loss
+
+    for loss in loss_list:
+        check_loss(loss)
     for level in config.augment_negatives:  # before any unit runs: a level of 1e9 ended in MemoryError
         check_augment_fraction(level)
-    if dask is not None:
-        from rankcli.distributed import parse_dask_target, require_dask
+    return config
 
-        parse_dask_target(dask)
-        require_dask()
-        if jobs != 1:
-            raise UsageError("--jobs and --dask do not combine: with --dask the cluster's workers run the units")
+
+def _check_dask(dask: str | None, jobs: int) -> None:
+    from rankcli.errors import UsageError
+
+    if dask is None:
+        return
+    from rankcli.distributed import parse_dask_target, require_dask
+
+    parse_dask_target(dask)
+    require_dask()
+    if jobs != 1:
+        raise UsageError("--jobs and --dask do not combine: with --dask the cluster's workers run the units")
+
+
+def _run(data: Path, output, config, *, jobs: int, overwrite: bool, dask: str | None):
+    """Run the experiment under a progress bar; ``(result, seconds, units planned)``."""
+    import time
+
+    from rankcli.cli._common import log, progress_bar
+    from rankcli.experiment import plan_settings, run_experiment
 
     started = time.perf_counter()
+    planned = {}
     with progress_bar(None, "experiment") as bar:
-        planned = {}
 
         def on_plan(total: int, done: int) -> None:
             planned["total"] = total
             bar.update(total=total, completed=done)
-            n = config.trials  # the number of folds with --folds, known once DATA is read
-            per = (f"{len(loss_list)} loss{'es' if len(loss_list) > 1 else ''} x {n} "
-                   f"{'fold' if folds else 'trial'}{'s' if n != 1 else ''}")
+            n, losses = config.trials, config.losses  # trials: the number of folds with --folds, known once DATA is read
+            per = (f"{len(losses)} loss{'es' if len(losses) > 1 else ''} x {n} "
+                   f"{'fold' if config.folds else 'trial'}{'s' if n != 1 else ''}")
             n_settings = len(plan_settings(config)[0])
             log(f"experiment: {total} units ({per} x {n_settings} settings"
                 + (", naive and +ips variants in the position-bias settings" if config.position_bias else "") + ")"
@@ -204,28 +225,25 @@ def command(
 
         result = run_experiment(data, output, config, jobs=jobs, overwrite=overwrite, on_plan=on_plan,
                                 on_unit=lambda u: bar.advance(1), dask=dask)
-    elapsed = time.perf_counter() - started
+    return result, time.perf_counter() - started, planned.get("total", 0)
+
+
+def _report(result, output, *, plots: bool, json_out: bool, seconds: float, total: int) -> None:
+    """The tables (stdout, or stderr under --json), the plots, and the closing log line."""
+    from rankcli.cli._common import log, print_json
+    from rankcli.experiment import json_shape
 
     plot_files, plot_note = _plots(result, plots)
     if json_out:
         print_json(json_shape(result.summary))
-        _render_text(result, to_stderr=True)
-    else:
-        _render_text(result, to_stderr=False)
-    others = planned.get("total", 0) - result.ran_units - result.resumed_units
+    _render_text(result, to_stderr=json_out)
+    others = total - result.ran_units - result.resumed_units
     log(f"experiment: {result.ran_units} units trained, {result.resumed_units} resumed"
-        + (f", {others} trained by a concurrent run on {output}" if others > 0 else "") + f", {elapsed:.1f} s; "
+        + (f", {others} trained by a concurrent run on {output}" if others > 0 else "") + f", {seconds:.1f} s; "
         f"results in {output}/ (trials.parquet, summary.md, convergence.csv"
         + "".join(f", {p.name}" for p in plot_files) + ")")
     if plot_note:
         log(plot_note)
-
-
-def _check_losses(losses: list[str]) -> None:
-    from rankcli.train import check_loss
-
-    for loss in losses:
-        check_loss(loss)
 
 
 def _plots(result, wanted: bool):
@@ -246,7 +264,7 @@ def _plots(result, wanted: bool):
                                       f"convergence (baseline, {cfg.trials} {'folds' if cfg.folds else 'trials'})"))
     for kind, rows in sweep_rows(result.summary, cfg, result.sweeps).items():
         if kind == "position-bias":  # one plot per loss: naive and IPS, and their difference
-            for a, b in setting_pairs(cfg, result.sweeps[kind][0][1]):
+            for a, b in setting_pairs(cfg, result.sweeps[kind][0].setting):
                 files.append(plot_sweep(rows, [a, b], result.exp_dir / f"sweep-{kind}-{a}.png", kind,
                                         primary_metric(cfg)))
             continue
@@ -254,105 +272,119 @@ def _plots(result, wanted: bool):
     return files, ""
 
 
-def _fmt(x, digits: int = 4) -> str:
-    import math
-
-    return "n/a" if x is None or not math.isfinite(x) else f"{x:.{digits}f}"
-
-
-def _signed(x, digits: int = 4) -> str:
-    import math
-
-    return "n/a" if x is None or not math.isfinite(x) else f"{x:+.{digits}f}"
-
-
-def _render_text(result, to_stderr: bool) -> None:
-    """The summary tables (stdout, unless --json) and a sparkline of every curve."""
+def _baseline_tables(result) -> list:
+    """Table 1 of the baseline and its paired tests (every setting's full tables are in summary.md)."""
     from rich.table import Table
     from rich.text import Text
 
-    from rankcli.cli._common import stderr_console, stdout_console
-    from rankcli.experiment import (
-        difference_label,
-        format_level,
-        naive_only_note,
-        p_cell,
-        primary_metric,
-        sweep_columns,
-        sweep_note,
-        sweep_rows,
-    )
+    from rankcli.experiment import difference_label
+    from rankcli.report import number_cell, p_cell, signed_cell
+
+    cfg, out = result.config, []
+    for s in result.summary["settings"][:1]:
+        ns = sorted({v["n"] for ms in s["losses"].values() for v in ms.values()})
+        over = (f"{'/'.join(map(str, ns))} pooled test queries of {cfg.trials} fold{'s' if cfg.trials != 1 else ''}"
+                if cfg.folds else f"{cfg.trials} trials")
+        t = Table(title=f"{s['setting']}: test metrics, mean ± stderr over {over} ({cfg.convention} convention)",
+                  title_justify="left")
+        t.add_column("loss")
+        for m in cfg.metrics:
+            t.add_column(m, justify="right")
+        for loss in cfg.losses:
+            t.add_row(Text(loss), *[f"{number_cell(v['mean'])} ± {number_cell(v['stderr'])}"
+                                    for v in (s["losses"][loss][m] for m in cfg.metrics)])
+        out.append(t)
+        if s["tests"]:
+            over = "the pooled test queries" if cfg.folds else "trials"
+            tt = Table(title=f"paired t-tests over {over} (n = {'queries' if cfg.folds else 'trials'}; p adjusted: "
+                             f"{cfg.correction}); b - a = mean(b) - mean(a)", title_justify="left")
+            for col in ("difference", "metric", "mean", "stderr", "n", "p", "p adjusted"):
+                tt.add_column(col, justify="left" if col in ("difference", "metric") else "right",
+                              no_wrap=col == "difference")
+            for x in s["tests"]:
+                tt.add_row(Text(difference_label(x["a"], x["b"])), x["metric"], signed_cell(x["difference"]),
+                           number_cell(x["stderr"]), str(x["n"]), p_cell(x["p_value"], reason=x["reason"]),
+                           p_cell(x["p_adjusted"]))
+            out.append(tt)
+    return out
+
+
+def _convergence_lines(result) -> list[str]:
+    """One sparkline per loss of the baseline's convergence curves, on a common scale."""
     from rankcli.plot import CONVERGENCE_NOTE, sparkline
+    from rankcli.report import number_cell
+
+    cfg = result.config
+    curves = {loss: c["mean"] for loss, c in result.convergence.get("baseline", {}).items() if c["mean"]}
+    if not curves:
+        return []
+    vals = [v for c in curves.values() for v in c if v == v]
+    lo, hi = (min(vals), max(vals)) if vals else (0.0, 1.0)
+    lines = [f"convergence (baseline): mean validation {cfg.select_by} per tree over all {cfg.trials} "
+             f"{'folds' if cfg.folds else 'trials'}, scale {number_cell(lo)}..{number_cell(hi)}"]
+    width = max(len(x) for x in curves)
+    for loss, c in curves.items():
+        peak = max((v for v in c if v == v), default=float("nan"))
+        lines.append(f"  {loss:<{width}} {sparkline(c, lo, hi)}  {len(c)} trees, last {number_cell(c[-1])}, "
+                     f"peak {number_cell(peak)}")
+    return lines + [f"  {CONVERGENCE_NOTE}"]
+
+
+def _sweep_table(cfg, kind: str, rows: list[dict]):
+    """A sweep's table: the mean test metric per level and loss, the differences and their adjusted p-values."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from rankcli.experiment import format_level, primary_metric, sweep_columns
+    from rankcli.report import naive_only_note, number_cell, p_cell, signed_cell, sweep_note
+
+    names, diffs = sweep_columns(cfg, kind)
+    caption = sweep_note(cfg, kind) + (f" {naive_only_note(cfg)}" if kind == "position-bias" and
+                                       naive_only_note(cfg) else "")
+    t = Table(title=f"{kind} sweep: mean test {primary_metric(cfg)}", title_justify="left", caption=caption,
+              caption_justify="left")
+    t.add_column("level", justify="right")
+    for loss in names:
+        t.add_column(Text(loss), justify="right")
+    for d in diffs:
+        t.add_column(Text(d), justify="right")
+    for d in diffs:
+        t.add_column(Text(f"p adj. ({d})"), justify="right")
+    for r in rows:
+        t.add_row(format_level(r["level"]), *[number_cell(r[x]) for x in names],
+                  *[signed_cell(r[d]) for d in diffs], *[p_cell(r[f"{d} p_adjusted"]) for d in diffs])
+    return t
+
+
+def _sweep_lines(cfg, kind: str, rows: list[dict]) -> list[str]:
+    """A sweep's sparklines: the test metric per level, one line per loss."""
+    from rankcli.experiment import format_level, primary_metric, sweep_columns
+    from rankcli.plot import sparkline
+    from rankcli.report import number_cell
+
+    names, _ = sweep_columns(cfg, kind)
+    vals = [r[x] for r in rows for x in names if r[x] is not None and r[x] == r[x]]
+    lo, hi = (min(vals), max(vals)) if vals else (0.0, 1.0)
+    lines = [f"{kind}: test {primary_metric(cfg)} per level ({', '.join(format_level(r['level']) for r in rows)}), "
+             f"scale {number_cell(lo)}..{number_cell(hi)}"]
+    width = max(len(x) for x in names)
+    for loss in names:
+        series = [r[loss] for r in rows]
+        lines.append(f"  {loss:<{width}} {sparkline(series, lo, hi)}  {' '.join(number_cell(v) for v in series)}")
+    return lines
+
+
+def _render_text(result, to_stderr: bool) -> None:
+    """The summary tables (stdout, unless --json) and a sparkline of every curve (stderr under --json)."""
+    from rankcli.cli._common import stderr_console, stdout_console
+    from rankcli.experiment import sweep_rows
 
     console = stderr_console() if to_stderr else stdout_console()
-    cfg = result.config
-    unit = "queries" if cfg.folds else "trials"
-    if not to_stderr:
-        # Table 1 for the baseline; sweep settings get their sweep table (every setting's full table: summary.md).
-        for s in result.summary["settings"][:1]:
-            ns = sorted({v["n"] for ms in s["losses"].values() for v in ms.values()})
-            over = (f"{'/'.join(map(str, ns))} pooled test queries of {cfg.trials} fold{'s' if cfg.trials != 1 else ''}"
-                    if cfg.folds else f"{cfg.trials} trials")
-            t = Table(title=f"{s['setting']}: test metrics, mean ± stderr over {over} ({cfg.convention} convention)",
-                      title_justify="left")
-            t.add_column("loss")
-            for m in cfg.metrics:
-                t.add_column(m, justify="right")
-            for loss in cfg.losses:
-                t.add_row(Text(loss), *[f"{_fmt(v['mean'])} ± {_fmt(v['stderr'])}"
-                                        for v in (s["losses"][loss][m] for m in cfg.metrics)])
-            console.print(t)
-            if s["tests"]:
-                over = "the pooled test queries" if cfg.folds else "trials"
-                tt = Table(title=f"paired t-tests over {over} (n = {unit}; p adjusted: {cfg.correction}); "
-                                 "b - a = mean(b) - mean(a)", title_justify="left")
-                for col in ("difference", "metric", "mean", "stderr", "n", "p", "p adjusted"):
-                    tt.add_column(col, justify="left" if col in ("difference", "metric") else "right",
-                                  no_wrap=col == "difference")
-                for x in s["tests"]:
-                    tt.add_row(Text(difference_label(x["a"], x["b"])), x["metric"], _signed(x["difference"]),
-                               _fmt(x["stderr"]), str(x["n"]), p_cell(x["p_value"], reason=x["reason"]),
-                               p_cell(x["p_adjusted"]))
-                console.print(tt)
-    # Convergence: one sparkline per loss on a common scale.
-    base = result.convergence.get("baseline", {})
-    curves = {loss: c["mean"] for loss, c in base.items() if c["mean"]}
-    if curves:
-        vals = [v for c in curves.values() for v in c if v == v]
-        lo, hi = (min(vals), max(vals)) if vals else (0.0, 1.0)
-        console.print(f"convergence (baseline): mean validation {cfg.select_by} per tree over all "
-                      f"{cfg.trials} {'folds' if cfg.folds else 'trials'}, scale {_fmt(lo)}..{_fmt(hi)}", markup=False)
-        width = max(len(x) for x in curves)
-        for loss, c in curves.items():
-            peak = max((v for v in c if v == v), default=float("nan"))
-            console.print(f"  {loss:<{width}} {sparkline(c, lo, hi)}  {len(c)} trees, last {_fmt(c[-1])}, "
-                          f"peak {_fmt(peak)}", markup=False)
-        console.print(f"  {CONVERGENCE_NOTE}", markup=False)
-    metric = primary_metric(cfg)
-    for kind, rows in sweep_rows(result.summary, cfg, result.sweeps).items():
-        names, diffs = sweep_columns(cfg, kind)
+    items: list = [] if to_stderr else _baseline_tables(result)
+    items += _convergence_lines(result)
+    for kind, rows in sweep_rows(result.summary, result.config, result.sweeps).items():
         if not to_stderr:
-            caption = sweep_note(cfg, kind) + (f" {naive_only_note(cfg)}" if kind == "position-bias" and
-                                               naive_only_note(cfg) else "")
-            t = Table(title=f"{kind} sweep: mean test {metric}", title_justify="left", caption=caption,
-                      caption_justify="left")
-            t.add_column("level", justify="right")
-            for loss in names:
-                t.add_column(Text(loss), justify="right")
-            for d in diffs:
-                t.add_column(Text(d), justify="right")
-            for d in diffs:
-                t.add_column(Text(f"p adj. ({d})"), justify="right")
-            for r in rows:
-                t.add_row(format_level(r["level"]), *[_fmt(r[x]) for x in names],
-                          *[_signed(r[d]) for d in diffs], *[p_cell(r[f"{d} p_adjusted"]) for d in diffs])
-            console.print(t)
-        vals = [r[x] for r in rows for x in names if r[x] is not None and r[x] == r[x]]
-        lo, hi = (min(vals), max(vals)) if vals else (0.0, 1.0)
-        console.print(f"{kind}: test {metric} per level ({', '.join(format_level(r['level']) for r in rows)}), "
-                      f"scale {_fmt(lo)}..{_fmt(hi)}", markup=False)
-        width = max(len(x) for x in names)
-        for loss in names:
-            series = [r[loss] for r in rows]
-            console.print(f"  {loss:<{width}} {sparkline(series, lo, hi)}  {' '.join(_fmt(v) for v in series)}",
-                          markup=False)
+            items.append(_sweep_table(result.config, kind, rows))
+        items += _sweep_lines(result.config, kind, rows)
+    for item in items:
+        console.print(item, markup=False)

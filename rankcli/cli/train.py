@@ -27,36 +27,6 @@ NAME = "train"
 SHORT_HELP = "Train a LightGBM ranker with a chosen loss."
 
 
-def parse_param(text: str) -> tuple[str, object]:
-    """``key=value`` -> (key, value) with value as int, float, bool or string."""
-    from rankcli.errors import UsageError
-
-    key, sep, value = text.partition("=")
-    key, value = key.strip(), value.strip()
-    if not sep or not key:
-        raise UsageError(f"--param expects key=value, got {text!r}")
-    low = value.lower()
-    if low in ("true", "false"):
-        return key, low == "true"
-    for cast in (int, float):
-        try:
-            return key, cast(value)
-        except ValueError:
-            pass
-    return key, value
-
-
-def parse_params(items: list[str], options: dict[str, str] | None = None) -> dict[str, object]:
-    """Every ``--param key=value``, checked (:func:`rankcli.train.check_params`), under LightGBM's main names."""
-    if not items:
-        return {}
-    from rankcli.train import check_params, import_lightgbm_lean
-
-    pairs = [parse_param(p) for p in items]
-    import_lightgbm_lean()  # the parameter table comes from LightGBM's library
-    return check_params(pairs, options)
-
-
 def command(
     train: Annotated[Path, typer.Argument(help="Training data (Parquet).", show_default=False)],
     output: Annotated[str, typer.Option("--output", "-o", help="Model directory to write (new, empty, or a previous "
@@ -118,41 +88,16 @@ def command(
         "--allow-graded", help="With --propensity: weight graded labels as if they were clicks.")] = False,
 ) -> None:
     from rankcli.cli._common import log, prepare_output, print_json, progress_bar
-    from rankcli.core.losses import parse_gamma
     from rankcli.errors import UsageError
     from rankcli.formats.parquet import read_dataset
-    from rankcli.train import (
-        TrainConfig,
-        check_inputs,
-        check_loss,
-        check_preset,
-        check_seed,
-        import_lightgbm_lean,
-        save_model,
-        train_model,
-    )
+    from rankcli.startup import import_lightgbm_lean
+    from rankcli.train import TrainConfig, check_inputs, save_model, train_model
 
-    check_loss(loss)
-    check_preset(preset)
-    check_seed(seed)
-    if loss == "xendcg":
-        parse_gamma(gamma)
-    if trees is not None and trees < 1:
-        raise UsageError(f"--trees must be at least 1, got {trees}")
-    if early_stopping is not None and early_stopping < 0:
-        raise UsageError(f"--early-stopping must be 0 (off) or a positive number of trees, got {early_stopping}")
-    if early_stopping and valid is None:
-        raise UsageError(f"--early-stopping {early_stopping} needs a validation set: pass --valid VALID.parquet "
-                         "(or --early-stopping 0)")
-    params = parse_params(param or [])
-    if threads is not None and threads < 1:
-        raise UsageError(f"--threads must be at least 1, got {threads}")
-    if learning_rate is not None and not learning_rate > 0:
-        raise UsageError(f"--learning-rate must be positive, got {learning_rate:g}")
-    if num_leaves is not None and num_leaves < 2:
-        raise UsageError(f"--num-leaves must be at least 2, got {num_leaves}")
-    if min_data_in_leaf is not None and min_data_in_leaf < 0:
-        raise UsageError(f"--min-data-in-leaf must be 0 or more, got {min_data_in_leaf}")
+    config = TrainConfig.from_options(
+        validating=valid is not None, trees=trees, early_stopping=early_stopping, param=param or [], loss=loss,
+        gamma=gamma, select_by=select_by, convention=convention, learning_rate=learning_rate, num_leaves=num_leaves,
+        min_data_in_leaf=min_data_in_leaf, threads=threads, seed=seed, label_grades=label_grades, preset=preset)
+    params = config.params
     ips_spec = None
     if propensity is not None or pool_impressions:
         from rankcli.ips import check_ips_loss, parse_propensity
@@ -174,11 +119,6 @@ def command(
     if "lambdarank_position_bias_regularization" in params and (ips_spec is None or ips_spec[0] != "learn"):
         raise UsageError("--param lambdarank_position_bias_regularization: it regularises LightGBM's position-bias "
                          "model, which only --loss lambdamart --propensity learn trains")
-    config = TrainConfig(loss=loss, gamma=gamma, trees=trees if trees is not None else 500,
-                         early_stopping=early_stopping if early_stopping is not None else (50 if valid is not None else 0), select_by=select_by,
-                         convention=convention, learning_rate=learning_rate, num_leaves=num_leaves,
-                         min_data_in_leaf=min_data_in_leaf, params=params, threads=threads, seed=seed,
-                         label_grades=label_grades, preset=preset)
     # Fail before a long training, not after: an output holding an input, a directory that is not a model.
     output = prepare_output(output, overwrite=overwrite, kind="model", inputs=[train, valid])
 
