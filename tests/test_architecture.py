@@ -214,7 +214,6 @@ KNOWN: set[str] = {
     'rankcli.core.clicks.cascade has more than 80 lines',
     'rankcli.core.clicks.pbm has more than 80 lines',
     'rankcli.core.propensity.estimate has more than 80 lines',
-    'rankcli.core.stats has more than 500 lines',
     'rankcli.evaluate imports pyarrow outside rankcli.formats',
     'rankcli.evaluate.load_trec_run has more than 80 lines',
     'rankcli.experiment has more than 500 lines',

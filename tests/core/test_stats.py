@@ -213,7 +213,7 @@ def test_wilcoxon_normal_approximation_equals_scipy_asymptotic(seed, n, ties):
 
 def test_wilcoxon_exact_with_ties_and_zeros_equals_enumeration():
     rng = np.random.default_rng(0)
-    for trial in range(60):
+    for _trial in range(60):
         n = int(rng.integers(2, 13))
         d = rng.integers(-3, 4, n) / 10.0                           # ties and zeros everywhere
         if not np.any(d):
@@ -450,7 +450,7 @@ def test_batched_result_is_independent_of_the_row_chunking(monkeypatch):
     ref = {t: paired_tests(a, b, t, rng=np.random.default_rng(0), permutations=700) for t in ("permutation",
                                                                                            "bootstrap")}
     # Fewer rows per chunk: same draws (their chunking depends on n only when the draws fit), same results.
-    monkeypatch.setattr(stats, "_CHUNK_ELEMENTS", 30 * 700)
+    monkeypatch.setattr(stats.resampling, "CHUNK_ELEMENTS", 30 * 700)
     for t, r in ref.items():
         again = paired_tests(a, b, t, rng=np.random.default_rng(0), permutations=700)
         assert np.array_equal(again.p_value, r.p_value, equal_nan=True)
@@ -461,7 +461,7 @@ def test_bootstrap_row_groups_see_the_same_resamples(monkeypatch):
     # Many rows: the |t*| matrix is built in groups of rows, the generator rewound for each: same answers.
     a, b = _mixed_rows(2, 30, 12)
     ref = paired_tests(a, b, "bootstrap", rng=np.random.default_rng(5), permutations=400)
-    monkeypatch.setattr(stats, "_CHUNK_ELEMENTS", 400 * 7)          # groups of 7 rows
+    monkeypatch.setattr(stats.resampling, "CHUNK_ELEMENTS", 400 * 7)          # groups of 7 rows
     rng = np.random.default_rng(5)
     again = paired_tests(a, b, "bootstrap", rng=rng, permutations=400)
     assert np.array_equal(again.p_value, ref.p_value, equal_nan=True)
@@ -473,7 +473,7 @@ def test_bootstrap_row_groups_see_the_same_resamples(monkeypatch):
 def test_wilcoxon_tied_rows_in_chunks(monkeypatch):
     d = np.round(np.random.default_rng(0).normal(0.2, 1.0, (9, 12)), 0)
     ref = paired_tests(d, np.zeros_like(d), "wilcoxon")
-    monkeypatch.setattr(stats, "_CHUNK_ELEMENTS", 400)              # two rows of knapsack counts at a time
+    monkeypatch.setattr(stats.resampling, "CHUNK_ELEMENTS", 400)              # two rows of knapsack counts at a time
     assert np.array_equal(paired_tests(d, np.zeros_like(d), "wilcoxon").p_value, ref.p_value)
     for i in range(9):
         if np.any(d[i]):
@@ -508,7 +508,7 @@ def test_bootstrap_resamples_are_bounded_before_allocating():
 def test_bootstrap_rejection_count_equals_counting_every_hit_count(resamples, alpha):
     """The largest hit count that rejects, in O(1): the same as counting over arange(B + 1), which took 16 bytes per
     resample (1.6 GB of temporaries at 10^8 resamples)."""
-    from rankcli.core.stats import _largest_count_below
+    from rankcli.core.stats.resampling import _largest_count_below
 
     expected = int(np.count_nonzero((np.arange(resamples + 1) + 1) / (resamples + 1) < alpha)) - 1
     assert _largest_count_below(resamples, alpha) == expected
