@@ -1,4 +1,9 @@
-"""The in-memory dataset: flat numpy arrays sorted by query, plus offsets. Independent of any file format."""
+"""The in-memory data model: flat numpy arrays sorted by query, plus offsets. Independent of any file format.
+
+Offsets (int64, length ``n_queries + 1``): the rows of query ``q`` are ``offsets[q]:offsets[q + 1]``. They are built
+once from the qid column (:func:`offsets_from_qids`) when data is read, and every loss, metric and simulator of
+:mod:`rankcli.core` takes them.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,40 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rankcli.core.groups import offsets_from_qids
+from rankcli.errors import InputError
+
+
+class NonContiguousQueryError(InputError):
+    """A query id that reappears after a different one: its rows are not contiguous."""
+
+    def __init__(self, qid: int, row: int, first_row: int):
+        self.qid, self.row, self.first_row = qid, row, first_row
+        super().__init__(
+            f"qid {qid} reappears at row {row} (first seen at row {first_row}); rows of a query must be contiguous"
+        )
+
+
+def offsets_from_qids(qids: np.ndarray) -> np.ndarray:
+    """Offsets of the runs of equal ``qids``; raises :class:`NonContiguousQueryError` if a qid reappears."""
+    qids = np.asarray(qids)
+    n = qids.shape[0]
+    if n == 0:
+        return np.zeros(1, dtype=np.int64)
+    starts = np.flatnonzero(qids[1:] != qids[:-1]) + 1
+    offsets = np.concatenate(([0], starts, [n])).astype(np.int64)
+    run_qids = qids[offsets[:-1]]
+    if np.unique(run_qids).shape[0] != run_qids.shape[0]:
+        # Find the first run whose qid was already seen, in row order, for a precise message.
+        order = np.argsort(run_qids, kind="stable")
+        sorted_q = run_qids[order]
+        dup = np.flatnonzero(sorted_q[1:] == sorted_q[:-1])
+        # For each duplicate pair (order[dup], order[dup+1]) the later run reappears; report the earliest such row.
+        later = order[dup + 1]
+        first_run = later.min()
+        qid = run_qids[first_run]
+        first_seen = int(offsets[np.flatnonzero(run_qids == qid)[0]])
+        raise NonContiguousQueryError(int(qid), int(offsets[first_run]), first_seen)
+    return offsets
 
 
 @dataclass

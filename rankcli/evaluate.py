@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rankcli.core.groups import offsets_from_qids
 from rankcli.core.metrics import Convention, EvalResult, MetricSpec, evaluate, parse_metrics
+from rankcli.dataset import offsets_from_qids
 from rankcli.errors import InputError, SchemaError
 
 RUN_COLUMNS = ("qid", "label", "score")

@@ -110,7 +110,7 @@ def read_click_columns(path: Path | str, swap: bool) -> dict[str, np.ndarray]:
     a :class:`SchemaError` naming it."""
     import pyarrow as pa
 
-    from rankcli.core.groups import offsets_from_qids
+    from rankcli.dataset import offsets_from_qids
     from rankcli.formats.parquet import column_names, column_to_numpy, qids_as_int64, read_table, require_columns
 
     names = column_names(path)

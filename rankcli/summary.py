@@ -124,7 +124,7 @@ def summarize(labels: np.ndarray, offsets: np.ndarray, features: int, *, has_doc
 
 def summarize_parquet(path: Path | str) -> DatasetSummary:
     """The summary of a Parquet dataset, reading only ``qid`` and ``label``."""
-    from rankcli.core.groups import offsets_from_qids
+    from rankcli.dataset import offsets_from_qids
     from rankcli.errors import InputError, SchemaError
     from rankcli.formats.parquet import feature_columns
     from rankcli.formats.query_labels import read_query_labels

@@ -217,10 +217,10 @@ def _read_columns(path: Path, columns: list[str]):
     import pyarrow as pa
 
     from rankcli.errors import InputError
-    from rankcli.formats.parquet import _open
+    from rankcli.formats.parquet import open_parquet
 
     try:
-        return _open(path).read(columns=columns, use_threads=False)
+        return open_parquet(path).read(columns=columns, use_threads=False)
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputError(f"{path}: cannot read ({exc})") from None
 

@@ -18,8 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rankcli import __version__
-from rankcli.core.groups import offsets_from_qids
-from rankcli.dataset import Dataset
+from rankcli.dataset import Dataset, offsets_from_qids
 from rankcli.errors import InputError, SchemaError
 from rankcli.formats.atomic import atomic_path
 from rankcli.formats.inputs import unreadable_input
@@ -60,7 +59,7 @@ def encode_metadata(meta: dict[str, object]) -> dict[bytes, bytes]:
 
 def read_metadata(path: Path | str) -> dict[str, str]:
     """The ``rankcli.*`` footer keys of a Parquet file, without the prefix."""
-    meta = _open(path).schema_arrow.metadata or {}
+    meta = open_parquet(path).schema_arrow.metadata or {}
     return {k.decode()[len(META_PREFIX):]: v.decode() for k, v in meta.items() if k.startswith(META_PREFIX.encode())}
 
 
@@ -166,7 +165,9 @@ def write_dataset(path: Path | str, ds: Dataset, *, metadata: dict[str, object] 
                 use_dictionary=use_dictionary)
 
 
-def _open(path: Path | str) -> pq.ParquetFile:
+def open_parquet(path: Path | str) -> pq.ParquetFile:
+    """Open a Parquet file for reading, or raise the input error that names why not (missing, a directory, not
+    Parquet, a column name given twice)."""
     path = Path(path)
     if not path.exists():
         raise unreadable_input(path)
@@ -186,7 +187,7 @@ def _open(path: Path | str) -> pq.ParquetFile:
 
 
 def read_table(path: Path | str, columns: list[str] | None = None) -> pa.Table:
-    pf = _open(path)
+    pf = open_parquet(path)
     try:
         return pf.read(columns=columns)
     except (pa.ArrowInvalid, OSError) as exc:
@@ -194,7 +195,7 @@ def read_table(path: Path | str, columns: list[str] | None = None) -> pa.Table:
 
 
 def column_names(path: Path | str) -> list[str]:
-    return list(_open(path).schema_arrow.names)
+    return list(open_parquet(path).schema_arrow.names)
 
 
 def column_to_numpy(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -295,7 +296,7 @@ def read_dataset(path: Path | str, *, features: bool = True, label_required: boo
 
 def check_query_aligned(path: Path | str) -> None:
     """Refuse a file in which some query spans two row groups (a distributed reader could split it)."""
-    pf = _open(path)
+    pf = open_parquet(path)
     last_qid = None
     for i in range(pf.num_row_groups):
         qids = pf.read_row_group(i, columns=["qid"]).column("qid").to_numpy()
@@ -309,13 +310,13 @@ def check_query_aligned(path: Path | str) -> None:
 
 def row_group_rows(path: Path | str) -> np.ndarray:
     """The number of rows in each row group of a Parquet file (from the footer; no data is read)."""
-    meta = _open(path).metadata
+    meta = open_parquet(path).metadata
     return np.array([meta.row_group(i).num_rows for i in range(meta.num_row_groups)], dtype=np.int64)
 
 
 def read_row_groups(path: Path | str, row_groups: Iterable[int], columns: list[str] | None = None) -> pa.Table:
     """Read only the given row groups (in order) of a Parquet file: a distributed reader's unit of work."""
-    pf = _open(path)
+    pf = open_parquet(path)
     try:
         return pf.read_row_groups(list(row_groups), columns=columns)
     except (pa.ArrowInvalid, OSError) as exc:

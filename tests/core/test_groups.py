@@ -13,18 +13,6 @@ def random_batch(rng, n_queries=50, max_size=40, tie_levels=4):
     return scores, offsets
 
 
-def test_offsets_from_contiguous_qids():
-    qids = np.array([7, 7, 3, 3, 3, 9])
-    assert groups.offsets_from_qids(qids).tolist() == [0, 2, 5, 6]
-    assert groups.offsets_from_qids(np.array([], dtype=np.int64)).tolist() == [0]
-
-
-def test_reappearing_qid_names_both_rows():
-    with pytest.raises(groups.NonContiguousQueryError) as err:
-        groups.offsets_from_qids(np.array([1, 1, 2, 3, 2, 4, 1]))
-    assert (err.value.qid, err.value.row, err.value.first_row) == (2, 4, 2)
-
-
 def test_order_within_matches_stable_reference_on_ties():
     rng = np.random.default_rng(0)
     scores, offsets = random_batch(rng)
