@@ -19,8 +19,9 @@ pytest.importorskip("pandas", reason='the optional extra is not installed: pip i
 from rankcli import distributed as rd  # noqa: E402
 from rankcli.core import metrics  # noqa: E402
 from rankcli.dataset import Dataset  # noqa: E402
+from rankcli.distributed import cluster as dask_cluster  # noqa: E402
 from rankcli.errors import OutputError, SchemaError, UsageError  # noqa: E402
-from rankcli.formats import parquet  # noqa: E402
+from rankcli.formats import parquet, partitions  # noqa: E402
 from tests.conftest import SAMPLE, run_cli  # noqa: E402
 
 
@@ -47,6 +48,11 @@ def write_row_groups(ds: Dataset, path: Path, target_rows: int) -> Path:
     with parquet.QueryAlignedWriter(path, table.schema, {"kind": "dataset"}, target_rows=target_rows) as w:
         w.write(table)
     return path
+
+
+def hidden_from_workers(client, paths, kind="exists"):
+    """In place of :func:`rankcli.distributed.cluster.visible_everywhere`: no worker sees any path."""
+    return {p: False for p in paths}
 
 
 def ndcg5(booster, ds: Dataset) -> float:
@@ -107,15 +113,15 @@ def test_partitions_follow_row_groups_and_never_split_a_query(sample, tmp_path):
     path = write_row_groups(ds, tmp_path / "rg.parquet", 300)
     n_groups = pq.ParquetFile(path).num_row_groups
     assert n_groups > 3
-    plan = rd.plan_partitions(path)
+    plan = partitions.plan_partitions(path)
     assert len(plan) == n_groups and [p.row_groups for p in plan.partitions] == [(i,) for i in range(n_groups)]
-    joined = rd.plan_partitions(path, rows_per_partition=1000)
+    joined = partitions.plan_partitions(path, rows_per_partition=1000)
     assert all(len(p.row_groups) >= 1 for p in joined.partitions) and len(joined) < n_groups
-    for pl in (plan, joined, rd.plan_partitions(sample / "train.parquet", min_partitions=5)):
+    for pl in (plan, joined, partitions.plan_partitions(sample / "train.parquet", min_partitions=5)):
         assert sum(p.n_rows for p in pl.partitions) == ds.n_rows == pl.n_rows
         rows = 0
         for part, sizes in zip(pl.partitions, pl.group_sizes):
-            features, labels = rd.read_partition(part, pl.feature_names)
+            features, labels = partitions.read_partition(part, pl.feature_names)
             np.testing.assert_array_equal(labels, ds.labels[rows: rows + part.n_rows])
             np.testing.assert_array_equal(features, ds.features[rows: rows + part.n_rows])
             # the group sizes are exactly the queries of these rows
@@ -125,7 +131,7 @@ def test_partitions_follow_row_groups_and_never_split_a_query(sample, tmp_path):
 
 def test_one_row_group_is_cut_at_query_boundaries_for_more_workers(sample):
     assert pq.ParquetFile(sample / "train.parquet").num_row_groups == 1
-    plan = rd.plan_partitions(sample / "train.parquet", min_partitions=2)
+    plan = partitions.plan_partitions(sample / "train.parquet", min_partitions=2)
     assert len(plan) == 2
     assert abs(plan.partitions[0].n_rows - plan.partitions[1].n_rows) < 200  # near-equal halves
 
@@ -137,7 +143,7 @@ def test_query_straddling_row_groups_is_refused(sample, tmp_path):
     qids = table.column("qid").to_numpy()
     assert qids[999] == qids[1000]
     with pytest.raises(SchemaError, match=rf"qid {qids[1000]} spans row groups 0 and 1"):
-        rd.plan_partitions(path)
+        partitions.plan_partitions(path)
     res = run_cli("train", path, "-o", tmp_path / "m", "--loss", "lambdamart", "--dask", "local:1")
     assert res.returncode == 3
     assert f"qid {qids[1000]} spans row groups 0 and 1" in res.stderr.decode()
@@ -170,7 +176,7 @@ def test_distributed_lambdamart_reaches_single_machine_ndcg(client, sample, tmp_
     features on its own rows; leaf counts are estimated from hessians), so on ~60 test queries one split's NDCG@5
     moves by about 0.014 either way (measured over 8 splits: mean difference -0.002). Over 4 random query splits the
     mean difference must stay within 0.025 (3.5 standard errors); the exact agreement is the test above."""
-    from rankcli.experiment import concat_datasets
+    from rankcli.pooling import concat_datasets
     from rankcli.train import TrainConfig, train_model
 
     pooled = concat_datasets([parquet.read_dataset(sample / f"{n}.parquet") for n in ("train", "vali", "test")])
@@ -230,7 +236,7 @@ def test_training_file_must_be_visible_to_every_worker(client, sample, monkeypat
     from rankcli.errors import InputError
     from rankcli.train import TrainConfig
 
-    monkeypatch.setattr(rd, "_visible_everywhere", lambda client, paths, kind="exists": {p: False for p in paths})
+    monkeypatch.setattr(dask_cluster, "visible_everywhere", hidden_from_workers)
     with pytest.raises(InputError, match="not visible to every Dask worker"):
         rd.train_distributed(client, sample / "train.parquet", None, TrainConfig(loss="pointwise", trees=1))
 
@@ -257,7 +263,7 @@ def test_experiment_on_the_cluster_equals_jobs_1_and_resumes(client, sample, tmp
 def test_experiment_data_sent_when_workers_cannot_read_the_path(client, sample, tmp_path, monkeypatch):
     from rankcli.experiment import ExperimentConfig, run_experiment
 
-    monkeypatch.setattr(rd, "_visible_everywhere", lambda client, paths, kind="exists": {p: False for p in paths})
+    monkeypatch.setattr(dask_cluster, "visible_everywhere", hidden_from_workers)
     cfg = ExperimentConfig(losses=["pointwise"], trials=2, trees=5, early_stopping=0, metrics=["ndcg@5"])
     on_cluster = run_experiment(sample, tmp_path / "shipped", cfg, dask=client)
     local = run_experiment(sample, tmp_path / "local", ExperimentConfig(**{**cfg.__dict__}), jobs=1)
@@ -269,7 +275,8 @@ def test_experiment_folds_on_the_cluster_follow_the_same_protocol(client, sample
     workers read the folds themselves or are sent them."""
     import shutil
 
-    from rankcli.experiment import ExperimentConfig, queries_path, run_experiment
+    from rankcli.experiment import ExperimentConfig, run_experiment
+    from rankcli.formats.experiment_store import queries_path
 
     root = tmp_path / "folds"
     for k in (1, 2):
@@ -293,7 +300,7 @@ def test_experiment_folds_on_the_cluster_follow_the_same_protocol(client, sample
             assert a.column_names == b.column_names == ["qid", "ndcg@5"]
             for col in a.column_names:
                 assert np.array_equal(a.column(col).to_numpy(), b.column(col).to_numpy(), equal_nan=True)
-    monkeypatch.setattr(rd, "_visible_everywhere", lambda client, paths, kind="exists": {p: False for p in paths})
+    monkeypatch.setattr(dask_cluster, "visible_everywhere", hidden_from_workers)
     shipped = run_experiment(root, tmp_path / "shipped", config(), dask=client)
     assert shipped.summary == local.summary
 

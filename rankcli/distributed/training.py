@@ -1,0 +1,324 @@
+"""Data-parallel training on a Dask cluster (``rankcli train --dask``), through LightGBM's Dask interface.
+
+Only LightGBM's native ranking objectives train data-parallel (:data:`NATIVE_LOSSES`). The training set is a
+query-aligned Parquet dataset (:mod:`rankcli.formats.partitions`): each worker reads its own partitions from the path,
+so the path must be visible to every worker (a shared filesystem) as well as to this process, and LightGBM receives
+the group sizes of each partition with the partition's rows. Validation runs here, on the client, after training, with
+``rankcli train``'s model-selection rule.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rankcli.distributed import cluster
+from rankcli.errors import InputError, SchemaError, UsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import distributed
+
+    from rankcli.formats.partitions import PartitionPlan
+
+#: The losses LightGBM implements natively in C++; only these train data-parallel on a cluster.
+NATIVE_LOSSES = ("lambdamart", "xendcg-native", "pointwise")
+
+OnIteration = Callable[[int, "float | None", "float | None"], None]
+
+
+def check_dask_loss(loss: str) -> str:
+    """The loss name if it can train data-parallel on a cluster, else a :class:`UsageError` saying why not."""
+    from rankcli.train import check_loss
+
+    check_loss(loss)
+    if loss not in NATIVE_LOSSES:
+        raise UsageError(
+            f"--loss {loss} cannot train with --dask: it is one of rankcli's own losses, a Python objective, and under "
+            "LightGBM's Dask interface a custom objective runs separately on every worker and sees only that "
+            "worker's local rows and random state, which rankcli does not support; use a native loss "
+            f"({', '.join(NATIVE_LOSSES)}) with --dask, or run `rankcli experiment --dask` to spread whole "
+            f"single-machine trainings of --loss {loss} over the cluster")
+    return loss
+
+
+@dataclass
+class DistributedInfo:
+    """Where a distributed training ran, for ``rankcli.json`` and the summary."""
+
+    scheduler: str
+    workers: int
+    partitions: int
+    rows: int
+    queries: int
+
+    def as_dict(self) -> dict:
+        """The ``dask`` key of ``rankcli.json``."""
+        return {"scheduler": self.scheduler, "workers": self.workers, "partitions": self.partitions,
+                "rows": self.rows, "queries": self.queries}
+
+
+# ------------------------------------------------------------------------------------------------- the data on workers
+def assign_partitions(plan: PartitionPlan, workers: list[str]) -> list[str]:
+    """A worker for each partition: in order, to the worker holding the fewest rows so far (deterministic)."""
+    load = {w: 0 for w in workers}
+    out = []
+    for part in plan.partitions:
+        w = min(workers, key=lambda a: (load[a], workers.index(a)))
+        load[w] += part.n_rows
+        out.append(w)
+    return out
+
+
+def load_partitions(client: distributed.Client, plan: PartitionPlan) -> tuple[Any, Any, Any]:
+    """Read every partition on its worker and return Dask arrays ``(X, y, group)``, one chunk per partition.
+
+    Workers read their own partitions from ``plan.path`` (nothing goes through this process), spread so that each
+    worker holds about the same number of rows. Chunk ``i`` of ``group`` holds the query sizes of chunk ``i`` of
+    ``X`` and ``y``: ``DaskLGBMRanker`` concatenates a worker's chunks in the same order for all three, so each
+    worker's groups describe exactly its rows.
+    """
+    import dask.array as da
+
+    from rankcli.formats.partitions import read_partition
+
+    workers = sorted(client.nthreads())
+    placement = assign_partitions(plan, workers)
+    nf = len(plan.feature_names)
+    xs, ys, gs = [], [], []
+    for part, sizes, worker in zip(plan.partitions, plan.group_sizes, placement):
+        both = client.submit(read_partition, part, plan.feature_names, workers=[worker], pure=False)
+        x = client.submit(operator.itemgetter(0), both, workers=[worker], pure=False)
+        y = client.submit(operator.itemgetter(1), both, workers=[worker], pure=False)
+        xs.append(da.from_delayed(x, shape=(part.n_rows, nf), dtype=np.float32))
+        ys.append(da.from_delayed(y, shape=(part.n_rows,), dtype=np.float64))
+        gs.append(da.from_array(sizes, chunks=(sizes.shape[0],)))
+    return da.concatenate(xs), da.concatenate(ys), da.concatenate(gs)
+
+
+def _plan_on_cluster(client: distributed.Client, train_path: Path | str, valid: Any,
+                     rows_per_partition: int | None) -> tuple[PartitionPlan, int]:
+    """The partitions of the training file (at least one per worker) as the workers see it, and the worker count."""
+    import dataclasses
+
+    from rankcli.formats.partitions import plan_partitions
+
+    workers = cluster.require_workers(client)
+    plan = plan_partitions(train_path, rows_per_partition=rows_per_partition, min_partitions=workers)
+    where = str(Path(train_path).resolve())
+    if not cluster.visible_everywhere(client, [where])[where]:
+        raise InputError(f"{train_path}: not visible to every Dask worker (as {where}); --dask training needs the "
+                         "training file on a filesystem all workers share")
+    plan.partitions = [dataclasses.replace(p, path=where) for p in plan.partitions]
+    if not plan.feature_names:
+        raise SchemaError(f"{train_path}: no feature columns (f1, f2, ...)")
+    if valid is not None:
+        from rankcli.train import feature_difference
+
+        diff = feature_difference(plan.feature_names, valid.feature_names)
+        if diff:
+            raise SchemaError(f"validation feature columns differ from the training data's: {diff}")
+    return plan, workers
+
+
+def _training_labels(y: Any, config: Any, train_path: Path | str) -> tuple[Any, int | None, list[float] | None]:
+    """The labels LightGBM trains on (grades with ``label_grades``), checked as single-machine training checks them;
+    the largest grade (``lambdamart``) and the label value of each grade (``label_grades``)."""
+    import dask.array as da
+
+    from rankcli.core.labels import require_integer_grades
+    from rankcli.train import INTEGER_LABEL_LOSSES, LOSSES, REAL_LABEL_HINT, check_grade_range
+
+    values = np.asarray(da.unique(y).compute(), dtype=np.float64)
+    if not np.all(np.isfinite(values)):
+        raise InputError(f"{train_path}: some label is not a finite number, got {values[~np.isfinite(values)][0]}")
+    label_values = None
+    if config.label_grades:
+        label_values = [float(v) for v in values]
+        y = y.map_blocks(lambda b, v=values: np.searchsorted(v, b).astype(np.float64), dtype=np.float64)
+        values = np.arange(values.shape[0], dtype=np.float64)
+    if config.loss in INTEGER_LABEL_LOSSES:
+        consumer = f"--loss {config.loss} (LightGBM {LOSSES[config.loss]})"
+        require_integer_grades(values, consumer, REAL_LABEL_HINT)
+        check_grade_range(config.loss, values, config.label_grades)
+    max_grade = int(values.max()) if config.loss == "lambdamart" else None
+    return y, max_grade, label_values
+
+
+def _fit(client: distributed.Client, data: tuple[Any, Any, Any], feature_names: list[str], trees: int,
+         params: dict) -> tuple[Any, float]:
+    """Train ``trees`` trees with LightGBM's Dask interface; the booster and the seconds it took."""
+    import contextlib
+    import io
+    import time
+    import warnings
+
+    import lightgbm
+    from lightgbm.dask import DaskLGBMRanker
+
+    X, y, group = data
+    start = time.perf_counter()
+    try:
+        # lightgbm.dask prints its progress with print() and warns that it sets n_jobs itself: keep stdout for results.
+        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Parameter n_jobs will be ignored")
+            model = DaskLGBMRanker(client=client, n_estimators=int(trees), **params)
+            model.fit(X, y, group=group, feature_name=list(feature_names))
+    except lightgbm.basic.LightGBMError as exc:
+        raise InputError(f"LightGBM refused the training data or parameters: {exc}") from None
+    return model.booster_, time.perf_counter() - start
+
+
+def _early_stopping_point(curve: list[float], patience: int) -> tuple[int, int]:
+    """(trees single-machine training would have trained, best number of trees) under ``train``'s stopping rule."""
+    best, best_iter = -np.inf, -1
+    for t, value in enumerate(curve):
+        if not np.isnan(value) and value > best:
+            best, best_iter = value, t
+        if patience > 0 and best_iter >= 0 and t - best_iter >= patience:
+            return t + 1, best_iter + 1
+    if patience > 0 and best_iter >= 0:
+        return len(curve), best_iter + 1
+    return len(curve), len(curve)
+
+
+def _validation_curve(booster: Any, valid: Any, metric: str, convention: str, n_trees: int,
+                      on_iteration: OnIteration | None) -> tuple[str, list[float]]:
+    """The validation metric after each tree, from one tree's contribution at a time (same cost as one prediction)."""
+    from rankcli.core import metrics
+
+    spec = metrics.parse_metric(metric)
+    conv = metrics.Convention.preset(convention)
+    labels = np.asarray(valid.labels, dtype=np.float64)
+    scores = np.zeros(valid.n_rows, dtype=np.float64)
+    curve: list[float] = []
+    best = None
+    for t in range(n_trees):
+        scores += booster.predict(valid.features, start_iteration=t, num_iteration=1)
+        value = float(metrics.evaluate([spec], labels, scores, valid.offsets, conv).means[str(spec)])
+        curve.append(value)
+        if not np.isnan(value) and (best is None or value > best):
+            best = value
+        if on_iteration is not None:
+            on_iteration(t + 1, value, best)
+    return str(spec), curve
+
+
+def _select(booster: Any, valid: Any, config: Any, on_iteration: OnIteration | None
+            ) -> tuple[Any, int, list[float], str | None]:
+    """Model selection after training: the booster cut at the best iteration, that iteration, the validation curve
+    and the metric's name (``None`` without validation)."""
+    import lightgbm
+
+    trees_trained = booster.current_iteration()
+    curve: list[float] = []
+    metric_name = None
+    best_iteration = trees_trained
+    if valid is not None:
+        metric_name, curve = _validation_curve(booster, valid, config.select_by, config.convention, trees_trained,
+                                               on_iteration)
+        if config.early_stopping > 0:
+            _stop, best_iteration = _early_stopping_point(curve, config.early_stopping)
+    elif on_iteration is not None:
+        for t in range(trees_trained):
+            on_iteration(t + 1, None, None)
+    if best_iteration < trees_trained:
+        booster = lightgbm.Booster(model_str=booster.model_to_string(num_iteration=best_iteration))
+    booster.best_iteration = best_iteration
+    return booster, best_iteration, curve, metric_name
+
+
+def train_distributed(client: distributed.Client, train_path: Path | str, valid: Any, config: Any, *,
+                      scheduler: str = "", rows_per_partition: int | None = None,
+                      on_iteration: OnIteration | None = None) -> tuple[Any, DistributedInfo]:
+    """Train ``config`` (a :class:`rankcli.train.TrainConfig`) data-parallel on the cluster behind ``client``.
+
+    ``train_path`` is a query-aligned Parquet dataset that every worker can read; ``valid`` is an in-memory
+    :class:`rankcli.dataset.Dataset` (or ``None``) evaluated here, on the client. ``scheduler`` names the cluster in
+    the result (default: the scheduler's address); ``rows_per_partition`` joins row groups into larger partitions;
+    ``on_iteration(tree, value, best)`` sees the validation metric after each tree. Returns a
+    :class:`rankcli.train.TrainResult` (save it with :func:`save_distributed_model`) and where it ran.
+
+    Model selection follows ``rankcli train``'s rule, applied after training: LightGBM's Dask interface trains all
+    ``config.trees`` trees in one call, then the validation curve is computed tree by tree with the metrics core, cut
+    where single-machine early stopping would have stopped, and the model keeps the trees up to the best iteration.
+    """
+    from rankcli.train import TrainResult, resolve_params
+
+    check_dask_loss(config.loss)
+    if config.trees < 1:
+        raise UsageError(f"--trees must be at least 1, got {config.trees}")
+    if config.early_stopping < 0:
+        raise UsageError(f"--early-stopping must be 0 (off) or a positive number of trees, got {config.early_stopping}")
+    plan, workers = _plan_on_cluster(client, train_path, valid, rows_per_partition)
+    X, y, group = load_partitions(client, plan)
+    y, max_grade, label_values = _training_labels(y, config, train_path)
+    # each worker uses its own threads
+    params = {k: v for k, v in resolve_params(config, max_grade).items() if k not in ("num_threads", "n_jobs")}
+    params.setdefault("tree_learner", "data")
+    booster, seconds = _fit(client, (X, y, group), plan.feature_names, config.trees, params)
+    trees_trained = booster.current_iteration()
+    booster, best_iteration, curve, metric_name = _select(booster, valid, config, on_iteration)
+    result = TrainResult(booster=booster, best_iteration=best_iteration, curve=curve, seconds=seconds, params=params,
+                         trees_trained=trees_trained, metric=metric_name, label_values=label_values)
+    info = DistributedInfo(scheduler=scheduler or str(client.scheduler.address), workers=workers,
+                           partitions=len(plan), rows=plan.n_rows, queries=plan.n_queries)
+    return result, info
+
+
+def train_command(dask: str, train_path: Path, valid_path: Path | None, config: Any, output: Path, *,
+                  overwrite: bool = False, log: Callable[[str], None] | None = None,
+                  on_iteration: OnIteration | None = None) -> dict:
+    """``rankcli train ... --dask SPEC``: every check first (cheap ones before a cluster starts), then
+    :func:`train_distributed` and the model directory.
+
+    ``dask`` is the ``--dask`` value, ``output`` the model directory (``overwrite``: replace one rankcli wrote),
+    ``log`` receives progress lines for stderr. Returns the ``rankcli.json`` content."""
+    from rankcli.formats.atomic import check_target
+    from rankcli.formats.parquet import check_query_aligned, read_dataset
+
+    target = cluster.parse_dask_target(dask)
+    check_dask_loss(config.loss)
+    cluster.require_dask(training=True)
+    check_target(output, overwrite)
+    check_query_aligned(train_path)  # refuse a query spanning row groups before starting anything
+    valid = read_dataset(valid_path) if valid_path is not None else None
+    if valid is not None:
+        from rankcli.train import check_valid_rows
+
+        check_valid_rows(valid, str(valid_path))
+    if config.threads:
+        (log or (lambda m: None))("--threads is ignored with --dask: every worker trains with its own threads")
+    with cluster.connect(target) as client:
+        if log is not None:
+            log(f"training {config.loss} on the Dask cluster {target.spec} ({cluster.n_workers(client)} workers): "
+                f"{train_path}" + (f"; validating on {valid_path} ({valid.n_queries} queries) here"
+                                   if valid is not None else ""))
+        result, info = train_distributed(client, train_path, valid, config, scheduler=target.spec,
+                                         on_iteration=on_iteration)
+    if log is not None:
+        log(f"trained on {info.workers} workers, {info.partitions} partitions: {info.rows} rows, "
+            f"{info.queries} queries")
+    return save_distributed_model(result, config, info, output, train_path=train_path, valid_path=valid_path,
+                                  feature_names=result.booster.feature_name(), overwrite=overwrite)
+
+
+def save_distributed_model(result: Any, config: Any, info: DistributedInfo, model_dir: Path | str, *,
+                           train_path: Path | str, valid_path: Path | str | None = None,
+                           feature_names: list[str], overwrite: bool = False) -> dict:
+    """Write the same model directory as ``rankcli train`` (``model.txt``, ``rankcli.json`` with the model's
+    SHA-256), plus a ``dask`` key.
+
+    ``result`` and ``config``: the :class:`rankcli.train.TrainResult` and its configuration; ``info``: where it was
+    trained; ``train_path``/``valid_path``: the data files (their SHA-256 is recorded); ``feature_names``: the
+    model's features. Returns the ``rankcli.json`` content."""
+    from rankcli.train import model_info, write_model_dir
+
+    content = model_info(result, config, train_path=train_path, valid_path=valid_path, feature_names=feature_names)
+    content["dask"] = info.as_dict()
+    return write_model_dir(model_dir, result.booster.model_to_string(num_iteration=result.best_iteration), content,
+                           overwrite=overwrite)
