@@ -15,6 +15,7 @@ import numpy as np
 from rankcli.core import clicks as core
 from rankcli.core.groups import rank_within, sizes
 from rankcli.core.labels import require_integer_grades, to_grades
+from rankcli.core.policies import RANDOMIZATIONS
 from rankcli.dataset import Dataset
 from rankcli.errors import UsageError
 
@@ -107,7 +108,7 @@ def parse_randomize(text: str | None) -> tuple[str, int] | None:
         value = int(number.strip())
     except ValueError:
         value = 0
-    if not sep or kind not in core.RANDOMIZATIONS or value < 1:
+    if not sep or kind not in RANDOMIZATIONS or value < 1:
         raise UsageError(f"--randomize: expected top:N (shuffle the ranker's top N per impression) or swap:K (swap "
                          f"position K with a random position), N and K positive integers, got {text!r}")
     return kind, value
@@ -246,7 +247,7 @@ def simulate_clicks(ds: Dataset, *, model: str = "cascade", click_probs=PAPER_CL
     ``ranker``: ``"random"`` (a fresh shuffle per impression), ``"label"`` (ideal order), ``"input"`` (the data's
     order) or one score per row (rank by descending score; ties keep input order). ``randomize``: ``("top", N)``
     (RandTop-n) or ``("swap", K)`` (swap intervention) applied per impression to a deterministic ranker's order
-    (:func:`rankcli.core.clicks.randomized_orders`); the output then has a ``ranker_rank`` column, the displayed
+    (:func:`rankcli.core.policies.randomized_orders`); the output then has a ``ranker_rank`` column, the displayed
     document's 1-based rank in the ranker's own order.
     """
     log, summary = simulate_log(ds, model=model, click_probs=click_probs, eta=eta, max_rank=max_rank,

@@ -45,7 +45,7 @@ def check_invariants(log, grades, offsets, impressions, *, model, keep, max_rank
     gid = log.query * impressions + log.impression
     assert np.all(np.diff(gid) > 0)  # impressions in (query, impression) order, each once
     total_shown = 0
-    for q, i, rows, c, pos in impressions_of(log):
+    for q, _, rows, c, pos in impressions_of(log):
         a, b = offsets[q], offsets[q + 1]
         assert rows.shape[0] >= 1
         assert np.all((rows >= a) & (rows < b))
@@ -190,14 +190,43 @@ def _histograms(impressions, offsets, n_q):
     return lengths, cells
 
 
-def _same_distribution(a: dict, b: dict, min_p=1e-4):
+def _same_distribution(a: dict, b: dict, min_p=1e-4, min_cell=10, min_count=200):
+    """Chi-square test that two samples (counts per category) come from one distribution. It fails when they do not,
+    and also when it cannot tell: each sample must hold ``min_count`` observations and at least two categories must be
+    populated. Categories with fewer than ``min_cell`` observations (both samples together) are pooled into one, so a
+    difference in the rare categories still counts; a pool still below ``min_cell`` is left out."""
     keys = sorted(set(a) | set(b))
-    table = np.array([[a.get(k, 0) for k in keys], [b.get(k, 0) for k in keys]])
-    table = table[:, table.sum(axis=0) >= 10]  # chi-square needs populated cells
-    if table.shape[1] < 2:
-        return
+    table = np.array([[a.get(k, 0) for k in keys], [b.get(k, 0) for k in keys]], dtype=np.int64)
+    assert table.sum(axis=1).min() >= min_count, f"too few observations to compare: {table.sum(axis=1)}"
+    sparse = table.sum(axis=0) < min_cell
+    pooled = table[:, sparse].sum(axis=1, keepdims=True)
+    table = np.concatenate((table[:, ~sparse], pooled if pooled.sum() >= min_cell else pooled[:, :0]), axis=1)
+    assert table.shape[1] >= 2, f"fewer than two populated categories, nothing to compare: {keys}, {table}"
     p = chi2_contingency(table)[1]
     assert p > min_p, (p, keys, table)
+
+
+def test_same_distribution_rejects_what_it_should():
+    """The distribution check used below can fail: on samples of different distributions, and on samples too small or
+    too concentrated to compare (where it used to pass without testing anything)."""
+    rng = np.random.default_rng(0)
+
+    def sample(p, n):
+        return dict(enumerate(np.bincount(rng.choice(len(p), size=n, p=p), minlength=len(p)).tolist()))
+
+    uniform, skewed = (0.25, 0.25, 0.25, 0.25), (0.4, 0.3, 0.2, 0.1)
+    _same_distribution(sample(uniform, 4000), sample(uniform, 4000))
+    with pytest.raises(AssertionError):
+        _same_distribution(sample(uniform, 4000), sample(skewed, 4000))
+    # A difference only in rare categories: they are pooled, not dropped.
+    rare_a = {0: 3000, **{k: 4 for k in range(1, 60)}}
+    rare_b = {0: 3000 + 4 * 59}
+    with pytest.raises(AssertionError):
+        _same_distribution(rare_a, rare_b)
+    with pytest.raises(AssertionError, match="too few observations"):
+        _same_distribution({0: 5, 1: 3}, {0: 2, 1: 7})
+    with pytest.raises(AssertionError, match="fewer than two populated categories"):
+        _same_distribution({0: 500, 1: 2}, {0: 500, 2: 1})
 
 
 @pytest.mark.parametrize("steps", [16, 2, 0])
@@ -281,73 +310,6 @@ def test_dropping_changes_nothing_but_the_dropped(steps, ranker, max_rank):
 
 # ----------------------------------------------------------------------------------------------------------------------
 # Randomised logging policies: RandTop-n and the swap intervention
-
-
-def _position_counts(order, at_pos, impressions, top):
-    """counts[d, r]: how often the ranker's document at rank d (< top) was displayed at position r (< top)."""
-    G, n = at_pos.shape
-    rank_of = np.argsort(at_pos, axis=1)  # rank_of[g, doc] = ranker's rank of doc
-    ranks = np.take_along_axis(np.repeat(rank_of, impressions, axis=0), order, axis=1)  # rank shown at each position
-    counts = np.zeros((top, top), np.int64)
-    for r in range(top):
-        counts[:, r] = np.bincount(ranks[:, r], minlength=n)[:top]
-    return counts
-
-
-def test_randtop_n_displays_each_top_document_uniformly_over_the_top_positions():
-    from scipy.stats import chi2
-
-    rng = np.random.default_rng(11)
-    G, n, N, I = 7, 12, 5, 3000
-    at_pos = np.stack([rng.permutation(n) for _ in range(G)])
-    order = clicks.randomized_orders(at_pos, I, ("top", N), n, np.random.default_rng(5))
-    assert order.shape == (G * I, n)
-    # Every row is a permutation of its list; the documents below rank N keep the ranker's order.
-    assert np.array_equal(np.sort(order, axis=1), np.tile(np.arange(n), (G * I, 1)))
-    assert np.array_equal(order[:, N:], np.repeat(at_pos[:, N:], I, axis=0))
-    counts = _position_counts(order, at_pos, I, N)
-    expected = G * I / N
-    stat = ((counts - expected) ** 2 / expected).sum(axis=1)  # per document: N - 1 degrees of freedom
-    assert np.all(stat < chi2.ppf(0.999, N - 1)), stat
-    assert np.all(counts.sum(axis=1) == G * I)
-
-
-def test_randtop_n_larger_than_the_list_shuffles_the_whole_list():
-    at_pos = np.array([[2, 0, 1]])
-    order = clicks.randomized_orders(at_pos, 6000, ("top", 10), 3, np.random.default_rng(1))
-    counts = _position_counts(order, at_pos, 6000, 3)
-    assert np.all(np.abs(counts - 2000) < 4 * np.sqrt(2000 * (1 / 3) * (2 / 3) * 3)), counts
-
-
-def test_swap_intervention_moves_only_position_k_and_one_uniform_position():
-    from scipy.stats import chi2
-
-    rng = np.random.default_rng(3)
-    G, n, K, I, shown = 4, 9, 3, 4000, 7
-    at_pos = np.stack([rng.permutation(n) for _ in range(G)])
-    order = clicks.randomized_orders(at_pos, I, ("swap", K), shown, np.random.default_rng(2))
-    base = np.repeat(at_pos, I, axis=0)
-    differs = order != base
-    # Either nothing moved (the random position was K itself) or exactly K and one other displayed position swapped.
-    n_diff = differs.sum(axis=1)
-    assert set(np.unique(n_diff)) <= {0, 2}
-    moved = n_diff == 2
-    assert np.all(differs[moved, K - 1]) and not differs[:, shown:].any()
-    rows = np.flatnonzero(moved)
-    j = np.argmax(differs[rows] & (np.arange(n) != K - 1), axis=1)
-    assert np.array_equal(order[rows, j], base[rows, K - 1]) and np.array_equal(order[rows, K - 1], base[rows, j])
-    # Where the ranker's K-th document went: uniform over the displayed positions 1..shown (K included).
-    where = np.argmax(order == base[:, K - 1][:, None], axis=1)
-    counts = np.bincount(where, minlength=shown)
-    assert counts.shape == (shown,)
-    expected = G * I / shown
-    assert ((counts - expected) ** 2 / expected).sum() < chi2.ppf(0.999, shown - 1), counts
-
-
-def test_swap_beyond_the_displayed_list_changes_nothing():
-    at_pos = np.array([[1, 0, 2]])
-    order = clicks.randomized_orders(at_pos, 50, ("swap", 3), 2, np.random.default_rng(0))
-    assert np.array_equal(order, np.repeat(at_pos, 50, axis=0))
 
 
 @pytest.mark.parametrize("model", clicks.MODELS)
