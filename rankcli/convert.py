@@ -25,7 +25,7 @@ import numpy as np
 
 from rankcli.cpus import available_cpus
 from rankcli.errors import InputError, InputFormatError, RankcliError, UsageError
-from rankcli.formats import svmlight
+from rankcli.formats import svmlight, svmlight_text
 from rankcli.formats.atomic import STDOUT, atomic_directory, atomic_path, check_not_input, check_target
 from rankcli.formats.convert_writer import Chunk, ChunkWriter, sorted_by_qid
 from rankcli.formats.inputs import unreadable_input
@@ -50,7 +50,7 @@ class ConvertOptions:
     keep_comments: bool = False
     sort_queries: bool = False
     query_file: Path | None = None
-    block_bytes: int = svmlight.BLOCK_BYTES
+    block_bytes: int = svmlight_text.BLOCK_BYTES
 
 
 @dataclass
@@ -123,8 +123,8 @@ class _Converter:
         self.notes: list[str] = []  # said on stderr by the CLI (a sidecar ignored)
 
     def convert(self, source: str, sidecar: Path | None, progress=None) -> int:
-        name = svmlight.display_name(source)
-        stream = svmlight.open_binary(source)
+        name = svmlight_text.display_name(source)
+        stream = svmlight_text.open_binary(source)
         self.last_qid = None  # a query does not continue from one file into the next
         # The sidecar is read once the first line says the file has no qid: (a file with qid: ignores it).
         self._file = _FileState(name, sidecar)
@@ -134,7 +134,7 @@ class _Converter:
                     self._fail(*failure)
                 self._take(block)
         finally:
-            if source != svmlight.STDIN:
+            if source != svmlight_text.STDIN:
                 stream.close()
         state, self._file = self._file, None
         rows, sizes = state.rows, state.sizes
@@ -151,12 +151,12 @@ class _Converter:
         """Whole-line blocks of the stream with the number of their first line.
 
         A line whose end has not been read yet is checked as it grows (binary data, CR-only line ends, longer than
-        ``svmlight.MAX_LINE_BYTES``), so memory stays bounded for input without newlines."""
+        ``svmlight_text.MAX_LINE_BYTES``), so memory stays bounded for input without newlines."""
         block_bytes = self.options.block_bytes
         pending = b""
         line_no = 1
         while True:
-            chunk = svmlight.read_chunk(stream, block_bytes, name)
+            chunk = svmlight_text.read_chunk(stream, block_bytes, name)
             if progress is not None:
                 progress.advance(len(chunk))
             if not chunk:
@@ -166,7 +166,7 @@ class _Converter:
             buf = pending + chunk if pending else chunk
             cut = buf.rfind(b"\n") + 1
             if cut == 0:
-                svmlight.check_partial_line(buf, name, line_no)
+                svmlight_text.check_partial_line(buf, name, line_no)
                 pending = buf
                 continue
             data, pending = (buf, b"") if cut == len(buf) else (buf[:cut], buf[cut:])
@@ -218,7 +218,7 @@ class _Converter:
         sidecar's row count, a reappearing qid) first: errors are reported in file order."""
         if error.line is not None and error.line > first_line:
             opts = self.options
-            prefix = data[:svmlight.line_offset(data, error.line - first_line)]
+            prefix = data[:svmlight_text.line_offset(data, error.line - first_line)]
             self._take(svmlight.parse_block(prefix, first_line, name=self._file.name, zero_based=opts.zero_based,
                                             num_features=opts.num_features, keep_comments=True))
         raise error
@@ -259,7 +259,7 @@ class _Converter:
                     f"no qid: on the lines and no {name}.query sidecar; add qid:<id> after each label, put "
                     "the group sizes in a .query file next to the input, or pass --query-file", name,
                     int(block.lines[0]))
-            state.sizes = np.cumsum(svmlight.read_query_file(sidecar))
+            state.sizes = np.cumsum(svmlight_text.read_query_file(sidecar))
         elif sidecar is not None:
             if self.options.query_file is not None:
                 raise UsageError(f"{name} has qid: on its lines; --query-file applies only to files without")
@@ -308,14 +308,14 @@ class _Converter:
 def output_name(path: Path) -> str:
     """The name of ``path``'s output in a directory of outputs (``OUTPUT/<name>.parquet``): the file name without a
     compression suffix and without a text suffix (``train.txt.gz`` -> ``train``)."""
-    name = svmlight.strip_compression(path.name)
+    name = svmlight_text.strip_compression(path.name)
     stem, suffix = os.path.splitext(name)
     return stem if suffix.lower() in TEXT_SUFFIXES else name
 
 
 def output_names(sources: list[str]) -> list[str]:
     """The output name of each source (``stdin`` for ``-``); :class:`UsageError` when two would be the same."""
-    names = [(output_name(Path(src)) if src != svmlight.STDIN else "stdin") for src in sources]
+    names = [(output_name(Path(src)) if src != svmlight_text.STDIN else "stdin") for src in sources]
     dup = {n for n in names if names.count(n) > 1}
     if dup:
         raise UsageError(f"two inputs would both be written to {sorted(dup)[0]}.parquet; convert them separately")
@@ -328,7 +328,7 @@ def directory_inputs(directory: Path) -> list[Path]:
     for p in sorted(directory.iterdir()):
         if not p.is_file() or p.name.startswith("."):
             continue
-        name = svmlight.strip_compression(p.name)
+        name = svmlight_text.strip_compression(p.name)
         if os.path.splitext(name)[1].lower() in TEXT_SUFFIXES:
             found.append(p)
     if not found:
@@ -347,7 +347,7 @@ def check_options(inputs: list[str], options: ConvertOptions) -> None:
     if options.num_features is not None and options.num_features > svmlight.MAX_FEATURES:
         raise UsageError(f"--num-features {options.num_features}: at most {svmlight.MAX_FEATURES} (each feature is a "
                          "dense float32 column; a sparse file with more features does not fit this data model)")
-    if inputs.count(svmlight.STDIN) > 1:
+    if inputs.count(svmlight_text.STDIN) > 1:
         raise UsageError("standard input (-) can be given only once")
 
 
@@ -357,11 +357,11 @@ def expand_inputs(inputs: list[str]) -> tuple[list[str], bool]:
     expanded: list[str] = []
     any_dir = False
     for item in inputs:
-        if item != svmlight.STDIN and Path(item).is_dir():
+        if item != svmlight_text.STDIN and Path(item).is_dir():
             any_dir = True
             expanded.extend(str(p) for p in directory_inputs(Path(item)))
         else:
-            if item != svmlight.STDIN and not Path(item).exists():
+            if item != svmlight_text.STDIN and not Path(item).exists():
                 raise unreadable_input(item)
             expanded.append(item)
     return expanded, any_dir
@@ -370,7 +370,7 @@ def expand_inputs(inputs: list[str]) -> tuple[list[str], bool]:
 def _sidecar(source: str, options: ConvertOptions) -> Path | None:
     if options.query_file is not None:
         return Path(options.query_file)
-    return svmlight.sidecar_for(source)
+    return svmlight_text.sidecar_for(source)
 
 
 def _writer(path: Path, options: ConvertOptions, metadata: dict) -> ChunkWriter:
@@ -417,12 +417,12 @@ def convert(inputs: list[str], output: Path | str, options: ConvertOptions | Non
                          "them; give a directory as --output")
     if not to_stdout:
         check_not_input(output, list(inputs) + expanded + [options.query_file]
-                        + [svmlight.sidecar_for(s) for s in expanded])
+                        + [svmlight_text.sidecar_for(s) for s in expanded])
         check_target(output, overwrite, kind="converted" if directory else "file")
     if directory:
         return _convert_to_directory(expanded, output, options, overwrite, progress, start)
     with atomic_path(output, overwrite) as tmp:
-        writer = _writer(tmp, options, _metadata(options, ",".join(map(svmlight.display_name, expanded))))
+        writer = _writer(tmp, options, _metadata(options, ",".join(map(svmlight_text.display_name, expanded))))
         try:
             conv = _read_into(writer, expanded, options, progress)
             writer.join(tmp, writer.width)
@@ -431,7 +431,7 @@ def convert(inputs: list[str], output: Path | str, options: ConvertOptions | Non
         summary = conv.summary.build(writer.width, has_docid=writer.docid)
     seconds = time.perf_counter() - start
     summary.seconds = seconds
-    return ConvertResult(str(output), False, [FileResult([svmlight.display_name(s) for s in expanded],
+    return ConvertResult(str(output), False, [FileResult([svmlight_text.display_name(s) for s in expanded],
                                                          str(output), summary)], writer.width, seconds, conv.notes)
 
 
@@ -454,7 +454,8 @@ def _convert_to_directory(expanded: list[str], output: Path, options: ConvertOpt
         writers = []
         try:
             for src, name in zip(expanded, names):
-                writer = _writer(tmpdir / f".{name}.parquet", options, _metadata(options, svmlight.display_name(src)))
+                writer = _writer(tmpdir / f".{name}.parquet", options,
+                                 _metadata(options, svmlight_text.display_name(src)))
                 writers.append(writer)
                 file_start = time.perf_counter()
                 conv = _read_into(writer, [src], options, progress)
@@ -464,7 +465,7 @@ def _convert_to_directory(expanded: list[str], output: Path, options: ConvertOpt
             for item in done:
                 item.writer.join(tmpdir / f"{item.name}.parquet", width)
                 summary = item.converter.summary.build(width, has_docid=item.writer.docid, seconds=item.seconds)
-                files.append(FileResult([svmlight.display_name(item.source)], str(output / f"{item.name}.parquet"),
+                files.append(FileResult([svmlight_text.display_name(item.source)], str(output / f"{item.name}.parquet"),
                                         summary))
         finally:
             for writer in writers:

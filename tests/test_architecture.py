@@ -214,7 +214,6 @@ KNOWN: set[str] = {
     'rankcli.experiment has more than 500 lines',
     'rankcli.experiment imports pyarrow outside rankcli.formats',
     'rankcli.formats.atomic has more than 500 lines',
-    'rankcli.formats.svmlight has more than 500 lines',
     'rankcli.formats.trec has more than 500 lines',
     'rankcli.formats.trec imports rankcli.core.measures (formats imports only formats, dataset, errors, compat)',
     'rankcli.propensity imports pyarrow outside rankcli.formats',

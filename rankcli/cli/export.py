@@ -46,7 +46,7 @@ def command(
     stdout_taken(output, json_output)
     start = time.perf_counter()
     if format == Format.svmlight:
-        from rankcli.formats.svmlight import write_svmlight
+        from rankcli.formats.svmlight_writer import write_svmlight
 
         rows = write_svmlight(output, data, overwrite=overwrite)
     else:
@@ -61,8 +61,8 @@ def _export_qrels(data: Path, output: Path | str, overwrite: bool) -> int:
     import numpy as np
 
     from rankcli.formats.atomic import atomic_path
-    from rankcli.formats.parquet import column_names, require_columns
-    from rankcli.formats.svmlight import iter_row_groups, write_lines
+    from rankcli.formats.parquet import column_names, iter_row_groups, require_columns
+    from rankcli.formats.svmlight_writer import write_lines
     from rankcli.formats.trec import qrels_lines
 
     names = column_names(data)

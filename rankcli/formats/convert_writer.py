@@ -17,8 +17,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from rankcli.formats.parquet import ROW_GROUP_ROWS, QueryAlignedWriter, dataset_schema, feature_names
-from rankcli.formats.svmlight import from_numpy, iter_row_groups
+from rankcli.formats.arrow import array_from_numpy
+from rankcli.formats.parquet import ROW_GROUP_ROWS, QueryAlignedWriter, dataset_schema, feature_names, iter_row_groups
 
 
 class Chunk(NamedTuple):
@@ -134,7 +134,8 @@ class ChunkWriter:
             cut = int(change[-1]) + 1
         self._writer_for(chunks)
         labels = np.concatenate([c.labels for c in chunks]) if len(chunks) > 1 else chunks[0].labels
-        columns = {"qid": from_numpy(qids[:cut], pa.int64()), "label": from_numpy(labels[:cut], pa.float64())}
+        columns = {"qid": array_from_numpy(qids[:cut], pa.int64()),
+                   "label": array_from_numpy(labels[:cut], pa.float64())}
         strings = {}
         for key, field, on in (("docid", "docids", self.docid), ("comment", "comments", self.comment)):
             if on:
@@ -200,7 +201,7 @@ def _pad(table: pa.Table, schema: pa.Schema) -> pa.Table:
         if f.name in table.column_names:
             columns.append(table.column(f.name))
         elif f.type == pa.float32():
-            columns.append(from_numpy(np.zeros(n, np.float32), pa.float32()))
+            columns.append(array_from_numpy(np.zeros(n, np.float32), pa.float32()))
         else:
             columns.append(pa.nulls(n, f.type))
     return pa.table(columns, schema=schema)
@@ -218,7 +219,7 @@ def sorted_by_qid(chunks: list[Chunk], step: int) -> Iterator[Chunk]:
     for c in chunks:
         features[at:at + c.n_rows, :c.features.shape[1]] = c.features
         at += c.n_rows
-    take = from_numpy(order, pa.int64())
+    take = array_from_numpy(order, pa.int64())
     docids, comments = (_strings(chunks, field).take(take) if any(getattr(c, field) is not None for c in chunks)
                         else None for field in ("docids", "comments"))
     whole = Chunk(np.concatenate([c.labels for c in chunks])[order], qids[order], np.asfortranarray(features[order]),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from rankcli import __version__
 from rankcli.dataset import Dataset, offsets_from_qids
 from rankcli.errors import InputError, SchemaError
+from rankcli.formats.arrow import array_from_numpy, column_to_numpy
 from rankcli.formats.atomic import atomic_path
 from rankcli.formats.inputs import unreadable_input
 
@@ -128,19 +129,6 @@ def write_table(path: Path | str, table: pa.Table, *, metadata: dict[str, object
                            use_dictionary=use_dictionary)
 
 
-def array_from_numpy(values: np.ndarray, type: pa.DataType | None = None) -> pa.Array:
-    """``pa.array(values, type)`` without importing pandas for fixed-width numeric arrays (pyarrow 26's ``pa.array``
-    imports it, about a second at process start): the numpy data becomes the Arrow buffer. Others use ``pa.array``."""
-    values = np.asarray(values)
-    if values.ndim == 1 and values.dtype.kind in "iuf" and values.dtype.itemsize > 1:
-        arrow_type = type if type is not None else pa.from_numpy_dtype(values.dtype)
-        if pa.types.is_integer(arrow_type) or (pa.types.is_floating(arrow_type) and not
-                                               pa.types.is_float16(arrow_type)):
-            data = np.ascontiguousarray(values, dtype=np.dtype(arrow_type.to_pandas_dtype()))
-            return pa.Array.from_buffers(arrow_type, data.shape[0], [None, pa.py_buffer(data)])
-    return pa.array(values, type)
-
-
 def dataset_table(ds: Dataset, extra_columns: dict[str, np.ndarray] | None = None) -> pa.Table:
     """The Arrow table of a :class:`Dataset` in the data model's column order."""
     columns: dict[str, pa.Array] = {
@@ -196,30 +184,6 @@ def read_table(path: Path | str, columns: list[str] | None = None) -> pa.Table:
 
 def column_names(path: Path | str) -> list[str]:
     return list(open_parquet(path).schema_arrow.names)
-
-
-def column_to_numpy(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """A numeric column as numpy without importing pandas.
-
-    pyarrow 26's ``to_numpy`` imports pandas (about a second at process start); for the fixed-width numeric columns
-    without nulls that the data model uses, viewing the data buffer directly is exact and copy-free (one chunk).
-    Other columns fall back to ``to_numpy``.
-    """
-    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-    parts = []
-    for chunk in chunks:
-        t = chunk.type
-        if chunk.null_count == 0 and (pa.types.is_integer(t) or pa.types.is_floating(t)) and not \
-                pa.types.is_float16(t):
-            dtype = np.dtype(t.to_pandas_dtype())
-            buf = chunk.buffers()[1]
-            parts.append(np.frombuffer(buf, dtype=dtype, count=chunk.offset + len(chunk))[chunk.offset:]
-                         if buf is not None else np.zeros(0, dtype=dtype))
-        else:
-            parts.append(chunk.to_numpy(zero_copy_only=False))
-    if not parts:
-        return np.zeros(0, dtype=np.dtype(column.type.to_pandas_dtype()))
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 #: The data model's qid is int64: a uint64 column is read exactly up to this, and refused beyond.
@@ -312,6 +276,13 @@ def row_group_rows(path: Path | str) -> np.ndarray:
     """The number of rows in each row group of a Parquet file (from the footer; no data is read)."""
     meta = open_parquet(path).metadata
     return np.array([meta.row_group(i).num_rows for i in range(meta.num_row_groups)], dtype=np.int64)
+
+
+def iter_row_groups(path: Path | str, columns: list[str] | None = None) -> Iterator[pa.Table]:
+    """The row groups of a Parquet file one table at a time (``columns``: all when ``None``): a streaming reader."""
+    pf = pq.ParquetFile(str(path))
+    for i in range(pf.num_row_groups):
+        yield pf.read_row_group(i, columns=columns)
 
 
 def read_row_groups(path: Path | str, row_groups: Iterable[int], columns: list[str] | None = None) -> pa.Table:

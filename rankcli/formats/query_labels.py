@@ -9,8 +9,8 @@ import numpy as np
 import pyarrow as pa
 
 from rankcli.errors import SchemaError
+from rankcli.formats.arrow import column_to_numpy
 from rankcli.formats.parquet import column_names, read_table, require_columns
-from rankcli.formats.svmlight import to_numpy
 
 
 class QueryLabels(NamedTuple):
@@ -32,6 +32,6 @@ def read_query_labels(path: Path | str) -> QueryLabels:
         raise SchemaError(f"{path}: qid must be an integer column and label a number column, got {qtype} and {ltype}")
     if table.column("qid").null_count or table.column("label").null_count:
         raise SchemaError(f"{path}: qid and label must not have missing values")
-    qids = to_numpy(table.column("qid")).astype(np.int64, copy=False)
-    labels = to_numpy(table.column("label")).astype(np.float64, copy=False)
+    qids = column_to_numpy(table.column("qid")).astype(np.int64, copy=False)
+    labels = column_to_numpy(table.column("label")).astype(np.float64, copy=False)
     return QueryLabels(qids, labels, names)

@@ -350,8 +350,7 @@ def _arrow_strings(values):
     """An Arrow string array from an Arrow array or a numpy/list of ``str`` (``None`` = null), without pandas."""
     import pyarrow as pa
 
-    from rankcli.formats.parquet import array_from_numpy
-    from rankcli.formats.svmlight import strings_array
+    from rankcli.formats.arrow import array_from_numpy, strings_array
 
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
@@ -377,8 +376,7 @@ def document_names(qids, docids=None, rows=None, *, source: str = "", check: boo
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from rankcli.formats.parquet import array_from_numpy
-    from rankcli.formats.svmlight import scalar
+    from rankcli.formats.arrow import array_from_numpy, scalar
 
     qid_text = _arrow_strings(qids)
     n = len(qid_text)
@@ -410,7 +408,7 @@ def _refuse_repeated_names(qid_text, names, rows, source: str) -> None:
     trec_eval's): refuse it when writing, naming both rows."""
     import pyarrow.compute as pc
 
-    from rankcli.formats.parquet import column_to_numpy  # to_numpy would import pandas
+    from rankcli.formats.arrow import column_to_numpy  # to_numpy would import pandas
 
     q = column_to_numpy(pc.dictionary_encode(qid_text).indices).astype(np.int64)
     d = column_to_numpy(pc.dictionary_encode(names).indices).astype(np.int64)
@@ -437,8 +435,7 @@ def qrels_lines(qids, docids, labels, rows=None, *, source: str = ""):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from rankcli.formats.parquet import array_from_numpy
-    from rankcli.formats.svmlight import scalar
+    from rankcli.formats.arrow import array_from_numpy, scalar
 
     # array_from_numpy / scalar: no pandas import (pa.array, pa.scalar and Python literals in pc calls import it)
     qid_text = _arrow_strings(qids)
@@ -454,7 +451,7 @@ def qrels_lines(qids, docids, labels, rows=None, *, source: str = ""):
 def write_qrels(path: Path | str, qids, docids, labels, *, rows=None, overwrite: bool = False) -> int:
     """Write TREC qrels (``qid 0 docid label``) atomically; returns the number of lines. See :func:`qrels_lines`."""
     from rankcli.formats.atomic import atomic_path
-    from rankcli.formats.svmlight import write_lines
+    from rankcli.formats.svmlight_writer import write_lines
 
     lines = qrels_lines(qids, docids, labels, rows, source=str(path))
     with atomic_path(path, overwrite) as tmp, open(tmp, "wb") as out:

@@ -271,7 +271,7 @@ def test_interrupt_after_the_output_is_in_place_is_success(capsys, monkeypatch, 
     assert (tmp_path / "x.txt").read_text().startswith("2 qid:1840 ")
     monkeypatch.undo()
 
-    import rankcli.formats.svmlight as svmlight
+    import rankcli.formats.svmlight_writer as svmlight
 
     def interrupt_writing(*args, **kwargs):
         raise KeyboardInterrupt

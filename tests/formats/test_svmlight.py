@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 from rankcli.convert import ConvertOptions, convert
 from rankcli.errors import InputError, InputFormatError
 from rankcli.formats.parquet import feature_columns
-from rankcli.formats.svmlight import parse_block, read_query_file, svmlight_lines, write_svmlight
+from rankcli.formats.svmlight import parse_block
+from rankcli.formats.svmlight_text import read_query_file
+from rankcli.formats.svmlight_writer import svmlight_lines, write_svmlight
 
 sklearn_datasets = pytest.importorskip("sklearn.datasets")
 
@@ -218,7 +220,8 @@ def test_read_query_file_errors(tmp_path):
     ("\n# just a comment\n", "in.txt: no data rows (empty input)"),
     # issue 12.3: a finite number too large for its column's type is an error, not a silent inf
     ("1 qid:1 1:1e39\n", "in.txt:1: feature value overflows float32 (largest finite 3.4028235e+38), got '1:1e39'"),
-    ("1 qid:1 2:-3.5e38\n", "in.txt:1: feature value overflows float32 (largest finite 3.4028235e+38), got '2:-3.5e38'"),
+    ("1 qid:1 2:-3.5e38\n",
+     "in.txt:1: feature value overflows float32 (largest finite 3.4028235e+38), got '2:-3.5e38'"),
     ("1 qid:1 1:inf 2:1e400\n", "in.txt:1: feature value overflows float32 (largest finite 3.4028235e+38), "
      "got '2:1e400'"),
     ("1e400 qid:1 1:1\n", "in.txt:1: label overflows float64 (largest finite 1.7976931348623157e+308), got '1e400'"),
@@ -318,7 +321,7 @@ def test_errors_across_blocks_are_reported_in_file_order(tmp_path):
 def test_long_lines_are_refused_with_their_number(tmp_path, monkeypatch):
     """Issue 12.10: a line past MAX_LINE_BYTES is refused (exit 3) with its number, whether it arrives whole in one
     block or grows over many reads without a newline; binary data is named from the first block."""
-    import rankcli.formats.svmlight as svm
+    import rankcli.formats.svmlight_text as svm
 
     monkeypatch.setattr(svm, "MAX_LINE_BYTES", 64)
     long = "1 qid:1 " + " ".join(f"{i}:0.5" for i in range(1, 20)) + "\n"
