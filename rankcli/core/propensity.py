@@ -49,7 +49,9 @@ squares on the log-propensities of the positions before it. Intervals: the perce
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -125,8 +127,15 @@ def _ratios(stats: np.ndarray, method: str, R: int) -> np.ndarray:
 _HARVEST_BLOCK = 1 << 22
 
 
+class _HarvestSums(NamedTuple):
+    pair_sums: np.ndarray  # (Q, 2 R R): c(k, k') then clicks(k, k'), per source query
+    at_k: np.ndarray  # (R,) clicks at k on documents shown at another position too
+    elsewhere: np.ndarray  # (R,) clicks elsewhere on documents shown at k
+    query_of_document: np.ndarray  # (D,) source query of each (densely renumbered) document
+
+
 def _harvest_stats(q_row: np.ndarray, document: np.ndarray, positions: np.ndarray, clicks: np.ndarray,
-                   n_query: np.ndarray, Q: int, R: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                   n_query: np.ndarray, Q: int, R: int) -> _HarvestSums:
     """Per source query, the pair sums of intervention harvesting, (Q, 2 R R): ``c(k, k')`` (see the module
     docstring) then the clicks ``clicks(k, k')`` at ``k`` on documents also shown at ``k'``; and per position the
     clicks at ``k`` on documents shown at another position too, and the clicks elsewhere on documents shown at ``k``.
@@ -153,7 +162,7 @@ def _harvest_stats(q_row: np.ndarray, document: np.ndarray, positions: np.ndarra
     elsewhere = shown.sum(axis=1, keepdims=True) - shown > 0  # shown at some other position too
     at_k = (C * elsewhere).sum(axis=0)
     others = ((C.sum(axis=1, keepdims=True) - C) * shown).sum(axis=0)
-    return out, at_k, others, q_doc
+    return _HarvestSums(out, at_k, others, q_doc)
 
 
 def _harvest_pairs(pair_clicks: np.ndarray, min_clicks: int, R: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -220,10 +229,168 @@ def _power_eta(ratios: np.ndarray, use: np.ndarray, weights: np.ndarray) -> np.n
         return (w * x * y).sum(axis=-1) / (w * x * x).sum(axis=-1)
 
 
+class _Log(NamedTuple):
+    """The checked click log: impressions and their rows."""
+
+    offsets: np.ndarray  # int64 impression boundaries
+    query: np.ndarray  # int64 source query of each impression
+    positions: np.ndarray  # int64, 1-based, per row
+    clicks: np.ndarray  # as given, per row
+    click_f: np.ndarray  # float64 clicks
+    q_row: np.ndarray  # source query of each row
+    length: np.ndarray  # positions each impression shows
+    n_impressions: int
+    n_queries: int
+
+
+class _Statistics(NamedTuple):
+    """One estimator's statistics per source query (the bootstrap's unit), its counts per position, its ratio."""
+
+    stats: np.ndarray  # (Q, k): summed over (resampled) queries, then given to ratio_of
+    ratio_of: Callable[[np.ndarray], np.ndarray]  # (..., k) -> (..., R)
+    num_clicks: np.ndarray  # (R,) the numerator's clicks
+    den_clicks: np.ndarray  # (R,) the denominator's clicks
+    n_imp: np.ndarray  # (R,) impressions long enough to show each position
+    enough: np.ndarray  # (R,) bool, positions whose ratio rests on enough clicks
+    impressions: int  # impressions the estimate uses
+
+
+def _check_options(method: str, fit: str, bootstrap: int, confidence: float) -> None:
+    if method not in METHODS:
+        raise UsageError(f"unknown propensity method {method!r}; expected one of {', '.join(METHODS)}")
+    if fit not in FITS:
+        raise UsageError(f"--fit: expected one of {', '.join(FITS)}, got {fit!r}")
+    if bootstrap < 1:
+        raise UsageError(f"--bootstrap: must be at least 1, got {bootstrap}")
+    if not (0.0 < confidence < 1.0):
+        raise UsageError(f"--confidence: must be within (0, 1), got {confidence:g}")
+
+
+def _checked_log(offsets, query, positions, clicks) -> _Log:
+    offsets = np.asarray(offsets, dtype=np.int64)
+    positions = np.asarray(positions, dtype=np.int64)
+    clicks = np.asarray(clicks)
+    query = np.asarray(query, dtype=np.int64)
+    if offsets.shape[0] == 1:
+        raise InputError("the click log holds no impressions")
+    if positions.size and positions.min() < 1:
+        row = int(np.argmax(positions < 1))
+        raise InputError(f"column position: positions are 1-based, got {int(positions[row])} at row {row}")
+    return _Log(offsets, query, positions, clicks, clicks.astype(np.float64), np.repeat(query, np.diff(offsets)),
+                _impression_lengths(offsets, positions), offsets.shape[0] - 1, int(query.max()) + 1)
+
+
+def _positions(log: _Log, max_position: int | None, lengths: np.ndarray) -> int:
+    """R, the positions estimated: ``max_position`` (default the longest of ``lengths``), at most the longest list."""
+    max_position = int(lengths.max()) if max_position is None else int(max_position)
+    return max(1, min(max_position, int(log.length.max())))
+
+
+def _enough(num_clicks: np.ndarray, den_clicks: np.ndarray, min_clicks: int) -> np.ndarray:
+    enough = (num_clicks >= min_clicks) & (den_clicks >= min_clicks)
+    enough[0] = den_clicks[0] >= min_clicks
+    return enough
+
+
+def _click_rate_statistics(log: _Log, max_position: int | None, min_clicks: int) -> _Statistics:
+    R = _positions(log, max_position, log.length)
+    M, Q = log.n_impressions, log.n_queries
+    num = _per_query_by_position(log.q_row, log.positions, log.click_f, Q, R)  # clicks at r
+    # Clicks at position 1 of the impressions showing r (position 1 is each impression's first row in a rankcli log;
+    # found by position, not by row order, to be safe).
+    c1 = np.zeros(M)
+    at1 = log.positions == 1
+    c1[np.repeat(np.arange(M), np.diff(log.offsets))[at1]] = log.click_f[at1]
+    den = _at_least(log.query, log.length, c1, Q, R)
+    num_clicks, den_clicks = num.sum(axis=0), den.sum(axis=0)
+    return _Statistics(np.concatenate((num, den), axis=1), lambda summed: _ratios(summed, "click-rate", R),
+                       num_clicks, den_clicks, _at_least(log.query, log.length, None, Q, R).sum(axis=0),
+                       _enough(num_clicks, den_clicks, min_clicks), M)
+
+
+def _swap_statistics(log: _Log, max_position: int | None, tracked, swap_position, min_clicks: int) -> _Statistics:
+    if tracked is None or swap_position is None:
+        raise UsageError("the swap ratio estimator needs the swapped document's rows and the swap position K")
+    length_row = np.repeat(log.length, np.diff(log.offsets))
+    K = int(swap_position)
+    intervened = log.length >= K
+    if not intervened.any():
+        raise InputError(f"no impression shows position {K} (the swapped one): nothing was intervened on")
+    R = _positions(log, max_position, log.length[intervened])
+    Q, q_row, positions, click_f = log.n_queries, log.q_row, log.positions, log.click_f
+    sel = tracked.astype(bool) & (length_row >= K)
+    imp_of_row = np.repeat(np.arange(log.n_impressions), np.diff(log.offsets))
+    c_r = _per_query_by_position(q_row[sel], positions[sel], click_f[sel], Q, R)
+    n_r = _per_query_by_position(q_row[sel], positions[sel], None, Q, R)
+    at1 = sel & (positions == 1)
+    imp1 = imp_of_row[at1]
+    c_1 = _at_least(log.query[imp1], log.length[imp1], click_f[at1], Q, R)
+    n_1 = _at_least(log.query[imp1], log.length[imp1], None, Q, R)
+    num_clicks, den_clicks = c_r.sum(axis=0), c_1.sum(axis=0)
+    return _Statistics(np.concatenate((c_r, n_r, c_1, n_1), axis=1), lambda summed: _ratios(summed, "swap-ratio", R),
+                       num_clicks, den_clicks,
+                       _at_least(log.query[intervened], log.length[intervened], None, Q, R).sum(axis=0),
+                       _enough(num_clicks, den_clicks, min_clicks), int(np.count_nonzero(intervened)))
+
+
+def _harvest_statistics(log: _Log, max_position: int | None, document, min_clicks: int) -> _Statistics:
+    if document is None:
+        raise UsageError("intervention harvesting needs the document of every row")
+    R = _positions(log, max_position, log.length)
+    Q = log.n_queries
+    n_query = np.bincount(log.query, minlength=Q)
+    sums = _harvest_stats(log.q_row, np.asarray(document, dtype=np.int64), log.positions, log.click_f, n_query, Q, R)
+    pairs, pair_w, h_stop = _harvest_pairs(sums.pair_sums[:, R * R:].sum(axis=0), min_clicks, R)
+    if h_stop <= 1 and R > 1 and not pairs.shape[0]:
+        raise InputError(
+            f"no document was shown at position 1 by one policy and at another position by another with {min_clicks}"
+            " clicks on each side: no intervention links position 1 to the rest; log more impressions or rankers "
+            "whose orders differ more")
+    return _Statistics(sums.pair_sums, lambda summed: _harvest_fit(summed, pairs, pair_w, h_stop, R), sums.at_k,
+                       sums.elsewhere, _at_least(log.query, log.length, None, Q, R).sum(axis=0),
+                       np.arange(R) < h_stop, log.n_impressions)
+
+
+def _stop_note(st: _Statistics, stop: int, method: str, fit: str, min_clicks: int) -> list[str]:
+    """What the report says about the first position with too few clicks (0-based ``stop``), if any."""
+    if stop >= st.enough.shape[0]:
+        return []
+    said = (f"position {stop + 1}: no intervention pair with an earlier position rests on {min_clicks} clicks "
+            "each way; " if method == "harvest" else
+            f"position {stop + 1}: {int(min(st.num_clicks[stop], st.den_clicks[stop]))} click(s), fewer than "
+            f"{min_clicks}; ")
+    return [said + ("positions from here on follow the fitted (1/r)^eta" if fit == "power"
+                    else "the estimate stops there (--fit power extrapolates (1/r)^eta)")]
+
+
+def _bootstrap(st: _Statistics, bootstrap: int, rng: np.random.Generator,
+               power: tuple[np.ndarray, np.ndarray] | None) -> tuple[np.ndarray, np.ndarray | None]:
+    """Replicates of the propensities (bootstrap, R) over source queries (replicate weights: how often each query is
+    drawn), chunk by chunk; and with ``power = (use, weights)`` the power fit's eta of each replicate."""
+    Q = st.stats.shape[0]
+    reps = np.empty((bootstrap, st.enough.shape[0]))
+    etas = np.empty(bootstrap) if power is not None else None
+    stats_t = np.ascontiguousarray(st.stats.T)  # (k R, Q): the product below runs fast with this layout
+    dtype = np.int32 if Q < 2 ** 31 else np.int64
+    W = np.empty((_BOOTSTRAP_CHUNK, Q))
+    for a in range(0, bootstrap, _BOOTSTRAP_CHUNK):
+        b = min(bootstrap, a + _BOOTSTRAP_CHUNK)
+        draws = rng.integers(0, Q, size=(b - a, Q), dtype=dtype)
+        for i in range(b - a):  # a loop over replicates (not queries): one cache-sized bincount each
+            W[i] = np.bincount(draws[i], minlength=Q)
+        rep = st.ratio_of((stats_t @ W[:b - a].T).T)
+        rep[:, 0] = 1.0
+        reps[a:b] = rep
+        if power is not None and power[0].any():
+            etas[a:b] = _power_eta(rep, power[0][None, :], power[1][None, :])
+    return reps, etas
+
+
 def estimate(offsets: np.ndarray, query: np.ndarray, positions: np.ndarray, clicks: np.ndarray, *,
              method: str = "click-rate", max_position: int | None = None, tracked: np.ndarray | None = None,
-             swap_position: int | None = None, document: np.ndarray | None = None, bootstrap: int = 1000, confidence: float = 0.95,
-             min_clicks: int = MIN_CLICKS, fit: str = "none", rng: np.random.Generator) -> PropensityEstimate:
+             swap_position: int | None = None, document: np.ndarray | None = None, bootstrap: int = 1000,
+             confidence: float = 0.95, min_clicks: int = MIN_CLICKS, fit: str = "none",
+             rng: np.random.Generator) -> PropensityEstimate:
     """Estimate the examination propensity of positions ``1..max_position`` relative to position 1.
 
     Parameters
@@ -257,163 +424,77 @@ def estimate(offsets: np.ndarray, query: np.ndarray, positions: np.ndarray, clic
         What follows the first position with too few clicks: nothing (the estimate stops) or ``(1/r)**eta``.
     rng : numpy.random.Generator
         The bootstrap's randomness.
-
-    Returns
-    -------
-    PropensityEstimate
     """
-    if method not in METHODS:
-        raise UsageError(f"unknown propensity method {method!r}; expected one of {', '.join(METHODS)}")
-    if fit not in FITS:
-        raise UsageError(f"--fit: expected one of {', '.join(FITS)}, got {fit!r}")
-    if bootstrap < 1:
-        raise UsageError(f"--bootstrap: must be at least 1, got {bootstrap}")
-    if not (0.0 < confidence < 1.0):
-        raise UsageError(f"--confidence: must be within (0, 1), got {confidence:g}")
-    offsets = np.asarray(offsets, dtype=np.int64)
-    positions = np.asarray(positions, dtype=np.int64)
-    clicks = np.asarray(clicks)
-    query = np.asarray(query, dtype=np.int64)
-    M = offsets.shape[0] - 1
-    if M == 0:
-        raise InputError("the click log holds no impressions")
-    if positions.size and positions.min() < 1:
-        row = int(np.argmax(positions < 1))
-        raise InputError(f"column position: positions are 1-based, got {int(positions[row])} at row {row}")
-    Q = int(query.max()) + 1
-    length = _impression_lengths(offsets, positions)
+    _check_options(method, fit, bootstrap, confidence)
+    log = _checked_log(offsets, query, positions, clicks)
     if method == "swap-ratio":
-        if tracked is None or swap_position is None:
-            raise UsageError("the swap ratio estimator needs the swapped document's rows and the swap position K")
-        length_row = np.repeat(length, np.diff(offsets))
-        K = int(swap_position)
-        intervened = length >= K
-        if not intervened.any():
-            raise InputError(f"no impression shows position {K} (the swapped one): nothing was intervened on")
-        max_position = int(length[intervened].max()) if max_position is None else int(max_position)
-    else:
-        if method == "harvest" and document is None:
-            raise UsageError("intervention harvesting needs the document of every row")
-        max_position = int(length.max()) if max_position is None else int(max_position)
-    R = max(1, min(max_position, int(length.max())))
-    q_row = np.repeat(query, np.diff(offsets))
-    first = offsets[:-1]
-    click_f = clicks.astype(np.float64)
-    if method == "click-rate":
-        num = _per_query_by_position(q_row, positions, click_f, Q, R)  # clicks at r
-        # Clicks at position 1 of the impressions showing r (position 1 is each impression's first row in a rankcli
-        # log; found by position, not by row order, to be safe).
-        c1 = np.zeros(M)
-        at1 = positions == 1
-        c1[np.repeat(np.arange(M), np.diff(offsets))[at1]] = click_f[at1]
-        den = _at_least(query, length, c1, Q, R)
-        stats = np.concatenate((num, den), axis=1)  # (Q, 2R)
-        n_imp = _at_least(query, length, None, Q, R).sum(axis=0)
-        num_clicks, den_clicks = num.sum(axis=0), den.sum(axis=0)
+        st = _swap_statistics(log, max_position, tracked, swap_position, min_clicks)
     elif method == "harvest":
-        n_query = np.bincount(query, minlength=Q)
-        stats, num_clicks, den_clicks, _ = _harvest_stats(q_row, np.asarray(document, dtype=np.int64), positions,
-                                                          click_f, n_query, Q, R)
-        n_imp = _at_least(query, length, None, Q, R).sum(axis=0)
-        pairs, pair_w, h_stop = _harvest_pairs(stats[:, R * R:].sum(axis=0), min_clicks, R)
-        if h_stop <= 1 and R > 1 and not pairs.shape[0]:
-            raise InputError(
-                f"no document was shown at position 1 by one policy and at another position by another with {min_clicks}"
-                " clicks on each side: no intervention links position 1 to the rest; log more impressions or rankers "
-                "whose orders differ more")
+        st = _harvest_statistics(log, max_position, document, min_clicks)
     else:
-        sel = tracked.astype(bool) & (length_row >= K)
-        imp_of_row = np.repeat(np.arange(M), np.diff(offsets))
-        c_r = _per_query_by_position(q_row[sel], positions[sel], click_f[sel], Q, R)
-        n_r = _per_query_by_position(q_row[sel], positions[sel], None, Q, R)
-        at1 = sel & (positions == 1)
-        imp1 = imp_of_row[at1]
-        c_1 = _at_least(query[imp1], length[imp1], click_f[at1], Q, R)
-        n_1 = _at_least(query[imp1], length[imp1], None, Q, R)
-        stats = np.concatenate((c_r, n_r, c_1, n_1), axis=1)  # (Q, 4R)
-        n_imp = _at_least(query[intervened], length[intervened], None, Q, R).sum(axis=0)
-        num_clicks, den_clicks = c_r.sum(axis=0), c_1.sum(axis=0)
-    if method == "harvest":
-        def ratio_of(summed):
-            return _harvest_fit(summed, pairs, pair_w, h_stop, R)
-    else:
-        def ratio_of(summed):
-            return _ratios(summed, method, R)
-    point = ratio_of(stats.sum(axis=0))
+        st = _click_rate_statistics(log, max_position, min_clicks)
+    R = st.enough.shape[0]
+    point = st.ratio_of(st.stats.sum(axis=0))
     point[0] = 1.0
-    if method == "harvest":
-        enough = np.arange(R) < h_stop
-    else:
-        enough = (num_clicks >= min_clicks) & (den_clicks >= min_clicks)
-        enough[0] = den_clicks[0] >= min_clicks
-    if not enough[0]:
-        raise InputError(f"position 1 has {int(den_clicks[0])} click(s), fewer than {min_clicks}: too few to "
+    if not st.enough[0]:
+        raise InputError(f"position 1 has {int(st.den_clicks[0])} click(s), fewer than {min_clicks}: too few to "
                          "normalise any propensity; simulate more impressions")
-    short = np.flatnonzero(~enough)
+    short = np.flatnonzero(~st.enough)
     stop = int(short[0]) if short.shape[0] else R  # 0-based index of the first position with too few clicks
-    notes = []
-    if stop < R:
-        said = (f"position {stop + 1}: no intervention pair with an earlier position rests on {min_clicks} clicks "
-                "each way; " if method == "harvest" else
-                f"position {stop + 1}: {int(min(num_clicks[stop], den_clicks[stop]))} click(s), fewer than "
-                f"{min_clicks}; ")
-        notes.append(said + ("positions from here on follow the fitted (1/r)^eta" if fit == "power"
-                                          else "the estimate stops there (--fit power extrapolates (1/r)^eta)"))
-    # Bootstrap: replicate weights over source queries (how often each query is drawn), in chunks.
-    alpha = (1.0 - confidence) / 2.0
-    reps = np.empty((bootstrap, R))
-    etas = np.empty(bootstrap) if fit == "power" else None
     use = np.zeros(R, bool)
     use[1:stop] = True
-    fit_info = None
-    eta_hat = None
-    if fit == "power":
-        if stop <= 1 or not use.any():
-            if stop < R:
-                raise InputError(f"--fit power: no position after the first has {min_clicks} clicks to fit eta on; "
-                                 "simulate more impressions")
-        weights = np.zeros(R)
-        with np.errstate(divide="ignore"):
-            weights[use] = 1.0 / (1.0 / num_clicks[use] + 1.0 / den_clicks[use])  # inverse delta-method variance
-        eta_hat = float(_power_eta(point, use, weights)) if use.any() else float("nan")
-    stats_t = np.ascontiguousarray(stats.T)  # (k R, Q): the product below runs fast with this layout
-    dtype = np.int32 if Q < 2 ** 31 else np.int64
-    W = np.empty((_BOOTSTRAP_CHUNK, Q))
-    for a in range(0, bootstrap, _BOOTSTRAP_CHUNK):
-        b = min(bootstrap, a + _BOOTSTRAP_CHUNK)
-        draws = rng.integers(0, Q, size=(b - a, Q), dtype=dtype)
-        for i in range(b - a):  # a loop over replicates (not queries): one cache-sized bincount each
-            W[i] = np.bincount(draws[i], minlength=Q)
-        rep = ratio_of((stats_t @ W[:b - a].T).T)
-        rep[:, 0] = 1.0
-        reps[a:b] = rep
-        if etas is not None and use.any():
-            etas[a:b] = _power_eta(rep, use[None, :], weights[None, :])
-    with np.errstate(invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a position no replicate defines: NaN (null in JSON)
-        lo = np.nanquantile(reps, alpha, axis=0)
-        hi = np.nanquantile(reps, 1.0 - alpha, axis=0)
+    power = _power_weights(st, use, stop, min_clicks) if fit == "power" else None
+    eta_hat = (float(_power_eta(point, use, power[1])) if use.any() else float("nan")) if power else None
+    reps, etas = _bootstrap(st, bootstrap, rng, power)
+    alpha = (1.0 - confidence) / 2.0
+    lo, hi = _percentiles(reps, alpha)
     lo[0] = hi[0] = 1.0
     fitted = np.zeros(R, bool)
-    if fit == "power" and stop < R:
-        r = np.arange(1, R + 1, dtype=np.float64)
+    fit_info = _power_tail(point, lo, hi, fitted, etas, eta_hat, use, stop, alpha) if fit == "power" else None
+    keep = R if fit == "power" else stop
+    return PropensityEstimate(
+        method=method, positions=np.arange(1, keep + 1), propensity=point[:keep], ci_low=lo[:keep],
+        ci_high=hi[:keep], fitted=fitted[:keep], clicks_by_position=st.num_clicks[:keep].astype(np.int64),
+        reference_clicks=st.den_clicks[:keep].astype(np.int64),
+        impressions_by_position=st.n_imp[:keep].astype(np.int64), impressions=st.impressions,
+        clicks=int(log.clicks.sum()), queries=log.n_queries, bootstrap=int(bootstrap), confidence=float(confidence),
+        min_clicks=int(min_clicks), stopped_at=None if stop >= R else stop + 1, max_position=R, fit=fit_info,
+        notes=_stop_note(st, stop, method, fit, min_clicks),
+    )
+
+
+def _percentiles(values: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """The ``alpha`` and ``1 - alpha`` quantiles of ``values`` over replicates (axis 0), NaNs left out; NaN where no
+    replicate defines the value (null in JSON)."""
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanquantile(values, alpha, axis=0), np.nanquantile(values, 1.0 - alpha, axis=0)
+
+
+def _power_weights(st: _Statistics, use: np.ndarray, stop: int, min_clicks: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(use, weights)`` of the power fit: the positions it is fitted on (``2..stop``) and their inverse
+    delta-method variances; an :class:`InputError` when there is nothing to fit and a position needs the fit."""
+    R = use.shape[0]
+    if (stop <= 1 or not use.any()) and stop < R:
+        raise InputError(f"--fit power: no position after the first has {min_clicks} clicks to fit eta on; "
+                         "simulate more impressions")
+    weights = np.zeros(R)
+    with np.errstate(divide="ignore"):
+        weights[use] = 1.0 / (1.0 / st.num_clicks[use] + 1.0 / st.den_clicks[use])  # inverse delta-method variance
+    return use, weights
+
+
+def _power_tail(point, lo, hi, fitted, etas, eta_hat, use, stop, alpha) -> dict | None:
+    """From 0-based position ``stop`` on, the fitted ``r**-eta`` and the replicates' percentile interval (in place,
+    marked in ``fitted``); returns the power fit's record (``None`` when no position was fitted on)."""
+    if stop < point.shape[0]:
+        r = np.arange(1, point.shape[0] + 1, dtype=np.float64)
         fitted[stop:] = True
         point[stop:] = r[stop:] ** -eta_hat
         curves = r[None, stop:] ** -etas[:, None]
         lo[stop:] = np.nanquantile(curves, alpha, axis=0)
         hi[stop:] = np.nanquantile(curves, 1.0 - alpha, axis=0)
-        keep = R
-    else:
-        keep = stop
-    if fit == "power" and use.any():
-        fit_info = {"model": "power", "eta": eta_hat,
-                    "eta_ci": [float(np.nanquantile(etas, alpha)), float(np.nanquantile(etas, 1.0 - alpha))],
-                    "positions_used": [int(i + 1) for i in np.flatnonzero(use)]}
-    return PropensityEstimate(
-        method=method, positions=np.arange(1, keep + 1), propensity=point[:keep], ci_low=lo[:keep],
-        ci_high=hi[:keep], fitted=fitted[:keep], clicks_by_position=num_clicks[:keep].astype(np.int64),
-        reference_clicks=den_clicks[:keep].astype(np.int64), impressions_by_position=n_imp[:keep].astype(np.int64),
-        impressions=int(M if method != "swap-ratio" else np.count_nonzero(intervened)), clicks=int(clicks.sum()),
-        queries=Q, bootstrap=int(bootstrap), confidence=float(confidence), min_clicks=int(min_clicks),
-        stopped_at=None if stop >= R else stop + 1, max_position=R, fit=fit_info, notes=notes,
-    )
+    if not use.any():
+        return None
+    return {"model": "power", "eta": eta_hat, "eta_ci": [float(v) for v in _percentiles(etas, alpha)],
+            "positions_used": [int(i + 1) for i in np.flatnonzero(use)]}
