@@ -17,7 +17,6 @@ Returns :class:`EvalReport` objects; never prints (rendering lives in :mod:`rank
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -431,19 +430,11 @@ def write_per_query(path: Path | str, report: EvalReport, *, overwrite: bool = F
     """One row per query: ``qid`` then a float64 column per metric (NaN where skipped), written atomically.
 
     The footer records ``kind=per-query``, the convention (JSON) and the source, so ``rankcli compare`` can check that
-    files it compares were evaluated alike.
+    files it compares were evaluated alike (:mod:`rankcli.formats.metric_file`).
     """
-    import pyarrow as pa
+    from rankcli.formats.metric_file import write_metric_file
 
-    from rankcli.formats.parquet import write_table
-
-    qids = report.qids
-    qcol = pa.array(qids, pa.int64()) if np.issubdtype(np.asarray(qids).dtype, np.integer) else pa.array(
-        [str(q) for q in qids], pa.string())
-    columns = {"qid": qcol}
     specs = [s for s in report.specs if str(s) in report.result.per_query]  # runid is printed, not a column
-    for spec in specs:
-        columns[str(spec)] = pa.array(report.result.per_query[str(spec)], pa.float64())
-    meta = {"kind": "per-query", "convention": json.dumps(report.result.convention.as_dict()),
-            "metrics": [str(s) for s in specs], "source": report.source}
-    write_table(path, pa.table(columns), metadata=meta, overwrite=overwrite, query_aligned=False)
+    write_metric_file(path, report.qids, {str(s): report.result.per_query[str(s)] for s in specs},
+                      convention=report.result.convention.as_dict(), extra={"source": report.source},
+                      overwrite=overwrite)

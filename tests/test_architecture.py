@@ -206,8 +206,6 @@ KNOWN: set[str] = {
     'rankcli.cli.simulate_clicks imports pyarrow outside rankcli.formats',
     'rankcli.cli.simulate_clicks.command has more than 80 lines',
     'rankcli.cli.train.command has more than 80 lines',
-    'rankcli.compare has more than 500 lines',
-    'rankcli.compare imports pyarrow outside rankcli.formats',
     'rankcli.evaluate imports pyarrow outside rankcli.formats',
     'rankcli.evaluate.load_trec_run has more than 80 lines',
     'rankcli.experiment has more than 500 lines',
