@@ -232,6 +232,20 @@ def test_labels_checked_like_single_machine(client, sample, tmp_path):
     assert result.label_values == [0.0, 0.25, 0.5, 0.75, 1.0]
 
 
+def test_labels_beyond_float32_are_refused_like_single_machine(client, sample, tmp_path):
+    """pointwise (LightGBM's regression) keeps labels as float32: --dask trained on an inf label where single-machine
+    training refuses it; both now check the labels by one rule (rankcli.train.trainable_labels)."""
+    from rankcli.errors import InputError
+    from rankcli.train import TrainConfig
+
+    ds = parquet.read_dataset(sample / "train.parquet")
+    ds.labels = ds.labels.copy()
+    ds.labels[3] = 1e39
+    path = write_row_groups(ds, tmp_path / "huge.parquet", 500)
+    with pytest.raises(InputError, match=r"keeps labels as 32-bit floats, which end at 3.403e\+38, got a label of 1e"):
+        rd.train_distributed(client, path, None, TrainConfig(loss="pointwise", trees=2, early_stopping=0))
+
+
 def test_training_file_must_be_visible_to_every_worker(client, sample, monkeypatch):
     from rankcli.errors import InputError
     from rankcli.train import TrainConfig

@@ -126,26 +126,19 @@ def _plan_on_cluster(client: distributed.Client, train_path: Path | str, valid: 
 
 
 def _training_labels(y: Any, config: Any, train_path: Path | str) -> tuple[Any, int | None, list[float] | None]:
-    """The labels LightGBM trains on (grades with ``label_grades``), checked as single-machine training checks them;
-    the largest grade (``lambdamart``) and the label value of each grade (``label_grades``)."""
+    """The labels LightGBM trains on (grades with ``label_grades``), checked by single-machine training's rule on the
+    distinct label values; the largest grade (``lambdamart``) and the label value of each grade (``label_grades``)."""
     import dask.array as da
 
-    from rankcli.core.labels import require_integer_grades
-    from rankcli.train import INTEGER_LABEL_LOSSES, LOSSES, REAL_LABEL_HINT, check_grade_range
+    from rankcli.train import trainable_labels
 
     values = np.asarray(da.unique(y).compute(), dtype=np.float64)
     if not np.all(np.isfinite(values)):
         raise InputError(f"{train_path}: some label is not a finite number, got {values[~np.isfinite(values)][0]}")
-    label_values = None
+    grades, label_values = trainable_labels(values, config)
     if config.label_grades:
-        label_values = [float(v) for v in values]
         y = y.map_blocks(lambda b, v=values: np.searchsorted(v, b).astype(np.float64), dtype=np.float64)
-        values = np.arange(values.shape[0], dtype=np.float64)
-    if config.loss in INTEGER_LABEL_LOSSES:
-        consumer = f"--loss {config.loss} (LightGBM {LOSSES[config.loss]})"
-        require_integer_grades(values, consumer, REAL_LABEL_HINT)
-        check_grade_range(config.loss, values, config.label_grades)
-    max_grade = int(values.max()) if config.loss == "lambdamart" else None
+    max_grade = int(grades.max()) if config.loss == "lambdamart" else None
     return y, max_grade, label_values
 
 
@@ -173,56 +166,44 @@ def _fit(client: distributed.Client, data: tuple[Any, Any, Any], feature_names: 
     return model.booster_, time.perf_counter() - start
 
 
-def _early_stopping_point(curve: list[float], patience: int) -> tuple[int, int]:
-    """(trees single-machine training would have trained, best number of trees) under ``train``'s stopping rule."""
-    best, best_iter = -np.inf, -1
-    for t, value in enumerate(curve):
-        if not np.isnan(value) and value > best:
-            best, best_iter = value, t
-        if patience > 0 and best_iter >= 0 and t - best_iter >= patience:
-            return t + 1, best_iter + 1
-    if patience > 0 and best_iter >= 0:
-        return len(curve), best_iter + 1
-    return len(curve), len(curve)
+def _validation_curve(booster: Any, valid: Any, config: Any, on_iteration: OnIteration | None
+                      ) -> tuple[str, list[float]]:
+    """The validation metric's name and its value after each tree, from one tree's contribution at a time (the cost
+    of one prediction); ``on_iteration(tree, value, best so far)`` as each is known."""
+    from rankcli.train import EarlyStopping, metric_function
 
-
-def _validation_curve(booster: Any, valid: Any, metric: str, convention: str, n_trees: int,
-                      on_iteration: OnIteration | None) -> tuple[str, list[float]]:
-    """The validation metric after each tree, from one tree's contribution at a time (same cost as one prediction)."""
-    from rankcli.core import metrics
-
-    spec = metrics.parse_metric(metric)
-    conv = metrics.Convention.preset(convention)
+    name, metric = metric_function(config.select_by, config.convention)
     labels = np.asarray(valid.labels, dtype=np.float64)
     scores = np.zeros(valid.n_rows, dtype=np.float64)
-    curve: list[float] = []
-    best = None
-    for t in range(n_trees):
+    progress = EarlyStopping(0)  # keeps the best value so far, never stops
+    for t in range(booster.current_iteration()):
         scores += booster.predict(valid.features, start_iteration=t, num_iteration=1)
-        value = float(metrics.evaluate([spec], labels, scores, valid.offsets, conv).means[str(spec)])
-        curve.append(value)
-        if not np.isnan(value) and (best is None or value > best):
-            best = value
+        progress.update(metric(labels, scores, valid.offsets))
         if on_iteration is not None:
-            on_iteration(t + 1, value, best)
-    return str(spec), curve
+            on_iteration(t + 1, progress.curve[-1], progress.best if progress.best_iter >= 0 else None)
+    return name, progress.curve
 
 
 def _select(booster: Any, valid: Any, config: Any, on_iteration: OnIteration | None
             ) -> tuple[Any, int, list[float], str | None]:
-    """Model selection after training: the booster cut at the best iteration, that iteration, the validation curve
-    and the metric's name (``None`` without validation)."""
+    """Model selection after training, by ``rankcli train``'s rule (:class:`rankcli.train.EarlyStopping`): the
+    booster cut at the best iteration, that iteration, the validation curve and the metric's name (``None`` without
+    validation)."""
     import lightgbm
+
+    from rankcli.train import EarlyStopping
 
     trees_trained = booster.current_iteration()
     curve: list[float] = []
     metric_name = None
     best_iteration = trees_trained
     if valid is not None:
-        metric_name, curve = _validation_curve(booster, valid, config.select_by, config.convention, trees_trained,
-                                               on_iteration)
-        if config.early_stopping > 0:
-            _stop, best_iteration = _early_stopping_point(curve, config.early_stopping)
+        metric_name, curve = _validation_curve(booster, valid, config, on_iteration)
+        rule = EarlyStopping(config.early_stopping)
+        for value in curve:
+            if rule.update(value):
+                break
+        best_iteration = rule.best_iteration(trees_trained)
     elif on_iteration is not None:
         for t in range(trees_trained):
             on_iteration(t + 1, None, None)
@@ -249,11 +230,8 @@ def train_distributed(client: distributed.Client, train_path: Path | str, valid:
     """
     from rankcli.train import TrainResult, resolve_params
 
+    config.validate()  # a configuration changed after it was built is checked again
     check_dask_loss(config.loss)
-    if config.trees < 1:
-        raise UsageError(f"--trees must be at least 1, got {config.trees}")
-    if config.early_stopping < 0:
-        raise UsageError(f"--early-stopping must be 0 (off) or a positive number of trees, got {config.early_stopping}")
     plan, workers = _plan_on_cluster(client, train_path, valid, rows_per_partition)
     X, y, group = load_partitions(client, plan)
     y, max_grade, label_values = _training_labels(y, config, train_path)
@@ -316,9 +294,7 @@ def save_distributed_model(result: Any, config: Any, info: DistributedInfo, mode
     ``result`` and ``config``: the :class:`rankcli.train.TrainResult` and its configuration; ``info``: where it was
     trained; ``train_path``/``valid_path``: the data files (their SHA-256 is recorded); ``feature_names``: the
     model's features. Returns the ``rankcli.json`` content."""
-    from rankcli.train import model_info, write_model_dir
+    from rankcli.train import save_model
 
-    content = model_info(result, config, train_path=train_path, valid_path=valid_path, feature_names=feature_names)
-    content["dask"] = info.as_dict()
-    return write_model_dir(model_dir, result.booster.model_to_string(num_iteration=result.best_iteration), content,
-                           overwrite=overwrite)
+    return save_model(result, config, model_dir, train_path=train_path, valid_path=valid_path,
+                      feature_names=feature_names, overwrite=overwrite, extra={"dask": info.as_dict()})
