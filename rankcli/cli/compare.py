@@ -37,7 +37,8 @@ from typing import Annotated
 
 import typer
 
-from rankcli.cli.eval import Gain, NoRelevant, Preset, Ties
+from rankcli.cli import options as opt
+from rankcli.cli.options import Correction, Gain, NoRelevant, Preset, Ties
 
 NAME = "compare"
 SHORT_HELP = "Compare runs per query with significance tests."
@@ -48,13 +49,6 @@ class Test(str, Enum):
     permutation = "permutation"
     wilcoxon = "wilcoxon"
     bootstrap = "bootstrap"
-
-
-class Correction(str, Enum):
-    holm = "holm"
-    bonferroni = "bonferroni"
-    bh = "bh"
-    none = "none"
 
 
 class Format(str, Enum):
@@ -69,48 +63,34 @@ def command(
     qrels: Annotated[Path | None, typer.Option("--qrels", help="TREC qrels for TREC runs.")] = None,
     name: Annotated[list[str] | None, typer.Option("--name", help="Name of a run (repeat once per run, in order).",
                                                       show_default=False)] = None,
-    metric: Annotated[list[str] | None, typer.Option(
-        "--metric", "-m", help="Metric to compare (repeatable; ndcg@1,3,5 is shorthand). Default: ndcg@5 and ndcg@10 "
-        "for runs, every metric column the per-query files share.", show_default=False)] = None,
+    metric: Annotated[list[str] | None, opt.metric(
+        "Metric to compare (repeatable; ndcg@1,3,5 is shorthand)",
+        default="ndcg@5 and ndcg@10 for runs, every metric column the per-query files share")] = None,
     test: Annotated[Test, typer.Option("--test", help="The paired test (two-sided).")] = Test.ttest,
     alpha: Annotated[float, typer.Option("--alpha", help="Significance level for the adjusted p-values.")] = 0.01,
-    correction: Annotated[Correction | None, typer.Option(
-        "--correction", help="Multiple-testing correction over all tests of the report. Default: holm with more "
-        "than one test, else none.", show_default=False)] = None,
+    correction: Annotated[Correction | None, opt.correction(default="holm with more than one test, else none")] = None,
     baseline: Annotated[str | None, typer.Option(
-        "--baseline", help="The run (name or path) every other run is tested against. Default: the first of two "
-        "runs; all pairs for more.", show_default=False)] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the permutation and bootstrap tests.")] = 0,
+        "--baseline", help="The run (name or path) every other run is tested against (default: the first of two "
+        "runs; all pairs for more).", show_default=False)] = None,
+    seed: Annotated[int, opt.seed("the permutation and bootstrap tests", result="p-values")] = 0,
     permutations: Annotated[int, typer.Option(
         "--permutations", help="Sign-flip permutations (permutation test) or resamples (bootstrap).")] = 10000,
     intersect: Annotated[bool, typer.Option(
         "--intersect", help="Compare on the queries every run has with identical labels instead of failing.")] = False,
-    convention: Annotated[Preset | None, typer.Option(
-        "--convention", help="Metric convention preset, as in eval: paper (exp gain, skip, input order), lightgbm "
-        "(exp gain, one, input order), sklearn (linear gain, zero, average ties), trec (linear gain, zero, ties by "
-        "docid descending, as trec_eval). Default: trec with --qrels (TREC runs), paper otherwise. Runs only: "
-        "per-query files carry the convention they were evaluated under.", show_default=False)] = None,
-    gain: Annotated[Gain | None, typer.Option("--gain", help="Override the preset's gain: 2^y-1 or y.",
-                                                 show_default=False)] = None,
-    no_relevant: Annotated[NoRelevant | None, typer.Option(
-        "--no-relevant", help="Override: queries without a relevant document are skipped, score 1 or 0.",
-        show_default=False)] = None,
-    ties: Annotated[Ties | None, typer.Option(
-        "--ties", help="Override: equal scores in input order, averaged over their permutations, or ordered by docid "
-        "descending in byte order (trec_eval's rule).", show_default=False)] = None,
-    threshold: Annotated[float | None, typer.Option(
-        "--threshold", help="mrr/map/precision/recall: a document is relevant when label >= this. Default: 1.",
-        show_default=False)] = None,
-    max_grade: Annotated[float | None, typer.Option("--max-grade", help="err: the top of the label scale. "
-                                                       "Default: 4.", show_default=False)] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="Print every number as JSON.")] = False,
+    convention: Annotated[Preset | None, opt.convention(
+        default="trec with --qrels (TREC runs), paper otherwise",
+        note="Runs only: per-query files carry the convention they were evaluated under.")] = None,
+    gain: Annotated[Gain | None, opt.gain()] = None,
+    no_relevant: Annotated[NoRelevant | None, opt.no_relevant()] = None,
+    ties: Annotated[Ties | None, opt.ties()] = None,
+    threshold: Annotated[float | None, opt.threshold()] = None,
+    max_grade: Annotated[float | None, opt.max_grade()] = None,
+    json_output: Annotated[bool, opt.json_flag("every number")] = False,
     output_format: Annotated[Format, typer.Option("--format", help="Output format (without --json).")] = Format.table,
     fail_if_worse: Annotated[bool, typer.Option(
         "--fail-if-worse", help="Exit with status 5 when a run is significantly worse than the baseline.")] = False,
 ) -> None:
-    import sys
-
-    from rankcli.errors import UsageError, WorseThanBaseline
+    from rankcli.errors import UsageError
 
     output_format = Format(output_format).value
     if json_output and output_format != "table":
@@ -122,27 +102,44 @@ def command(
     if seed < 0:
         raise UsageError(f"--seed must be >= 0, got {seed}")
 
-    from rankcli import report as render
-    from rankcli.cli._common import log, print_json, stdout_console
+    from rankcli.cli._common import log
     from rankcli.compare import compare_inputs
-    from rankcli.core.metrics import Convention
 
-    def value(x):
-        return None if x is None else x.value
-
-    from rankcli.evaluate import default_convention
-
-    preset = value(convention) or default_convention(qrels is not None)
-    conv = Convention.preset(preset).with_(gain=value(gain), no_relevant=value(no_relevant),
-                                                      ties=value(ties), relevance_threshold=threshold,
-                                                      max_grade=max_grade)
-    if all(x is None for x in (convention, gain, no_relevant, ties, threshold, max_grade)):
-        conv = None  # the default; an explicit convention must match the one per-query files were computed under
-    result = compare_inputs(runs, names=name, metrics=metric, qrels=qrels, convention=conv, test=value(test),
-                            alpha=alpha, correction=value(correction), baseline=baseline, seed=seed,
+    conv = _convention(qrels is not None, convention, gain, no_relevant, ties, threshold, max_grade)
+    result = compare_inputs(runs, names=name, metrics=metric, qrels=qrels, convention=conv, test=_value(test),
+                            alpha=alpha, correction=_value(correction), baseline=baseline, seed=seed,
                             permutations=permutations, intersect=intersect)
     for note in result.notes:
         log(note)
+    _render(result, json_output, output_format)
+    if fail_if_worse:
+        _fail_if_worse(result)
+
+
+def _value(x: Enum | None):
+    return None if x is None else x.value
+
+
+def _convention(trec_input: bool, preset, gain, no_relevant, ties, threshold, max_grade):
+    """The convention the options ask for, or None when none is given: the default then is the preset for the input
+    (trec for TREC runs, else paper), and per-query files keep their own (an explicit one must match theirs)."""
+    if all(x is None for x in (preset, gain, no_relevant, ties, threshold, max_grade)):
+        return None
+    from rankcli.core.metrics import Convention
+    from rankcli.evaluate import default_convention
+
+    return Convention.preset(_value(preset) or default_convention(trec_input)).with_(
+        gain=_value(gain), no_relevant=_value(no_relevant), ties=_value(ties), relevance_threshold=threshold,
+        max_grade=max_grade)
+
+
+def _render(result, json_output: bool, output_format: str) -> None:
+    """The report on standard output: JSON, a table, or Markdown/LaTeX/TSV text."""
+    import sys
+
+    from rankcli import report as render
+    from rankcli.cli._common import print_json, stdout_console
+
     if json_output:
         print_json(result.as_dict())
     elif output_format == "table":
@@ -155,11 +152,17 @@ def command(
                 "tsv": render.compare_tsv}[output_format](result)
         sys.stdout.write(text)
         sys.stdout.flush()
-    if fail_if_worse:
-        worse = result.worse_than_baseline()
-        if worse:
-            first = worse[0]
-            raise WorseThanBaseline(
-                f"{len(worse)} comparison{'s' if len(worse) != 1 else ''} significantly worse than the baseline "
-                f"{result.baseline}: {first.b} on {first.metric} ({first.difference:+.4f}, adjusted p "
-                f"{first.p_adjusted:.4g} < {result.alpha:g})")
+
+
+def _fail_if_worse(result) -> None:
+    """Exit status 5 (:class:`~rankcli.errors.WorseThanBaseline`) when a run is significantly worse than the
+    baseline."""
+    from rankcli.errors import WorseThanBaseline
+
+    worse = result.worse_than_baseline()
+    if worse:
+        first = worse[0]
+        raise WorseThanBaseline(
+            f"{len(worse)} comparison{'s' if len(worse) != 1 else ''} significantly worse than the baseline "
+            f"{result.baseline}: {first.b} on {first.metric} ({first.difference:+.4f}, adjusted p "
+            f"{first.p_adjusted:.4g} < {result.alpha:g})")
