@@ -24,20 +24,20 @@ def test_existing_target_needs_overwrite(tmp_path):
 
 def test_temporary_file_cannot_be_created(tmp_path, monkeypatch):
     """A directory that exists but refuses new files (/proc, a full or read-only filesystem): exit 4, no traceback."""
-    from rankcli.formats import atomic
+    from rankcli.formats.atomic import targets, temporaries
 
     def refuse(*args, **kwargs):
         raise FileNotFoundError(errno.ENOENT, "No such file or directory")
 
-    monkeypatch.setattr(atomic, "_create_file", refuse)
-    monkeypatch.setattr(atomic, "_create_directory", refuse)
+    monkeypatch.setattr(temporaries, "create_file", refuse)
+    monkeypatch.setattr(temporaries, "create_directory", refuse)
     # The probe in check_target finds it before any work; the temporary's creation is checked as well.
     with pytest.raises(OutputError, match=rf"^{tmp_path}/out: cannot create files in {tmp_path} "
                                           r"\(No such file or directory\)$") as info:
         with atomic_path(tmp_path / "out"):
             pass
     assert info.value.exit_status == ExitStatus.OUTPUT
-    monkeypatch.setattr(atomic, "_probe", lambda directory, display: None)
+    monkeypatch.setattr(targets, "_probe", lambda directory, display: None)
     with pytest.raises(OutputError, match=rf"^{tmp_path}/out: cannot create a file in {tmp_path} "):
         with atomic_path(tmp_path / "out"):
             pass
