@@ -208,7 +208,6 @@ KNOWN: set[str] = {
     'rankcli.evaluate.load_trec_run has more than 80 lines',
     'rankcli.experiment has more than 500 lines',
     'rankcli.experiment imports pyarrow outside rankcli.formats',
-    'rankcli.formats.atomic has more than 500 lines',
     'rankcli.formats.trec has more than 500 lines',
     'rankcli.formats.trec imports rankcli.core.measures (formats imports only formats, dataset, errors, compat)',
     'rankcli.propensity imports pyarrow outside rankcli.formats',
