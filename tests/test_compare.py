@@ -36,6 +36,23 @@ def test_compare_values_nan_queries_and_decisions():
     assert c_same.p_adjusted == 1.0
 
 
+def test_compare_values_explicit_pairs_form_one_corrected_family():
+    """The pairs a caller names (experiment: each naive loss against its IPS loss) are tested in that order and
+    corrected together, as one call; the result reads by field."""
+    rng = np.random.default_rng(5)
+    base = rng.random(30)
+    values = {name: {"m": base + shift + rng.normal(0, 0.05, 30)}
+              for name, shift in (("a", 0.0), ("a_ips", 0.1), ("b", 0.0), ("b_ips", 0.0))}
+    out = compare_values(values, ["m"], pairs=[("a", "a_ips"), ("b", "b_ips")], correction="bonferroni")
+    assert [(c.a, c.b) for c in out.comparisons] == [("a", "a_ips"), ("b", "b_ips")]
+    assert out.correction == "bonferroni" and out.used == {"m": 30}
+    for c in out.comparisons:
+        assert c.p_adjusted == pytest.approx(min(1.0, 2 * c.result.p_value))
+        assert c.result.p_value == pytest.approx(sps.ttest_rel(values[c.b]["m"], values[c.a]["m"]).pvalue)
+    assert out.comparisons[0].decision == "better"
+    assert out.means["a_ips"]["m"] == pytest.approx(values["a_ips"]["m"].mean())
+
+
 def test_compare_values_not_testable():
     values = {"a": {"m": np.array([0.5, np.nan])}, "b": {"m": np.array([0.7, 0.1])}}
     means, used, comps, correction = compare_values(values, ["m"])
