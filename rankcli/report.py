@@ -307,3 +307,144 @@ def eval_table(report):
              f"convention: {conv.describe()}"]
     lines += [f"note: {n}" for n in report.notes]
     return Group(table, Text("\n".join(lines)))
+
+
+# =====================================================================================================================
+# experiment (rankcli.experiment.ExperimentResult)
+
+#: One line per sweep saying what its level does (summary.md and the terminal).
+SWEEP_NOTES = {
+    "augment-negatives": "Each training list grown by the level's fraction with documents of other training queries, "
+                         "labelled 0; validation and test untouched.",
+    "label-noise": "That fraction of each training list given random grades, p(0..4) = (.5, .2, .15, .1, .05); "
+                   "validation and test untouched.",
+    "click-noise": "Training and validation replaced by cascade clicks ({impressions} impressions per query, random "
+                   "ranker, click probabilities (level, .3, .5, .7, .95)); impressions without a click dropped; "
+                   "tested on the graded test set.",
+    "position-bias": "A logging ranker (lambdamart on the graded labels of a fraction {logging} of the training "
+                     "queries, at least 5) ranks the other training and the validation queries; PBM clicks at "
+                     "examination (1/r)^level on its top 10 ({impressions} impressions per query, click "
+                     "probabilities (.05, .3, .5, .7, .95), impressions without a click kept). Each loss trained "
+                     "naive (impressions pooled per query on click-through rates, no propensities) and `+ips` "
+                     "(propensities estimated from a RandTop-10 log of the same size, power fit beyond thin "
+                     "positions, capped at 1, clip 0.01); validation pooled the same way; tested on the graded test "
+                     "set.",
+}
+
+
+def number_cell(x: float | None, digits: int = 4) -> str:
+    """A number for an experiment table: ``n/a`` when it is missing or not finite."""
+    return "n/a" if x is None or not math.isfinite(x) else f"{x:.{digits}f}"
+
+
+def signed_cell(x: float | None, digits: int = 4) -> str:
+    """A difference for an experiment table, with its sign: ``n/a`` when it is missing or not finite."""
+    return "n/a" if x is None or not math.isfinite(x) else f"{x:+.{digits}f}"
+
+
+def p_cell(p: float | None, digits: int = 3, reason: str | None = None) -> str:
+    """A p-value for a table; a test that could not be run says so (and why, when ``reason`` is given)."""
+    if p is None or not math.isfinite(p):
+        return f"not testable: {reason}" if reason else "not testable"
+    return f"{p:.{digits}f}"
+
+
+def sweep_note(config, kind: str) -> str:
+    """The sweep's one-paragraph description, filled in with the configuration's numbers."""
+    return SWEEP_NOTES[kind].format(impressions=config.click_impressions, logging=f"{config.logging_fraction:g}")
+
+
+def naive_only_note(config) -> str:
+    """The sentence saying which losses of the position-bias sweep have no IPS variant ('' when all have one)."""
+    from rankcli.core.ips import IPS_LOSSES
+
+    naive = [loss for loss in config.losses if loss not in IPS_LOSSES]
+    if not config.position_bias or not naive:
+        return ""
+    return (f"{', '.join(naive)}: naive only, trained on the click impressions as logged (each impression one list, "
+            f"the click its label); no IPS variant (IPS training takes {', '.join(IPS_LOSSES)}; LightGBM's "
+            "per-document weights are not pairwise IPS).")
+
+
+def protocol_note(config, summary: dict | None = None) -> str:
+    """One sentence: what a unit of the statistics is and how many there are."""
+    if config.folds:
+        n = None
+        if summary and summary["settings"]:
+            ns = {v["n"] for ms in summary["settings"][0]["losses"].values() for v in ms.values()}
+            n = max(ns) if ns else None
+        queries = f"{n} " if n is not None else ""
+        return (f"{config.trials} fold{'s' if config.trials != 1 else ''}, each trained once per loss; test metrics "
+                f"pooled over the {queries}test queries of all folds; paired t-tests over those queries "
+                "(n = queries)")
+    return (f"{config.trials} random split{'s' if config.trials != 1 else ''} (trials); paired t-tests across trials "
+            "(n = trials, one test mean per trial)")
+
+
+def _setting_markdown(result, s: dict) -> list[str]:
+    from rankcli.experiment.config import setting_losses
+    from rankcli.experiment.summary import difference_label
+
+    config = result.config
+    unit = "queries" if config.folds else "trials"
+    lines = [f"## {s['setting']}", "", "| loss | " + " | ".join(config.metrics) + " | n |",
+             "|---|" + "---|" * (len(config.metrics) + 1)]
+    setting = {st.name: st for st in result.settings}.get(s["setting"])
+    for loss in (setting_losses(config, setting) if setting is not None else list(s["losses"])):
+        vs = [s["losses"][loss][m] for m in config.metrics]
+        ns = sorted({v["n"] for v in vs})
+        cells = [f"{number_cell(v['mean'])} ± {number_cell(v['stderr'])}" for v in vs]
+        lines.append(f"| {loss} | " + " | ".join(cells) + f" | {'/'.join(map(str, ns))} {unit} |")
+    lines.append("")
+    if s["tests"]:
+        lines += ["| difference | metric | mean difference | stderr | n | p | p adjusted |",
+                  "|---|---|---|---|---|---|---|"]
+        lines += [f"| {difference_label(t['a'], t['b'])} | {t['metric']} | {signed_cell(t['difference'])} | "
+                  f"{number_cell(t['stderr'])} | {t['n']} | {p_cell(t['p_value'], reason=t['reason'])} | "
+                  f"{p_cell(t['p_adjusted'])} |" for t in s["tests"]]
+        lines.append("")
+    return lines
+
+
+def _sweep_markdown(config, kind: str, rows: list[dict]) -> list[str]:
+    from rankcli.experiment.config import format_level, primary_metric
+    from rankcli.experiment.summary import sweep_columns
+
+    names, diffs = sweep_columns(config, kind)
+    lines = [f"## sweep {kind}: test {primary_metric(config)}", "", sweep_note(config, kind), ""]
+    if kind == "position-bias":
+        lines += ["Per loss, `<loss>+ips - <loss>` is mean(IPS) - mean(naive) over the units, with its paired "
+                  f"t-test (p adjusted with `{config.correction}` within each level).", ""]
+        if naive_only_note(config):
+            lines += [naive_only_note(config), ""]
+    lines += [f"| {kind} | " + " | ".join(names + diffs + [f"p adjusted ({d})" for d in diffs]) + " |",
+              "|---|" + "---|" * (len(names) + 2 * len(diffs))]
+    for r in rows:
+        lines.append(f"| {format_level(r['level'])} | " + " | ".join(
+            [number_cell(r[c]) for c in names] + [signed_cell(r[d]) for d in diffs]
+            + [p_cell(r[f"{d} p_adjusted"]) for d in diffs]) + " |")
+    return lines + [""]
+
+
+def experiment_markdown(result, sweep_tables: dict[str, list[dict]]) -> str:
+    """``summary.md``: the protocol, every setting's table and tests, and every sweep's table.
+
+    Parameters
+    ----------
+    result : the :class:`rankcli.experiment.ExperimentResult` (its config, settings and summary).
+    sweep_tables : :func:`rankcli.experiment.sweep_rows` of its summary.
+    """
+    config = result.config
+    split = "given folds" if config.folds else "split " + ",".join(f"{x:g}" for x in config.split)
+    lines = [f"# rankcli experiment: {', '.join(config.losses)}", "",
+             f"Protocol: {protocol_note(config, result.summary)}. {split.capitalize()}; seed {config.seed}; "
+             f"selection by validation {config.select_by}, early stopping {config.early_stopping}, at most "
+             f"{config.trees} trees; test convention `{config.convention}`"
+             f"{' (queries without a relevant document skipped)' if config.convention == 'paper' else ''}. "
+             f"p-values adjusted with `{config.correction}` within each setting. A difference `b - a` is "
+             "mean(b) - mean(a); `n` counts the units a number is computed over.", ""]
+    for s in result.summary["settings"]:
+        lines += _setting_markdown(result, s)
+    for kind, rows in sweep_tables.items():
+        lines += _sweep_markdown(config, kind, rows)
+    return "\n".join(lines)

@@ -10,9 +10,12 @@ import pytest
 from scipy import stats as sps
 
 from rankcli import experiment as ex
+from rankcli import report
 from rankcli.dataset import Dataset
 from rankcli.errors import InputError, OutputError, UsageError
+from rankcli.formats import experiment_store as store
 from rankcli.formats.parquet import feature_names, write_dataset
+from rankcli.pooling import concat_datasets
 
 
 def synthetic(n_queries: int = 40, seed: int = 0, n_features: int = 4) -> Dataset:
@@ -141,7 +144,7 @@ def test_click_noise_level_is_the_grade0_click_probability(data):
 
 def test_concat_renumbers_colliding_qids():
     a, b = synthetic(3, seed=1), synthetic(2, seed=2)
-    pooled = ex.concat_datasets([a, b])
+    pooled = concat_datasets([a, b])
     assert pooled.n_queries == 5 and pooled.n_rows == a.n_rows + b.n_rows
     assert np.unique(pooled.qids[pooled.offsets[:-1]]).shape[0] == 5
 
@@ -221,11 +224,11 @@ def test_identical_repeats_are_not_a_sample():
     t = s["tests"][0]
     assert np.isnan(t["p_value"]) and "zero variance" in t["reason"]
     assert (t["difference"], t["n"]) == (0.125, 4)
-    assert ex.p_cell(t["p_value"], reason=t["reason"]) == f"not testable: {t['reason']}"
-    assert ex.p_cell(0.01234) == "0.012"
+    assert report.p_cell(t["p_value"], reason=t["reason"]) == f"not testable: {t['reason']}"
+    assert report.p_cell(0.01234) == "0.012"
 
 
-# --- running, resuming, refusing ---------------------------------------------------------------------------------------
+# --- running, resuming, refusing -------------------------------------------------------------------------------------
 
 def test_run_resume_and_refuse(tmp_path):
     path = tmp_path / "d.parquet"
@@ -237,10 +240,10 @@ def test_run_resume_and_refuse(tmp_path):
     import pyarrow.parquet as pq
 
     table = pq.read_table(tmp_path / "exp" / "trials.parquet")
-    assert table.column_names == list(ex.TRIAL_COLUMNS)
+    assert table.column_names == list(store.TRIAL_COLUMNS)
     assert table.num_rows == 8 * 2
     assert set(table.column("trees").to_pylist()) == {3}
-    curves = ex.load_curves(tmp_path / "exp")
+    curves = store.load_curves(tmp_path / "exp")
     assert len(curves) == 8 and all(c[3].shape == (3,) for c in curves)
     assert {(c[0], c[1], c[2]) for c in curves} == {(r["setting"], r["trial"], r["loss"]) for r in table.to_pylist()}
     summary = json.loads((tmp_path / "exp" / "summary.json").read_text())
@@ -401,7 +404,7 @@ def test_an_empty_dataset_hashes_into_the_fingerprint():
     empty = Dataset(qids=np.zeros(0, dtype=np.int64), labels=np.zeros(0), features=np.zeros((0, 4), np.float32),
                     feature_names=feature_names(4))
     h = hashlib.blake2b(digest_size=16)
-    ex._hash_datasets(h, [empty])
+    ex.data.hash_datasets(h, [empty])
     assert h.hexdigest() != hashlib.blake2b(digest_size=16).hexdigest()
 
 
@@ -426,14 +429,14 @@ def test_folds_pool_test_queries_and_test_over_them(tmp_path):
     res = ex.run_experiment(root, tmp_path / "exp", ex.ExperimentConfig(**FOLD_CFG, label_noise=[0.3]))
     assert res.config.trials == 3 and res.ran_units == 3 * 2 * 2
     table = pq.read_table(tmp_path / "exp" / "trials.parquet")
-    assert table.column_names == list(ex.TRIAL_COLUMNS)
+    assert table.column_names == list(store.TRIAL_COLUMNS)
     assert sorted(set(table.column("trial").to_pylist())) == [1, 2, 3]
     summary = json.loads((tmp_path / "exp" / "summary.json").read_text())
     assert summary["protocol"] == "folds" and summary["unit"] == "query" and summary["trials"] == 3
     for s in summary["settings"]:
         pooled = {}
         for loss in FOLD_CFG["losses"]:
-            parts = [pq.read_table(ex.queries_path(tmp_path / "exp", s["setting"], k, loss)) for k in (1, 2, 3)]
+            parts = [pq.read_table(store.queries_path(tmp_path / "exp", s["setting"], k, loss)) for k in (1, 2, 3)]
             pooled[loss] = {m: np.concatenate([p.column(m).to_numpy() for p in parts]) for m in FOLD_CFG["metrics"]}
             # the fold means in trials.parquet are the means of the per-query files
             for k, p in zip((1, 2, 3), parts):
@@ -481,7 +484,7 @@ def test_folds_resume_after_interrupt_equals_uninterrupted(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         ex.run_experiment(root, tmp_path / "exp", ex.ExperimentConfig(**FOLD_CFG), on_unit=interrupt)
     # a unit whose per-query file is lost is run again (the pooled tests need it)
-    ex.queries_path(tmp_path / "exp", "baseline", 1, "lambdamart").unlink()
+    store.queries_path(tmp_path / "exp", "baseline", 1, "lambdamart").unlink()
     again = ex.run_experiment(root, tmp_path / "exp", ex.ExperimentConfig(**FOLD_CFG))
     assert (again.resumed_units, again.ran_units) == (1, 3)
     assert again.summary == ref.summary
@@ -549,7 +552,7 @@ def test_position_bias_resume_is_keyed_by_variant(tmp_path):
     path = tmp_path / "d.parquet"
     write_dataset(path, synthetic(40, seed=2))
     cfg = {**PB_CFG, "position_bias": [1.0], "losses": ["xendcg"]}
-    ref = ex.run_experiment(path, tmp_path / "ref", ex.ExperimentConfig(**cfg))
+    ex.run_experiment(path, tmp_path / "ref", ex.ExperimentConfig(**cfg))
     seen = []
 
     def interrupt(u):
@@ -633,4 +636,4 @@ def test_position_bias_under_folds_tests_naive_against_ips_over_the_pooled_queri
     assert (t["a"], t["b"], t["trials"]) == ("xendcg", "xendcg+ips", 2)
     assert t["n"] > 2 * 10  # the pooled test queries, not the folds
     for k in (1, 2):
-        assert ex.queries_path(tmp_path / "exp", "position-bias=1", k, "xendcg+ips").is_file()
+        assert store.queries_path(tmp_path / "exp", "position-bias=1", k, "xendcg+ips").is_file()

@@ -176,8 +176,8 @@ def _config(o: dict):
         logging_fraction=0.01 if o["logging_fraction"] is None else o["logging_fraction"], threads=o["threads"],
         correction=o["correction"])
     if o["logging_fraction"] is not None and not o["position_bias"]:
-        raise UsageError("--logging-fraction sets the logging ranker of the --position-bias sweep; give --position-bias "
-                         "ETA[,ETA...] or drop it")
+        raise UsageError("--logging-fraction sets the logging ranker of the --position-bias sweep; give "
+                         "--position-bias ETA[,ETA...] or drop it")
     from rankcli.train import check_loss
 
     for loss in loss_list:
@@ -214,7 +214,7 @@ def _run(data: Path, output, config, *, jobs: int, overwrite: bool, dask: str | 
         def on_plan(total: int, done: int) -> None:
             planned["total"] = total
             bar.update(total=total, completed=done)
-            n, losses = config.trials, config.losses  # trials: the number of folds with --folds, known once DATA is read
+            n, losses = config.trials, config.losses  # with --folds: the number of folds, known once DATA is read
             per = (f"{len(losses)} loss{'es' if len(losses) > 1 else ''} x {n} "
                    f"{'fold' if config.folds else 'trial'}{'s' if n != 1 else ''}")
             n_settings = len(plan_settings(config)[0])

@@ -388,7 +388,7 @@ def _unit_result(setting, trial, loss, value):
 
 
 def test_concurrent_stores_keep_every_run_s_rows(tmp_path):
-    from rankcli.experiment import ResultStore
+    from rankcli.formats.experiment_store import ResultStore
 
     a = ResultStore(tmp_path, ["baseline"], ["xendcg"], ["ndcg@5"])
     b = ResultStore(tmp_path, ["baseline"], ["xendcg"], ["ndcg@5"])  # opened before a wrote anything
@@ -399,7 +399,8 @@ def test_concurrent_stores_keep_every_run_s_rows(tmp_path):
 
 
 def test_units_are_claimed_once_and_a_dead_holder_frees_its_claim(tmp_path):
-    from rankcli.experiment import BASELINE, ResultStore, UnitClaims
+    from rankcli.experiment import BASELINE, UnitClaims
+    from rankcli.formats.experiment_store import ResultStore
 
     base = BASELINE
     units = [(base, t, "xendcg") for t in range(3)]
@@ -439,6 +440,7 @@ def test_a_run_skips_the_unit_another_run_is_training(tmp_path):
     """run_experiment with one unit held by "another run", which stores it and lets go a little later: the unit is
     not trained again, and the summary includes the other run's result."""
     from rankcli import experiment as ex
+    from rankcli.formats import experiment_store
     from rankcli.formats.atomic import FileLock
     from rankcli.formats.parquet import write_dataset
     from tests.test_experiment import synthetic
@@ -448,13 +450,13 @@ def test_a_run_skips_the_unit_another_run_is_training(tmp_path):
     cfg = dict(losses=["xendcg"], trials=3, trees=2, early_stopping=0, metrics=["ndcg@5"])
     exp = tmp_path / "exp"
     exp.mkdir()
-    (exp / ex.LOCKS_DIR).mkdir()
-    held = FileLock(exp / ex.LOCKS_DIR / "baseline__00001__xendcg.lock")
+    (exp / experiment_store.LOCKS_DIR).mkdir()
+    held = FileLock(exp / experiment_store.LOCKS_DIR / "baseline__00001__xendcg.lock")
     assert held.acquire()
 
     def other_run():
         time.sleep(1.0)
-        store = ex.ResultStore(exp, ["baseline"], ["xendcg"], ["ndcg@5"])
+        store = experiment_store.ResultStore(exp, ["baseline"], ["xendcg"], ["ndcg@5"])
         store.add(_unit_result("baseline", 1, "xendcg", 0.123))
         held.release()
 

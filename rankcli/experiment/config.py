@@ -1,0 +1,274 @@
+"""An experiment's configuration, its settings (the baseline and every sweep level) and the seeds of its units."""
+
+from __future__ import annotations
+
+import json
+import math
+import zlib
+from dataclasses import asdict, dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from rankcli.errors import UsageError
+
+SWEEP_KINDS = ("augment-negatives", "label-noise", "click-noise", "position-bias")
+#: Click probabilities for grades 0..4 in the click-noise sweep; the level replaces the grade-0 probability.
+CLICK_PROBS = (0.05, 0.3, 0.5, 0.7, 0.95)
+#: The suffix of a loss's IPS variant in the position-bias sweep (``xendcg+ips``).
+IPS_SUFFIX = "+ips"
+#: The fewest queries the position-bias sweep's logging ranker is trained on.
+MIN_LOGGING_QUERIES = 5
+#: Positions displayed per impression in the position-bias sweep (the click log and the randomised log: RandTop-10).
+DISPLAYED_POSITIONS = 10
+#: Trials of the random-split protocol when none are given.
+DEFAULT_TRIALS = 100
+
+
+@dataclass
+class ExperimentConfig:
+    losses: list[str] = field(default_factory=lambda: ["lambdamart", "xendcg", "listnet"])
+    #: Random splits: the number of trials (None: DEFAULT_TRIALS). Folds: the number of folds, set when the data are
+    #: read (a different number given is refused).
+    trials: int | None = None
+    split: tuple[float, float, float] = (0.6, 0.2, 0.2)
+    #: The fixed-split protocol: DATA holds Fold1/ .. FoldK/ (or one fold's train/vali/test files).
+    folds: bool = False
+    metrics: list[str] = field(default_factory=lambda: ["ndcg@5", "ndcg@10"])
+    select_by: str = "ndcg@5"
+    early_stopping: int = 50
+    trees: int = 500
+    learning_rate: float | None = None
+    num_leaves: int | None = None
+    min_data_in_leaf: int | None = None
+    params: dict = field(default_factory=dict)
+    preset: str | None = None
+    seed: int = 0
+    convention: str = "paper"
+    augment_negatives: list[float] = field(default_factory=list)
+    label_noise: list[float] = field(default_factory=list)
+    click_noise: list[float] = field(default_factory=list)
+    click_impressions: int = 10
+    position_bias: list[float] = field(default_factory=list)
+    logging_fraction: float = 0.01
+    threads: int = 1
+    correction: str = "holm"
+
+    def identity(self) -> dict:
+        """Everything that decides a unit's result. ``trials`` is not part of it: more trials extend an experiment."""
+        d = asdict(self)
+        d.pop("trials")
+        d.pop("correction")  # only the summary depends on it
+        d["split"] = list(d["split"])
+        if not d["position_bias"]:
+            # as written before the position-bias sweep existed, so that earlier experiment directories still resume
+            del d["position_bias"], d["logging_fraction"]
+        if not d["folds"]:
+            # The random-split identity as written before the folds protocol existed, so that an experiment
+            # directory of an earlier version still resumes.
+            del d["folds"]
+            d["use_given_splits"] = False
+        return json.loads(json.dumps(d, sort_keys=True))
+
+    def validate(self) -> None:
+        """:class:`UsageError` for an option out of its range (the message names the CLI option)."""
+        if not self.losses:
+            raise UsageError("--losses: give at least one loss")
+        if len(set(self.losses)) != len(self.losses):
+            raise UsageError(f"--losses: a loss is listed twice, got {','.join(self.losses)}")
+        if self.trials is not None and self.trials < 1:
+            raise UsageError(f"--trials must be >= 1, got {self.trials}")
+        if self.seed < 0:
+            raise UsageError(f"--seed must be >= 0, got {self.seed}")
+        self._validate_training()
+        self._validate_sweeps()
+
+    def _validate_training(self) -> None:
+        if self.threads < 1:
+            raise UsageError(f"--threads must be >= 1, got {self.threads}")
+        from rankcli.cpus import check_threads
+
+        check_threads(self.threads)
+        if self.trees < 1:
+            raise UsageError(f"--trees must be >= 1, got {self.trees}")
+        if self.early_stopping < 0:
+            raise UsageError("--early-stopping must be 0 (off) or a positive number of trees, got "
+                             f"{self.early_stopping}")
+        if self.learning_rate is not None and not self.learning_rate > 0:
+            raise UsageError(f"--learning-rate must be positive, got {self.learning_rate:g}")
+        if self.num_leaves is not None and self.num_leaves < 2:
+            raise UsageError(f"--num-leaves must be at least 2, got {self.num_leaves}")
+        if self.min_data_in_leaf is not None and self.min_data_in_leaf < 0:
+            raise UsageError(f"--min-data-in-leaf must be 0 or more, got {self.min_data_in_leaf}")
+        if self.params and not self.folds:  # random splits always select on validation (folds may have none)
+            from rankcli.train import check_boosting, check_params
+
+            check_boosting(check_params(self.params), self.early_stopping, validating=True)
+
+    def _validate_sweeps(self) -> None:
+        for lv in self.augment_negatives:
+            if not (math.isfinite(lv) and lv >= 0):
+                raise UsageError(f"--augment-negatives: levels must be >= 0, got {lv:g}")
+        for lv in self.label_noise:
+            if not (math.isfinite(lv) and 0 <= lv <= 1):
+                raise UsageError(f"--label-noise: levels must be in [0, 1], got {lv:g}")
+        for lv in self.click_noise:
+            if not (math.isfinite(lv) and 0 <= lv <= 1):
+                raise UsageError(f"--click-noise: levels must be click probabilities in [0, 1], got {lv:g}")
+        for lv in self.position_bias:
+            if not (math.isfinite(lv) and lv >= 0):
+                raise UsageError(f"--position-bias: levels are PBM exponents eta >= 0 (examination (1/r)^eta), got "
+                                 f"{lv:g}")
+        if not (math.isfinite(self.logging_fraction) and 0 < self.logging_fraction < 1):
+            raise UsageError(f"--logging-fraction: a fraction of the training queries in (0, 1), got "
+                             f"{self.logging_fraction:g}")
+        if len(set(self.position_bias)) != len(self.position_bias):
+            raise UsageError("--position-bias: a level is listed twice, got "
+                             + ",".join(format_level(v) for v in self.position_bias))
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str                    # "baseline" | "augment-negatives=0.2" | "label-noise=0.3" | "click-noise=0.1"
+    kind: str                    # "baseline" | one of SWEEP_KINDS
+    level: float | None = None
+
+
+BASELINE = Setting("baseline", "baseline", None)
+
+
+class SweepLevel(NamedTuple):
+    """One level of a sweep and the setting that runs it (the baseline for a level that changes nothing)."""
+
+    level: float
+    setting: Setting
+
+
+def format_level(level: float) -> str:
+    return f"{level:g}"
+
+
+def setting_for(kind: str, level: float) -> Setting:
+    """The setting of a sweep level; levels that change nothing (no augmentation, no label noise) are the baseline."""
+    if kind in ("augment-negatives", "label-noise") and level == 0:
+        return BASELINE
+    return Setting(f"{kind}={format_level(level)}", kind, float(level))
+
+
+def plan_settings(config: ExperimentConfig) -> tuple[list[Setting], dict[str, list[SweepLevel]]]:
+    """The settings to run (the baseline first, then every sweep level) and, per sweep, its levels' settings."""
+    settings = [BASELINE]
+    sweeps: dict[str, list[SweepLevel]] = {}
+    for kind, levels in (("augment-negatives", config.augment_negatives), ("label-noise", config.label_noise),
+                         ("click-noise", config.click_noise), ("position-bias", config.position_bias)):
+        if not levels:
+            continue
+        rows = []
+        for level in levels:
+            s = setting_for(kind, float(level))
+            rows.append(SweepLevel(float(level), s))
+            if s not in settings:
+                settings.append(s)
+        sweeps[kind] = rows
+    return settings, sweeps
+
+
+def ips_capable(loss: str) -> bool:
+    """Whether ``loss`` has an IPS variant (the losses whose pooled labels carry the IPS relevance linearly)."""
+    from rankcli.core.ips import IPS_LOSSES
+
+    return loss in IPS_LOSSES
+
+
+def setting_losses(config: ExperimentConfig, setting: Setting) -> list[str]:
+    """The names trained in ``setting``: the losses, and under the position-bias sweep each loss's naive variant (its
+    own name) followed by its IPS variant (``<loss>+ips``) where it has one."""
+    if setting.kind != "position-bias":
+        return list(config.losses)
+    return [name for loss in config.losses for name in ([loss, loss + IPS_SUFFIX] if ips_capable(loss) else [loss])]
+
+
+def all_loss_names(config: ExperimentConfig) -> list[str]:
+    """Every name a unit of the experiment may carry, in report order."""
+    if not config.position_bias:
+        return list(config.losses)
+    return setting_losses(config, Setting("position-bias=0", "position-bias", 0.0))
+
+
+def setting_pairs(config: ExperimentConfig, setting: Setting) -> list[tuple[str, str]] | None:
+    """The pairs tested in ``setting``: every two losses (``None``), or under the position-bias sweep each loss's naive
+    against its IPS variant."""
+    if setting.kind != "position-bias":
+        return None
+    return [(loss, loss + IPS_SUFFIX) for loss in config.losses if ips_capable(loss)]
+
+
+def trial_ids(config: ExperimentConfig) -> list[int]:
+    """The trials of an experiment: ``0 .. trials - 1`` (random splits) or the fold numbers ``1 .. K`` (folds)."""
+    trials = config.trials if config.trials is not None else DEFAULT_TRIALS
+    return list(range(1, trials + 1)) if config.folds else list(range(trials))
+
+
+def primary_metric(config: ExperimentConfig) -> str:
+    """The metric of the sweep tables and plots: ``select_by`` when it is reported, else the first metric."""
+    return config.select_by if config.select_by in config.metrics else config.metrics[0]
+
+
+def iter_levels(text: str, option: str) -> list[float]:
+    """Parse a comma-separated list of sweep levels; ``option`` names the option in the error message."""
+    out = []
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            out.append(float(part))
+        except ValueError:
+            raise UsageError(f"{option}: expected comma-separated numbers, got {part!r}") from None
+    if not out:
+        raise UsageError(f"{option}: expected comma-separated numbers, got {text!r}")
+    return out
+
+
+def train_config(config: ExperimentConfig, loss: str, seed: int):
+    """The :class:`rankcli.train.TrainConfig` of one unit: ``loss`` with the experiment's hyperparameters and
+    ``seed``."""
+    from rankcli.train import TrainConfig
+
+    kwargs: dict = dict(loss=loss, trees=config.trees, early_stopping=config.early_stopping,
+                        select_by=config.select_by, convention=config.convention, params=dict(config.params),
+                        threads=config.threads, seed=seed, preset=config.preset)
+    for name in ("learning_rate", "num_leaves", "min_data_in_leaf"):
+        value = getattr(config, name)
+        if value is not None:
+            kwargs[name] = value
+    return TrainConfig(**kwargs)
+
+
+# Seeds: everything random in a unit comes from (seed, stream, trial[, setting]) through numpy's SeedSequence, never
+# from the loss, the order of execution or the number of processes.
+
+
+def unit_rng(seed: int, *key: int) -> np.random.Generator:
+    """The generator of the stream ``key`` (0: splits, 1: perturbations, 3: the logging ranker's queries)."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=key))
+
+
+def _setting_key(setting: str) -> int:
+    return zlib.crc32(setting.encode())
+
+
+def trial_rng(seed: int, trial: int) -> np.random.Generator:
+    """The generator of trial ``trial``'s split (shared by every setting and loss)."""
+    return unit_rng(seed, 0, trial)
+
+
+def perturbation_rng(seed: int, trial: int, setting: str) -> np.random.Generator:
+    """The generator of the perturbation of ``setting`` in trial ``trial`` (shared by its losses)."""
+    return unit_rng(seed, 1, trial, _setting_key(setting))
+
+
+def model_seed(seed: int, trial: int, setting: str) -> int:
+    """LightGBM's seed for every loss of a (trial, setting)."""
+    ss = np.random.SeedSequence(seed, spawn_key=(2, trial, _setting_key(setting)))
+    return int(ss.generate_state(1, dtype=np.uint32)[0] % (2**31 - 1))

@@ -1,0 +1,284 @@
+"""An experiment's data: one pooled dataset (random splits) or fixed folds, and each trial's train/validation/test."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from rankcli.core.perturb import split_queries
+from rankcli.dataset import Dataset
+from rankcli.errors import InputError, UsageError
+from rankcli.experiment.config import ExperimentConfig, trial_rng
+
+GIVEN_NAMES = {"train": ("train.parquet",), "valid": ("vali.parquet", "valid.parquet", "validation.parquet"),
+               "test": ("test.parquet",)}
+_FOLD_DIR = re.compile(r"^fold(\d+)$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Fold:
+    """One fixed split: fold ``number``'s train, validation (optional) and test Parquet files."""
+
+    number: int
+    train: Path
+    valid: Path | None
+    test: Path
+
+    def parts(self) -> list[tuple[str, Path]]:
+        return [(part, p) for part, p in (("train", self.train), ("valid", self.valid), ("test", self.test))
+                if p is not None]
+
+
+def hash_datasets(h, parts: list[Dataset]) -> None:
+    """Feed the offsets, labels and features of ``parts`` (dtype, shape and bytes) to the hash object ``h``."""
+    for ds in parts:
+        for arr in (ds.offsets, ds.labels, ds.features):
+            arr = np.ascontiguousarray(arr)
+            h.update(str((arr.dtype.str, arr.shape)).encode())
+            h.update(memoryview(arr.reshape(-1)).cast("B"))  # flat: a (0, n) array has no 2-D byte view
+
+
+@dataclass
+class ExperimentData:
+    """The queries an experiment draws from: one pooled dataset, or fixed folds.
+
+    Folds are read when a unit needs them, one fold at a time (a WEB30K fold holds the whole dataset), unless
+    :meth:`in_memory` loaded them all (to send them to workers that cannot read the files).
+    """
+
+    pooled: Dataset | None = None
+    folds: list[Fold] | None = None
+    _loaded: dict = field(default_factory=dict, repr=False, compare=False)
+    _keep_all: bool = field(default=False, repr=False, compare=False)
+    _fingerprint: str | None = field(default=None, repr=False, compare=False)
+
+    def fold(self, number: int) -> tuple[Dataset, Dataset | None, Dataset]:
+        """Fold ``number``'s (train, validation or None, test) datasets."""
+        from rankcli.formats.parquet import read_dataset
+
+        if number not in self._loaded:
+            fold = next((f for f in self.folds or [] if f.number == number), None)
+            if fold is None:
+                raise UsageError(f"no fold {number} in the data (folds: "
+                                 f"{', '.join(str(f.number) for f in self.folds or [])})")
+            if not self._keep_all:
+                self._loaded.clear()
+            self._loaded[number] = (read_dataset(fold.train), read_dataset(fold.valid) if fold.valid else None,
+                                    read_dataset(fold.test))
+        return self._loaded[number]
+
+    def in_memory(self) -> ExperimentData:
+        """A copy holding every fold in memory (what gets shipped to workers that cannot read the files)."""
+        out = ExperimentData(pooled=self.pooled, folds=self.folds, _keep_all=True, _fingerprint=self.fingerprint())
+        for f in self.folds or []:
+            out.fold(f.number)
+        return out
+
+    def fingerprint(self) -> str:
+        """A hash of every query the experiment may use (and of the folds' layout)."""
+        if self._fingerprint is None:
+            h = hashlib.blake2b(digest_size=16)
+            if self.pooled is not None:
+                hash_datasets(h, [self.pooled])
+            else:
+                for f in self.folds:
+                    h.update(f"fold {f.number} {'with' if f.valid else 'without'} validation".encode())
+                    hash_datasets(h, [d for d in self.fold(f.number) if d is not None])
+            self._fingerprint = h.hexdigest()
+        return self._fingerprint
+
+
+def _find_given(path: Path, part: str) -> Path | None:
+    for name in GIVEN_NAMES[part]:
+        if (path / name).is_file():
+            return path / name
+        if (path / name).exists() or (path / name).is_symlink():
+            # "no test.parquet ..., got test.parquet" for a link to /dev/zero, a FIFO, a directory or a dangling link
+            raise InputError(f"{path / name}: not a regular file (a fold's train, validation and test data are "
+                             "Parquet files)")
+    return None
+
+
+def _listing(path: Path) -> str:
+    names = sorted(p.name + ("/" if p.is_dir() else "") for p in path.iterdir())
+    return ", ".join(names[:8]) + (", ..." if len(names) > 8 else "") if names else "nothing"
+
+
+def _describe_features(names: list[str]) -> str:
+    from rankcli.formats.parquet import feature_names
+
+    if not names:
+        return "no feature column"
+    if names == feature_names(len(names)):
+        return f"{len(names)} features (f1..f{len(names)})"
+    return f"{len(names)} features ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''})"
+
+
+def _check_distinct_tests(folds: list[Fold]) -> None:
+    """:class:`InputError` when two folds have the same test file (a link, or a byte-identical copy).
+
+    The folds' test queries are pooled and the paired tests count each as one unit; a test set present twice would
+    count every one of its queries twice, halving the standard error (what issue 11 item 5 removed for repeated
+    splits). Only files of equal size are read.
+    """
+    import stat
+
+    by_size: dict[int, list[Fold]] = {}
+    for f in folds:
+        st = f.test.stat()
+        if stat.S_ISREG(st.st_mode):  # a device or FIFO is refused by the Parquet reader; never read it here
+            by_size.setdefault(st.st_size, []).append(f)
+    for same_size in by_size.values():
+        seen: dict[str, Fold] = {}
+        for f in same_size if len(same_size) > 1 else []:
+            h = hashlib.sha256()
+            with open(f.test, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+            first = seen.setdefault(h.hexdigest(), f)
+            if first is not f:
+                raise InputError(f"{f.test}: the same file as {first.test}; each fold needs its own test queries (the "
+                                 "tests pool the folds' test queries, so a copy would count each of them twice)")
+
+
+def _fold_directories(path: Path) -> tuple[list[tuple[int, Path]], bool]:
+    """``(number, directory)`` of every fold of ``path``, and whether they are ``FoldK/`` subdirectories."""
+    numbered = {}
+    for p in path.iterdir():
+        m = _FOLD_DIR.match(p.name)
+        if m and p.is_dir():
+            k = int(m.group(1))
+            if k in numbered:
+                raise InputError(f"{path}: two directories name fold {k} ({numbered[k].name}, {p.name})")
+            numbered[k] = p
+    has_own = _find_given(path, "train") is not None or _find_given(path, "test") is not None
+    if numbered and has_own:
+        raise InputError(f"{path}: holds both fold directories ({', '.join(sorted(p.name for p in numbered.values()))})"
+                         " and train/test files of its own; --folds reads one or the other, move one away")
+    if 0 in numbered:  # it was left out without a word: range(1, K + 1) never asked for it
+        raise InputError(f"{numbered[0]}: folds are numbered from 1 (Fold1/ .. FoldK/), got {numbered[0].name}; "
+                         "rename the fold directories to start at Fold1")
+    if not numbered:
+        return [(1, path)], False
+    wanted = list(range(1, max(numbered) + 1))
+    missing = [k for k in wanted if k not in numbered]
+    if missing:
+        raise InputError(f"{path}: fold directories must be numbered 1..K without gaps, got "
+                         f"{', '.join(numbered[k].name for k in sorted(numbered))} (Fold{missing[0]} missing)")
+    return [(k, numbered[k]) for k in wanted], True
+
+
+def _check_fold_files(folds: list[Fold]) -> None:
+    """Every part of every fold has ``qid`` and ``label``, rows, and the feature columns of the first file."""
+    from rankcli.formats.parquet import column_names, feature_columns, require_columns, row_group_rows
+
+    first: tuple[Path, list[str]] | None = None
+    for f in folds:
+        for _part, p in f.parts():
+            names = column_names(p)
+            require_columns(p, names, ["qid", "label"])
+            if int(np.sum(row_group_rows(p))) == 0:  # an empty test file gave "0 test queries", n/a everywhere, exit 0
+                raise InputError(f"{p}: no rows; every part of every fold needs queries")
+            feats = feature_columns(names)
+            if first is None:
+                first = (p, feats)
+            elif feats != first[1]:
+                raise InputError(f"{p}: {_describe_features(feats)}, but {first[0]} has "
+                                 f"{_describe_features(first[1])}; every file of every fold needs the same feature "
+                                 "columns (convert them in one run, or pass convert --num-features N)")
+
+
+def find_folds(path: Path) -> list[Fold]:
+    """The folds of a directory: its ``Fold1/ .. FoldK/`` subdirectories, or the directory itself as one fold.
+
+    Each fold needs ``train.parquet`` and ``test.parquet``, and either every fold has a validation file
+    (``vali.parquet``; also ``valid``/``validation``) or none has. Every file of every fold must have the same feature
+    columns (a model trained on one fold's features is tested on that fold's test file). Problems are
+    :class:`InputError` (exit 3) naming the fold and the file.
+    """
+    dirs, numbered = _fold_directories(path)
+    folds = []
+    for k, d in dirs:
+        train_p, valid_p, test_p = (_find_given(d, part) for part in ("train", "valid", "test"))
+        if train_p is None or test_p is None:
+            lack = " and ".join(n for n, p in (("train.parquet", train_p), ("test.parquet", test_p)) if p is None)
+            what = "a fold directory" if numbered else "DATA (one fold, or Fold1/ .. FoldK/)"
+            raise InputError(f"{d}: no {lack}; {what} needs train.parquet, vali.parquet and test.parquet "
+                             f"(convert the fold's train/vali/test files into it), got {_listing(d)}")
+        folds.append(Fold(k, train_p, valid_p, test_p))
+    with_valid = [f for f in folds if f.valid is not None]
+    if with_valid and len(with_valid) < len(folds):
+        lacking = next(f for f in folds if f.valid is None)
+        raise InputError(f"{lacking.train.parent}: no vali.parquet, but {with_valid[0].valid} exists; every fold "
+                         "needs the same parts (validation selects each fold's model), got "
+                         f"{_listing(lacking.train.parent)}")
+    _check_distinct_tests(folds)
+    _check_fold_files(folds)
+    return folds
+
+
+def load_data(path: Path | str, folds: bool = False) -> ExperimentData:
+    """Read ``DATA``: a Parquet file (pooled queries) or a directory.
+
+    A directory's ``*.parquet`` files are pooled (concatenated in name order), unless ``folds``: then it holds
+    ``Fold1/ .. FoldK/`` or is one fold (see :func:`find_folds`); fold files are read when a unit needs them.
+    """
+    from rankcli.formats.parquet import read_dataset
+    from rankcli.pooling import concat_datasets
+
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such file or directory")
+    if folds:
+        if not path.is_dir():
+            raise UsageError(f"--folds needs DATA to be a directory holding Fold1/ .. FoldK/ (or one fold's "
+                             f"train/vali/test Parquet files), got file {path}")
+        return ExperimentData(folds=find_folds(path))
+    if path.is_dir():
+        files = sorted(p for p in path.glob("*.parquet") if p.is_file())
+        if not files:
+            raise InputError(f"{path}: no *.parquet file in the directory"
+                             + ("; it holds fold directories: pass --folds" if any(
+                                 _FOLD_DIR.match(p.name) and p.is_dir() for p in path.iterdir()) else ""))
+        return ExperimentData(pooled=concat_datasets([read_dataset(p) for p in files]))
+    return ExperimentData(pooled=read_dataset(path))
+
+
+def trial_split(data: ExperimentData, config: ExperimentConfig, trial: int
+                ) -> tuple[Dataset, Dataset | None, Dataset]:
+    """Trial ``trial``'s (train, validation, test): a random query-level split, or fold ``trial``'s files."""
+    if data.folds is not None:
+        return data.fold(trial)
+    ds = data.pooled
+    train_q, valid_q, test_q = split_queries(ds.n_queries, config.split, trial_rng(config.seed, trial))
+    valid = ds.take_queries(valid_q) if valid_q.shape[0] else None
+    return ds.take_queries(train_q), valid, ds.take_queries(test_q)
+
+
+def check_data(data: ExperimentData, config: ExperimentConfig) -> None:
+    """:class:`InputError` for data the experiment cannot run on: fewer than 3 queries to split, or (click sweeps)
+    training or validation labels that are not integer grades 0..4."""
+    if data.pooled is not None:
+        ds = data.pooled
+        if ds.n_queries < 3:
+            raise InputError(f"need at least 3 queries to split into train/validation/test, got {ds.n_queries}")
+    if config.click_noise or config.position_bias:
+        option = "--click-noise" if config.click_noise else "--position-bias"
+        if data.pooled is not None:
+            sources = [(None, data.pooled.labels)]
+        else:
+            from rankcli.formats.arrow import column_to_numpy
+            from rankcli.formats.parquet import read_table
+
+            # Training and validation get clicks; their labels are the grades the click model needs.
+            sources = [(p, column_to_numpy(read_table(p, ["label"]).column("label")).astype(np.float64))
+                       for f in data.folds for part, p in f.parts() if part != "test"]
+        for path, labels in sources:
+            bad = labels[(labels != np.round(labels)) | (labels < 0) | (labels > 4)]
+            if bad.shape[0]:
+                raise InputError(f"{str(path) + ': ' if path else ''}{option} needs integer grades 0..4 (click "
+                                 f"probabilities per grade), got label {bad[0]:g}")

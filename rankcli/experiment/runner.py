@@ -1,0 +1,236 @@
+"""Running an experiment: plan its units, skip the finished ones (resume), share the rest with concurrent runs,
+train them (here, in ``--jobs`` processes or on a Dask cluster) and write the summary files."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from rankcli.errors import UsageError
+from rankcli.experiment.config import (
+    DEFAULT_TRIALS,
+    ExperimentConfig,
+    Setting,
+    SweepLevel,
+    all_loss_names,
+    plan_settings,
+)
+from rankcli.experiment.convergence import convergence
+from rankcli.experiment.data import ExperimentData, check_data, load_data
+from rankcli.experiment.summary import pooled_queries, summarize, sweep_rows
+from rankcli.experiment.unit import UnitResult, plan_units, run_pool, run_unit
+from rankcli.formats.experiment_store import ResultStore, lock_path, queries_path
+
+
+@dataclass
+class ExperimentResult:
+    exp_dir: Path
+    config: ExperimentConfig
+    settings: list[Setting]
+    sweeps: dict[str, list[SweepLevel]]
+    summary: dict               # see summarize()
+    convergence: dict           # setting -> loss -> {"mean", "stderr", "trials", "running"} (see convergence())
+    resumed_units: int
+    ran_units: int
+    seconds: float
+    files: list[Path]
+
+
+class UnitClaims:
+    """Which pending units this run trains, when several runs share one EXP_DIR (array jobs, two terminals).
+
+    A unit is claimed with an exclusive ``flock`` on ``EXP_DIR/.locks/<setting>__<trial>__<loss>.lock``, held from
+    before training until its rows are stored; the kernel drops it if the run dies, so a killed run never leaves a
+    unit stuck. A claimed unit that the store already lists as done (another run finished it) is skipped. Units held
+    by another run are put off; once nothing else is left, :meth:`next` with ``wait`` blocks on them one by one and
+    trains only those whose holder died without finishing them.
+    """
+
+    def __init__(self, exp_dir: Path, pending: list, store: ResultStore,
+                 done_units: Callable[[], set[tuple[str, int, str]]]):
+        self.exp_dir = exp_dir
+        self._todo = list(pending)
+        self._deferred: list = []
+        self._store = store
+        self._done_units = done_units
+        self._held: dict[tuple[str, int, str], object] = {}
+        self._ran: set[tuple[str, int, str]] = set()
+
+    @staticmethod
+    def key(unit) -> tuple[str, int, str]:
+        setting, trial, loss = unit
+        return (setting.name, trial, loss)
+
+    @property
+    def remaining(self) -> int:
+        return len(self._todo) + len(self._deferred)
+
+    def ran(self, unit) -> bool:
+        """Whether this run claimed (and so trained) ``unit``."""
+        return self.key(unit) in self._ran
+
+    def next(self, wait: bool = True):
+        """The next unit to train, claimed; ``None`` when none is left (or, without ``wait``, when only units
+        another run holds are left)."""
+        from rankcli.formats.atomic import FileLock
+
+        while self._todo or (wait and self._deferred):
+            blocking = not self._todo
+            unit = self._todo.pop(0) if self._todo else self._deferred.pop(0)
+            key = self.key(unit)
+            lock = lock_path(self.exp_dir, *key)
+            lock.parent.mkdir(exist_ok=True)
+            lock = FileLock(lock)
+            if not lock.acquire(blocking=blocking):
+                self._deferred.append(unit)
+                continue
+            self._store.refresh()
+            if key in self._done_units():  # finished by another run meanwhile
+                lock.release()
+                continue
+            self._held[key] = lock
+            self._ran.add(key)
+            return unit
+        return None
+
+    def release(self, key: tuple[str, int, str]) -> None:
+        lock = self._held.pop(key, None)
+        if lock is not None:
+            lock.release()
+
+    def release_all(self) -> None:
+        for key in list(self._held):
+            self.release(key)
+
+
+def _check_options(config: ExperimentConfig, jobs: int) -> None:
+    """Every option checked before EXP_DIR is touched; ``config.metrics`` become canonical names."""
+    from rankcli.core.metrics import parse_metrics
+    from rankcli.train import check_preset
+
+    config.validate()
+    if jobs < 1:
+        raise UsageError(f"--jobs must be >= 1, got {jobs}")
+    config.metrics = [str(s) for s in parse_metrics(config.metrics)]
+    parse_metrics([config.select_by])  # a bad --select-by or --preset fails here, before EXP_DIR is touched
+    check_preset(config.preset)
+
+
+def _load(data_path: Path | str, config: ExperimentConfig) -> ExperimentData:
+    """Read DATA and fix ``config.trials``: the number of folds (another number given is refused), or the default."""
+    data = load_data(data_path, config.folds)
+    if config.folds:
+        if config.trials is not None and config.trials != len(data.folds):
+            raise UsageError(f"trials do not combine with folds: each of the {len(data.folds)} folds of {data_path} "
+                             f"is trained once per loss, got trials={config.trials}")
+        config.trials = len(data.folds)
+    elif config.trials is None:
+        config.trials = DEFAULT_TRIALS
+    check_data(data, config)
+    return data
+
+
+def run_experiment(data_path: Path | str, exp_dir: Path | str, config: ExperimentConfig, *, jobs: int = 1,
+                   overwrite: bool = False, on_plan: Callable[[int, int], None] | None = None,
+                   on_unit: Callable[[UnitResult], None] | None = None, dask=None) -> ExperimentResult:
+    """Run (or resume) an experiment and summarise it.
+
+    Parameters
+    ----------
+    data_path : DATA: a Parquet dataset or a directory of them (pooled), or with ``config.folds`` the folds.
+    exp_dir : EXP_DIR, created or reopened (an earlier run of the same configuration is resumed).
+    config : the experiment. Under the folds protocol ``config.trials`` is set to the number of folds (another number
+        given is refused); under random splits ``None`` becomes :data:`DEFAULT_TRIALS`.
+    jobs : worker processes (``jobs > 1``); results do not depend on it.
+    overwrite : replace an experiment with another configuration in ``exp_dir``.
+    on_plan : ``on_plan(total_units, already_done)``, called once before training starts.
+    on_unit : called after every finished unit (in this process).
+    dask : run the units on a Dask cluster (a ``local:N`` / scheduler address, or a ``distributed.Client``).
+    """
+    from rankcli.core.metrics import Convention
+    from rankcli.formats.experiment_store import prepare_directory
+
+    _check_options(config, jobs)
+    exp_dir = Path(exp_dir)
+    started = time.perf_counter()
+    data = _load(data_path, config)
+    identity = {"config": config.identity(), "data_fingerprint": data.fingerprint()}
+    resumed = prepare_directory(exp_dir, identity, {"trials": config.trials, "correction": config.correction},
+                                overwrite)
+    settings, sweeps = plan_settings(config)
+    store = ResultStore(exp_dir, [s.name for s in settings], all_loss_names(config), config.metrics,
+                        Convention.preset(config.convention).as_dict())
+
+    def done_units() -> set[tuple[str, int, str]]:
+        done = store.done(config.metrics)
+        if config.folds:
+            # A unit is finished only with its per-query values (the pooled tests need them); one without is run again.
+            done = {u for u in done if queries_path(exp_dir, *u).is_file()}
+        return done
+
+    done = done_units() if resumed else set()
+    units = plan_units(config, settings)
+    pending = [u for u in units if u.key not in done]
+    if on_plan is not None:
+        on_plan(len(units), len(units) - len(pending))
+    claims = UnitClaims(exp_dir, pending, store, done_units)
+
+    def finished(u: UnitResult) -> None:
+        store.add(u)
+        claims.release((u.setting, u.trial, u.loss))
+        if on_unit is not None:
+            on_unit(u)
+
+    _run_units(data_path, data, config, pending, claims, jobs, finished, dask)
+    if dask is None:
+        store.refresh()  # units a concurrent run trained belong in the summary too
+    result = finalize(exp_dir, config, settings, sweeps, store)
+    result.resumed_units = len(units) - len(pending)  # the rest: ran here, or by a concurrent run
+    result.ran_units = len(pending) if dask is not None else sum(1 for u in pending if claims.ran(u))
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _run_units(data_path, data: ExperimentData, config: ExperimentConfig, pending: list, claims: UnitClaims,
+               jobs: int, finished: Callable[[UnitResult], None], dask) -> None:
+    """Train the pending units: on a Dask cluster, in ``jobs`` processes, or here."""
+    if dask is not None:
+        from functools import partial
+
+        from rankcli.distributed import run_units
+
+        run_units(dask, str(data_path), pending, finished, load=partial(load_data, folds=config.folds), run=run_unit,
+                  args=(config,), data=data)
+        return
+    try:
+        if jobs == 1 or len(pending) <= 1:
+            while (unit := claims.next(wait=True)) is not None:
+                finished(run_unit(data, config, *unit))
+        else:
+            run_pool(str(data_path), config, claims, jobs, finished)
+    finally:
+        claims.release_all()
+
+
+def finalize(exp_dir: Path, config: ExperimentConfig, settings: list[Setting], sweeps: dict[str, list[SweepLevel]],
+             store: ResultStore) -> ExperimentResult:
+    """Write summary.json, summary.md, convergence.csv and the sweep CSVs from what is in the directory."""
+    from rankcli.formats.experiment_store import load_curves, write_convergence, write_json, write_sweep, write_text
+    from rankcli.report import experiment_markdown
+
+    pooled = pooled_queries(exp_dir, config, settings) if config.folds else None
+    summary = summarize(store.rows, config, settings, pooled)
+    conv = convergence(load_curves(exp_dir), config, settings, store.kept_trees())
+    result = ExperimentResult(exp_dir, config, settings, sweeps, summary, conv, 0, 0, 0.0, [])
+    tables = sweep_rows(summary, config, sweeps)
+    head = {"protocol": "folds" if config.folds else "random-splits", "unit": "query" if config.folds else "trial",
+            "difference": "mean(b) - mean(a)"}
+    result.files.append(write_json(exp_dir, "summary.json", {
+        **head, **summary, "convention": config.convention, "correction": config.correction, "trials": config.trials,
+        "sweeps": tables}))
+    result.files.append(write_text(exp_dir, "summary.md", experiment_markdown(result, tables) + "\n"))
+    result.files.append(write_convergence(exp_dir, conv))
+    result.files += [write_sweep(exp_dir, kind, rows) for kind, rows in tables.items()]
+    return result

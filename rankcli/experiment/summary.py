@@ -1,0 +1,217 @@
+"""The paper's Table 1 per setting and the paired tests between losses, from the rows of ``trials.parquet`` (random
+splits) or the pooled per-query values (folds); and the sweep tables built from it.
+
+The paired tests are :func:`rankcli.compare.compare_values`, the ones ``rankcli compare`` runs, corrected with
+:func:`rankcli.core.stats.adjust_pvalues`. Sign convention: every difference is ``mean(b) - mean(a)`` for a test of the
+pair ``(a, b)`` (``a`` the loss listed first), labelled ``"b - a"`` (:func:`difference_label`).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from rankcli.experiment.config import (
+    ExperimentConfig,
+    Setting,
+    SweepLevel,
+    primary_metric,
+    setting_losses,
+    setting_pairs,
+    trial_ids,
+)
+
+#: The reason of a test over fewer than two trials (compare's reason speaks of queries).
+TOO_FEW_TRIALS = "fewer than two trials"
+
+
+def difference_label(a: str, b: str) -> str:
+    """How a difference ``mean(b) - mean(a)`` is labelled everywhere: ``"b - a"``."""
+    return f"{b} - {a}"
+
+
+def _mean_stderr(values: np.ndarray) -> tuple[float, float, int]:
+    values = values[np.isfinite(values)]
+    n = int(values.shape[0])
+    if n == 0:
+        return float("nan"), float("nan"), 0
+    mean = float(values.mean())
+    stderr = float(values.std(ddof=1) / math.sqrt(n)) if n > 1 else float("nan")
+    return mean, stderr, n
+
+
+def pooled_queries(exp_dir: Path, config: ExperimentConfig, settings: list[Setting]) -> dict:
+    """Folds protocol: every setting's per-query test metrics, pooled over the folds.
+
+    Returns ``{setting: {"folds": [k, ...], "values": {loss: {metric: vector}}}}``: the vectors of all losses run over
+    the same queries in the same order (fold by fold, each in test-file order), taken from the per-query files of the
+    folds that every loss finished. A fold whose losses were tested on different queries is an :class:`InputError`
+    (the store is inconsistent).
+    """
+    from rankcli.formats.experiment_store import check_same_queries, queries_path, read_per_query
+
+    out: dict = {}
+    for s in settings:
+        names = setting_losses(config, s)
+        folds, parts = [], {loss: {m: [] for m in config.metrics} for loss in names}
+        for k in trial_ids(config):
+            paths = {loss: queries_path(exp_dir, s.name, k, loss) for loss in names}
+            if not all(p.is_file() for p in paths.values()):
+                continue
+            read = {loss: read_per_query(p) for loss, p in paths.items()}
+            check_same_queries(paths, {loss: q for loss, (q, _) in read.items()}, config.metrics,
+                               {loss: cols for loss, (_, cols) in read.items()})
+            folds.append(k)
+            for loss, (_, cols) in read.items():
+                for m in config.metrics:
+                    parts[loss][m].append(cols[m])
+        values = {loss: {m: np.concatenate(v) if v else np.zeros(0) for m, v in ms.items()}
+                  for loss, ms in parts.items()}
+        out[s.name] = {"folds": folds, "values": values}
+    return out
+
+
+def _trial_table(rows: list[dict], wanted: set[int]) -> dict:
+    """``{setting: {loss: {metric: {trial: value}}}}`` of the rows of the wanted trials."""
+    table: dict = {}
+    for r in rows:
+        if int(r["trial"]) not in wanted:
+            continue
+        table.setdefault(r["setting"], {}).setdefault(r["loss"], {}).setdefault(r["metric"], {})[int(r["trial"])] = \
+            r["value"]
+    return table
+
+
+def _tests(config: ExperimentConfig, setting: Setting, units: dict, trials: int | None) -> list[dict]:
+    """The paired tests of one setting over ``units[loss][metric]`` (aligned vectors), as summary.json has them;
+    ``trials`` is the number of folds behind a pooled unit (None: the units are trials)."""
+    from rankcli.compare import compare_values
+    from rankcli.core.stats import REASON_TOO_FEW, adjust_pvalues
+
+    names = setting_losses(config, setting)
+    pairs = setting_pairs(config, setting)
+    comparisons = []
+    if pairs is not None:
+        # Only the named pairs (naive against IPS, per loss), each through compare_values, corrected together.
+        for a, b in pairs:
+            comparisons += compare_values({a: units[a], b: units[b]}, config.metrics, test="ttest",
+                                          correction="none", alpha=0.05)[2]
+        for c, p_adj in zip(comparisons, adjust_pvalues([c.result.p_value for c in comparisons], config.correction)):
+            c.p_adjusted = float(p_adj)
+    elif len(names) > 1:
+        comparisons = compare_values(units, config.metrics, test="ttest", correction=config.correction, alpha=0.05)[2]
+    tests = []
+    for c in comparisons:
+        r = c.result
+        reason = getattr(r, "reason", None)
+        if reason == REASON_TOO_FEW and trials is None:
+            reason = TOO_FEW_TRIALS  # the units here are trials
+        tests.append({"a": c.a, "b": c.b, "metric": c.metric, "n": int(r.n),
+                      "trials": trials if trials is not None else int(r.n),
+                      "mean_a": c.mean_a, "mean_b": c.mean_b, "difference": float(r.mean_diff),
+                      "stderr": float(r.stderr), "test": r.test, "statistic": float(r.statistic),
+                      "p_value": float(r.p_value), "p_adjusted": float(c.p_adjusted), "reason": reason})
+    return tests
+
+
+def summarize(rows: list[dict], config: ExperimentConfig, settings: list[Setting], pooled: dict | None = None) -> dict:
+    """The paper's Table 1 per setting, and paired t-tests between every two losses.
+
+    Parameters
+    ----------
+    rows : the rows of ``trials.parquet`` (``trial, setting, loss, metric, value, ...``); trials outside the
+        experiment are ignored.
+    config : the experiment's configuration (losses, metrics, trials, correction).
+    settings : the settings to summarise, in report order.
+    pooled : the folds protocol's pooled per-query values (:func:`pooled_queries`); None for random splits.
+
+    The *units* of the statistics are the trials (random splits: one value per trial, its test mean) or, with
+    ``pooled``, the test queries of all folds. Returns
+    ``{"settings": [{"setting", "losses": {loss: {metric: {"mean", "stderr", "n", "trials"}}}, "tests": [...]}]}``
+    where ``n`` counts the units a number is computed over and ``trials`` the trials (folds) behind it. A test
+    ``{"a", "b", "metric", "n", "trials", "mean_a", "mean_b", "difference", "stderr", "test", "statistic",
+    "p_value", "p_adjusted"}`` compares ``b`` with ``a`` (``a`` listed first in ``config.losses``) on the units where
+    every loss has a value: ``difference = mean(b) - mean(a)``, as ``rankcli compare`` reports it (one
+    implementation: :func:`rankcli.compare.compare_values`). p-values are corrected (``config.correction``) within
+    each setting over all pairs and metrics; a test that cannot be run (fewer than two units, or no variance for the
+    t-test) has ``p_value`` NaN and says why in ``reason`` (None for a test that ran).
+    """
+    ids = trial_ids(config)
+    table = _trial_table(rows, set(ids))
+    out = []
+    for s in settings:
+        by_loss = table.get(s.name, {})
+        names = setting_losses(config, s)
+        n_folds = None
+        if pooled is not None:
+            p = pooled.get(s.name) or {"folds": [], "values": {}}
+            units = {loss: {m: np.asarray(p["values"].get(loss, {}).get(m, np.zeros(0)), dtype=np.float64)
+                            for m in config.metrics} for loss in names}
+            n_folds = len(p["folds"])
+        else:
+            units = {loss: {m: np.array([by_loss.get(loss, {}).get(m, {}).get(t, np.nan) for t in ids],
+                                        dtype=np.float64) for m in config.metrics} for loss in names}
+        losses = {}
+        for loss in names:
+            losses[loss] = {}
+            for m in config.metrics:
+                mean, stderr, n = _mean_stderr(units[loss][m])
+                losses[loss][m] = {"mean": mean, "stderr": stderr, "n": n,
+                                   "trials": n_folds if pooled is not None else n}
+        out.append({"setting": s.name, "losses": losses, "tests": _tests(config, s, units, n_folds)})
+    return {"settings": out}
+
+
+def json_shape(summary: dict) -> dict:
+    """The ``--json`` document: the issue's shape, each test with ``n`` and ``difference`` = mean(b) - mean(a) (the
+    other fields live in ``summary.json``)."""
+    return {"settings": [
+        {"setting": s["setting"],
+         "losses": {loss: {m: {"mean": v["mean"], "stderr": v["stderr"]} for m, v in ms.items()}
+                    for loss, ms in s["losses"].items()},
+         "tests": [{k: t[k] for k in ("a", "b", "metric", "n", "difference", "p_value", "p_adjusted")}
+                   for t in s["tests"]]}
+        for s in summary["settings"]]}
+
+
+def sweep_rows(summary: dict, config: ExperimentConfig, sweeps: dict[str, list[SweepLevel]]) -> dict[str, list[dict]]:
+    """Per sweep, one row per level: mean (and stderr) of the primary metric per loss, and for every other loss its
+    difference to the first loss, ``"<loss> - <first>"`` = mean(loss) - mean(first), with the adjusted p-value of that
+    test (``"<loss> - <first> p_adjusted"``) and the number of units it ran over (``"<loss> - <first> n"``)."""
+    metric = primary_metric(config)
+    by_name = {s["setting"]: s for s in summary["settings"]}
+    first = config.losses[0]
+    out: dict[str, list[dict]] = {}
+    for kind, levels in sweeps.items():
+        rows = []
+        for level, setting in levels:
+            s = by_name[setting.name]
+            row = {"level": level, "setting": setting.name}
+            pairs = setting_pairs(config, setting)
+            if pairs is None:  # every other loss against the first
+                losses, pairs = config.losses, [(first, loss) for loss in config.losses[1:]]
+            else:  # position-bias: every variant's mean, and per loss the IPS variant against the naive one
+                losses = setting_losses(config, setting)
+            for loss in losses:
+                row[loss] = s["losses"][loss][metric]["mean"]
+                row[f"{loss} stderr"] = s["losses"][loss][metric]["stderr"]
+            for a, b in pairs:
+                label = difference_label(a, b)
+                row[label] = row[b] - row[a]
+                test = next((t for t in s["tests"] if t["a"] == a and t["b"] == b and t["metric"] == metric), None)
+                row[f"{label} p_adjusted"] = test["p_adjusted"] if test else float("nan")
+                row[f"{label} n"] = test["n"] if test else 0
+            rows.append(row)
+        out[kind] = rows
+    return out
+
+
+def sweep_columns(config: ExperimentConfig, kind: str) -> tuple[list[str], list[str]]:
+    """A sweep table's loss columns and difference labels: the losses and ``loss - first``, or (position-bias) every
+    variant and ``loss+ips - loss`` per loss with an IPS variant."""
+    if kind == "position-bias":
+        setting = Setting("position-bias=0", "position-bias", 0.0)
+        return setting_losses(config, setting), [difference_label(a, b) for a, b in setting_pairs(config, setting)]
+    return list(config.losses), [difference_label(config.losses[0], loss) for loss in config.losses[1:]]

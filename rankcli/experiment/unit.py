@@ -1,0 +1,148 @@
+"""One unit of an experiment, ``(setting, trial, loss)``: train one loss on one trial of one setting and test it; and
+the worker processes of ``--jobs N`` that run units."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from rankcli.errors import InputError
+from rankcli.experiment.config import (
+    IPS_SUFFIX,
+    ExperimentConfig,
+    Setting,
+    model_seed,
+    perturbation_rng,
+    setting_losses,
+    train_config,
+    trial_ids,
+)
+from rankcli.experiment.data import ExperimentData, load_data, trial_split
+from rankcli.experiment.sweeps import perturb, position_bias_logs, variant_data
+
+
+class Unit(NamedTuple):
+    """What one unit trains: ``loss`` (or a variant, ``loss+ips``) on trial ``trial`` of ``setting``."""
+
+    setting: Setting
+    trial: int
+    loss: str
+
+    @property
+    def key(self) -> tuple[str, int, str]:
+        """How the store names the unit: ``(setting name, trial, loss)``."""
+        return (self.setting.name, self.trial, self.loss)
+
+
+@dataclass
+class UnitResult:
+    setting: str
+    trial: int
+    loss: str
+    values: dict[str, float]     # test metric -> mean over test queries
+    trees: int
+    seconds: float
+    curve: list[float]           # validation select_by per tree
+    qids: np.ndarray | None = None                          # the test queries, in test-file order
+    per_query: dict[str, np.ndarray] = field(default_factory=dict)  # test metric -> value per test query (NaN: skipped)
+
+
+def plan_units(config: ExperimentConfig, settings: list[Setting]) -> list[Unit]:
+    """All units, trial-major (so that whole trials, or folds, finish early), then setting, then loss."""
+    return [Unit(s, t, loss) for t in trial_ids(config) for s in settings for loss in setting_losses(config, s)]
+
+
+def _train(data: ExperimentData, config: ExperimentConfig, setting: Setting, trial: int, loss: str):
+    """The trained model of one unit and its test queries."""
+    from rankcli.train import train_model
+
+    train, valid, test = trial_split(data, config, trial)
+    objective = None
+    base_loss = loss[: -len(IPS_SUFFIX)] if loss.endswith(IPS_SUFFIX) else loss
+    if setting.kind != "position-bias":
+        train, valid = perturb(setting, train, valid, config, perturbation_rng(config.seed, trial, setting.name))
+    try:
+        if setting.kind == "position-bias":
+            logs = position_bias_logs(train, valid, config, setting, trial,
+                                      key=(id(data), data.fingerprint(), json.dumps(config.identity(), sort_keys=True)))
+            train, valid, objective = variant_data(logs, loss, config)
+        result = train_model(train, valid, train_config(config, base_loss,
+                                                        model_seed(config.seed, trial, setting.name)),
+                             objective=objective)
+    except InputError as exc:  # say which unit: a random split can leave, e.g., a validation part without relevance
+        raise InputError(f"{setting.name}, {'fold' if config.folds else 'trial'} {trial}, {loss}: {exc}") from None
+    return result, test
+
+
+def run_unit(data: ExperimentData, config: ExperimentConfig, setting: Setting, trial: int, loss: str) -> UnitResult:
+    """Train and test one loss on one trial of one setting. Deterministic in its arguments."""
+    from rankcli.core.metrics import Convention, evaluate, parse_metrics
+
+    start = time.perf_counter()
+    result, test = _train(data, config, setting, trial, loss)
+    booster = result.booster
+    trees = int(result.best_iteration) if result.best_iteration and result.best_iteration > 0 \
+        else int(booster.current_iteration())
+    scores = np.asarray(booster.predict(test.features, num_iteration=trees), dtype=np.float64)
+    specs = parse_metrics(config.metrics)
+    ev = evaluate(specs, test.labels, scores, test.offsets, Convention.preset(config.convention))
+    values = {str(s): float(ev.means[str(s)]) for s in specs}
+    per_query = {str(s): np.asarray(ev.per_query[str(s)], dtype=np.float64) for s in specs} if config.folds else {}
+    return UnitResult(setting.name, trial, loss, values, trees, time.perf_counter() - start,
+                      [float(v) for v in result.curve], test.qids[test.offsets[:-1]].copy() if config.folds else None,
+                      per_query)
+
+
+# Worker processes load the data once (initializer) and then run units by key.
+_WORKER: dict = {}
+
+
+def init_worker(data_path: str, config: ExperimentConfig) -> None:
+    """A ``--jobs`` worker process's initializer: ignore Ctrl-C (the parent stops the pool) and read the data."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the pool
+    _WORKER["config"] = config
+    _WORKER["data"] = load_data(data_path, config.folds)
+
+
+def worker_unit(setting: Setting, trial: int, loss: str) -> UnitResult:
+    """Run one unit in a worker process on the data :func:`init_worker` read."""
+    return run_unit(_WORKER["data"], _WORKER["config"], setting, trial, loss)
+
+
+def run_pool(data_path: str, config: ExperimentConfig, claims, jobs: int,
+             finished: Callable[[UnitResult], None]) -> None:
+    """Run the units ``claims`` hands out in ``jobs`` worker processes; ``finished`` (here) as each completes."""
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    ctx = multiprocessing.get_context("spawn")  # no fork after pyarrow/OpenMP threads have started
+    pool = ProcessPoolExecutor(max_workers=min(jobs, claims.remaining), mp_context=ctx, initializer=init_worker,
+                               initargs=(data_path, config))
+    try:
+        # Keep a bounded number of units in flight so that results come back roughly in plan order. A unit is
+        # claimed when submitted and released once stored; units another run holds are waited for only when
+        # nothing of ours is running.
+        running = set()
+        while True:
+            while len(running) < 2 * jobs and (unit := claims.next(wait=not running)) is not None:
+                running.add(pool.submit(worker_unit, *unit))
+            if not running:
+                break
+            done, running = wait(running, return_when=FIRST_COMPLETED)
+            for fut in done:  # the store sorts rows, so completion order does not matter
+                finished(fut.result())
+    except BaseException:
+        # Ctrl-C or a failed unit: stop the workers now (finished units are already saved), then re-raise.
+        workers = list((getattr(pool, "_processes", None) or {}).values())
+        for proc in workers:
+            proc.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
