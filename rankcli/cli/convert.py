@@ -30,6 +30,8 @@ from typing import Annotated
 
 import typer
 
+from rankcli.cli import options as opt
+
 NAME = "convert"
 SHORT_HELP = "Convert SVMlight/LETOR text to Parquet."
 
@@ -38,10 +40,9 @@ def command(
     inputs: Annotated[list[str], typer.Argument(
         help="SVMlight/LETOR text files (.gz/.bz2/.xz ok), - for standard input, or directories of them.",
         show_default=False, metavar="INPUT...")],
-    output: Annotated[str, typer.Option("--output", "-o", help="Parquet file (- for standard output, not a "
-                                        "terminal), or directory for several inputs (a trailing / makes a directory "
-                                        "of one input too).", show_default=False, metavar="PATH")],
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output.")] = False,
+    output: Annotated[str, opt.output("Parquet file (- for standard output, not a terminal), or directory for "
+                                      "several inputs (a trailing / makes a directory of one input too).")],
+    overwrite: Annotated[bool, opt.overwrite("output")] = False,
     query_file: Annotated[Path | None, typer.Option(
         "--query-file", help="Group sizes (one per line) for an input without qid: (default: <input>.query).",
         show_default=False)] = None,
@@ -55,7 +56,7 @@ def command(
     sort_queries: Annotated[bool, typer.Option(
         "--sort-queries",
         help="Sort rows by qid (stable) instead of requiring contiguous queries; in memory.")] = False,
-    json_output: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    json_output: Annotated[bool, opt.json_flag("the summary")] = False,
     block_bytes: Annotated[int, typer.Option("--block-bytes", hidden=True, help="Bytes read per block.")]
     = 2 * 1024 * 1024,
     dask: Annotated[str | None, typer.Option(

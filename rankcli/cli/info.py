@@ -15,13 +15,15 @@ from typing import Annotated
 
 import typer
 
+from rankcli.cli import options as opt
+
 NAME = "info"
 SHORT_HELP = "Summarise a converted dataset."
 
 
 def command(
     data: Annotated[Path, typer.Argument(help="A Parquet dataset (from `rankcli convert`).", show_default=False)],
-    json_output: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    json_output: Annotated[bool, opt.json_flag("the summary")] = False,
 ) -> None:
     from rankcli.cli._common import print_json, stdout_console, summary_table
     from rankcli.formats.parquet import read_metadata
