@@ -100,3 +100,34 @@ class Dataset:
             metadata=dict(self.metadata),
             extra={k: v[rows] for k, v in self.extra.items()},
         )
+
+
+@dataclass
+class Run:
+    """A ranking to evaluate: rows grouped by query (``offsets``), one ``qids`` entry per query.
+
+    ``labels`` and ``scores`` are per row. TREC runs joined with their qrels also carry the judged documents each
+    query's ranking lacks (``unranked_labels`` grouped by ``unranked_offsets``: they count in the ideal DCG and in R),
+    whether each row is in the qrels (``judged``), the queries evaluated with an empty ranking (``empty_qids`` with the
+    labels of their judgments), the number of queries none of whose documents is judged and the run's tag (``runid``).
+    ``docids`` (per row) names the documents for the ``docid-desc`` tie rule.
+    """
+
+    qids: np.ndarray
+    labels: np.ndarray
+    scores: np.ndarray
+    offsets: np.ndarray
+    unranked_labels: np.ndarray | None = None
+    unranked_offsets: np.ndarray | None = None
+    source: str = ""
+    notes: list[str] = field(default_factory=list)
+    docids: np.ndarray | None = None
+    queries_without_judged: int = 0
+    judged: np.ndarray | None = None
+    empty_qids: list = field(default_factory=list)
+    empty_labels: list = field(default_factory=list)
+    runid: str | None = None
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.labels.shape[0])

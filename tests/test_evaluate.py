@@ -6,6 +6,7 @@ import pytest
 from rankcli import evaluate as E
 from rankcli.core import metrics as M
 from rankcli.errors import InputError
+from rankcli.formats.trec import load_trec_run
 
 
 def write_trec(tmp_path, rng, n_queries=25):
@@ -58,18 +59,18 @@ def test_trec_run_matches_pytrec_eval(tmp_path):
 def test_trec_query_ids_stay_strings_unless_plain_integers(tmp_path):
     (tmp_path / "r.txt").write_text("q1 Q0 a 1 2 t\nq1 Q0 b 2 1 t\n")
     (tmp_path / "j.txt").write_text("q1 0 b 1\n")
-    run = E.load_trec_run(tmp_path / "r.txt", tmp_path / "j.txt")
+    run = load_trec_run(tmp_path / "r.txt", tmp_path / "j.txt")
     assert run.qids.tolist() == ["q1"] and run.labels.tolist() == [0.0, 1.0]
     (tmp_path / "r2.txt").write_text("007 Q0 a 1 2 t\n")
     (tmp_path / "j2.txt").write_text("007 0 a 1\n")
-    assert E.load_trec_run(tmp_path / "r2.txt", tmp_path / "j2.txt").qids.tolist() == ["007"]
+    assert load_trec_run(tmp_path / "r2.txt", tmp_path / "j2.txt").qids.tolist() == ["007"]
 
 
 def test_run_sharing_no_document_with_the_qrels_is_an_error(tmp_path):
     (tmp_path / "r.txt").write_text("q1 Q0 7 1 2 t\nq1 Q0 8 2 1 t\nq2 Q0 9 1 1 t\n")
     (tmp_path / "j.txt").write_text("q1 0 q1-7 1\nq2 0 q2-9 1\nq3 0 7 1\n")  # "7" is judged, but for q3
     with pytest.raises(InputError) as err:
-        E.load_trec_run(tmp_path / "r.txt", tmp_path / "j.txt")
+        load_trec_run(tmp_path / "r.txt", tmp_path / "j.txt")
     assert str(err.value) == (f"{tmp_path / 'r.txt'} and {tmp_path / 'j.txt'} share no document id: none of the 3 "
                               "documents the run ranks for its 2 judged queries is in the qrels (query q1: the run "
                               "has '7', the qrels 'q1-7'); were they written from the same data?")
@@ -79,7 +80,7 @@ def test_run_sharing_no_document_with_the_qrels_is_an_error(tmp_path):
 def test_queries_without_a_judged_document_are_counted(tmp_path):
     (tmp_path / "r.txt").write_text("1 Q0 a 1 2 t\n1 Q0 b 2 1 t\n2 Q0 c 1 1 t\n3 Q0 d 1 1 t\n")
     (tmp_path / "j.txt").write_text("1 0 b 1\n2 0 x 1\n3 0 y 0\n")
-    run = E.load_trec_run(tmp_path / "r.txt", tmp_path / "j.txt")
+    run = load_trec_run(tmp_path / "r.txt", tmp_path / "j.txt")
     assert run.queries_without_judged == 2
     report = E.evaluate_run(run, ["ndcg"], M.Convention.preset("trec"))
     assert report.as_dict()["queries_without_judged"] == 2
@@ -93,7 +94,7 @@ def test_duplicate_document_in_run_is_an_error(tmp_path):
     (tmp_path / "r.txt").write_text("1 Q0 a 1 2 t\n1 Q0 a 2 1 t\n")
     (tmp_path / "j.txt").write_text("1 0 a 1\n")
     with pytest.raises(InputError, match=r"r.txt:2: document a appears twice for query 1 \(first at line 1\)"):
-        E.load_trec_run(tmp_path / "r.txt", tmp_path / "j.txt")
+        load_trec_run(tmp_path / "r.txt", tmp_path / "j.txt")
 
 
 def test_run_from_arrays_errors_name_row_and_qid():

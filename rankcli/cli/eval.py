@@ -170,12 +170,13 @@ def command(
     if fmt == Format.trec_eval:
         import sys
 
+        from rankcli.core.measures import trec_order
         from rankcli.formats.trec import trec_eval_text
 
         for note in report.notes:
             log(f"note: {note}")
         qids = [str(q) for q in report.qids.tolist()]
-        sys.stdout.write(trec_eval_text(report.specs, report.result.per_query, report.result.means, qids,
+        sys.stdout.write(trec_eval_text(trec_order(report.specs), report.result.per_query, report.result.means, qids,
                                         runid=report.runid, queries=by_query))
         sys.stdout.flush()
     elif fmt == Format.json:

@@ -1,18 +1,19 @@
-"""TREC run and qrels files.
+"""TREC run and qrels files: a run joined with its qrels, documents named for the TREC files rankcli writes, qrels
+written, results printed in trec_eval's layout.
 
-- A run: one line per retrieved document, ``qid Q0 docid rank score tag``, fields separated by any run of C
-  whitespace (spaces, tabs), as trec_eval reads them; gzipped files (``.gz``, detected by their magic bytes) are read
-  transparently. The ``Q0`` and ``rank``
-  fields are read but not used: the order comes from ``score`` (descending); equal scores are ordered by the
-  evaluation's convention (trec_eval's rule, docid descending in byte order, under the ``trec`` convention).
-- Qrels: ``qid iteration docid relevance``, whitespace-separated; the iteration field is ignored.
+- A run: one line per retrieved document, ``qid Q0 docid rank score tag``; qrels: ``qid iteration docid relevance``.
+  Reading (any run of C whitespace between fields, gzip, blank and ``#`` lines, errors naming the line) is
+  :mod:`rankcli.formats.trec_read`. The ``Q0``, ``rank`` and ``iteration`` fields are read but not used: the order comes
+  from ``score`` (descending); equal scores are ordered by the evaluation's convention (trec_eval's rule, docid
+  descending in byte order, under the ``trec`` convention).
+- A run is scored against its qrels as trec_eval does (:func:`load_trec_run`): documents of the run missing from the
+  qrels count as label 0; judged documents missing from the run count in the ideal DCG and in the number of relevant
+  documents; only queries both in the run and in the qrels are evaluated.
 - Documents that rankcli writes (``export --format trec-qrels``, ``predict --format trec``) are named by
   :func:`document_names`: the docid, else ``<qid>-<row>``.
 
-Query ids are kept as strings (TREC ids need not be numbers). Blank lines and lines starting with ``#`` are skipped.
-Reading is vectorised: the common layout (single spaces) by Arrow's CSV reader, any other by a numpy tokeniser; both
-give the same columns and name the line at fault in every error.
-Errors name the file and line: ``run.txt:17: expected 6 fields "qid Q0 docid rank score tag", got "301 Q0 d1"``.
+Query ids are kept as strings (TREC ids need not be numbers); they are shown as integers only when every one is a
+plain integer.
 """
 
 from __future__ import annotations
@@ -22,7 +23,16 @@ from pathlib import Path
 
 import numpy as np
 
-from rankcli.errors import InputError, InputFormatError, SchemaError
+from rankcli.dataset import Run, offsets_from_qids
+from rankcli.errors import InputError, SchemaError
+from rankcli.formats.trec_read import (
+    TrecColumns,
+    doc_hash,
+    pair_keys,
+    read_qrels_columns,
+    read_run_columns,
+    same_words,
+)
 
 
 @dataclass
@@ -45,303 +55,226 @@ class Qrels:
     labels: np.ndarray
 
 
-# ---------------------------------------------------------------------------------------------------------------------
-# Vectorised reading: the file's bytes tokenised with numpy (no Python loop over lines)
-
-#: trec_eval reads fields with C's isspace: space, tab, newline, vertical tab, form feed, carriage return.
-_SPACE = np.zeros(256, dtype=bool)
-_SPACE[[9, 10, 11, 12, 13, 32]] = True
-
-
-@dataclass
-class TrecColumns:
-    """A TREC file's data lines in file order: ``qids`` and ``docids`` as numpy byte strings (``S``, compared as
-    ``strcmp`` compares), their lengths, the ``values`` column (score or relevance, float64), the line ``numbers``
-    and, for runs, the first line's tag."""
-
-    qids: np.ndarray
-    qid_lengths: np.ndarray
-    docids: np.ndarray
-    docid_lengths: np.ndarray
-    values: np.ndarray
-    numbers: np.ndarray
-    tag: str = ""
-    keys: np.ndarray | None = None  # pair_keys, kept from the duplicate check
-    key_order: np.ndarray | None = None  # argsort of keys (stable)
-
-
-def _read_bytes(path: Path) -> bytes:
-    if not path.exists():
-        raise InputError(f"{path}: no such file")
-    if path.is_dir():
-        raise InputError(f"{path}: is a directory, expected a file")
-    try:
-        data = path.read_bytes()
-        if data[:2] == b"\x1f\x8b":  # gzip's magic bytes: runs and qrels as TREC distributes them
-            import gzip
-            import zlib
-
-            try:
-                data = gzip.decompress(data)
-            except (OSError, EOFError, zlib.error) as exc:
-                raise InputError(f"{path}: not a readable gzip file ({exc})") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]  # a UTF-8 byte-order mark would become part of the first query id
-    try:
-        if not data.isascii():  # ASCII (the usual TREC file) is UTF-8; isascii is far cheaper than decoding
-            data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    return data
-
-
-def _line_text(arr: np.ndarray, newlines: np.ndarray, number: int) -> str:
-    start = int(newlines[number - 2]) + 1 if number > 1 else 0
-    end = int(newlines[number - 1]) if number - 1 < newlines.shape[0] else arr.shape[0]
-    return bytes(arr[start:end]).decode("utf-8", "replace").rstrip("\r")
-
-
-def _gather(arr: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The tokens ``arr[starts:starts+lengths]`` as a numpy ``S`` array (NUL-padded to the longest)."""
-    w = max(int(lengths.max()) if lengths.shape[0] else 1, 1)
-    padded = np.concatenate([arr, np.zeros(w, dtype=np.uint8)])
-    windows = np.lib.stride_tricks.as_strided(padded, shape=(arr.shape[0] + 1, w), strides=(1, 1))
-    m = windows[starts]
-    m[np.arange(w)[None, :] >= lengths[:, None]] = 0
-    return m.view(f"S{w}").ravel()
-
-
-def _numbers(arr, starts, lengths, what, path, numbers, newlines) -> np.ndarray:
-    """Parse number tokens in C (Arrow's cast), NaN refused; an error names the first bad line."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    n = starts.shape[0]
-    w = max(int(lengths.max()) if n else 1, 1)
-    m = _gather(arr, starts, lengths).view(np.uint8).reshape(n, w)
-    body = m[np.arange(w)[None, :] < lengths[:, None]]  # the tokens' bytes, back to back
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    strings = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(body))
-    try:
-        values = pc.cast(strings, pa.float64()).to_numpy(zero_copy_only=False)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        for i, text in enumerate(strings.to_pylist()):  # the error path only: find the first bad token
-            try:
-                float(text)
-            except ValueError:
-                raise InputFormatError(f"{what} must be a number", str(path), int(numbers[i]), text) from None
-        raise InputFormatError(f"{what} must be a number", str(path), int(numbers[0]), "?") from None
-    bad = np.isnan(values)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InputFormatError(f"{what} is NaN", str(path), int(numbers[i]), strings[i].as_py())
-    return values
-
-
-def _hash(strings: np.ndarray, lengths: np.ndarray | None = None, seed: np.ndarray | None = None) -> np.ndarray:
-    """A uint64 hash of each byte string, 8 bytes at a time (multiply-xorshift over the words). All-zero words (the
-    padding of a shorter string; text has no NUL) are skipped, so the padding width plays no part and the same
-    string hashes alike in arrays of different widths."""
-    w = strings.dtype.itemsize
-    m = strings.view(np.uint8).reshape(-1, w)
-    if w % 8:
-        m = np.concatenate([m, np.zeros((m.shape[0], 8 - w % 8), dtype=np.uint8)], axis=1)
-    words = np.ascontiguousarray(m).view(np.uint64)
-    h = np.full(strings.shape[0], 1469598103934665603, dtype=np.uint64) if seed is None else seed.copy()
-    prime = np.uint64(1099511628211)
-    shift = np.uint64(29)
-    for j in range(words.shape[1]):
-        x = words[:, j]
-        mixed = (h ^ x) * prime
-        mixed ^= mixed >> shift
-        h = np.where(x != 0, mixed, h)
-    return h
-
-
-def pair_keys(cols: TrecColumns) -> np.ndarray:
-    """A uint64 hash of each line's (qid, docid) pair; equal pairs have equal keys (the converse is checked by
-    whoever joins on them)."""
-    hq = _hash(cols.qids, cols.qid_lengths)
-    return _hash(cols.docids, cols.docid_lengths, (hq ^ np.uint64(0x9E3779B97F4A7C15)) * np.uint64(1099511628211))
-
-
-def _check_unique_pairs(cols: TrecColumns, path: Path, duplicate: str, line_text=None) -> np.ndarray:
-    """The pair keys; a (qid, docid) pair on two lines is an :class:`InputFormatError` naming the second line."""
-    keys = pair_keys(cols)
-    order = np.argsort(keys, kind="stable")
-    cols.key_order = order
-    k = keys[order]
-    same = np.flatnonzero(k[1:] == k[:-1])
-    if same.shape[0]:
-        a, b = order[same], order[same + 1]
-        real = (cols.qids[a] == cols.qids[b]) & (cols.docids[a] == cols.docids[b])
-        if real.any():
-            pairs = sorted(zip(np.maximum(a, b)[real].tolist(), np.minimum(a, b)[real].tolist()))
-            second, first = pairs[0]
-            q, d = cols.qids[second].decode(), cols.docids[second].decode()
-            number = int(cols.numbers[second])
-            raise InputFormatError(f"document {d} {duplicate} for query {q} (first at line "
-                                   f"{int(cols.numbers[first])})", str(path), number,
-                                   line_text(number) if line_text else f"{q} ... {d}")
-    return keys
-
-
-def _arrow_strings_to_bytes(col) -> tuple[np.ndarray, np.ndarray]:
-    """An Arrow string column as a numpy ``S`` array and the lengths, from its buffers (no Python objects)."""
-    col = col.combine_chunks() if hasattr(col, "combine_chunks") else col
-    n = len(col)
-    bufs = col.buffers()
-    width = 8 if str(col.type) == "large_string" else 4
-    offsets = np.frombuffer(bufs[1], dtype=np.int64 if width == 8 else np.int32, count=n + 1, offset=col.offset * width)
-    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
-    starts = offsets[:-1].astype(np.int64)
-    lengths = np.diff(offsets).astype(np.int64)
-    return _gather(data, starts, lengths), lengths
-
-
-def _read_simple(data: bytes, count: int, docid_field: int, value_field: int, tag_field: int | None):
-    """The common layout read by Arrow's multi-threaded CSV reader: single spaces between fields, one line per
-    record, no tab, carriage return, blank, comment or indented line. None when the file is not that simple, or
-    Arrow finds a line it cannot read: the general tokeniser then reads it (and names the line at fault)."""
-    # Double, leading or trailing spaces give empty fields, which Arrow refuses (the general path then reads the
-    # file); blank lines (Arrow skips them: the row count tells) would shift line numbers, and a comment line could
-    # pass as data (its first field starts with '#': checked below).
-    if not data or data[:1] in b" #\n":
-        return None
-    n_lines = data.count(b"\n") + (not data.endswith(b"\n"))
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-
-    names = [f"f{i}" for i in range(count)]
-    want = [names[0], names[docid_field], names[value_field]] + ([names[tag_field]] if tag_field is not None else [])
-    types = {n: pa.string() for n in want}
-    types[names[value_field]] = pa.float64()
-    try:
-        table = pacsv.read_csv(pa.py_buffer(data),
-                               read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24),
-                               parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False,
-                                                                escape_char=False, newlines_in_values=False),
-                               convert_options=pacsv.ConvertOptions(column_types=types, include_columns=want,
-                                                                    strings_can_be_null=False,
-                                                                    quoted_strings_can_be_null=False,
-                                                                    null_values=[]))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None
-    if table.num_rows != n_lines:
-        return None  # blank lines
-    values = table.column(names[value_field]).to_numpy()
-    if table.column(names[value_field]).null_count or np.isnan(values).any():
-        return None  # the general path names the line
-    qids, qid_len = _arrow_strings_to_bytes(table.column(names[0]))
-    docids, doc_len = _arrow_strings_to_bytes(table.column(names[docid_field]))
-    if (qid_len == 0).any() or (doc_len == 0).any() or (qids.view(np.uint8)[::qids.dtype.itemsize] == ord("#")).any():
-        return None  # an empty field, or a comment line that happens to have the fields of a record
-    for strings in (qids, docids):  # a tab, CR, vertical tab or form feed inside a field: not this simple layout
-        b = strings.view(np.uint8)
-        if ((b > 0) & (b <= 32)).any():
-            return None
-    cols = TrecColumns(qids, qid_len, docids, doc_len, np.ascontiguousarray(values, dtype=np.float64),
-                       np.arange(1, values.shape[0] + 1, dtype=np.int64))
-    if tag_field is not None and values.shape[0]:
-        cols.tag = table.column(names[tag_field])[0].as_py().strip()
-    return cols
-
-
-def read_columns(path: Path | str, layout: str, docid_field: int, value_field: int, duplicate: str,
-                 tag_field: int | None = None) -> TrecColumns:
-    """Read a whitespace-separated TREC file (fields split by any run of C whitespace, blank and ``#`` lines
-    skipped, gzip read transparently); a line with another field count, a value that is not a number or NaN, or a
-    (qid, docid) pair on two lines is an :class:`InputFormatError` naming the line."""
-    path = Path(path)
-    data = _read_bytes(path)
-    count = len(layout.split())
-    fast = _read_simple(data, count, docid_field, value_field, tag_field)
-    if fast is not None:
-        fast.keys = _check_unique_pairs(fast, path, duplicate, lambda number: _line_text(
-            np.frombuffer(data, dtype=np.uint8), np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10), number))
-        return fast
-    arr = np.frombuffer(data, dtype=np.uint8)
-    empty = np.zeros(0, dtype=np.int64)
-    if arr.shape[0] == 0:
-        return TrecColumns(np.zeros(0, "S1"), empty, np.zeros(0, "S1"), empty, np.zeros(0), empty)
-    space = _SPACE[arr]
-    edge = np.empty(arr.shape[0] + 1, dtype=bool)  # token boundaries: space -> non-space and non-space -> space
-    edge[0], edge[-1] = ~space[0], ~space[-1]
-    np.not_equal(space[1:], space[:-1], out=edge[1:-1])
-    bounds = np.flatnonzero(edge)
-    del space, edge
-    starts, ends = bounds[0::2], bounds[1::2]
-    newlines = np.flatnonzero(arr == 10)
-    # Token index where each line begins (lines split at the newlines): cheaper than a line number per token.
-    line_start = np.concatenate(([0], np.searchsorted(starts, newlines)))
-    per_line = np.diff(np.append(line_start, starts.shape[0]))  # tokens of each line, blank lines 0
-    data_lines = np.flatnonzero(per_line)
-    heads = line_start[data_lines]
-    comment = arr[starts[heads]] == ord("#")
-    if comment.any():
-        drop = np.zeros(starts.shape[0] + 1, dtype=np.int64)
-        np.add.at(drop, heads[comment], 1)
-        np.add.at(drop, heads[comment] + per_line[data_lines[comment]], -1)
-        keep = np.cumsum(drop[:-1]) == 0
-        starts, ends = starts[keep], ends[keep]
-        data_lines = data_lines[~comment]
-        heads = np.concatenate(([0], np.cumsum(per_line[data_lines])[:-1])).astype(np.int64)
-    bad = per_line[data_lines] != count
-    if bad.any():
-        number = int(data_lines[int(np.argmax(bad))]) + 1
-        raise InputFormatError(f'expected {count} fields "{layout}"', str(path), number,
-                               _line_text(arr, newlines, number))
-    starts, ends = starts.reshape(-1, count), ends.reshape(-1, count)
-    numbers = data_lines + 1
-    lengths = ends - starts
-    qid_len, doc_len = lengths[:, 0], lengths[:, docid_field]
-    values = _numbers(arr, starts[:, value_field], lengths[:, value_field],
-                      "score" if tag_field is not None else "relevance", path, numbers, newlines)
-    cols = TrecColumns(_gather(arr, starts[:, 0], qid_len), qid_len, _gather(arr, starts[:, docid_field], doc_len),
-                       doc_len, values, numbers)
-    if tag_field is not None and numbers.shape[0]:
-        cols.tag = bytes(arr[starts[0, tag_field]:ends[0, tag_field]]).decode()
-    cols.keys = _check_unique_pairs(cols, path, duplicate, lambda number: _line_text(arr, newlines, number))
-    return cols
-
-
-def read_run_columns(path: Path | str) -> TrecColumns:
-    """A TREC run (``qid Q0 docid rank score tag``), vectorised; an empty run is an :class:`InputError`."""
-    cols = read_columns(path, "qid Q0 docid rank score tag", 2, 4, "appears twice", tag_field=5)
-    if cols.values.shape[0] == 0:
-        raise InputError(f"{path}: the run is empty")
-    return cols
-
-
-def read_qrels_columns(path: Path | str) -> TrecColumns:
-    """TREC qrels (``qid iteration docid relevance``), vectorised; an empty file is an :class:`InputError`."""
-    cols = read_columns(path, "qid iteration docid relevance", 2, 3, "is judged twice")
-    if cols.values.shape[0] == 0:
-        raise InputError(f"{path}: the qrels file is empty")
-    return cols
-
-
 def _text(strings: np.ndarray) -> np.ndarray:
     return np.array([v.decode() for v in strings.tolist()], dtype=object)
 
 
 def read_trec_run(path: Path | str) -> TrecRunLines:
-    """Read a TREC run (``qid Q0 docid rank score tag``) with ids as ``str``; see :func:`read_run_columns`."""
+    """Read a TREC run (``qid Q0 docid rank score tag``) with ids as ``str``; see
+    :func:`rankcli.formats.trec_read.read_run_columns`."""
     cols = read_run_columns(path)
     return TrecRunLines(_text(cols.qids), _text(cols.docids), cols.values, {cols.tag}, cols.tag)
 
 
 def read_qrels(path: Path | str) -> Qrels:
-    """Read TREC qrels (``qid iteration docid relevance``) with ids as ``str``; see :func:`read_qrels_columns`."""
+    """Read TREC qrels (``qid iteration docid relevance``) with ids as ``str``; see
+    :func:`rankcli.formats.trec_read.read_qrels_columns`."""
     cols = read_qrels_columns(path)
     return Qrels(_text(cols.qids), _text(cols.docids), cols.values)
 
 
+# ---------------------------------------------------------------------------------------------------------------------
+# A run joined with its qrels, as trec_eval joins them
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return one if n == 1 else many
+
+
+def _query_ids(names: list[str]) -> np.ndarray:
+    """TREC query ids as int64 when every one is a plain integer (``"301"``), otherwise as strings."""
+    try:
+        ints = [int(n) for n in names]
+    except ValueError:
+        return np.array(names, dtype=object)
+    if all(str(i) == n and -2 ** 63 <= i < 2 ** 63 for i, n in zip(ints, names)):  # else strings: exact
+        return np.array(ints, dtype=np.int64)
+    return np.array(names, dtype=object)
+
+
+def _trec_top(qcodes: np.ndarray, scores: np.ndarray, docs: np.ndarray, max_docs: int) -> np.ndarray:
+    """Indices of the rows (grouped by query) among the first ``max_docs`` of their query in trec_eval's order
+    (score descending, then docid descending in byte order: ``docs`` as numpy bytes), in their original order."""
+    doc_rank = np.empty(docs.shape[0], dtype=np.int64)
+    doc_rank[np.argsort(docs, kind="stable")] = np.arange(docs.shape[0])
+    order = np.lexsort((-doc_rank, -scores, qcodes))
+    starts = np.flatnonzero(np.r_[True, qcodes[order][1:] != qcodes[order][:-1]])
+    first = np.repeat(starts, np.diff(np.r_[starts, order.shape[0]]))
+    return np.sort(order[np.arange(order.shape[0]) - first < max_docs])
+
+
+@dataclass
+class _Queries:
+    """The queries of a run and its qrels under one numbering: codes ascend in byte order of the ids (as trec_eval
+    sorts them)."""
+
+    names: np.ndarray       # (codes,) numpy S, sorted
+    run_code: np.ndarray    # (run lines,) code of each run line's query
+    qrel_code: np.ndarray   # (qrels lines,) code of each judgment's query
+    kept: np.ndarray        # codes of the run's judged queries, in order of first appearance in the run
+    position: np.ndarray    # (codes,) a kept query's place in ``kept``, else -1
+    absent: np.ndarray      # codes of the judged queries absent from the run
+    run_to_local: np.ndarray  # (codes,) the run's own code of a query (its TrecColumns.qcodes), else -1
+
+
+def _queries(lines: TrecColumns, qrels: TrecColumns, run_path, qrels_path, complete: bool, notes: list) -> _Queries:
+    names, inv = np.unique(np.concatenate([lines.qnames, qrels.qnames]), return_inverse=True)
+    run_inv, qrel_inv = inv[:lines.qnames.shape[0]], inv[lines.qnames.shape[0]:]
+    judged_q = np.zeros(names.shape[0], dtype=bool)
+    judged_q[qrel_inv] = True
+    in_run = np.zeros(names.shape[0], dtype=bool)
+    in_run[run_inv] = True
+    keep_query = judged_q[run_inv]  # the run's queries in order of first appearance
+    dropped = int((~keep_query).sum())
+    if dropped:
+        notes.append(f"{dropped} quer{_plural(dropped, 'y', 'ies')} of the run {_plural(dropped, 'has', 'have')} no "
+                     f"judgments in {qrels_path} and {_plural(dropped, 'was', 'were')} not evaluated")
+    absent = np.flatnonzero(judged_q & ~in_run)
+    if absent.shape[0]:
+        n = int(absent.shape[0])
+        notes.append(f"{n} judged quer{_plural(n, 'y is', 'ies are')} absent from the run and "
+                     + ("scored 0 (complete: averages over every judged query, as trec_eval -c)" if complete else
+                        "not evaluated (as trec_eval without -c)"))
+    if not keep_query.any():
+        raise InputError(f"{run_path}: no query of the run is judged in {qrels_path} (query ids differ?)")
+    kept = run_inv[keep_query]
+    position = np.full(names.shape[0], -1, dtype=np.int64)
+    position[kept] = np.arange(kept.shape[0])
+    run_to_local = np.full(names.shape[0], -1, dtype=np.int64)
+    run_to_local[run_inv] = np.arange(run_inv.shape[0])
+    return _Queries(names, run_inv[lines.qcodes], qrel_inv[qrels.qcodes], kept, position, absent, run_to_local)
+
+
+def _join(lines: TrecColumns, qrels: TrecColumns, queries: _Queries) -> tuple[np.ndarray, np.ndarray]:
+    """For each run line (file order), the qrels line of the same (query, document) and whether there is one.
+
+    The run's pair keys were sorted by its duplicate check; the qrels' are keyed with the run's query codes and
+    sorted, and a merge of the two sorted arrays (cache-friendly) finds the candidates, confirmed word for word."""
+    qlocal = queries.run_to_local[queries.qrel_code]  # the run's code of each judgment's query, -1 if not in the run
+    usable = np.flatnonzero(qlocal >= 0)
+    qkeys = pair_keys(qlocal[usable], doc_hash(qrels.words[usable]), lines.qnames.shape[0])
+    qorder = np.argsort(qkeys, kind="stable")
+    qsorted = qkeys[qorder]
+    rorder = lines.key_order
+    rsorted = lines.keys[rorder]
+    qi = np.zeros(rorder.shape[0], dtype=np.int64)
+    hit = np.zeros(rorder.shape[0], dtype=bool)
+    n = qsorted.shape[0]
+    at = np.searchsorted(qsorted, rsorted)  # the first judgment with an equal key, if any
+    cand = np.arange(rsorted.shape[0])
+    while cand.shape[0]:  # equal keys: the same query, very likely the same document; a collision tries the next
+        cand = cand[at[cand] < n]
+        a = at[cand]
+        equal = qsorted[a] == rsorted[cand]
+        cand, a = cand[equal], a[equal]
+        r, q = rorder[cand], usable[qorder[a]]
+        same = same_words(lines.words[r], qrels.words[q])
+        qi[r[same]], hit[r[same]] = q[same], True
+        cand = cand[~same]
+        at[cand] += 1
+    return qi, hit
+
+
+def _unranked(qrels: TrecColumns, queries: _Queries, qi: np.ndarray, hit: np.ndarray, n_eval: int):
+    """Judged documents of the evaluated queries that the ranking lacks (the ideal DCG and R count them): their
+    labels grouped by query, and the offsets."""
+    matched = np.zeros(qrels.values.shape[0], dtype=bool)
+    matched[qi[hit]] = True
+    qpos = queries.position[queries.qrel_code]
+    missing = np.flatnonzero((qpos >= 0) & ~matched)
+    missing = missing[np.argsort(qpos[missing], kind="stable")]
+    offsets = np.concatenate(([0], np.cumsum(np.bincount(qpos[missing], minlength=n_eval)))).astype(np.int64)
+    return qrels.values[missing], offsets
+
+
+def _labels_of(qrels: TrecColumns, queries: _Queries, codes: np.ndarray) -> list:
+    """The judgments' labels of each query of ``codes``."""
+    if not codes.shape[0]:
+        return []
+    by_code = np.argsort(queries.qrel_code, kind="stable")
+    bounds = np.searchsorted(queries.qrel_code[by_code], np.stack([codes, codes + 1]))
+    return [qrels.values[by_code[a:b]] for a, b in zip(bounds[0].tolist(), bounds[1].tolist())]
+
+
+def _judged_only(rows, rpos, hit, qi, qrels, queries: _Queries, run_path, qrels_path):
+    """trec_eval's -J: drop the documents not judged; queries left empty are renumbered out (their codes returned)."""
+    keep = hit & (qrels.values[qi] >= 0)
+    rows, rpos, hit, qi = rows[keep], rpos[keep], hit[keep], qi[keep]
+    if not rows.shape[0]:
+        raise InputError(f"{run_path}: no document of the run is judged in {qrels_path}; judged_only (-J) leaves "
+                         "nothing to evaluate")
+    left = np.zeros(queries.kept.shape[0], dtype=bool)
+    left[rpos] = True
+    emptied = np.flatnonzero(~left)
+    if emptied.shape[0]:  # renumber the queries that keep documents
+        rpos = (np.cumsum(left) - 1)[rpos]
+        queries.position[queries.kept[emptied]] = -1
+        queries.position[queries.kept[left]] = np.arange(int(left.sum()))
+    return rows, rpos, hit, qi, emptied
+
+
+def _no_shared_document(lines, qrels, queries: _Queries, rows, n_eval, run_path, qrels_path) -> InputError:
+    c0 = queries.run_code[rows[0]]
+    theirs = qrels.docids[np.flatnonzero(queries.qrel_code == c0)[0]].decode()
+    return InputError(f"{run_path} and {qrels_path} share no document id: none of the {rows.shape[0]:,} documents "
+                      f"the run ranks for its {n_eval:,} judged quer{_plural(n_eval, 'y', 'ies')} is in the qrels "
+                      f"(query {queries.names[c0].decode()}: the run has {lines.docids[rows[0]].decode()!r}, the "
+                      f"qrels {theirs!r}); were they written from the same data?")
+
+
+def load_trec_run(run_path: Path | str, qrels_path: Path | str, *, max_docs: int | None = None,
+                  judged_only: bool = False, complete: bool = False) -> Run:
+    """A TREC run joined with its qrels as trec_eval joins them, vectorised (see the module docstring).
+
+    Documents of the run missing from the qrels count as label 0; judged documents missing from the run are kept as
+    ``unranked_labels`` (the ideal DCG and R count them); only queries both in the run and in the qrels are evaluated
+    (the others are counted in ``notes``). A run that shares no (query, document) pair with its qrels is an
+    :class:`InputError` (every number would be 0); evaluated queries none of whose documents is judged are counted
+    (``queries_without_judged``) and noted. Options as trec_eval's: ``max_docs`` (``-M``) keeps the first
+    ``max_docs`` documents of each query in trec_eval's order; ``judged_only`` (``-J``) then drops the documents not
+    judged in the qrels (a query left empty is evaluated with an empty ranking); ``complete`` (``-c``) also evaluates
+    the judged queries absent from the run, with an empty ranking (every measure 0, num_rel their R).
+    """
+    lines, qrels = read_run_columns(run_path), read_qrels_columns(qrels_path)
+    notes: list[str] = []
+    queries = _queries(lines, qrels, run_path, qrels_path, complete, notes)
+    rows = np.flatnonzero(queries.position[queries.run_code] >= 0)
+    rpos = queries.position[queries.run_code[rows]]
+    if np.any(rpos[1:] < rpos[:-1]):  # a query's lines not together: group them, file order kept within a query
+        order = np.argsort(rpos, kind="stable")
+        rows, rpos = rows[order], rpos[order]
+    qi_all, hit_all = _join(lines, qrels, queries)
+    shares_a_document = bool(hit_all[rows].any())  # before -M: the check below is about naming, not truncation
+    if max_docs is not None:
+        top = _trec_top(rpos, lines.values[rows], lines.docids[rows], max_docs)
+        rows, rpos = rows[top], rpos[top]
+    hit, qi = hit_all[rows], qi_all[rows]
+    emptied = np.zeros(0, dtype=np.int64)
+    if judged_only:
+        rows, rpos, hit, qi, emptied = _judged_only(rows, rpos, hit, qi, qrels, queries, run_path, qrels_path)
+    evaluated = np.delete(queries.kept, emptied)
+    n_eval = evaluated.shape[0]
+    if not shares_a_document:
+        raise _no_shared_document(lines, qrels, queries, rows, n_eval, run_path, qrels_path)
+    offsets = offsets_from_qids(rpos)
+    unjudged = int((np.add.reduceat(hit.view(np.int8), offsets[:-1], dtype=np.int64) == 0).sum())
+    if unjudged:
+        notes.append(f"{unjudged} of the {n_eval} evaluated quer{_plural(n_eval, 'y', 'ies')} "
+                     f"{_plural(unjudged, 'has', 'have')} no judged document among those the run ranks "
+                     f"(every one counts as not relevant; do the run and {qrels_path} name documents alike?)")
+    unranked_labels, unranked_offsets = _unranked(qrels, queries, qi, hit, n_eval)
+    empty_codes = np.concatenate([queries.kept[emptied], queries.absent if complete else np.zeros(0, np.int64)])
+    ids = _query_ids([q.decode() for q in queries.names[np.concatenate([evaluated, empty_codes])].tolist()])
+    return Run(qids=ids[:n_eval], labels=np.where(hit, qrels.values[qi], 0.0), scores=lines.values[rows],
+               offsets=offsets, unranked_labels=unranked_labels, unranked_offsets=unranked_offsets,
+               source=str(run_path), notes=notes, docids=lines.docids[rows], queries_without_judged=unjudged,
+               judged=hit, empty_qids=list(ids[n_eval:]), empty_labels=_labels_of(qrels, queries, empty_codes),
+               runid=lines.tag)
+
+
 #: What cannot be part of a document name in a TREC file: the empty name, whitespace (Python's ``str.split`` set, a
-#: superset of the C whitespace the readers split on) and NUL (trec_eval's C strings end there). RE2 syntax, for ``pyarrow.compute``.
+#: superset of the C whitespace the readers split on) and NUL (trec_eval's C strings end there). RE2 syntax, for
+#: ``pyarrow.compute``.
 _UNWRITABLE = (r"^$|[\x00\t\n\x0b\x0c\r\x1c-\x1f \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}"
                r"\x{205f}\x{3000}]")
 
@@ -401,6 +334,24 @@ def document_names(qids, docids=None, rows=None, *, source: str = "", check: boo
                               f"document in a TREC file: {why}")
         _refuse_repeated_names(qid_text, names, rows, source)
     return names
+
+
+def row_names(qids, docid_column, row_column, path) -> np.ndarray:
+    """Document names (object array of ``str``) of a Parquet run's or dataset's rows, as TREC files name them
+    (:func:`document_names`): ``docid_column`` (Arrow) when given, else ``<qid>-<row>`` with ``row_column`` (Arrow
+    integers: the row in the dataset, as ``rankcli predict`` writes it) or the row number. ``path`` names the file in
+    errors."""
+    import pyarrow as pa
+
+    from rankcli.formats import parquet
+
+    rows = None
+    if row_column is not None:
+        if row_column.null_count or not pa.types.is_integer(row_column.type):
+            raise SchemaError(f"{path}: column row must be integer without missing values (the row number in the "
+                              f"dataset), got {row_column.type}")
+        rows = parquet.column_to_numpy(row_column)
+    return np.array(document_names(qids, docid_column, rows, check=False).to_pylist(), dtype=object)
 
 
 def _refuse_repeated_names(qid_text, names, rows, source: str) -> None:
@@ -463,17 +414,17 @@ def _qid_key(qid) -> bytes:
     return str(qid).encode()
 
 
-def trec_eval_text(specs, per_query: dict, means: dict, qids, *, runid: str | None = None,
+def trec_eval_text(ordered, per_query: dict, means: dict, qids, *, runid: str | None = None,
                    queries: bool = False) -> str:
     """Results in trec_eval's layout: ``%-22s\t%s\t%6.4f`` lines (measure, query id or ``all``, value; counts as
-    integers ``%ld``; ``runid`` with the run's tag), measures in trec_eval's order (``measures.c``), with
-    ``queries`` (``-q``) each query's lines first, queries in byte order of their ids (trec_eval sorts its qrels),
-    then the summary ``all`` lines. Measures that trec_eval does not print per query (num_q, gm_map, gm_bpref,
-    runid) appear only in the summary, as in trec_eval. Metrics without a trec_eval name print under rankcli's.
-    """
-    from rankcli.core.measures import trec_order
+    integers ``%ld``; ``runid`` with the run's tag), with ``queries`` (``-q``) each query's lines first, queries in
+    byte order of their ids (trec_eval sorts its qrels), then the summary ``all`` lines. Measures that trec_eval does
+    not print per query (num_q, gm_map, gm_bpref, runid) appear only in the summary, as in trec_eval.
 
-    ordered = trec_order(specs)
+    ``ordered``: the metric specs in trec_eval's order (:func:`rankcli.core.measures.trec_order`); each gives its
+    printed name (``output_name()``) and its record (``integer``, ``per_query_line``, ``family``). ``per_query`` and
+    ``means`` are keyed by ``str(spec)``; ``qids`` are the query ids as text, aligned with the per-query values.
+    """
 
     def texts(spec, values) -> list[str]:
         if spec.record.integer:

@@ -107,7 +107,7 @@ def _columns(cols):
 
 
 def test_plain_and_irregular_whitespace_read_alike(tmp_path):
-    from rankcli.formats.trec import read_qrels_columns, read_run_columns
+    from rankcli.formats.trec_read import read_qrels_columns, read_run_columns
 
     plain = "q1 Q0 d1 1 3.5 tag\nq1 Q0 d10 2 -2e3 tag\nq2 Q0 é 1 0 tag\n"
     messy = "q1\tQ0  d1 1 3.5 tag\r\nq1 \t Q0 d10\t2  -2e3\ttag\n  q2 Q0 é 1 0 tag  \n"
@@ -125,7 +125,7 @@ def test_plain_and_irregular_whitespace_read_alike(tmp_path):
 @pytest.mark.parametrize("text", ["1 Q0 a 1 2 t\n1 Q0 b 1 3 t\n1 Q0 a 1 3 t\n",
                                   "1 Q0 a 1 2 t\n1\tQ0 b 1 3 t\n1 Q0 a 1 3 t\n"])
 def test_duplicate_pair_names_both_lines_on_either_path(tmp_path, text):
-    from rankcli.formats.trec import read_run_columns
+    from rankcli.formats.trec_read import read_run_columns
 
     (tmp_path / "r.txt").write_text(text)
     with pytest.raises(InputFormatError, match=r"r.txt:3: document a appears twice for query 1 \(first at line 1\), "
@@ -139,7 +139,7 @@ def test_duplicate_pair_names_both_lines_on_either_path(tmp_path, text):
     ("1 Q0 a 1 nan t\n", r":1: score is NaN"),
 ])
 def test_bad_lines_are_named(tmp_path, text, message):
-    from rankcli.formats.trec import read_run_columns
+    from rankcli.formats.trec_read import read_run_columns
 
     (tmp_path / "r.txt").write_text(text)
     with pytest.raises(InputFormatError, match=message):
@@ -148,7 +148,7 @@ def test_bad_lines_are_named(tmp_path, text, message):
 
 def test_fast_path_falls_back_on_blank_and_comment_lines(tmp_path):
     # single spaces everywhere (the Arrow path's layout), but a blank line and a comment line with four fields
-    from rankcli.formats.trec import read_qrels_columns
+    from rankcli.formats.trec_read import read_qrels_columns
 
     (tmp_path / "q.txt").write_text("1 0 d1 2\n\n#1 0 d3 1\n1 0 d2 0\n")
     q = read_qrels_columns(tmp_path / "q.txt")
@@ -158,9 +158,9 @@ def test_fast_path_falls_back_on_blank_and_comment_lines(tmp_path):
 def test_pair_hash_ignores_the_padding_width():
     import numpy as np
 
-    from rankcli.formats.trec import _hash
+    from rankcli.formats.trec_read import doc_hash, words_of
 
     short = np.array([b"doc-1", b"abcdefghijk"], dtype="S11")
     wide = np.array([b"doc-1", b"abcdefghijk", b"x" * 30], dtype="S30")
-    assert _hash(short).tolist() == _hash(wide)[:2].tolist()
-    assert len(set(_hash(np.array([b"a", b"b", b"ab", b"ba", b"a" * 9], dtype="S9")).tolist())) == 5
+    assert doc_hash(words_of(short)).tolist() == doc_hash(words_of(wide))[:2].tolist()
+    assert len(set(doc_hash(words_of(np.array([b"a", b"b", b"ab", b"ba", b"a" * 9], dtype="S9"))).tolist())) == 5

@@ -1,0 +1,352 @@
+"""Reading TREC run and qrels files into columns, vectorised (no Python loop over lines).
+
+- A run: ``qid Q0 docid rank score tag``; qrels: ``qid iteration docid relevance``. Fields are separated by any run of
+  C whitespace (space, tab, vertical tab, form feed, carriage return), as trec_eval reads them; blank lines and lines
+  whose first field starts with ``#`` are skipped; a leading UTF-8 byte-order mark is skipped; gzipped files are read
+  transparently (detected by their magic bytes).
+- The common layout (single spaces, nothing else) is read by Arrow's multi-threaded CSV reader; any other by a numpy
+  tokeniser. Both give the same :class:`TrecColumns` and name the line at fault in every error:
+  ``run.txt:17: expected 6 fields "qid Q0 docid rank score tag", got "301 Q0 d1"``.
+- Query ids are kept as codes into the file's distinct ids (in order of first appearance); document ids as rows of
+  little-endian 64-bit words of their bytes, NUL-padded (:class:`TrecColumns`): two ids are equal exactly when their
+  words are, the words hash cheaply, and viewed as numpy ``S`` strings they compare as ``strcmp`` compares.
+- A (query, document) pair on two lines is an error naming the second line (:func:`check_unique_pairs`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rankcli.errors import InputError, InputFormatError
+
+#: trec_eval reads fields with C's isspace: space, tab, newline, vertical tab, form feed, carriage return.
+_SPACE = np.zeros(256, dtype=bool)
+_SPACE[[9, 10, 11, 12, 13, 32]] = True
+
+RUN_LAYOUT = "qid Q0 docid rank score tag"
+QRELS_LAYOUT = "qid iteration docid relevance"
+
+
+@dataclass
+class TrecColumns:
+    """A TREC file's data lines in file order.
+
+    ``qcodes`` (int64, one per line) index ``qnames`` (numpy ``S``, the file's distinct query ids in order of first
+    appearance); ``words`` (``(lines, w)`` uint64) holds each document id's bytes, NUL-padded; ``values`` is the
+    score or relevance (float64), ``numbers`` the 1-based line numbers, ``tag`` the first line's tag (runs: trec_eval's
+    runid). ``keys`` and ``key_order`` are the sorted pair keys of the duplicate check, which the join reuses.
+    """
+
+    qcodes: np.ndarray
+    qnames: np.ndarray
+    words: np.ndarray
+    values: np.ndarray
+    numbers: np.ndarray
+    tag: str = ""
+    keys: np.ndarray | None = None
+    key_order: np.ndarray | None = None
+    text: bytes = b""  # the decoded file, for quoting a line in an error
+
+    @property
+    def qids(self) -> np.ndarray:
+        """The query id of each line (numpy ``S``)."""
+        return self.qnames[self.qcodes]
+
+    @property
+    def docids(self) -> np.ndarray:
+        """The document id of each line (numpy ``S``, a view of ``words``)."""
+        return self.words.view(f"S{8 * self.words.shape[1]}").ravel()
+
+    def line_text(self, number: int) -> str:
+        """Line ``number`` (1-based) of the file, as text."""
+        lines = self.text.split(b"\n", number)
+        return lines[number - 1].decode("utf-8", "replace").rstrip("\r") if len(lines) >= number else ""
+
+
+def _read_bytes(path: Path) -> bytes:
+    if not path.exists():
+        raise InputError(f"{path}: no such file")
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory, expected a file")
+    try:
+        data = path.read_bytes()
+        if data[:2] == b"\x1f\x8b":  # gzip's magic bytes: runs and qrels as TREC distributes them
+            import gzip
+            import zlib
+
+            try:
+                data = gzip.decompress(data)
+            except (OSError, EOFError, zlib.error) as exc:
+                raise InputError(f"{path}: not a readable gzip file ({exc})") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]  # a UTF-8 byte-order mark would become part of the first query id
+    try:
+        if not data.isascii():  # ASCII (the usual TREC file) is UTF-8; isascii is far cheaper than decoding
+            data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    return data
+
+
+def _gather(arr: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The tokens ``arr[starts:starts+lengths]`` as a numpy ``S`` array (NUL-padded to the longest)."""
+    w = max(int(lengths.max()) if lengths.shape[0] else 1, 1)
+    padded = np.concatenate([arr, np.zeros(w, dtype=np.uint8)])
+    windows = np.lib.stride_tricks.as_strided(padded, shape=(arr.shape[0] + 1, w), strides=(1, 1))
+    m = windows[starts]
+    m[np.arange(w)[None, :] >= lengths[:, None]] = 0
+    return m.view(f"S{w}").ravel()
+
+
+def words_of(strings: np.ndarray) -> np.ndarray:
+    """A numpy ``S`` array as ``(n, w)`` uint64 words of its bytes, NUL-padded to a multiple of 8 bytes."""
+    width = strings.dtype.itemsize
+    m = np.ascontiguousarray(strings).view(np.uint8).reshape(-1, width)
+    if width % 8 or width == 0:
+        m = np.concatenate([m, np.zeros((m.shape[0], 8 - width % 8), dtype=np.uint8)], axis=1)
+    return np.ascontiguousarray(m).view(np.uint64)
+
+
+def _arrow_words(col, ascii_text: bool) -> np.ndarray:
+    """An Arrow binary column's values as :func:`words_of` gives them, built in C for ASCII text (padded by Arrow to
+    a common width, then viewed without a copy)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    col = col.combine_chunks()
+    n = len(col)
+    width = max(int(pc.max(pc.binary_length(col)).as_py() or 1), 1)
+    width = -(-width // 8) * 8
+    if ascii_text:
+        padded = pc.ascii_rpad(col.view(pa.string()), width=width, padding="\x00")
+        bufs = padded.buffers()
+        start = padded.offset * width  # every value is exactly `width` bytes: offsets are i * width
+        return np.frombuffer(bufs[2], dtype=np.uint8, count=n * width, offset=start).view(np.uint64).reshape(n, -1)
+    bufs = col.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=np.int32, count=n + 1, offset=col.offset * 4).astype(np.int64)
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    return words_of(_gather(data, offsets[:-1], np.diff(offsets)))
+
+
+def doc_hash(words: np.ndarray, seed: np.ndarray | int = 0) -> np.ndarray:
+    """A uint64 hash of each row of :func:`words_of` words (multiply-xorshift over the words). All-zero words (the
+    padding of a shorter id) are skipped, so the padding width plays no part."""
+    h = np.full(words.shape[0], 1469598103934665603, dtype=np.uint64) ^ np.asarray(seed, dtype=np.uint64)
+    prime, shift = np.uint64(1099511628211), np.uint64(29)
+    for j in range(words.shape[1]):
+        x = words[:, j]
+        mixed = (h ^ x) * prime
+        mixed ^= mixed >> shift
+        h = mixed if j == 0 else np.where(x != 0, mixed, h)  # an id has at least one byte: word 0 is never padding
+    return h
+
+
+def same_words(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise equality of two word matrices of possibly different widths (the wider one's extra words must be 0)."""
+    w = min(a.shape[1], b.shape[1])
+    same = np.all(a[:, :w] == b[:, :w], axis=1)
+    for extra in (a[:, w:], b[:, w:]):
+        if extra.shape[1]:
+            same &= ~np.any(extra, axis=1)
+    return same
+
+
+def pair_keys(qcodes: np.ndarray, hashes: np.ndarray, n_codes: int) -> np.ndarray:
+    """Sortable uint64 keys of (query, document) pairs: the query code in the high bits, the document hash below.
+    Equal pairs have equal keys; the converse is checked by whoever compares them."""
+    qbits = max(int(n_codes).bit_length(), 1)
+    return (qcodes.astype(np.uint64) << np.uint64(64 - qbits)) | (hashes >> np.uint64(qbits))
+
+
+def check_unique_pairs(cols: TrecColumns, path: Path, duplicate: str) -> None:
+    """Sort the pair keys (kept in ``cols.keys``/``cols.key_order``); a (qid, docid) pair on two lines is an
+    :class:`InputFormatError` naming the second line and the first."""
+    keys = pair_keys(cols.qcodes, doc_hash(cols.words), cols.qnames.shape[0])
+    order = np.argsort(keys, kind="stable")  # queries come in blocks of ascending codes: nearly sorted, cheap
+    k = keys[order]
+    cols.keys, cols.key_order = keys, order
+    same = np.flatnonzero(k[1:] == k[:-1])
+    if not same.shape[0]:
+        return
+    a, b = order[same], order[same + 1]
+    if np.any(same[1:] == same[:-1] + 1):  # three lines or more with one key (a hash collision): every pair
+        runs = np.split(same, np.flatnonzero(np.diff(same) != 1) + 1)
+        pairs = [(order[i], order[j]) for r in runs for i in range(r[0], r[-1] + 2) for j in range(i + 1, r[-1] + 2)]
+        a, b = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+    real = (cols.qcodes[a] == cols.qcodes[b]) & same_words(cols.words[a], cols.words[b])
+    if real.any():
+        second, first = min(zip(np.maximum(a, b)[real].tolist(), np.minimum(a, b)[real].tolist()))
+        q, d = cols.qnames[cols.qcodes[second]].decode(), cols.docids[second].decode()
+        number = int(cols.numbers[second])
+        raise InputFormatError(f"document {d} {duplicate} for query {q} (first at line {int(cols.numbers[first])})",
+                               str(path), number, cols.line_text(number))
+
+
+def _codes(qids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of ``qids`` (numpy ``S``) into their distinct values in order of first appearance. TREC files list a
+    query's lines together, so only the first line of each block is looked at."""
+    if qids.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype="S1")
+    heads = np.flatnonzero(np.r_[True, qids[1:] != qids[:-1]])
+    uniq, first, inv = np.unique(qids[heads], return_index=True, return_inverse=True)
+    rank = np.empty(uniq.shape[0], dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(uniq.shape[0])
+    codes = np.repeat(rank[inv], np.diff(np.r_[heads, qids.shape[0]]))
+    return codes, uniq[np.argsort(first, kind="stable")]
+
+
+def _read_simple(data: bytes, count: int, docid_field: int, value_field: int) -> TrecColumns | None:
+    """The common layout read by Arrow's multi-threaded CSV reader: single spaces between fields, one line per
+    record, no tab, carriage return, blank, comment or indented line. None when the file is not that simple, or
+    Arrow finds a line it cannot read: the general tokeniser then reads it (and names the line at fault)."""
+    # A double, leading or trailing space gives an empty field (refused below) or a line with too many fields; a blank
+    # line is a one-field record (ignore_empty_lines=False); a comment line's first field starts with '#'.
+    if not data or data[:1] in b" #\n" or any(c in data for c in (b"\t", b"\r", b"\x0b", b"\x0c")):
+        return None
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+
+    names = [f"f{i}" for i in range(count)]
+    types = {n: pa.binary() for n in names}  # bytes: the UTF-8 check was done on the whole file
+    types[names[value_field]] = pa.float64()
+    try:
+        table = pacsv.read_csv(pa.py_buffer(data),
+                               read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24),
+                               parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False,
+                                                                escape_char=False, newlines_in_values=False,
+                                                                ignore_empty_lines=False),
+                               convert_options=pacsv.ConvertOptions(column_types=types, strings_can_be_null=False,
+                                                                    quoted_strings_can_be_null=False,
+                                                                    null_values=[]))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    if any(pc.min(pc.binary_length(table.column(n))).as_py() == 0 for n in names if n != names[value_field]):
+        return None  # an empty field: two spaces in a row, or a leading space
+    values = table.column(names[value_field]).to_numpy()
+    if np.isnan(values).any():
+        return None  # the general path names the line
+    enc = pc.dictionary_encode(table.column(names[0]))
+    qnames = np.array(enc.chunk(0).dictionary.to_pylist() if enc.num_chunks else [], dtype=bytes)
+    if qnames.shape[0] and (qnames.astype("S1") == b"#").any():
+        return None  # a comment line that happens to have the fields of a record
+    qcodes = np.concatenate([c.indices.to_numpy() for c in enc.chunks]).astype(np.int64)
+    cols = TrecColumns(qcodes, qnames, _arrow_words(table.column(names[docid_field]), data.isascii()),
+                       np.ascontiguousarray(values, dtype=np.float64), np.arange(1, values.shape[0] + 1),
+                       text=data)
+    if count == 6 and values.shape[0]:
+        cols.tag = table.column(names[5])[0].as_py().decode().strip()
+    return cols
+
+
+def _numbers(arr, starts, lengths, what, path, numbers) -> np.ndarray:
+    """Parse number tokens in C (Arrow's cast), NaN refused; an error names the first bad line."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = starts.shape[0]
+    w = max(int(lengths.max()) if n else 1, 1)
+    m = _gather(arr, starts, lengths).view(np.uint8).reshape(n, w)
+    body = m[np.arange(w)[None, :] < lengths[:, None]]  # the tokens' bytes, back to back
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    strings = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(body))
+    try:
+        values = pc.cast(strings, pa.float64()).to_numpy(zero_copy_only=False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        for i, text in enumerate(strings.to_pylist()):  # the error path only: find the first bad token
+            try:
+                float(text)
+            except ValueError:
+                raise InputFormatError(f"{what} must be a number", str(path), int(numbers[i]), text) from None
+        raise InputFormatError(f"{what} must be a number", str(path), int(numbers[0]), "?") from None
+    bad = np.isnan(values)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputFormatError(f"{what} is NaN", str(path), int(numbers[i]), strings[i].as_py())
+    return values
+
+
+def _tokens(arr: np.ndarray, layout: str, path: Path):
+    """Token starts and ends (``(lines, fields)``) of the data lines and their line numbers; a line with another field
+    count is an :class:`InputFormatError`."""
+    count = len(layout.split())
+    space = _SPACE[arr]
+    edge = np.empty(arr.shape[0] + 1, dtype=bool)  # token boundaries: space -> non-space and non-space -> space
+    edge[0], edge[-1] = ~space[0], ~space[-1]
+    np.not_equal(space[1:], space[:-1], out=edge[1:-1])
+    bounds = np.flatnonzero(edge)
+    del space, edge
+    starts, ends = bounds[0::2], bounds[1::2]
+    newlines = np.flatnonzero(arr == 10)
+    # Token index where each line begins (lines split at the newlines): cheaper than a line number per token.
+    line_start = np.concatenate(([0], np.searchsorted(starts, newlines)))
+    per_line = np.diff(np.append(line_start, starts.shape[0]))  # tokens of each line, blank lines 0
+    data_lines = np.flatnonzero(per_line)
+    heads = line_start[data_lines]
+    comment = arr[starts[heads]] == ord("#")
+    if comment.any():
+        drop = np.zeros(starts.shape[0] + 1, dtype=np.int64)
+        np.add.at(drop, heads[comment], 1)
+        np.add.at(drop, heads[comment] + per_line[data_lines[comment]], -1)
+        keep = np.cumsum(drop[:-1]) == 0
+        starts, ends = starts[keep], ends[keep]
+        data_lines = data_lines[~comment]
+    bad = per_line[data_lines] != count
+    if bad.any():
+        number = int(data_lines[int(np.argmax(bad))]) + 1
+        text = bytes(arr).split(b"\n", number)[number - 1].decode("utf-8", "replace").rstrip("\r")
+        raise InputFormatError(f'expected {count} fields "{layout}"', str(path), number, text)
+    return starts.reshape(-1, count), ends.reshape(-1, count), data_lines + 1
+
+
+def _read_general(data: bytes, path: Path, layout: str, docid_field: int, value_field: int) -> TrecColumns:
+    """Any whitespace layout, tokenised with numpy."""
+    arr = np.frombuffer(data, dtype=np.uint8)
+    empty = np.zeros(0, dtype=np.int64)
+    if arr.shape[0] == 0:
+        return TrecColumns(empty, np.zeros(0, "S1"), np.zeros((0, 1), np.uint64), np.zeros(0), empty)
+    starts, ends, numbers = _tokens(arr, layout, path)
+    lengths = ends - starts
+    what = "score" if layout == RUN_LAYOUT else "relevance"
+    values = _numbers(arr, starts[:, value_field], lengths[:, value_field], what, path, numbers)
+    qcodes, qnames = _codes(_gather(arr, starts[:, 0], lengths[:, 0]))
+    words = words_of(_gather(arr, starts[:, docid_field], lengths[:, docid_field]))
+    cols = TrecColumns(qcodes, qnames, words, values, numbers, text=data)
+    if layout == RUN_LAYOUT and numbers.shape[0]:
+        cols.tag = bytes(arr[starts[0, 5]:ends[0, 5]]).decode()
+    return cols
+
+
+def read_columns(path: Path | str, layout: str, docid_field: int, value_field: int, duplicate: str) -> TrecColumns:
+    """Read a whitespace-separated TREC file (see the module docstring); a line with another field count, a value
+    that is not a number or NaN, or a (qid, docid) pair on two lines is an :class:`InputFormatError` naming the
+    line."""
+    path = Path(path)
+    data = _read_bytes(path)
+    cols = _read_simple(data, len(layout.split()), docid_field, value_field)
+    if cols is None:
+        cols = _read_general(data, path, layout, docid_field, value_field)
+    check_unique_pairs(cols, path, duplicate)
+    return cols
+
+
+def read_run_columns(path: Path | str) -> TrecColumns:
+    """A TREC run (``qid Q0 docid rank score tag``), vectorised; an empty run is an :class:`InputError`."""
+    cols = read_columns(path, RUN_LAYOUT, 2, 4, "appears twice")
+    if cols.values.shape[0] == 0:
+        raise InputError(f"{path}: the run is empty")
+    return cols
+
+
+def read_qrels_columns(path: Path | str) -> TrecColumns:
+    """TREC qrels (``qid iteration docid relevance``), vectorised; an empty file is an :class:`InputError`."""
+    cols = read_columns(path, QRELS_LAYOUT, 2, 3, "is judged twice")
+    if cols.values.shape[0] == 0:
+        raise InputError(f"{path}: the qrels file is empty")
+    return cols
