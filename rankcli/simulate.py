@@ -278,83 +278,85 @@ def simulate_clicks(ds: Dataset, *, model: str = "cascade", click_probs=PAPER_CL
     return out, summary
 
 
-def click_table(ds: Dataset, log: core.ClickLog, source=None):
-    """The output of :func:`simulate_clicks` as an Arrow table, equal to ``dataset_table(out, out.extra)`` of its
-    dataset ``out`` (same columns, order, types and values) except that every column but ``docid`` is declared
-    non-nullable (as the data model's :func:`~rankcli.formats.parquet.dataset_schema` declares qid, label, features).
+def simulate_file(data: Path | str, output: Path | str, *, ranker: str = "random", seed: int = 0,
+                  overwrite: bool = False, **options) -> ClickSummary:
+    """Simulate a click log from the dataset file ``data`` and write it to ``output``
+    (:mod:`rankcli.formats.clicks` describes the file); what ``rankcli simulate-clicks`` does.
 
-    ``source``: an Arrow table holding ``ds``'s feature columns (``ds.feature_names``) and its ``docid`` column when
-    it has one, row for row. Its columns are gathered with Arrow's ``take`` (no numpy feature matrix at all); without
-    it the features come from ``ds.features`` and the docids from ``ds.docids``.
+    Parameters
+    ----------
+    data : path
+        A Parquet dataset with graded labels.
+    output : path
+        The click log to write, atomically (``-``: standard output).
+    ranker : str
+        ``random``, ``label``, ``input`` or a model directory (its scores rank the documents).
+    seed : int
+        The simulation's seed: the same inputs and seed give the same file, byte for byte.
+    overwrite : bool
+        Replace an existing output that rankcli wrote.
+    **options
+        ``model``, ``click_probs``, ``eta``, ``max_rank``, ``impressions``, ``keep_no_click``, ``label_grades`` and
+        ``randomize``, as :func:`simulate_clicks` takes them.
+
+    Returns
+    -------
+    ClickSummary
+        Its ``ranker`` is ``ranker`` as given (a model directory's path).
     """
-    return next(click_batches(ds, log, source, [0, int(log.rows.shape[0])]))
+    from rankcli.formats.clicks import click_batches, write_click_log
+    from rankcli.formats.parquet import query_aligned_groups
+
+    ds, click_log, source, summary = _simulate_from_file(data, ranker, seed, options)
+    summary.ranker = ranker
+    meta = {
+        "kind": "dataset",
+        "num_features": len(ds.feature_names),
+        "source": str(data),
+        "clicks": {"model": summary.model, "ranker": ranker, "seed": seed, **summary.params},
+        "seed": seed,
+    }
+    feature_names = list(ds.feature_names)
+    pieces = click_batches(ds, click_log, source, query_aligned_groups(click_log.offsets))
+    # Only the pieces generator holds the input and the log from here on: they are freed as soon as the last piece
+    # is gathered, while the writer thread still encodes, instead of after the write.
+    del ds, click_log, source
+    write_click_log(output, pieces, meta, feature_names, overwrite=overwrite)
+    return summary
 
 
-def click_batches(ds: Dataset, log: core.ClickLog, source=None, bounds=None):
-    """:func:`click_table` in pieces: yields the Arrow table of output rows ``bounds[k]:bounds[k + 1]`` for each
-    ``k`` (``bounds`` ascending from 0 to the number of output rows), so that a writer can encode one piece while the
-    next one's features are gathered."""
-    import pyarrow as pa
+def _simulate_from_file(data: Path | str, ranker: str, seed: int, options: dict):
+    """``(dataset, click log, source table or None, summary)``. With a named ranker the simulation needs only qid and
+    label: they are read first, then the feature (and docid) columns are read as Arrow in a thread while the
+    simulation runs, to be gathered with Arrow's take (no numpy feature matrix)."""
+    import threading
 
-    from rankcli.formats.parquet import array_from_numpy
+    from rankcli.formats.clicks import read_source_columns
+    from rankcli.formats.parquet import read_dataset
 
-    rows = log.rows
-    if bounds is None:
-        bounds = [0, int(rows.shape[0])]
-    qids = np.repeat(np.arange(1, log.n_kept + 1, dtype=np.int64), np.diff(log.offsets))
-    has_docid = ds.docids is not None or (source is not None and "docid" in source.column_names)
-    docid_source = source.select(["docid"]) if source is not None and "docid" in source.column_names else None
-    names = list(ds.feature_names)
-    features = source.select(names) if source is not None and names else None
-    schema = None
-    for start, stop in zip(bounds[:-1], bounds[1:]):
-        # Piece by piece (gathers included), so that a writer can start on the first piece early.
-        start, stop = int(start), int(stop)
-        r = rows[start:stop]
-        indices = array_from_numpy(r, pa.int64()) if source is not None else None
-        piece = {
-            "qid": array_from_numpy(qids[start:stop], pa.int64()),
-            "label": array_from_numpy(log.clicks[start:stop].astype(np.float64), pa.float64()),
-        }
-        if has_docid:
-            if docid_source is not None:
-                piece["docid"] = _take(docid_source, indices).column("docid").cast(pa.string())
-            else:
-                piece["docid"] = pa.array(ds.docids[r], pa.string())
-        extra = {"source_qid": ds.qids[r], "position": log.positions[start:stop].astype(np.int32),
-                 "relevance": ds.labels[r]}
-        if not has_docid:
-            extra["source_row"] = r
-        if log.ranker_rank is not None:
-            extra["ranker_rank"] = log.ranker_rank[start:stop]
-        extra.update({k: v[r] for k, v in ds.extra.items() if k not in extra})
-        for name, values in extra.items():
-            piece[name] = array_from_numpy(values)
-        if features is not None:
-            taken = _take(features, indices)
-            for name in names:
-                col = taken.column(name)
-                if col.null_count:  # as the numpy path reads them: NaN
-                    col = col.fill_null(float("nan"))
-                if col.type != pa.float32():
-                    col = col.cast(pa.float32(), safe=False)
-                piece[name] = col
-        elif ds.features is not None:
-            feats = _take_feature_rows(ds.features, r)
-            for j, name in enumerate(names):
-                piece[name] = array_from_numpy(feats[:, j], pa.float32())
-        if schema is None:
-            # The data model's schema (qid, label and features required); every column but docid is never null,
-            # and a Parquet writer encodes required columns faster (no definition levels).
-            schema = pa.schema([pa.field(name, col.type, nullable=name == "docid") for name, col in piece.items()])
-        yield pa.Table.from_arrays(list(piece.values()), schema=schema)
+    reader = None
+    got: dict = {}
+    if ranker in RANKERS:
+        ds = read_dataset(data, features=False)
+        wanted = list(ds.feature_names) + (["docid"] if ds.docids is not None else [])
 
+        def read_source() -> None:
+            try:
+                got["table"] = read_source_columns(data, wanted)
+            except BaseException as exc:  # re-raised in the main thread
+                got["error"] = exc
 
-def _take(table, indices):
-    """``table.take(indices)`` (Arrow's multi-threaded C++ gather) without importing ``pyarrow.compute`` (~70 ms of
-    wrapper generation at process start): the compute kernel is called through ``pyarrow._compute`` directly."""
+        reader = threading.Thread(target=read_source, daemon=True)
+        reader.start()
+        scores_or_name = ranker
+    else:
+        ds = read_dataset(data)
+        scores_or_name = model_scores(ds, ranker, what=str(data))
     try:
-        from pyarrow._compute import call_function
-    except ImportError:  # pragma: no cover - a pyarrow without the private module
-        return table.take(indices)
-    return call_function("take", [table, indices])
+        click_log, summary = simulate_log(ds, ranker=scores_or_name, rng=np.random.default_rng(seed), **options)
+    finally:
+        if reader is not None:
+            reader.join()
+    if "error" in got:
+        raise got["error"]
+    return ds, click_log, got.pop("table", None), summary

@@ -29,14 +29,15 @@ from typing import Annotated
 
 import typer
 
+from rankcli.cli import options as opt
+
 NAME = "simulate-clicks"
 SHORT_HELP = "Simulate click logs with a cascade or position-based model."
 
 
 def command(
     data: Annotated[Path, typer.Argument(help="Dataset with graded labels (Parquet).", show_default=False)],
-    output: Annotated[str, typer.Option("--output", "-o", help="Click log to write (Parquet; - for standard output "
-                                        "into a pipe or file).", show_default=False, metavar="PATH")],
+    output: Annotated[str, opt.output("Click log to write (Parquet; - for standard output into a pipe or file).")],
     model: Annotated[str, typer.Option(help="Click model: cascade | pbm.")] = "cascade",
     click_probs: Annotated[str, typer.Option("--click-probs", help="Click probability per grade 0, 1, 2, ..., "
                                              "comma-separated (the paper's default).")] = "0.05,0.3,0.5,0.7,0.95",
@@ -55,31 +56,45 @@ def command(
     = False,
     label_grades: Annotated[bool, typer.Option("--label-grades", help="Map the distinct label values to grades "
                                                "0..n-1 in increasing order (needed for real-valued labels).")] = False,
-    seed: Annotated[int, typer.Option(help="Seed of the simulation (same seed, same output bytes).")] = 0,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output file.")] = False,
+    seed: Annotated[int, opt.seed("the simulation")] = 0,
+    json_out: Annotated[bool, opt.json_flag("the summary")] = False,
+    overwrite: Annotated[bool, opt.overwrite("output file")] = False,
 ) -> None:
-    import threading
-
     if ranker in ("random", "label", "input"):  # a model directory as ranker may multiply matrices: BLAS threads
         from rankcli.startup import import_numpy_single_threaded_blas
 
         import_numpy_single_threaded_blas()
-    import numpy as np
-
     from rankcli.cli._common import log, prepare_output, print_json, stdout_taken
+    from rankcli.formats.atomic import model_files
+    from rankcli.simulate import RANKERS, simulate_file
+
+    probs, policy = _checked_options(model, click_probs, impressions, max_rank, eta, seed, ranker, randomize)
+    if ranker not in RANKERS:  # as predict: without LightGBM's scikit-learn/pandas integrations (~1.5 s less)
+        from rankcli.startup import import_lightgbm_lean
+
+        import_lightgbm_lean()
+    output = prepare_output(output, overwrite=overwrite,
+                            inputs=[data, *(model_files(ranker) if ranker not in RANKERS else [])], binary=True,
+                            example="clicks.parquet")
+    stdout_taken(output, json_out)
+    summary = simulate_file(data, output, ranker=ranker, seed=seed, overwrite=overwrite, model=model,
+                            click_probs=probs, eta=eta, max_rank=max_rank, impressions=impressions,
+                            keep_no_click=keep_no_click, label_grades=label_grades, randomize=policy)
+    if json_out:
+        print_json({"output": str(output), "seed": seed, **summary.as_dict()})
+        return
+    _render(summary, output)
+    if summary.dropped and not keep_no_click:
+        log(f"dropped {summary.dropped} impression(s) without a click (--keep-no-click keeps them)")
+
+
+def _checked_options(model: str, click_probs: str, impressions: int, max_rank: int | None, eta: float, seed: int,
+                     ranker: str, randomize: str | None):
+    """The parsed click probabilities and logging policy; a :class:`~rankcli.errors.UsageError` for any option out
+    of range, before the model is loaded and the output prepared."""
     from rankcli.core.clicks import MODELS
     from rankcli.errors import UsageError
-    from rankcli.formats.parquet import query_aligned_groups, read_dataset
-    from rankcli.simulate import (
-        RANKERS,
-        check_randomize,
-        click_batches,
-        model_scores,
-        parse_click_probs,
-        parse_randomize,
-        simulate_log,
-    )
+    from rankcli.simulate import RANKERS, check_randomize, parse_click_probs, parse_randomize
 
     if model not in MODELS:
         raise UsageError(f"--model: expected one of {', '.join(MODELS)}, got {model!r}")
@@ -95,151 +110,8 @@ def command(
     if ranker not in RANKERS and not Path(ranker).is_dir():
         raise UsageError(f"--ranker: expected random, label, input or a model directory, got {ranker!r}")
     policy = parse_randomize(randomize)
-    check_randomize(ranker, policy, max_rank)  # before the model is loaded and the output prepared
-    from rankcli.formats.atomic import model_files
-
-    output = prepare_output(output, overwrite=overwrite,
-                            inputs=[data, *(model_files(ranker) if ranker not in RANKERS else [])], binary=True,
-                            example="clicks.parquet")
-    stdout_taken(output, json_out)
-
-    source = reader = None
-    got: dict = {}
-    if ranker in RANKERS:
-        # The simulation needs only qid and label: they are read first, then the feature (and docid) columns are read
-        # as Arrow in a thread while the simulation runs, and gathered with Arrow's take (no numpy feature matrix).
-        ds = read_dataset(data, features=False)
-        wanted = list(ds.feature_names) + (["docid"] if ds.docids is not None else [])
-
-        def read_source() -> None:
-            try:
-                got["table"] = _read_columns(data, wanted)
-            except BaseException as exc:  # re-raised in the main thread
-                got["error"] = exc
-
-        reader = threading.Thread(target=read_source, daemon=True)
-        reader.start()
-        scores_or_name = ranker
-    else:
-        from rankcli.startup import import_lightgbm_lean
-
-        import_lightgbm_lean()  # as predict: without LightGBM's scikit-learn/pandas integrations (~1.5 s less)
-        ds = read_dataset(data)
-        scores_or_name = model_scores(ds, ranker, what=str(data))
-    rng = np.random.default_rng(seed)
-    try:
-        click_log, summary = simulate_log(ds, model=model, click_probs=probs, eta=eta, max_rank=max_rank,
-                                          impressions=impressions, ranker=scores_or_name,
-                                          keep_no_click=keep_no_click, label_grades=label_grades,
-                                          randomize=policy, rng=rng)
-    finally:
-        if reader is not None:
-            reader.join()
-    if reader is not None:
-        if "error" in got:
-            raise got["error"]
-        source = got["table"]
-    summary.ranker = ranker
-    meta = {
-        "kind": "dataset",
-        "num_features": len(ds.feature_names),
-        "source": str(data),
-        "clicks": {"model": model, "ranker": ranker, "seed": seed, **summary.params},
-        "seed": seed,
-    }
-    feature_names = list(ds.feature_names)
-    pieces = click_batches(ds, click_log, source, query_aligned_groups(click_log.offsets))
-    # Only the pieces generator holds the input and the log from here on: they are freed as soon as the last piece
-    # is gathered, while the writer thread still encodes, instead of after the write.
-    del ds, click_log, source
-    got.clear()
-    _write_clicks(output, overwrite, pieces, meta, feature_names)
-    if json_out:
-        print_json({"output": str(output), "seed": seed, **summary.as_dict()})
-        return
-    _render(summary, output)
-    if summary.dropped and not keep_no_click:
-        log(f"dropped {summary.dropped} impression(s) without a click (--keep-no-click keeps them)")
-
-
-def _write_clicks(output: Path, overwrite: bool, pieces, meta: dict, feature_names) -> None:
-    """Write the query-aligned row groups ``pieces`` (Arrow tables) to ``output`` atomically, as ``write_dataset``
-    would (zstd; dictionary encoding where it pays, see :func:`_dictionary_columns`). A thread encodes each row group
-    while the next one's features are gathered; the file is the same as writing the whole table at once."""
-    import queue
-    import threading
-
-    import pyarrow.parquet as pq
-
-    from rankcli.formats.atomic import atomic_path
-    from rankcli.formats.parquet import encode_metadata
-
-    with atomic_path(output, overwrite) as tmp:
-        first = next(pieces)
-        schema = first.schema.with_metadata(encode_metadata(meta))
-        # Impression ids and source rows ascend: delta encoding writes them 2-3x faster than plain and smaller.
-        delta = {c: "DELTA_BINARY_PACKED" for c in ("qid", "source_row") if c in first.column_names}
-        writer = pq.ParquetWriter(str(tmp), schema, compression="zstd", column_encoding=delta or None,
-                                  use_dictionary=_dictionary_columns(first, feature_names))
-        todo: queue.Queue = queue.Queue(maxsize=2)
-        failed: list = []
-
-        def encode() -> None:
-            while (piece := todo.get()) is not None:
-                if not failed and piece.num_rows:
-                    try:
-                        writer.write_table(piece, row_group_size=piece.num_rows)
-                    except BaseException as exc:  # re-raised in the main thread
-                        failed.append(exc)
-
-        thread = threading.Thread(target=encode, daemon=True)
-        thread.start()
-        try:
-            todo.put(first)
-            del first
-            piece = None
-            for piece in pieces:
-                if failed:
-                    break
-                todo.put(piece)
-            del piece
-            pieces.close()  # the generator's references to the input go now
-        finally:
-            todo.put(None)
-            thread.join()
-            writer.close()
-        if failed:
-            raise failed[0]
-
-
-def _read_columns(path: Path, columns: list[str]):
-    """``read_table(path, columns)`` on one thread: it runs beside the simulation, which has the other core."""
-    import pyarrow as pa
-
-    from rankcli.errors import InputError
-    from rankcli.formats.parquet import open_parquet
-
-    try:
-        return open_parquet(path).read(columns=columns, use_threads=False)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise InputError(f"{path}: cannot read ({exc})") from None
-
-
-def _dictionary_columns(table, feature_names) -> list[str]:
-    """Columns worth Parquet dictionary encoding: the clicks, grades and positions, and feature columns with few
-    distinct values (LETOR's three-decimal features: 3x smaller files). Impression ids and source rows are nearly
-    all distinct, and so are full-precision features: dictionary encoding only costs time there (up to 6x)."""
-    import numpy as np
-
-    from rankcli.formats.parquet import column_to_numpy
-
-    names = ["label", "relevance", "position"]
-    n = min(table.num_rows, 20_000)
-    if n:
-        for name in feature_names:
-            if np.unique(column_to_numpy(table.column(name).slice(0, n))).shape[0] * 8 <= n:
-                names.append(name)
-    return names
+    check_randomize(ranker, policy, max_rank)
+    return probs, policy
 
 
 def _render(summary, output: Path) -> None:
