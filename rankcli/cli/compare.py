@@ -45,6 +45,8 @@ SHORT_HELP = "Compare runs per query with significance tests."
 
 
 class Test(str, Enum):
+    """``--test``: the paired tests of :mod:`rankcli.core.stats`."""
+
     ttest = "ttest"
     permutation = "permutation"
     wilcoxon = "wilcoxon"
@@ -52,6 +54,8 @@ class Test(str, Enum):
 
 
 class Format(str, Enum):
+    """``--format``: how the report is printed without ``--json``."""
+
     table = "table"
     markdown = "markdown"
     latex = "latex"

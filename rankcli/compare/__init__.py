@@ -117,13 +117,19 @@ class Report:
 
 
 def default_names(paths: Sequence[Path | str]) -> list[str]:
-    """A run is named by its file name without the extension (``runs/xendcg.parquet`` -> ``xendcg``)."""
+    """The default names of the inputs ``paths``: each file's name without the extension (``runs/xendcg.parquet`` ->
+    ``xendcg``) for the extensions of runs, else the whole file name."""
     return [Path(p).stem if Path(p).suffix in (".parquet", ".txt", ".run", ".trec", ".tsv") else Path(p).name
             for p in paths]
 
 
 def resolve_baseline(baseline: str | None, paths: Sequence[Path | str], names: Sequence[str]) -> str | None:
-    """A baseline given by its name or its path, as the run's name."""
+    """The run's name of a ``baseline`` given by its name or its path (None stays None).
+
+    Parameters
+    ----------
+    baseline : ``--baseline`` as given. paths, names : the inputs and their names, in order.
+    """
     if baseline is None:
         return None
     if baseline in names:

@@ -39,6 +39,7 @@ class _Common:
 
     @property
     def threshold(self) -> float:
+        """The convention's relevance threshold."""
         return self.convention.relevance_threshold
 
 
@@ -56,10 +57,12 @@ class RankedBucket(_Common):
 
         Parameters
         ----------
-        labels, scores : (n_rows,) float64, rows already in the convention's order for equal scores.
+        labels : (n_rows,) float64 labels. scores : (n_rows,) float64 scores; rows already in the convention's order
+            for equal scores.
         offsets : (n_queries + 1,) query boundaries. qs, width : the bucket (:func:`rankcli.core.groups.size_buckets`).
         kk : how many ranks the bucket's metrics look at (the largest cutoff, at most ``width``).
-        judg, convention, D : the queries' judgments, the convention and the discount sums.
+        judg : the queries' :class:`Judgments`. convention : the :class:`Convention`. D : the discount sums
+            (:func:`rankcli.core.metrics.judgments.discount_prefix`).
         """
         rows, valid = padded_rows(offsets, qs, width)
         sizes = (offsets[qs + 1] - offsets[qs]).astype(np.float64)
@@ -118,8 +121,13 @@ class TieBucket(_Common):
 
     @classmethod
     def build(cls, labels, scores, offsets, qs, width, judg, convention, D, H) -> TieBucket:
-        """Lay out queries ``qs`` (at most ``width`` long) by score with their tie groups; parameters as
-        :meth:`RankedBucket.build`, ``H`` the harmonic sums."""
+        """Lay out queries ``qs`` (at most ``width`` long) by score with their tie groups.
+
+        Parameters
+        ----------
+        labels, scores, offsets, qs, width, judg, convention, D : as :meth:`RankedBucket.build`.
+        H : the harmonic sums (:func:`rankcli.core.metrics.judgments.harmonic_prefix`).
+        """
         sizes = (offsets[qs + 1] - offsets[qs]).astype(np.float64)
         nq_b = qs.shape[0]
         ranking = padded_ranking(scores, offsets, qs, width)

@@ -57,10 +57,12 @@ class DCG(CoreMetric):
 
     @staticmethod
     def input(b, spec):
+        """DCG@k of each ranking: the cumulated DCG at rank min(k, kk)."""
         return b.dcg_cum[:, b.cut(spec.k) - 1].copy()
 
     @staticmethod
     def average(b, spec):
+        """Expected DCG@k: each gain times the mean discount of its tie group's positions in the top k."""
         _, s_k, e_k, _ = b.window(spec.k)
         return (b.gains * (b.D[e_k] - b.D[s_k]) / b.gsize).sum(axis=1)
 
@@ -79,10 +81,12 @@ class NDCG(CoreMetric):
 
     @staticmethod
     def input(b, spec):
+        """DCG@k over the ideal DCG@k, on one ranking."""
         return _ratio(DCG.input(b, spec), b.ideal(spec.k))
 
     @staticmethod
     def average(b, spec):
+        """Expected DCG@k over the ideal DCG@k (the ideal does not depend on the order of ties)."""
         return _ratio(DCG.average(b, spec), b.ideal(spec.k))
 
 
@@ -100,6 +104,7 @@ class ERR(CoreMetric):
 
     @staticmethod
     def input(b, spec):
+        """ERR@k of each ranking, from the running product of the probabilities of reading on."""
         c = b.cut(spec.k)
         R = (np.exp2(np.maximum(b.lab[:, :c], 0.0)) - 1.0) / np.exp2(b.convention.err_max_grade)
         R[~b.valid[:, :c]] = 0.0
@@ -110,6 +115,7 @@ class ERR(CoreMetric):
 
     @staticmethod
     def average(b, spec):
+        """Expected ERR@k over the orders of tied documents (:func:`_average_err`)."""
         kk, _, _, _ = b.window(spec.k)
         return _average_err(b.lab, b.valid, b.new, b.start, b.gsize, kk, b.convention.err_max_grade)
 
@@ -129,6 +135,7 @@ class MRR(CoreMetric):
 
     @staticmethod
     def input(b, spec):
+        """1 / rank of the first relevant document in the top k, 0 without one."""
         c = b.cut(spec.k)
         r = b.rel[:, :c]
         first = np.argmax(r, axis=1)
@@ -137,6 +144,7 @@ class MRR(CoreMetric):
 
     @staticmethod
     def average(b, spec):
+        """Expected 1 / rank of the first relevant document, from its tie group's offset distribution."""
         kk, _, _, _ = b.window(spec.k)
         nq_b, width = b.lab.shape
         has = b.rel.any(axis=1)
@@ -175,6 +183,7 @@ class MAP(CoreMetric):
 
     @staticmethod
     def input(b, spec):
+        """AP@k of each ranking: the precision at each relevant rank in the top k, summed, over R."""
         c = b.cut(spec.k)
         prec = b.relcum[:, :c] / np.arange(1, c + 1, dtype=np.float64)[None, :]
         s = np.where(b.rel[:, :c], prec, 0.0).sum(axis=1)
@@ -182,6 +191,7 @@ class MAP(CoreMetric):
 
     @staticmethod
     def average(b, spec):
+        """Expected AP@k: each relevant document's expected precision over its tie group's positions."""
         _, s_k, e_k, m = b.window(spec.k)
         dH = b.H[e_k] - b.H[s_k]
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -205,10 +215,12 @@ class Precision(CoreMetric):
 
     @staticmethod
     def input(b, spec):
+        """Relevant documents in the top k over k (over the query's length without k)."""
         return b.relcum[:, b.cut(spec.k) - 1] / (b.sizes if spec.k is None else float(spec.k))
 
     @staticmethod
     def average(b, spec):
+        """Expected relevant documents in the top k over k (over the query's length without k)."""
         return _expected_hits(b, spec) / (b.sizes if spec.k is None else float(spec.k))
 
 
@@ -224,10 +236,12 @@ class Recall(CoreMetric):
 
     @staticmethod
     def input(b, spec):
+        """Relevant documents in the top k over R."""
         return _ratio(b.relcum[:, b.cut(spec.k) - 1], b.n_rel)
 
     @staticmethod
     def average(b, spec):
+        """Expected relevant documents in the top k over R."""
         return _ratio(_expected_hits(b, spec), b.n_rel)
 
 

@@ -238,7 +238,12 @@ def summarize(specs: Sequence[MetricSpec], pq: dict[str, np.ndarray], convention
 def evaluate(specs: Sequence[MetricSpec | str], labels, scores, offsets, convention: Convention = Convention(), *,
              unranked_labels=None, unranked_offsets=None, docids=None, judged=None) -> EvalResult:
     """Per-query values and their summaries (means over the queries not skipped; sums for counts; see
-    :func:`aggregate`) for several metrics; the parameters are those of :func:`per_query`.
+    :func:`aggregate`) for several metrics.
+
+    Parameters
+    ----------
+    specs, labels, scores, offsets, convention, unranked_labels, unranked_offsets, docids, judged : as
+        :func:`per_query`.
 
     >>> import numpy as np
     >>> r = evaluate(["ndcg@2"], np.array([0.0, 2.0, 1.0]), np.array([0.9, 0.8, 0.1]), np.array([0, 3]))

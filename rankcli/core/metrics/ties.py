@@ -12,7 +12,8 @@ from rankcli.core.ranking import padded_ranking
 
 
 def topk_input_order(scores_mat: np.ndarray, kk: int) -> np.ndarray:
-    """Column indices of the first ``kk`` cells of each row in the stable descending order of ``scores_mat``.
+    """Column indices of the first ``kk`` cells of each row of ``scores_mat`` (``(q, w)``) in its stable descending
+    order.
 
     Exact tie-break: among equal scores the lower column comes first, across the cut too. Padding cells must hold
     ``-inf`` and sit after the real cells, so they lose every tie.
@@ -50,6 +51,11 @@ def docid_tie_order(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
     Only queries with a tie group whose labels differ are reordered: the order inside a group of equal labels cannot
     change any metric. Their document ids are compared as UTF-8 bytes (``bytes`` compare as ``strcmp`` does, unsigned;
     numpy's fixed-width bytes drop trailing NULs, where ``strcmp`` stops too), each query sorted on its own.
+
+    Parameters
+    ----------
+    scores, labels : (n_rows,) float64, rows of a query contiguous. offsets : (n_queries + 1,) query boundaries.
+    docids : (n_rows,) document ids: ``str`` values, or a numpy ``bytes`` array (the TREC readers' form).
     """
     perm = None
     for qs, width in size_buckets(offsets):

@@ -19,6 +19,11 @@ def adjust_pvalues(p_values: Sequence[float], method: str = "holm") -> np.ndarra
     1 and are monotone in the raw ones, as in ``statsmodels.stats.multitest.multipletests``. NaN p-values (tests that
     could not be run) stay NaN and are not counted in the family size ``m``.
 
+    Parameters
+    ----------
+    p_values : the raw p-values of the family (NaN for tests that could not be run).
+    method : one of :data:`CORRECTIONS`.
+
     >>> adjust_pvalues([0.01, 0.04, 0.03], "holm").round(4).tolist()
     [0.03, 0.06, 0.06]
     >>> adjust_pvalues([0.01, 0.04, 0.03], "bh").round(4).tolist()

@@ -41,9 +41,11 @@ class PairedTestResult:
 
     @property
     def testable(self) -> bool:
+        """Whether the test could be run (its p-value is a number)."""
         return not math.isnan(self.p_value)
 
     def as_dict(self) -> dict:
+        """The fields as a dict (JSON values)."""
         return asdict(self)
 
 
