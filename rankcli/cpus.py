@@ -75,8 +75,8 @@ def _v2_limit(directory: Path) -> float | None:
 
 
 def _ratio(quota: float, period: float) -> float | None:
-    """``quota / period`` CPUs when both are positive and the ratio finite ('inf' parses as a float: floor(inf)
-    raised OverflowError), else ``None``."""
+    """``quota / period`` CPUs when both are positive and the ratio finite ('inf' parses as a float, and floor(inf)
+    would raise OverflowError), else ``None``."""
     limit = quota / period if quota > 0 and period > 0 else math.nan
     return limit if math.isfinite(limit) else None
 
@@ -91,7 +91,8 @@ def _v1_limit(directory: Path) -> float | None:
 
 
 def cgroup_cpu_limit(proc: str | Path = "/proc") -> float | None:
-    """The smallest CPU quota (in CPUs, possibly fractional) on this process's cgroups, or ``None`` for none."""
+    """The smallest CPU quota (in CPUs, possibly fractional) on this process's cgroups, or ``None`` for none; ``proc``
+    is the proc file system to read them from."""
     proc = Path(proc)
     membership = _read(proc / "self" / "cgroup")
     if membership is None:
@@ -116,15 +117,19 @@ def cgroup_cpu_limit(proc: str | Path = "/proc") -> float | None:
 
 
 def omp_num_threads(environ: dict | None = None) -> int | None:
-    """``OMP_NUM_THREADS`` (its first entry) when it is a positive integer, else ``None``."""
+    """``OMP_NUM_THREADS`` (its first entry) of ``environ`` (default: ``os.environ``) when it is a positive integer,
+    else ``None``."""
     value = (os.environ if environ is None else environ).get("OMP_NUM_THREADS", "")
     first = value.split(",")[0].strip()
-    # isdecimal, not isdigit: '²' is a digit that int() refuses (a traceback in every command that trains)
+    # isdecimal, not isdigit: '²' is a digit that int() refuses
     return int(first) if first.isdecimal() and int(first) > 0 else None
 
 
 def available_cpus(*, environ: dict | None = None, proc: str | Path = "/proc") -> int:
-    """The number of CPUs this process may use (see the module docstring); at least 1."""
+    """The number of CPUs this process may use (see the module docstring); at least 1.
+
+    ``environ``: the environment to read ``OMP_NUM_THREADS`` from (default: ``os.environ``); ``proc``: the proc file
+    system to read the cgroups from (tests pass a fake one)."""
     n = affinity_cpus()
     quota = cgroup_cpu_limit(proc)
     if quota is not None:
@@ -143,9 +148,9 @@ def max_threads() -> int:
 def check_threads(threads: int | None) -> int | None:
     """``threads`` (``--threads``) when it is None or 1 .. :func:`max_threads`, else :class:`UsageError`.
 
-    LightGBM's thread count is a 32-bit integer (3,000,000,000 wrapped to "every core" without a word) and OpenMP
-    allocates per thread up front (``--threads 99999999999999999999`` killed the process in libgomp, "Out of memory",
-    no ``Error:`` line); threads beyond the CPUs only slow LightGBM down.
+    LightGBM's thread count is a 32-bit integer (3,000,000,000 would wrap to "every core" without a word) and OpenMP
+    allocates per thread up front (``--threads 99999999999999999999`` would kill the process in libgomp, "Out of
+    memory", with no ``Error:`` line); threads beyond the CPUs only slow LightGBM down.
     """
     from rankcli.errors import UsageError
 
