@@ -72,7 +72,7 @@ class RankNetIPSObjective:
         return self
 
     def __call__(self, preds: np.ndarray, train_data=None) -> tuple[np.ndarray, np.ndarray]:
-        return core.ranknet_ips_grad_hess(np.asarray(preds, dtype=np.float64), self.gain, self.offsets)
+        return core.ranknet_ips_grad_hess(self.gain, np.asarray(preds, dtype=np.float64), self.offsets)
 
 
 def objective_for(loss: str, pooled: Dataset):
@@ -133,8 +133,9 @@ def _propensities(spec: tuple[str, object] | None, max_position: int) -> tuple[n
     return np.asarray(data["propensity"], dtype=np.float64), {"source": str(value), "method": data.get("method")}
 
 
-def pooled_training_set(ds: Dataset, *, loss: str, propensity: tuple[str, object] | None, clip: float = core.DEFAULT_CLIP,
-                        allow_graded: bool = False, what: str = "training data") -> tuple[Dataset, dict]:
+def pooled_training_set(ds: Dataset, *, loss: str, propensity: tuple[str, object] | None,
+                        clip: float = core.DEFAULT_CLIP, allow_graded: bool = False,
+                        what: str = "training data") -> tuple[Dataset, dict]:
     """The click log ``ds`` (with ``extra`` columns ``source_qid``, ``position`` and ``docids`` or ``source_row``)
     pooled per source query, labelled for ``loss``; ``propensity`` ``None`` pools the naive click-through rates
     (``--pool-impressions``), ``("values", array)`` takes propensities computed in memory (position ``r`` at

@@ -199,10 +199,7 @@ KNOWN: set[str] = {
     'rankcli.cli.eval.command has more than 80 lines',
     'rankcli.cli.predict imports pyarrow outside rankcli.formats',
     'rankcli.cli.propensity.command has more than 80 lines',
-    'rankcli.cli.train.command has more than 80 lines',
     'rankcli.propensity imports pyarrow outside rankcli.formats',
-    'rankcli.train has more than 500 lines',
-    'rankcli.train.train_model has more than 80 lines',
 }
 
 

@@ -12,7 +12,6 @@ from rankcli.core.labels import NonIntegerLabelsError
 from rankcli.errors import SchemaError, UsageError
 from rankcli.train import (
     LOSSES,
-    MAX_GRADE,
     LibraryObjective,
     TrainConfig,
     check_loss,
@@ -41,7 +40,7 @@ def test_every_loss_trains_and_beats_a_constant(data, loss):
     from rankcli.core.metrics import Convention, evaluate
     base = evaluate(["ndcg@5"], valid.labels, np.zeros(valid.n_rows), valid.offsets, Convention.preset("paper"))
     assert max(result.curve) > base.means["ndcg@5"]
-    assert result.params["objective"] == (LOSSES[loss] or f"rankcli:{loss}")
+    assert result.params["objective"] == (LOSSES[loss].lightgbm or f"rankcli:{loss}")
 
 
 def test_same_seed_same_bytes_different_seed_different_model(data, tmp_path):
@@ -62,7 +61,8 @@ def test_objective_survives_deepcopy_and_gamma_depends_on_seed_and_iteration(dat
     assert copy.deepcopy({"objective": obj})["objective"] is obj
     g0, g1 = obj.gamma_for(0), obj.gamma_for(1)
     assert g0.shape == (train.n_rows,) and not np.array_equal(g0, g1)
-    np.testing.assert_array_equal(g0, LibraryObjective("xendcg", train.labels, train.offsets, "uniform", 3).gamma_for(0))
+    again = LibraryObjective("xendcg", train.labels, train.offsets, "uniform", 3)
+    np.testing.assert_array_equal(g0, again.gamma_for(0))
     obj(np.zeros(train.n_rows))
     obj(np.zeros(train.n_rows))
     assert obj.iteration == 2
@@ -256,7 +256,8 @@ def test_param_values_lightgbm_cannot_carry_are_refused(value):
 
 
 @pytest.mark.parametrize("key, value", [("max_delta_step", float("nan")), ("lambda_l2", float("inf")),
-                                        ("lambda_l1", "-inf"), ("label_gain", "0,1,nan,7"), ("label_gain", [0, 1, "inf"])])
+                                        ("lambda_l1", "-inf"), ("label_gain", "0,1,nan,7"),
+                                        ("label_gain", [0, 1, "inf"])])
 def test_param_values_that_are_not_finite_are_refused(key, value):
     """lambda_l2=inf trained a constant model; max_delta_step=nan wrote a model.txt that LightGBM could not load again
     (a JSONDecodeError traceback in predict) and a rankcli.json holding NaN (not JSON)."""
@@ -484,7 +485,7 @@ def test_integer_label_losses_refuse_grades_beyond_their_range_and_offer_label_g
     with pytest.raises(InputError) as err:  # lambdamart: an OverflowError traceback building label_gain
         train_model(big_labels, None, TrainConfig(loss=loss, **FAST))
     assert err.value.exit_status == 3
-    assert str(err.value) == (f"--loss {loss} takes grades up to {limit} ({MAX_GRADE[loss][1]}), got a label of "
+    assert str(err.value) == (f"--loss {loss} takes grades up to {limit} ({LOSSES[loss].max_grade[1]}), got a label of "
                               "1e+06; pass --label-grades to map the distinct label values to grades 0..n-1, or use "
                               "--loss xendcg, which takes any label >= 0")
     train_model(big_labels, None, TrainConfig(loss=loss, label_grades=True, **FAST))
@@ -517,7 +518,8 @@ def test_default_threads_follow_the_cpus_this_process_may_use(data, monkeypatch)
 
 @pytest.mark.parametrize("kind", ["device", "fifo", "directory", "huge-info"])
 def test_model_files_that_are_not_regular_files_are_refused_before_reading(data, tmp_path, kind):
-    """model.txt -> /dev/zero was read until memory ran out (a MemoryError traceback, exit 1); a FIFO blocked forever."""
+    """model.txt -> /dev/zero was read until memory ran out (a MemoryError traceback, exit 1); a FIFO blocked
+    forever."""
     import os
     import shutil
 
@@ -607,3 +609,27 @@ def test_train_config_from_options_takes_the_command_defaults_and_param_texts():
         parse_params(["nokey"])
     assert parse_params(["max_bin=63", "boosting=goss", "min_sum_hessian=0.5"]) == {
         "max_bin": 63, "boosting": "goss", "min_sum_hessian_in_leaf": 0.5}
+
+
+def test_one_record_per_loss_says_how_it_trains_and_where_it_comes_from():
+    from rankcli.core import losses as core
+    from rankcli.train import Loss, check_training_labels
+
+    assert list(LOSSES) == ["lambdamart", "xendcg", "xendcg-native", "listnet", "ranknet", "pointwise"]
+    references = {"lambdamart": "Burges", "xendcg": "Bruch", "xendcg-native": "Bruch", "listnet": "Cao",
+                  "ranknet": "Burges", "pointwise": "L2"}
+    for name, loss in LOSSES.items():
+        assert isinstance(loss, Loss) and loss.name == name and references[name] in loss.doc
+        assert loss.native == (loss.value is None) == (loss.step is None), name
+        assert (loss.max_grade is not None) == (loss.labels == "grades"), name
+    assert {n for n, x in LOSSES.items() if x.native} == {"lambdamart", "xendcg-native", "pointwise"}
+    # a library loss's boosting step is the core's, label terms computed once
+    rng = np.random.default_rng(0)
+    off = np.array([0, 4, 9])
+    y, s = rng.integers(0, 3, 9).astype(float), rng.normal(size=9)
+    for name, f in [("listnet", core.listnet_grad_hess), ("ranknet", core.ranknet_grad_hess)]:
+        np.testing.assert_array_equal(LOSSES[name].step(y, off)(s, 0.5)[0], f(y, s, off)[0])
+    np.testing.assert_array_equal(LOSSES["xendcg"].step(y, off)(s, 0.3)[0], core.xendcg_grad_hess(y, s, off, 0.3)[0])
+    with pytest.raises(UsageError, match="did you mean 'ranknet'"):
+        check_training_labels("rank-net", y)
+    np.testing.assert_array_equal(check_training_labels("listnet", -y), -y)

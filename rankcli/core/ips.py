@@ -143,8 +143,19 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * x))  # no overflow warnings for large |x|
 
 
-def ranknet_ips_value(scores: np.ndarray, gain: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Per query ``sum_d g_d sum_{e != d} log(1 + exp(-(s_d - s_e)))`` (see the module docstring)."""
+def ranknet_ips_value(gain: np.ndarray, scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Per query ``sum_d g_d sum_{e != d} log(1 + exp(-(s_d - s_e)))`` (see the module docstring).
+
+    Parameters
+    ----------
+    gain : each document's IPS relevance ``g_d >= 0`` (the labels of a pooled training set), grouped by query.
+    scores : model scores, one per document.
+    offsets : query boundaries, length ``n_queries + 1``.
+
+    References
+    ----------
+    T. Joachims, A. Swaminathan, T. Schnabel. Unbiased Learning-to-Rank with Biased Feedback. WSDM 2017.
+    """
     out = np.zeros(offsets.shape[0] - 1)
     for qs, rows in _blocks(offsets):
         s, g = scores[rows], gain[rows]
@@ -156,8 +167,8 @@ def ranknet_ips_value(scores: np.ndarray, gain: np.ndarray, offsets: np.ndarray)
     return out
 
 
-def ranknet_ips_grad_hess(scores: np.ndarray, gain: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Gradient and diagonal Hessian of :func:`ranknet_ips_value` per document::
+def ranknet_ips_grad_hess(gain: np.ndarray, scores: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Gradient and diagonal Hessian of :func:`ranknet_ips_value` (same parameters) per document::
 
         grad_k = -g_k sum_{j != k} sigma(s_j - s_k) + sum_{i != k} g_i sigma(s_k - s_i)
         hess_k = sum_{j != k} (g_k + g_j) sigma(s_k - s_j) sigma(s_j - s_k)

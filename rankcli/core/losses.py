@@ -1,8 +1,10 @@
 """Listwise and pairwise ranking losses: value, gradient and hessian for a whole batch of queries at once.
 
-Every function takes flat per-document arrays sorted by query plus ``offsets`` (length ``n_queries + 1``; see
-:mod:`rankcli.core.groups`) and never loops over queries in Python (RankNet loops over padded *blocks* of queries,
-see below). Values are returned per query; gradients and hessians per document. Scores are raw model outputs.
+Every function takes ``(labels, scores, offsets)``, the argument order of :mod:`rankcli.core.metrics`: flat
+per-document arrays sorted by query plus ``offsets`` (length ``n_queries + 1``; see :mod:`rankcli.core.groups`), and
+never loops over queries in Python (RankNet loops over padded *blocks* of queries, see below). Values are returned
+per query; gradients and hessians per document. Scores are raw model outputs. Which loss trains how (LightGBM's own
+objective or these functions as a callable objective) is recorded once per loss in :mod:`rankcli.train.losses`.
 
 Losses
 ------
@@ -32,11 +34,19 @@ A query with one document carries no ranking information: its value, gradient an
 Memory bound of RankNet
 -----------------------
 All pairs of a query are formed in padded ``(q, r, m)`` blocks: queries are grouped by size (a geometric grid of ratio
-1.125, so at most ~27% padding cells), ``m`` is the bucket's width, and each block holds at most :data:`MAX_PAIR_ELEMENTS` cells (queries per
-block ``q = MAX_PAIR_ELEMENTS // m^2``; a query longer than ``sqrt(MAX_PAIR_ELEMENTS)`` is cut into row tiles of
-``r = MAX_PAIR_ELEMENTS // m`` documents against all ``m``). The gradient path keeps a boolean mask and two float32
-arrays per cell, the value path three float64 ones, so the working memory stays below ``32 * MAX_PAIR_ELEMENTS``
-bytes (32 MiB) whatever the list lengths.
+1.125, so at most ~27% padding cells), ``m`` is the bucket's width, and each block holds at most
+:data:`MAX_PAIR_ELEMENTS` cells (queries per block ``q = MAX_PAIR_ELEMENTS // m^2``; a query longer than
+``sqrt(MAX_PAIR_ELEMENTS)`` is cut into row tiles of ``r = MAX_PAIR_ELEMENTS // m`` documents against all ``m``). The
+gradient path keeps a boolean mask and two float32 arrays per cell, the value path three float64 ones, so the working
+memory stays below ``32 * MAX_PAIR_ELEMENTS`` bytes (32 MiB) whatever the list lengths.
+
+References
+----------
+- S. Bruch. An Alternative Cross Entropy Loss for Learning-to-Rank. The Web Conference (WWW) 2021 (XE-NDCG).
+- Z. Cao, T. Qin, T.-Y. Liu, M.-F. Tsai, H. Li. Learning to Rank: From Pairwise Approach to Listwise Approach.
+  ICML 2007 (ListNet).
+- C. Burges, T. Shaked, E. Renshaw, A. Lazier, M. Deeds, N. Hamilton, G. Hullender. Learning to Rank using Gradient
+  Descent. ICML 2005 (RankNet).
 """
 
 from __future__ import annotations
@@ -70,7 +80,13 @@ class GammaStrategy:
         return self.kind == "uniform"
 
     def draw(self, n: int, rng: np.random.Generator | None) -> np.ndarray | float:
-        """Gamma for ``n`` documents: an array for ``uniform`` (needs ``rng``), a constant otherwise."""
+        """Gamma for ``n`` documents: an array for ``uniform`` (drawn from ``rng``, required), a constant otherwise.
+
+        Parameters
+        ----------
+        n : the number of documents.
+        rng : the generator of a ``uniform`` draw (ignored otherwise).
+        """
         if self.kind == "uniform":
             if rng is None:
                 raise ValueError("gamma strategy 'uniform' needs a random generator")
@@ -79,7 +95,12 @@ class GammaStrategy:
 
 
 def parse_gamma(text: str) -> GammaStrategy:
-    """``uniform`` | ``mean`` (= ``fixed:0.5``) | ``fixed:<g>`` with ``0 <= g <= 1``; raises :class:`UsageError`."""
+    """The strategy ``text`` names: ``uniform`` | ``mean`` (= ``fixed:0.5``) | ``fixed:<g>`` with ``0 <= g <= 1``.
+
+    Parameters
+    ----------
+    text : the ``--gamma`` value (case and surrounding blanks ignored); anything else is a :class:`UsageError`.
+    """
     t = text.strip().lower()
     if t == "uniform":
         return GammaStrategy("uniform")
@@ -141,21 +162,37 @@ def xendcg_targets(labels: np.ndarray, offsets: np.ndarray, gamma: np.ndarray | 
 
 
 # -------------------------------------------------------------------------------------------------------------- xendcg
-def xendcg_value(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
+def xendcg_value(labels: np.ndarray, scores: np.ndarray, offsets: np.ndarray,
                  gamma: np.ndarray | float = 0.5) -> np.ndarray:
-    """XE-NDCG per query, ``-sum_i phi_i(gamma) log rho_i`` (0 for degenerate queries)."""
+    """XE-NDCG per query (Bruch 2021), ``-sum_i phi_i(gamma) log rho_i``; 0 for degenerate queries.
+
+    Parameters
+    ----------
+    labels : relevance labels ``y >= 0`` (any real value), one per document, grouped by query.
+    scores : model scores, one per document.
+    offsets : query boundaries, length ``n_queries + 1``.
+    gamma : a number or one per document, in ``[0, 1]``.
+
+    Notes
+    -----
+    ``rho = softmax(scores)`` and ``phi_i = (2^y_i - gamma_i) / sum_j (2^y_j - gamma_j)`` within the query.
+
+    References
+    ----------
+    S. Bruch. An Alternative Cross Entropy Loss for Learning-to-Rank. The Web Conference (WWW) 2021.
+    """
     phi, usable = xendcg_targets(labels, offsets, gamma)
     return -segment_sum(np.where(usable, phi * _log_softmax(scores, offsets), 0.0), offsets)
 
 
-def xendcg_gradient(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
+def xendcg_gradient(labels: np.ndarray, scores: np.ndarray, offsets: np.ndarray,
                     gamma: np.ndarray | float = 0.5) -> np.ndarray:
-    """The exact gradient of :func:`xendcg_value` with respect to the scores: ``rho - phi``."""
+    """The exact gradient of :func:`xendcg_value` with respect to the scores: ``rho - phi`` (same parameters)."""
     phi, usable = xendcg_targets(labels, offsets, gamma)
     return np.where(usable, segment_softmax(scores, offsets) - phi, 0.0)
 
 
-def xendcg_grad_hess(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
+def xendcg_grad_hess(labels: np.ndarray, scores: np.ndarray, offsets: np.ndarray,
                      gamma: np.ndarray | float = 0.5, *,
                      label_terms: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The Newton-corrected XE-NDCG step for gradient boosting: ``(D (I + S + S^2) D^-1 g, rho (1 - rho))``.
@@ -165,8 +202,9 @@ def xendcg_grad_hess(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray
     ``(S D^-1 g)_i = sum_{j != i} g_j / (1 - rho_j) / (1 - rho_i)``; ``hess_k = rho_k (1 - rho_k)``.
     Each ``sum_{i != k}`` is the query's total minus the own term, so the whole step is three segment sums.
 
-    ``label_terms`` (:func:`xendcg_label_terms` of the labels) may be passed precomputed by a caller that takes many
-    steps on the same queries (the boosting objective); the result is the same.
+    ``labels``, ``scores``, ``offsets`` and ``gamma`` as for :func:`xendcg_value`. ``label_terms``
+    (:func:`xendcg_label_terms` of the labels) may be passed precomputed by a caller that takes many steps on the same
+    queries (the boosting objective); the result is the same. The step is the paper's (Bruch 2021, section 4.2).
     """
     starts = offsets[:-1]
     if starts.shape[0] == 0:
@@ -181,7 +219,8 @@ def xendcg_grad_hess(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray
     rho = s - rep(np.maximum.reduceat(s, starts))
     np.exp(rho, out=rho)
     rho /= rep(np.add.reduceat(rho, starts))
-    # phi = (2^y - gamma) / sum (2^y - gamma), both scaled by 2^-max(y) of the query (finite for any label); g = rho - phi
+    # phi = (2^y - gamma) / sum (2^y - gamma), both scaled by 2^-max(y) of the query (finite for any label);
+    # g = rho - phi
     shifted, scale = label_terms if label_terms is not None else xendcg_label_terms(labels, offsets)
     numer = shifted - gamma * scale
     total = np.add.reduceat(numer, starts)
@@ -220,22 +259,38 @@ def listnet_target(labels: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         return segment_softmax(labels, offsets)
 
 
-def listnet_value(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """ListNet (top-one cross entropy) per query: ``-sum_i softmax(y)_i log softmax(s)_i``; 0 for one document."""
+def listnet_value(labels: np.ndarray, scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """ListNet (top-one cross entropy) per query: ``-sum_i softmax(y)_i log softmax(s)_i``; 0 for one document.
+
+    Parameters
+    ----------
+    labels : relevance labels (any real value), one per document, grouped by query.
+    scores : model scores, one per document.
+    offsets : query boundaries, length ``n_queries + 1``.
+
+    References
+    ----------
+    Z. Cao, T. Qin, T.-Y. Liu, M.-F. Tsai, H. Li. Learning to Rank: From Pairwise Approach to Listwise Approach.
+    ICML 2007 (the top-one probability model).
+    """
     phi = listnet_target(labels, offsets)
     values = -segment_sum(phi * _log_softmax(scores, offsets), offsets)
     return np.where(sizes(offsets) > 1, values, 0.0)
 
 
-def listnet_gradient(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Exact gradient of :func:`listnet_value`: ``softmax(s) - softmax(y)``."""
+def listnet_gradient(labels: np.ndarray, scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Exact gradient of :func:`listnet_value`: ``softmax(s) - softmax(y)`` (same parameters)."""
     grad = segment_softmax(scores, offsets) - listnet_target(labels, offsets)
     return np.where(_single(offsets), 0.0, grad)
 
 
-def listnet_grad_hess(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray, *,
+def listnet_grad_hess(labels: np.ndarray, scores: np.ndarray, offsets: np.ndarray, *,
                       label_softmax: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """ListNet gradient and the diagonal of its Hessian, ``rho (1 - rho)`` (``label_softmax`` may be precomputed)."""
+    """ListNet gradient and the diagonal of its Hessian, ``rho (1 - rho)``.
+
+    ``labels``, ``scores`` and ``offsets`` as for :func:`listnet_value`; ``label_softmax``
+    (:func:`listnet_target` of the labels) may be passed precomputed; the result is the same.
+    """
     rho = segment_softmax(scores, offsets)
     single = _single(offsets)
     phi = label_softmax if label_softmax is not None else listnet_target(labels, offsets)
@@ -286,7 +341,7 @@ def _fine_buckets(offsets: np.ndarray, ratio: float = 1.125):
         yield qs, int(sz[qs].max())
 
 
-def _ranknet(scores, labels, offsets, want_grad: bool):
+def _ranknet(labels, scores, offsets, want_grad: bool):
     s = np.asarray(scores, dtype=np.float64)
     if want_grad and s.shape[0]:
         # Only differences within a query matter: centre each query on its maximum before the float32 pair blocks,
@@ -331,41 +386,28 @@ def _ranknet(scores, labels, offsets, want_grad: bool):
     return value, grad, hess
 
 
-def ranknet_value(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """RankNet per query: ``sum_{y_i > y_j} log(1 + exp(-(s_i - s_j)))`` over the query's pairs."""
-    return _ranknet(scores, labels, offsets, want_grad=False)[0]
+def ranknet_value(labels: np.ndarray, scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """RankNet per query: ``sum_{y_i > y_j} log(1 + exp(-(s_i - s_j)))`` over the query's pairs (sigma 1).
+
+    Parameters
+    ----------
+    labels : relevance labels (any real value), one per document, grouped by query; only their order counts.
+    scores : model scores, one per document.
+    offsets : query boundaries, length ``n_queries + 1``.
+
+    References
+    ----------
+    C. Burges, T. Shaked, E. Renshaw, A. Lazier, M. Deeds, N. Hamilton, G. Hullender. Learning to Rank using
+    Gradient Descent. ICML 2005.
+    """
+    return _ranknet(labels, scores, offsets, want_grad=False)[0]
 
 
-def ranknet_grad_hess(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Exact RankNet gradient and Hessian diagonal, ``sum_j p_ij (1 - p_ij)`` over the pairs a document is in."""
-    _, grad, hess = _ranknet(scores, labels, offsets, want_grad=True)
+def ranknet_grad_hess(labels: np.ndarray, scores: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact RankNet gradient and Hessian diagonal, ``sum_j p_ij (1 - p_ij)`` over the pairs a document is in.
+
+    Parameters as for :func:`ranknet_value`; ``p_ij = 1 / (1 + exp(s_i - s_j))`` is the probability of the wrong
+    order of a pair with ``y_i > y_j``.
+    """
+    _, grad, hess = _ranknet(labels, scores, offsets, want_grad=True)
     return grad, hess
-
-
-# ------------------------------------------------------------------------------------------------------------ registry
-#: The losses this module implements (the library's own objectives in ``rankcli train``).
-LIBRARY_LOSSES = ("xendcg", "listnet", "ranknet")
-
-
-def loss_value(name: str, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
-               gamma: np.ndarray | float = 0.5) -> np.ndarray:
-    """Per-query value of a library loss by name (``gamma`` only for ``xendcg``)."""
-    if name == "xendcg":
-        return xendcg_value(scores, labels, offsets, gamma)
-    if name == "listnet":
-        return listnet_value(scores, labels, offsets)
-    if name == "ranknet":
-        return ranknet_value(scores, labels, offsets)
-    raise ValueError(f"unknown library loss {name!r}")
-
-
-def loss_grad_hess(name: str, scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray,
-                   gamma: np.ndarray | float = 0.5) -> tuple[np.ndarray, np.ndarray]:
-    """The boosting step of a library loss by name: (gradient, hessian) per document."""
-    if name == "xendcg":
-        return xendcg_grad_hess(scores, labels, offsets, gamma)
-    if name == "listnet":
-        return listnet_grad_hess(scores, labels, offsets)
-    if name == "ranknet":
-        return ranknet_grad_hess(scores, labels, offsets)
-    raise ValueError(f"unknown library loss {name!r}")

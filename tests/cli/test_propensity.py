@@ -387,7 +387,7 @@ def test_ranknet_ips_trains_with_the_pairwise_ips_objective(logs, tmp_path):
     assert isinstance(obj, RankNetIPSObjective)
     preds = np.random.default_rng(0).normal(size=pooled.n_rows)
     grad, hess = obj(preds)
-    expected = core_ips.ranknet_ips_grad_hess(preds, pooled.labels, pooled.offsets)
+    expected = core_ips.ranknet_ips_grad_hess(pooled.labels, preds, pooled.offsets)
     np.testing.assert_array_equal(grad, expected[0])
     assert objective_for("xendcg", pooled) is None
 

@@ -89,8 +89,8 @@ def test_listwise_ips_gradient_converges_to_the_full_information_gradient(loss):
     def grad(gain):
         labels = ips.training_labels(loss, gain)
         if loss == "xendcg":
-            return losses.xendcg_gradient(scores, labels, offsets, gamma_mix)
-        return losses.listnet_gradient(scores, labels, offsets)
+            return losses.xendcg_gradient(labels, scores, offsets, gamma_mix)
+        return losses.listnet_gradient(labels, scores, offsets)
 
     full = grad(np.asarray(PAPER)[grades])
     errors = []
@@ -146,9 +146,9 @@ def test_ranknet_ips_value_gradient_and_hessian():
     offsets = np.array([0, 1, 4, 9, 12, 20])
     scores = rng.normal(size=20)
     gain = rng.random(20) * (rng.random(20) < 0.5) * 3
-    np.testing.assert_allclose(ips.ranknet_ips_value(scores, gain, offsets), _ranknet_loop(scores, gain, offsets),
+    np.testing.assert_allclose(ips.ranknet_ips_value(gain, scores, offsets), _ranknet_loop(scores, gain, offsets),
                                rtol=1e-12)
-    grad, hess = ips.ranknet_ips_grad_hess(scores, gain, offsets)
+    grad, hess = ips.ranknet_ips_grad_hess(gain, scores, offsets)
     eps = 1e-6
     for k in range(20):
         up, down = scores.copy(), scores.copy()
@@ -167,8 +167,8 @@ def test_ranknet_ips_value_gradient_and_hessian():
 def test_ranknet_ips_gradient_is_unbiased():
     grades, offsets = one_query_set()
     scores = np.linspace(-1, 1, grades.shape[0])
-    grads = _monte_carlo(grades, offsets, 400, 5, 5, lambda g: ips.ranknet_ips_grad_hess(scores, g, offsets)[0])
-    full = ips.ranknet_ips_grad_hess(scores, np.asarray(PAPER)[grades], offsets)[0]
+    grads = _monte_carlo(grades, offsets, 400, 5, 5, lambda g: ips.ranknet_ips_grad_hess(g, scores, offsets)[0])
+    full = ips.ranknet_ips_grad_hess(np.asarray(PAPER)[grades], scores, offsets)[0]
     se = grads.std(axis=0, ddof=1) / np.sqrt(grads.shape[0])
     assert np.all(np.abs(grads.mean(axis=0) - full) <= 4 * se + 1e-12), (grads.mean(axis=0) - full) / se
 
@@ -177,8 +177,8 @@ def test_ranknet_ips_blocks_bound_memory(monkeypatch):
     rng = np.random.default_rng(0)
     offsets = np.array([0, 30, 60, 61, 101])
     scores, gain = rng.normal(size=101), rng.random(101)
-    a = ips.ranknet_ips_grad_hess(scores, gain, offsets)
+    a = ips.ranknet_ips_grad_hess(gain, scores, offsets)
     monkeypatch.setattr(ips, "PAIR_CELLS", 100)  # one query per block
-    b = ips.ranknet_ips_grad_hess(scores, gain, offsets)
+    b = ips.ranknet_ips_grad_hess(gain, scores, offsets)
     np.testing.assert_allclose(a[0], b[0], rtol=1e-12)
     np.testing.assert_allclose(a[1], b[1], rtol=1e-12)

@@ -49,10 +49,10 @@ GAMMAS = [0.0, 0.5, 1.0]
 @pytest.mark.parametrize("gamma", GAMMAS)
 def test_xendcg_gradient_matches_finite_differences(real, gamma):
     s, y, off = random_batch(np.random.default_rng(1), real=real)
-    fd = fd_gradient(lambda x: losses.xendcg_value(x, y, off, gamma), s)
-    np.testing.assert_allclose(losses.xendcg_gradient(s, y, off, gamma), fd, atol=1e-6)
-    h = fd_hess_diag(lambda x: losses.xendcg_gradient(x, y, off, gamma), s)
-    _, hess = losses.xendcg_grad_hess(s, y, off, gamma)
+    fd = fd_gradient(lambda x: losses.xendcg_value(y, x, off, gamma), s)
+    np.testing.assert_allclose(losses.xendcg_gradient(y, s, off, gamma), fd, atol=1e-6)
+    h = fd_hess_diag(lambda x: losses.xendcg_gradient(y, x, off, gamma), s)
+    _, hess = losses.xendcg_grad_hess(y, s, off, gamma)
     np.testing.assert_allclose(hess, h, atol=1e-6)
 
 
@@ -60,8 +60,8 @@ def test_xendcg_per_document_gamma_gradient():
     rng = np.random.default_rng(2)
     s, y, off = random_batch(rng, real=True)
     gamma = rng.random(s.shape[0])
-    fd = fd_gradient(lambda x: losses.xendcg_value(x, y, off, gamma), s)
-    np.testing.assert_allclose(losses.xendcg_gradient(s, y, off, gamma), fd, atol=1e-6)
+    fd = fd_gradient(lambda x: losses.xendcg_value(y, x, off, gamma), s)
+    np.testing.assert_allclose(losses.xendcg_gradient(y, s, off, gamma), fd, atol=1e-6)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -69,7 +69,7 @@ def test_xendcg_value_matches_reference(seed):
     rng = np.random.default_rng(seed)
     s, y, off = random_batch(rng, real=bool(seed % 2))
     gamma = rng.random(s.shape[0])
-    np.testing.assert_allclose(losses.xendcg_value(s, y, off, gamma), ref.xendcg_value(s, y, off, gamma), atol=1e-12)
+    np.testing.assert_allclose(losses.xendcg_value(y, s, off, gamma), ref.xendcg_value(s, y, off, gamma), atol=1e-12)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -77,7 +77,7 @@ def test_xendcg_newton_step_equals_dense_matrix_formula(seed):
     rng = np.random.default_rng(seed)
     s, y, off = random_batch(rng, n_queries=15, max_size=12, real=bool(seed % 2))
     gamma = rng.random(s.shape[0]) if seed % 3 else 0.5
-    grad, hess = losses.xendcg_grad_hess(s, y, off, gamma)
+    grad, hess = losses.xendcg_grad_hess(y, s, off, gamma)
     dgrad, dhess = ref.xendcg_newton_dense(s, y, off, gamma)
     np.testing.assert_allclose(grad, dgrad, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(hess, dhess, rtol=1e-12, atol=1e-15)
@@ -86,12 +86,12 @@ def test_xendcg_newton_step_equals_dense_matrix_formula(seed):
 def test_listnet_gradient_hessian_and_reference():
     rng = np.random.default_rng(3)
     s, y, off = random_batch(rng, real=True)
-    np.testing.assert_allclose(losses.listnet_value(s, y, off), ref.listnet_value(s, y, off), atol=1e-12)
-    fd = fd_gradient(lambda x: losses.listnet_value(x, y, off), s)
-    np.testing.assert_allclose(losses.listnet_gradient(s, y, off), fd, atol=1e-6)
-    grad, hess = losses.listnet_grad_hess(s, y, off)
+    np.testing.assert_allclose(losses.listnet_value(y, s, off), ref.listnet_value(s, y, off), atol=1e-12)
+    fd = fd_gradient(lambda x: losses.listnet_value(y, x, off), s)
+    np.testing.assert_allclose(losses.listnet_gradient(y, s, off), fd, atol=1e-6)
+    grad, hess = losses.listnet_grad_hess(y, s, off)
     np.testing.assert_allclose(grad, fd, atol=1e-6)
-    np.testing.assert_allclose(hess, fd_hess_diag(lambda x: losses.listnet_gradient(x, y, off), s), atol=1e-6)
+    np.testing.assert_allclose(hess, fd_hess_diag(lambda x: losses.listnet_gradient(y, x, off), s), atol=1e-6)
 
 
 @pytest.mark.parametrize("real", [False, True])
@@ -99,12 +99,12 @@ def test_ranknet_gradient_hessian_and_reference(real):
     rng = np.random.default_rng(4)
     s, y, off = random_batch(rng, max_size=11, real=real)
     value, rgrad, rhess = ref.ranknet(s, y, off)
-    np.testing.assert_allclose(losses.ranknet_value(s, y, off), value, rtol=1e-12)
-    grad, hess = losses.ranknet_grad_hess(s, y, off)
+    np.testing.assert_allclose(losses.ranknet_value(y, s, off), value, rtol=1e-12)
+    grad, hess = losses.ranknet_grad_hess(y, s, off)
     # per-pair terms in float32 (what LightGBM consumes), summed in float64
     np.testing.assert_allclose(grad, rgrad, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(hess, rhess, rtol=1e-5, atol=1e-6)
-    fd = fd_gradient(lambda x: losses.ranknet_value(x, y, off), s)
+    fd = fd_gradient(lambda x: losses.ranknet_value(y, x, off), s)
     np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-5)
     # the Hessian diagonal against finite differences of the (float64) reference gradient
     np.testing.assert_allclose(hess, fd_hess_diag(lambda x: ref.ranknet(x, y, off)[1], s), rtol=1e-5, atol=1e-5)
@@ -117,21 +117,21 @@ def test_ranknet_memory_bounded_blocks_and_tiles_agree(monkeypatch, cap):
     rng = np.random.default_rng(5)
     s, y, off = random_batch(rng, n_queries=20, max_size=30)
     value, rgrad, rhess = ref.ranknet(s, y, off)
-    np.testing.assert_allclose(losses.ranknet_value(s, y, off), value, rtol=1e-12)
-    grad, hess = losses.ranknet_grad_hess(s, y, off)
+    np.testing.assert_allclose(losses.ranknet_value(y, s, off), value, rtol=1e-12)
+    grad, hess = losses.ranknet_grad_hess(y, s, off)
     np.testing.assert_allclose(grad, rgrad, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(hess, rhess, rtol=1e-5, atol=1e-6)
 
 
 STEPS = {
-    "xendcg": lambda s, y, o: losses.xendcg_grad_hess(s, y, o, 0.3),
-    "listnet": losses.listnet_grad_hess,
-    "ranknet": losses.ranknet_grad_hess,
+    "xendcg": lambda s, y, o: losses.xendcg_grad_hess(y, s, o, 0.3),
+    "listnet": lambda s, y, o: losses.listnet_grad_hess(y, s, o),
+    "ranknet": lambda s, y, o: losses.ranknet_grad_hess(y, s, o),
 }
 VALUES = {
-    "xendcg": lambda s, y, o: losses.xendcg_value(s, y, o, 0.3),
-    "listnet": losses.listnet_value,
-    "ranknet": losses.ranknet_value,
+    "xendcg": lambda s, y, o: losses.xendcg_value(y, s, o, 0.3),
+    "listnet": lambda s, y, o: losses.listnet_value(y, s, o),
+    "ranknet": lambda s, y, o: losses.ranknet_value(y, s, o),
 }
 
 
@@ -150,7 +150,7 @@ def test_xendcg_query_without_target_mass_is_ignored():
     off = np.array([0, 3, 5], dtype=np.int64)
     s = np.array([0.1, 0.2, 0.3, 1.0, 0.0])
     y = np.array([0.0, 0.0, 0.0, 1.0, 0.0])
-    grad, hess = losses.xendcg_grad_hess(s, y, off, 1.0)
+    grad, hess = losses.xendcg_grad_hess(y, s, off, 1.0)
     assert np.all(grad[:3] == 0) and np.all(hess[:3] == 0)
     assert np.all(np.isfinite(grad)) and np.any(grad[3:] != 0)
 
@@ -176,7 +176,7 @@ def test_gradients_sum_to_zero_per_query():
     for name in ("listnet", "ranknet"):
         g, _ = STEPS[name](s, y, off)
         np.testing.assert_allclose(np.add.reduceat(g, off[:-1]), 0, atol=1e-12)
-    np.testing.assert_allclose(np.add.reduceat(losses.xendcg_gradient(s, y, off, 0.5), off[:-1]), 0, atol=1e-12)
+    np.testing.assert_allclose(np.add.reduceat(losses.xendcg_gradient(y, s, off, 0.5), off[:-1]), 0, atol=1e-12)
 
 
 def test_extreme_scores_stay_finite():
@@ -211,7 +211,7 @@ def test_ranknet_memory_stays_bounded_on_a_long_list():
     for f in (losses.ranknet_grad_hess, losses.ranknet_value):
         tracemalloc.start()
         try:
-            f(s, y, off)
+            f(y, s, off)
             _, peak = tracemalloc.get_traced_memory()
         finally:
             tracemalloc.stop()
@@ -257,11 +257,11 @@ def test_xendcg_step_with_shifted_labels_equals_the_step_without_gamma(seed):
     gamma = rng.random(s.shape[0])
     big = y + 1e6
     y = big - 1e6  # the labels big holds exactly (real labels lose their last bits to the shift)
-    grad, hess = losses.xendcg_grad_hess(s, big, off, gamma)
+    grad, hess = losses.xendcg_grad_hess(big, s, off, gamma)
     dgrad, dhess = ref.xendcg_newton_dense(s, y, off, 0.0)
     np.testing.assert_allclose(grad, dgrad, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(hess, dhess, rtol=1e-12, atol=1e-15)
-    np.testing.assert_allclose(losses.xendcg_value(s, big, off, gamma), ref.xendcg_value(s, y, off, 0.0),
+    np.testing.assert_allclose(losses.xendcg_value(big, s, off, gamma), ref.xendcg_value(s, y, off, 0.0),
                                rtol=1e-12, atol=1e-12)
 
 
@@ -269,10 +269,10 @@ def test_listnet_and_ranknet_take_large_labels():
     rng = np.random.default_rng(7)
     s, y, off = random_batch(rng, real=True)
     big = y * 1e6
-    np.testing.assert_allclose(losses.listnet_value(s, big, off), ref.listnet_value(s, big, off), rtol=1e-12)
-    grad, hess = losses.listnet_grad_hess(s, big, off)
+    np.testing.assert_allclose(losses.listnet_value(big, s, off), ref.listnet_value(s, big, off), rtol=1e-12)
+    grad, hess = losses.listnet_grad_hess(big, s, off)
     assert np.all(np.isfinite(grad)) and np.all(np.isfinite(hess))
-    np.testing.assert_array_equal(losses.ranknet_grad_hess(s, big, off)[0], losses.ranknet_grad_hess(s, y, off)[0])
+    np.testing.assert_array_equal(losses.ranknet_grad_hess(big, s, off)[0], losses.ranknet_grad_hess(y, s, off)[0])
 
 
 def test_listnet_labels_spanning_all_of_float64_give_the_exact_limit_without_a_warning():
@@ -286,8 +286,24 @@ def test_listnet_labels_spanning_all_of_float64_give_the_exact_limit_without_a_w
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         phi = losses.listnet_target(labels, offsets)
-        grad, hess = losses.listnet_grad_hess(scores, labels, offsets)
-        value = losses.listnet_value(scores, labels, offsets)
+        grad, hess = losses.listnet_grad_hess(labels, scores, offsets)
+        value = losses.listnet_value(labels, scores, offsets)
     np.testing.assert_array_equal(phi, [0.0, 1.0, 0.0, 1.0, 0.0])
     assert np.all(np.isfinite(grad)) and np.all(np.isfinite(hess)) and np.all(np.isfinite(value))
-    np.testing.assert_allclose(grad, losses.listnet_gradient(scores, labels, offsets))
+    np.testing.assert_allclose(grad, losses.listnet_gradient(labels, scores, offsets))
+
+
+def test_losses_take_labels_scores_offsets_like_the_metrics():
+    """One argument order for losses and metrics: (labels, scores, offsets), as rankcli.core.metrics.evaluate."""
+    import inspect
+
+    from rankcli.core import ips
+
+    functions = [losses.xendcg_value, losses.xendcg_gradient, losses.xendcg_grad_hess, losses.listnet_value,
+                 losses.listnet_gradient, losses.listnet_grad_hess, losses.ranknet_value, losses.ranknet_grad_hess]
+    for f in functions:
+        assert list(inspect.signature(f).parameters)[:3] == ["labels", "scores", "offsets"], f.__name__
+    for f in (ips.ranknet_ips_value, ips.ranknet_ips_grad_hess):
+        assert list(inspect.signature(f).parameters)[:3] == ["gain", "scores", "offsets"], f.__name__
+    y, s, off = np.array([2.0, 0.0, 1.0]), np.array([0.1, 0.5, -0.2]), np.array([0, 3])
+    assert losses.listnet_value(y, s, off)[0] == pytest.approx(ref.listnet_value(s, y, off)[0])

@@ -1,0 +1,198 @@
+"""The losses rankcli trains with: one record per loss, the single place that knows how each one trains.
+
+A :class:`Loss` names the loss, says which labels it takes, and either names LightGBM's own objective (``lightgbm``)
+or holds the library's value and boosting step (:mod:`rankcli.core.losses`, passed to LightGBM as a callable
+objective by :class:`rankcli.train.objective.LibraryObjective`). Its ``doc`` gives the formula and the reference.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rankcli.core import losses as core
+from rankcli.core.labels import require_integer_grades, to_grades
+from rankcli.errors import InputError, UsageError
+
+#: What a loss's labels may be: ``grades`` (integers >= 0; LightGBM casts labels to int), ``float32`` (any real
+#: value a 32-bit float holds; LightGBM keeps labels as float32), ``non-negative`` (any real ``y >= 0``, for
+#: ``2^y - gamma``), ``real`` (any finite value).
+LABEL_KINDS = ("grades", "float32", "non-negative", "real")
+REAL_LABEL_HINT = "--loss xendcg or --loss listnet, which take real-valued labels"
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+#: ``step(labels, offsets)`` -> ``f(scores, gamma) -> (gradient, hessian)``: the label-only terms computed once.
+StepFactory = Callable[[np.ndarray, np.ndarray], Callable[[np.ndarray, "np.ndarray | float"], tuple]]
+
+
+@dataclass(frozen=True)
+class Loss:
+    """One loss: how it trains and what it takes.
+
+    Attributes
+    ----------
+    name : the ``--loss`` name.
+    doc : the loss in one paragraph: its formula and the reference paper.
+    labels : one of :data:`LABEL_KINDS`.
+    lightgbm : LightGBM's objective for a native loss; ``None`` for the library's (``value`` and ``step`` set).
+    value : the per-query value ``(labels, scores, offsets[, gamma]) -> values`` of a library loss.
+    step : the boosting step of a library loss (:data:`StepFactory`).
+    takes_gamma : XE-NDCG's gamma is drawn for it (``--gamma``).
+    max_grade : for ``grades`` losses, the largest grade LightGBM can take and why (``None``: no limit).
+    """
+
+    name: str
+    doc: str
+    labels: str
+    lightgbm: str | None = None
+    value: Callable[..., np.ndarray] | None = None
+    step: StepFactory | None = None
+    takes_gamma: bool = False
+    max_grade: tuple[int, str] | None = None
+
+    @property
+    def native(self) -> bool:
+        """Whether LightGBM's own objective trains it (else the library's callable objective)."""
+        return self.lightgbm is not None
+
+    @property
+    def consumer(self) -> str:
+        """How messages name the loss: ``--loss lambdamart (LightGBM lambdarank)``."""
+        return f"--loss {self.name}" + (f" (LightGBM {self.lightgbm})" if self.native else "")
+
+
+def _xendcg_step(labels: np.ndarray, offsets: np.ndarray):
+    terms = core.xendcg_label_terms(labels, offsets)  # constant over the iterations: computed once
+    return lambda scores, gamma: core.xendcg_grad_hess(labels, scores, offsets, gamma, label_terms=terms)
+
+
+def _listnet_step(labels: np.ndarray, offsets: np.ndarray):
+    phi = core.listnet_target(labels, offsets)
+    return lambda scores, gamma: core.listnet_grad_hess(labels, scores, offsets, label_softmax=phi)
+
+
+def _ranknet_step(labels: np.ndarray, offsets: np.ndarray):
+    return lambda scores, gamma: core.ranknet_grad_hess(labels, scores, offsets)
+
+
+_LOSSES = (
+    Loss("lambdamart", labels="grades", lightgbm="lambdarank",
+         # lambdamart's gain table 2^g - 1 must stay finite in the sums of DCG over a query (2^1000 times any query
+         # size below 2^23 documents is within float64's range)
+         max_grade=(1000, "its gains 2^grade - 1 overflow the DCG sums beyond that"),
+         doc="LambdaMART: boosted trees on the RankNet gradient of each pair (i, j) with y_i > y_j, "
+             "lambda_ij = -sigma / (1 + exp(sigma (s_i - s_j))), scaled by |delta NDCG_ij|, the change of NDCG when "
+             "the two documents swap places (LightGBM's lambdarank). C. J. C. Burges, From RankNet to LambdaRank to "
+             "LambdaMART: An Overview, Microsoft Research Technical Report MSR-TR-2010-82, 2010."),
+    Loss("xendcg", labels="non-negative", value=core.xendcg_value, step=_xendcg_step, takes_gamma=True,
+         doc="XE-NDCG: per query -sum_i phi_i log rho_i with rho = softmax(s) and phi_i = (2^y_i - gamma_i) / "
+             "sum_j (2^y_j - gamma_j), gamma drawn uniformly per document and tree; boosted with the paper's "
+             "Newton-corrected step (rankcli.core.losses.xendcg_grad_hess), real-valued labels allowed. S. Bruch, An "
+             "Alternative Cross Entropy Loss for Learning-to-Rank, The Web Conference (WWW) 2021."),
+    Loss("xendcg-native", labels="grades", lightgbm="rank_xendcg",
+         # LightGBM's rank_xendcg computes 2^label in a 32-bit integer (Common::Pow(2, int)), exact up to 2^30
+         max_grade=(30, "LightGBM's rank_xendcg computes 2^label in a 32-bit integer"),
+         doc="XE-NDCG as LightGBM implements it (rank_xendcg): the same loss and step as xendcg, labels cast to "
+             "integers. S. Bruch, An Alternative Cross Entropy Loss for Learning-to-Rank, WWW 2021."),
+    Loss("listnet", labels="real", value=core.listnet_value, step=_listnet_step,
+         doc="ListNet (top-one probability): per query -sum_i softmax(y)_i log softmax(s)_i, gradient softmax(s) - "
+             "softmax(y), hessian the diagonal softmax(s) (1 - softmax(s)). Z. Cao, T. Qin, T.-Y. Liu, M.-F. Tsai, "
+             "H. Li, Learning to Rank: From Pairwise Approach to Listwise Approach, ICML 2007."),
+    Loss("ranknet", labels="real", value=core.ranknet_value, step=_ranknet_step,
+         doc="RankNet: per query sum over pairs (i, j) with y_i > y_j of log(1 + exp(-(s_i - s_j))) (sigma 1, no "
+             "normalisation), exact gradient and Hessian diagonal. C. Burges, T. Shaked, E. Renshaw, A. Lazier, "
+             "M. Deeds, N. Hamilton, G. Hullender, Learning to Rank using Gradient Descent, ICML 2005."),
+    Loss("pointwise", labels="float32", lightgbm="regression",
+         doc="Pointwise regression: sum_i (s_i - y_i)^2 / 2 over every document, queries ignored (LightGBM's "
+             "regression objective, L2 loss)."),
+)
+
+#: Every loss by ``--loss`` name, in the order the help lists them.
+LOSSES: dict[str, Loss] = {loss.name: loss for loss in _LOSSES}
+
+
+def check_loss(name: str) -> str:
+    """``name`` if it is a loss of :data:`LOSSES`, else :class:`UsageError` suggesting the closest one.
+
+    Parameters
+    ----------
+    name : the ``--loss`` value; a name in another case (``XENDCG``) is suggested in lower case.
+    """
+    if name in LOSSES:
+        return name
+    folded = str(name).strip().lower()
+    close = [folded] if folded in LOSSES else difflib.get_close_matches(folded, list(LOSSES), n=1, cutoff=0.5)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise UsageError(f"unknown loss {name!r}{hint} (choose from {', '.join(LOSSES)})")
+
+
+def check_grade_range(loss: str, grades: np.ndarray, label_grades: bool = False) -> None:
+    """:class:`InputError` when an integer-label loss cannot take the largest of ``grades`` (``Loss.max_grade``).
+
+    Parameters
+    ----------
+    loss : the loss name.
+    grades : the labels (or the distinct label values).
+    label_grades : whether the grades come from ``--label-grades`` (the message then says how many values there are).
+    """
+    record = LOSSES[check_loss(loss)]
+    if record.max_grade is None or np.asarray(grades).shape[0] == 0:
+        return
+    limit, why = record.max_grade
+    top = float(np.max(grades))
+    if top <= limit:
+        return
+    fix = (f"the data have {int(top) + 1} distinct label values" if label_grades else
+           "pass --label-grades to map the distinct label values to grades 0..n-1")
+    raise InputError(f"--loss {loss} takes grades up to {limit} ({why}), got a label of {top:g}; {fix}, or use "
+                     "--loss xendcg, which takes any label >= 0")
+
+
+def check_training_labels(loss: str, labels: np.ndarray, label_grades: bool = False) -> np.ndarray:
+    """The finite ``labels`` as the loss takes them (float64), or :class:`InputError` saying why it cannot.
+
+    Parameters
+    ----------
+    loss : the loss name; its ``labels`` kind (:data:`LABEL_KINDS`) decides the check.
+    labels : finite labels (after ``--label-grades``, if given), or just their distinct values.
+    label_grades : whether ``labels`` are grades from ``--label-grades`` (for the messages).
+    """
+    record = LOSSES[check_loss(loss)]
+    labels = np.asarray(labels, dtype=np.float64)
+    if record.labels == "grades":
+        # the range first: a label of 1e300 is an integer value that no int64 holds (the cast warned and wrapped)
+        check_grade_range(loss, labels, label_grades)
+        return require_integer_grades(labels, record.consumer, REAL_LABEL_HINT).astype(np.float64)
+    if record.labels == "float32" and labels.shape[0] and np.abs(labels).max() > FLOAT32_MAX:
+        # LightGBM keeps labels as float32: a larger one became inf (with a numpy warning) and trained on it
+        top = float(labels[np.argmax(np.abs(labels))])
+        raise InputError(f"{record.consumer} keeps labels as 32-bit floats, which end at {FLOAT32_MAX:.4g}, got a "
+                         f"label of {top:g}; rescale the labels, pass --label-grades to map the distinct label values "
+                         "to grades 0..n-1, or use --loss xendcg, which takes any label >= 0")
+    if record.labels == "non-negative" and (labels < 0).any():
+        raise InputError(f"--loss {loss} needs non-negative labels (2^label - gamma), got {labels.min():g}; "
+                         "pass --label-grades to map the distinct label values to grades 0..n-1")
+    return labels
+
+
+def trainable_labels(labels: np.ndarray, config: Any) -> tuple[np.ndarray, list[float] | None]:
+    """The labels LightGBM trains on under ``config`` and, with ``config.label_grades``, each grade's label value.
+
+    Parameters
+    ----------
+    labels : finite labels, of every training row or only their sorted distinct values (whose grades are then
+        ``0 .. n-1``, what the rows would get).
+    config : a :class:`rankcli.train.TrainConfig` (its ``loss`` and ``label_grades``).
+
+    Raises :class:`InputError` for labels the loss cannot take (:func:`check_training_labels`).
+    """
+    labels = np.asarray(labels, dtype=np.float64)
+    values = None
+    if config.label_grades:
+        grades, vals = to_grades(labels)
+        labels, values = grades.astype(np.float64), [float(v) for v in vals]
+    return check_training_labels(config.loss, labels, config.label_grades), values

@@ -1,0 +1,246 @@
+"""Training a LightGBM ranker on in-memory datasets: the checks before training, the training loop with rankcli's
+model selection, and the trees kept.
+
+Model selection: with a validation set, the metric ``select_by`` (default ``ndcg@5``, the paper convention: queries
+without a relevant document skipped) is computed after every tree with :mod:`rankcli.core.metrics` on LightGBM's
+incrementally maintained validation scores (a ``feval``; no re-prediction), and the whole curve is kept. Training
+stops after ``early_stopping`` trees without improvement and the model keeps the trees up to the best iteration
+(:class:`rankcli.train.objective.EarlyStopping`). With ``early_stopping=0`` every tree is trained and kept; without
+a validation set, too. LightGBM runs with ``deterministic=True``, ``force_row_wise=True`` and ``seed``: the same
+data, configuration and seed give byte-identical ``model.txt`` (for a given thread count).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from rankcli.dataset import Dataset
+from rankcli.errors import InputError, SchemaError, UsageError
+from rankcli.train.config import TrainConfig, metric_function, resolve_params
+from rankcli.train.losses import LOSSES, trainable_labels
+from rankcli.train.model import TrainResult, feature_difference
+from rankcli.train.objective import (
+    LibraryObjective,
+    Selection,
+    check_position_bias_support,
+    learned_position_bias,
+    lightgbm_dataset,
+    progress_callback,
+)
+from rankcli.train.params import check_boosting, check_params
+
+#: ``on_iteration(trees, validation_metric, best_so_far)``: progress after every tree (``None`` without validation).
+OnIteration = Callable[[int, "float | None", "float | None"], None]
+
+
+class Prepared(NamedTuple):
+    """What the checks before training computed: the training labels and the validation metric."""
+
+    labels: np.ndarray  # the labels LightGBM trains on (grades with label_grades), float64
+    label_values: list[float] | None  # with label_grades: the label value of each grade
+    metric_name: str  # the canonical name of select_by
+    metric: Callable[[np.ndarray, np.ndarray, np.ndarray], float]  # f(labels, scores, offsets) -> mean
+
+
+def check_finite_labels(ds: Dataset, what: str) -> None:
+    """:class:`InputError` naming the first row whose label is not a finite number.
+
+    Parameters
+    ----------
+    ds : the dataset.
+    what : how messages name it (``training data``, a file name).
+    """
+    labels = np.asarray(ds.labels, dtype=np.float64)
+    bad = ~np.isfinite(labels)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise InputError(f"{what}: label of row {row} is not a finite number, got {labels[row]}")
+
+
+def check_validation_gain(valid: Dataset, config: TrainConfig, name: str) -> None:
+    """Refuse validation labels whose exponential gain overflows: NDCG/DCG would be NaN or 0, not a number to select
+    by. ``valid``: the validation set; ``config``: its ``select_by`` and ``convention``; ``name``: for messages."""
+    from rankcli.core import metrics
+
+    limit = metrics.EXPONENTIAL_GAIN_LABEL_LIMIT  # the metrics core refuses it too, but only after the first tree
+    spec = metrics.parse_metric(config.select_by)
+    if spec.name not in ("ndcg", "dcg") or metrics.Convention.preset(config.convention).gain != "exponential":
+        return
+    top = float(np.max(valid.labels)) if valid.n_rows else 0.0
+    if top > limit:
+        raise InputError(f"{name}: a label of {top:g}: --select-by {spec} under the {config.convention} convention "
+                         f"uses the gain 2^label - 1, which overflows beyond label {limit}; select by "
+                         "--convention sklearn (linear gain), or validate on graded labels")
+
+
+def check_valid_rows(valid: Dataset, name: str) -> None:
+    """:class:`InputError` for a validation set ``valid`` without rows (``name`` in the message; LightGBM's words were
+    "Check failed: (num_data) > (0)")."""
+    if valid.n_rows == 0:
+        raise InputError(f"{name}: no rows to validate on; give a validation file with queries, or leave out --valid "
+                         "(then every tree is trained and kept)")
+
+
+def _check_validation(train: Dataset, valid: Dataset, config: TrainConfig, name: str, prepared_metric: tuple) -> None:
+    metric_name, metric_fn = prepared_metric
+    diff = feature_difference(train.feature_names, valid.feature_names)
+    if diff:
+        raise SchemaError(f"validation feature columns differ from the training data's: {diff}")
+    check_valid_rows(valid, name)
+    check_finite_labels(valid, "validation data")
+    check_validation_gain(valid, config, name)
+    # The metric depends on the scores only through the order; with every query skipped (no relevant document,
+    # under --no-relevant skip) it is NaN for any scores: model selection and early stopping would be blind
+    # ("validation ndcg@5 n/a", every tree kept, exit 0).
+    if math.isnan(metric_fn(np.asarray(valid.labels, dtype=np.float64), np.zeros(valid.n_rows), valid.offsets)):
+        raise InputError(f"{name}: no validation query has a relevant document, so --select-by {metric_name} under "
+                         f"the {config.convention} convention (which skips such queries) has no value for any model; "
+                         "validate on queries with relevant documents (or train without validation: every tree is "
+                         "then trained and kept)")
+
+
+def check_inputs(train: Dataset, valid: Dataset | None, config: TrainConfig,
+                 names: tuple[str, str] | None = None) -> Prepared:
+    """Every check :func:`train_model` makes before training (options, feature columns, labels); raises on failure.
+
+    Parameters
+    ----------
+    train, valid : the training and validation sets (``valid`` may be ``None``).
+    config : the configuration (checked again: a configuration changed after it was built).
+    names : how messages name the two datasets (training, validation), e.g. their file names.
+
+    Returns the training labels and the validation metric (:class:`Prepared`).
+    """
+    train_name, valid_name = names or ("training data", "validation data")
+    config.validate()
+    check_boosting(check_params(config.params), config.early_stopping, valid is not None)
+    metric_name, metric_fn = metric_function(config.select_by, config.convention)
+    if train.n_rows == 0:
+        raise InputError(f"{train_name}: no rows to train on")
+    if not train.feature_names:
+        raise SchemaError(f"{train_name}: no feature columns (f1, f2, ...): a ranker needs at least one feature")
+    if valid is not None:
+        _check_validation(train, valid, config, valid_name, (metric_name, metric_fn))
+    check_finite_labels(train, "training data")
+    labels, label_values = trainable_labels(train.labels, config)
+    return Prepared(labels, label_values, metric_name, metric_fn)
+
+
+def _check_position(train: Dataset, config: TrainConfig, position: np.ndarray) -> np.ndarray:
+    if config.loss != "lambdamart":
+        raise UsageError(f"--propensity learn is LightGBM's position-bias model for --loss lambdamart, not "
+                         f"--loss {config.loss}")
+    check_position_bias_support()
+    position = np.asarray(position)
+    if position.shape != (train.n_rows,):
+        raise InputError(f"position: {position.shape[0] if position.ndim else 0} values for {train.n_rows} "
+                         "training rows")
+    return position
+
+
+def _callbacks(valid: Dataset | None, config: TrainConfig, prepared: Prepared, on_iteration: OnIteration | None):
+    """(selection callback or None, feval or None, callbacks) for LightGBM."""
+    if valid is None:
+        return None, None, [progress_callback(on_iteration)] if on_iteration is not None else []
+    v_labels = np.asarray(valid.labels, dtype=np.float64)
+    v_offsets = valid.offsets
+
+    def feval(preds: np.ndarray, eval_data: Any) -> tuple[str, float, bool]:
+        return prepared.metric_name, prepared.metric(v_labels, np.asarray(preds, dtype=np.float64), v_offsets), True
+
+    selection = Selection(config.early_stopping, on_iteration)
+    return selection, feval, [selection]
+
+
+def _run_lightgbm(run_params: dict, params: dict, train_set: Any, valid_sets: list | None, trees: int,
+                  feval: Callable | None, callbacks: list, learn_positions: bool, rows: int) -> tuple[Any, list[str]]:
+    """``lightgbm.train``; a refusal is an :class:`InputError` saying what to change. Returns the booster and, when
+    learning position biases, LightGBM's debug log (where it shows them)."""
+    import lightgbm
+
+    log_lines: list[str] = []
+    kwargs = dict(num_boost_round=int(trees), valid_sets=valid_sets, valid_names=["valid"] if valid_sets else None,
+                  feval=feval, callbacks=callbacks, keep_training_booster=True)
+    try:
+        if not learn_positions:
+            return lightgbm.train(run_params, train_set, **kwargs), log_lines
+        # LightGBM shows the position biases it learns only in its debug log: train at verbosity 2 with every
+        # message collected in memory (none reaches stdout, which carries rankcli's results).
+        from rankcli.compat import capture_lightgbm_log
+
+        run_params["verbosity"] = params["verbosity"] = 2
+        with capture_lightgbm_log() as log_lines:
+            booster = lightgbm.train(run_params, train_set, **kwargs)
+        return booster, log_lines
+    except lightgbm.basic.LightGBMError as exc:
+        hint = ""
+        if "num_features()) > (0)" in str(exc):  # every feature was dropped as unsplittable
+            hint = (f"; no feature is usable: LightGBM drops features it cannot bin or split with {rows} "
+                    f"training rows (min_data_in_leaf={params.get('min_data_in_leaf')}, "
+                    f"min_data_in_bin={params.get('min_data_in_bin', 3)}): train on more data, or lower "
+                    "--min-data-in-leaf and --param min_data_in_bin=1")
+        message = str(exc).strip().rstrip(" .")
+        raise InputError(f"LightGBM refused the training data or parameters: {message}{hint}") from None
+
+
+def keep_trees(booster: Any, best_iteration: int) -> Any:
+    """``booster`` with only its first ``best_iteration`` trees, so that it and its ``model.txt`` predict alike."""
+    import lightgbm
+
+    if best_iteration < booster.current_iteration():
+        booster = lightgbm.Booster(model_str=booster.model_to_string(num_iteration=best_iteration))
+    booster.best_iteration = best_iteration
+    return booster
+
+
+def train_model(train: Dataset, valid: Dataset | None, config: TrainConfig, on_iteration: OnIteration | None = None,
+                objective: Callable | None = None, position: np.ndarray | None = None) -> TrainResult:
+    """Train a LightGBM ranker with rankcli's checks and model selection.
+
+    Parameters
+    ----------
+    train, valid : the training set and the validation set (``None``: every tree is trained and kept).
+    config : the training configuration.
+    on_iteration : ``on_iteration(trees, valid_metric, best_so_far)`` after every tree.
+    objective : a callable objective that replaces a library loss's own (IPS RankNet, :mod:`rankcli.ips`).
+    position : one per training row, ``lambdamart`` only: the position each document was displayed at, for
+        LightGBM's position-bias model (unbiased LambdaMART, LightGBM >= 4.1; ``--propensity learn``); the learned
+        biases come back in :attr:`TrainResult.position_bias`.
+    """
+    if position is not None:
+        position = _check_position(train, config, position)
+    prepared = check_inputs(train, valid, config)
+    labels = prepared.labels
+    params = resolve_params(config, int(labels.max()) if config.loss == "lambdamart" else None)
+    selection, feval, callbacks = _callbacks(valid, config, prepared, on_iteration)
+    run_params = dict(params)
+    native = LOSSES[config.loss].native
+    if not native:
+        run_params["objective"] = objective if objective is not None else \
+            LibraryObjective(config.loss, labels, train.offsets, config.gamma, config.seed)
+    # LightGBM reads the labels only for its own objectives; rankcli's losses take the float64 labels themselves, and
+    # rankcli scores validation itself. LightGBM keeps labels as float32, where labels beyond 3.4e38 (which xendcg,
+    # listnet and ranknet take) would become inf with a numpy warning: give it zeros where it does not read them.
+    lgb_labels = labels if native else np.zeros(train.n_rows, dtype=np.float32)
+    train_set = lightgbm_dataset(train, lgb_labels, params, position=position)
+    valid_sets = [lightgbm_dataset(valid, np.zeros(valid.n_rows, dtype=np.float32), params, train_set)] \
+        if valid else None
+    start = time.perf_counter()
+    booster, log_lines = _run_lightgbm(run_params, params, train_set, valid_sets, config.trees, feval, callbacks,
+                                       position is not None, train.n_rows)
+    seconds = time.perf_counter() - start
+    trees_trained = booster.current_iteration()
+    best_iteration = selection.rule.best_iteration(trees_trained) if selection is not None else trees_trained
+    booster = keep_trees(booster, best_iteration)
+    if not native:
+        params["objective"] = f"rankcli:{config.loss}"
+    return TrainResult(booster=booster, best_iteration=best_iteration,
+                       curve=list(selection.rule.curve) if selection else [], seconds=seconds, params=params,
+                       trees_trained=trees_trained, metric=prepared.metric_name if valid is not None else None,
+                       label_values=prepared.label_values,
+                       position_bias=learned_position_bias(log_lines, best_iteration) if position is not None else None)
