@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from rankcli.core.propensity import MIN_CLICKS, PropensityEstimate, estimate
-from rankcli.errors import InputError, SchemaError, UsageError
+from rankcli.errors import InputError, UsageError
 
 #: Logging policies whose logs identify propensities, and the estimator each one takes.
 POLICY_METHODS = {"random": "click-rate", "top": "click-rate", "swap": "swap-ratio"}
@@ -104,45 +104,6 @@ def logging_policy(path: Path | str, meta: dict[str, str], override: str | None)
     return kind, number, model, params
 
 
-def read_click_columns(path: Path | str, swap: bool) -> dict[str, np.ndarray]:
-    """The columns estimation needs, as numpy: impression offsets (from ``qid``), ``position``, the clicks
-    (``label``, 0/1), ``source_qid`` (the bootstrap's unit) and, for a swap log, ``ranker_rank``. A missing column is
-    a :class:`SchemaError` naming it."""
-    import pyarrow as pa
-
-    from rankcli.dataset import offsets_from_qids
-    from rankcli.formats.parquet import column_names, column_to_numpy, qids_as_int64, read_table, require_columns
-
-    names = column_names(path)
-    wanted = ["qid", "label", "position", "source_qid"] + (["ranker_rank"] if swap else [])
-    require_columns(path, names, wanted)
-    table = read_table(path, wanted)
-    qids = qids_as_int64(path, table.column("qid"))
-    out = {}
-    for name in wanted[1:]:
-        col = table.column(name)
-        kind_ok = pa.types.is_integer(col.type) or (name == "label" and pa.types.is_floating(col.type))
-        if not kind_ok:
-            raise SchemaError(f"{path}: column {name} must be {'numeric' if name == 'label' else 'integer'}, got "
-                              f"{col.type}")
-        if col.null_count:
-            raise SchemaError(f"{path}: column {name} has {col.null_count} missing value(s)")
-        out[name] = column_to_numpy(col)
-    label = out["label"]
-    bad = np.flatnonzero((label != 0) & (label != 1))
-    if bad.shape[0]:
-        raise InputError(f"{path}: column label: expected clicks (0 or 1), got {label[bad[0]]:g} at row {int(bad[0])}")
-    starts = np.flatnonzero(qids[1:] != qids[:-1]) + 1
-    offsets = np.concatenate(([0], starts, [qids.shape[0]] if qids.shape[0] else [])).astype(np.int64)
-    if not np.all(np.diff(qids[offsets[:-1]]) > 0):  # rankcli's impression ids ascend; otherwise check contiguity
-        try:
-            offsets = offsets_from_qids(qids)
-        except InputError as exc:
-            raise SchemaError(f"{path}: {exc}") from None
-    out["offsets"] = offsets
-    return out
-
-
 def _click_footer(path: Path | str, meta: dict[str, str]) -> dict:
     """The ``rankcli.clicks`` footer of a click log as a dict (empty for a log rankcli did not write)."""
     if "clicks" not in meta:
@@ -192,10 +153,8 @@ def estimate_harvest(paths: list[Path | str], *, bootstrap: int = 1000, confiden
     """Intervention harvesting (:func:`rankcli.core.propensity.estimate`, method ``harvest``) over the logs at
     ``paths``, each the log of one logging policy on the same dataset: a document is the same document in every log
     when its ``source_qid`` and ``docid`` (or ``source_row`` when the data has no docid) agree."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    from rankcli.formats.parquet import column_names, read_metadata, read_table
+    from rankcli.formats.clicks import document_codes, read_click_columns, read_document_column
+    from rankcli.formats.parquet import read_metadata
 
     models, footers, parts, doc_cols = [], [], [], []
     for path in paths:
@@ -205,16 +164,8 @@ def estimate_harvest(paths: list[Path | str], *, bootstrap: int = 1000, confiden
         cols = read_click_columns(path, swap=False)
         if cols["offsets"].shape[0] == 1:
             raise InputError(f"{path}: the click log holds no impressions")
-        names = column_names(path)
-        doc_name = "docid" if "docid" in names else "source_row" if "source_row" in names else None
-        if doc_name is None:
-            raise SchemaError(f"{path}: missing column docid (or source_row): intervention harvesting needs to know "
-                              "which document every row shows")
-        col = read_table(path, [doc_name]).column(doc_name)
-        if col.null_count:
-            raise SchemaError(f"{path}: column {doc_name} has {col.null_count} missing value(s)")
         parts.append(cols)
-        doc_cols.append(col.cast(pa.string()) if not pa.types.is_string(col.type) else col)
+        doc_cols.append(read_document_column(path))
     if len(paths) == 1 and footers[0] and footers[0].get("ranker") != "random" \
             and footers[0].get("policy", "none") in (None, "none"):
         raise InputError(
@@ -227,8 +178,7 @@ def estimate_harvest(paths: list[Path | str], *, bootstrap: int = 1000, confiden
         shift += int(cols["offsets"][-1])
     offsets = np.concatenate(offsets)
     cat = {k: np.concatenate([c[k] for c in parts]) for k in ("position", "label", "source_qid")}
-    docs = pa.chunked_array([chunk for c in doc_cols for chunk in c.chunks], type=pa.string())
-    doc_index = np.asarray(pc.dictionary_encode(docs).combine_chunks().indices, dtype=np.int64)
+    doc_index = document_codes(doc_cols)
     source_row_q = cat["source_qid"]
     _, query_row = np.unique(source_row_q, return_inverse=True)
     query_row = query_row.reshape(-1)
@@ -251,6 +201,7 @@ def estimate_propensity(path: Path | str, *, policy: str | None = None, bootstra
                         rng: np.random.Generator) -> PropensityResult:
     """Estimate examination propensities per position from the click log at ``path`` (see
     :func:`rankcli.core.propensity.estimate`)."""
+    from rankcli.formats.clicks import read_click_columns
     from rankcli.formats.parquet import read_metadata
 
     kind, number, model, params = logging_policy(path, read_metadata(path), policy)
@@ -271,6 +222,34 @@ def estimate_propensity(path: Path | str, *, policy: str | None = None, bootstra
         raise InputError(f"{path}: {exc}") from None
     policy_text = "random" if kind == "random" else f"{kind}:{number}"
     return PropensityResult(estimate=est, source=str(path), policy=policy_text, click_model=model, log_params=params)
+
+
+def estimate_logs(paths: list[Path | str], *, harvest: bool = False, policy: str | None = None, bootstrap: int = 1000,
+                  confidence: float = 0.95, min_clicks: int = MIN_CLICKS, fit: str = "none",
+                  seed: int = 0) -> PropensityResult:
+    """What ``rankcli propensity`` estimates from the click logs at ``paths``: intervention harvesting over all of them
+    (:func:`estimate_harvest`) when ``harvest``, else one randomised log's propensities (:func:`estimate_propensity`,
+    ``policy`` stating its logging policy when its footer does not).
+
+    Parameters
+    ----------
+    paths : list of path
+        Click logs; one unless ``harvest``.
+    harvest : bool
+        Intervention harvesting (the command's choice: ``--method harvest`` or several logs).
+    policy : str, optional
+        ``random``, ``top:N`` or ``swap:K``: the single log's policy (:func:`logging_policy`).
+    bootstrap, confidence, min_clicks, fit
+        As :func:`rankcli.core.propensity.estimate` takes them.
+    seed : int
+        The bootstrap's seed.
+    """
+    rng = np.random.default_rng(seed)
+    if harvest:
+        return estimate_harvest(paths, bootstrap=bootstrap, confidence=confidence, min_clicks=min_clicks, fit=fit,
+                                rng=rng)
+    return estimate_propensity(paths[0], policy=policy, bootstrap=bootstrap, confidence=confidence,
+                               min_clicks=min_clicks, fit=fit, rng=rng)
 
 
 def write_propensity(path: Path | str, result: PropensityResult, overwrite: bool = False) -> None:

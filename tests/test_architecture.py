@@ -198,8 +198,6 @@ def size_violations() -> set[str]:
 KNOWN: set[str] = {
     'rankcli.cli.eval.command has more than 80 lines',
     'rankcli.cli.predict imports pyarrow outside rankcli.formats',
-    'rankcli.cli.propensity.command has more than 80 lines',
-    'rankcli.propensity imports pyarrow outside rankcli.formats',
 }
 
 

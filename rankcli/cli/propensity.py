@@ -33,6 +33,8 @@ from typing import Annotated
 
 import typer
 
+from rankcli.cli import options as opt
+
 NAME = "propensity"
 SHORT_HELP = ("Estimate position propensities (with bootstrap intervals) from a randomised click log or several "
               "rankers' logs.")
@@ -42,8 +44,7 @@ def command(
     clicks: Annotated[list[Path], typer.Argument(help="Click log (Parquet, from rankcli simulate-clicks); several: "
                                                  "one log per logging policy, estimated by intervention harvesting.",
                                                  show_default=False)],
-    output: Annotated[str | None, typer.Option("--output", "-o", help="Propensity JSON to write (- for standard "
-                                                  "output).", show_default=False, metavar="PATH")] = None,
+    output: Annotated[str | None, opt.output("Propensity JSON to write (- for standard output).")] = None,
     bootstrap: Annotated[int, typer.Option(help="Bootstrap replicates over source queries.")] = 1000,
     confidence: Annotated[float, typer.Option(help="Coverage of the intervals.")] = 0.95,
     min_clicks: Annotated[int, typer.Option("--min-clicks", help="Fewest clicks a position's estimate may rest "
@@ -58,20 +59,54 @@ def command(
     plot: Annotated[str | None, typer.Option(help="Also draw the propensities with their intervals as a PNG "
                                                 "(needs matplotlib: the plot extra).", show_default=False,
                                                 metavar="PNG")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")] = False,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output file.")] = False,
+    json_out: Annotated[bool, opt.json_flag("the result")] = False,
+    overwrite: Annotated[bool, opt.overwrite("output file")] = False,
 ) -> None:
     from rankcli.startup import import_numpy_single_threaded_blas
 
     # The bootstrap's small matrix products gain nothing from OpenBLAS threads, whose spinning costs seconds on a
     # busy 2-core machine (measured: 0.07 s instead of 0.006 s per product).
     import_numpy_single_threaded_blas()
-    import numpy as np
-
     from rankcli.cli._common import prepare_output, print_json, stdout_taken
+    from rankcli.errors import UsageError
+    from rankcli.propensity import estimate_logs, write_propensity
+
+    harvest = _checked_options(clicks, bootstrap, confidence, min_clicks, fit, seed, method, policy)
+    if plot is not None:
+        from rankcli.plot import INSTALL_HINT, have_matplotlib
+
+        if not have_matplotlib():
+            raise UsageError(f"--plot needs matplotlib: {INSTALL_HINT}")
+        plot = prepare_output(plot, overwrite=overwrite, inputs=clicks, binary=True, option="--plot",
+                              final=output is None, example="propensity.png")
+    if output is not None:
+        output = prepare_output(output, overwrite=overwrite, inputs=clicks, example="propensity.json")
+        stdout_taken(output, json_out)
+    if plot is not None and output is not None and str(plot) == str(output):
+        raise UsageError("--plot and --output name the same file")
+    result = estimate_logs(clicks, harvest=harvest, policy=policy, bootstrap=bootstrap, confidence=confidence,
+                           min_clicks=min_clicks, fit=fit, seed=seed)
+    if plot is not None:
+        from rankcli.formats.atomic import atomic_path
+        from rankcli.plot import plot_propensity
+
+        with atomic_path(plot, overwrite, suffix=".png") as tmp:
+            plot_propensity(result.as_dict(), tmp)
+    if output is not None:
+        write_propensity(output, result, overwrite=overwrite)
+    if json_out:
+        print_json(result.as_dict())
+    elif output is None or str(output) != "-":
+        _render(result, output)
+
+
+def _checked_options(clicks: list[Path], bootstrap: int, confidence: float, min_clicks: int, fit: str, seed: int,
+                     method: str, policy: str | None) -> bool:
+    """Whether the logs are estimated by intervention harvesting; a :class:`~rankcli.errors.UsageError` for any
+    option out of range or in conflict, before an output is prepared."""
     from rankcli.core.propensity import FITS
     from rankcli.errors import UsageError
-    from rankcli.propensity import estimate_harvest, estimate_propensity, parse_policy, write_propensity
+    from rankcli.propensity import parse_policy
 
     if bootstrap < 1:
         raise UsageError(f"--bootstrap: must be at least 1, got {bootstrap}")
@@ -93,36 +128,7 @@ def command(
         parse_policy(policy)
     if len(set(map(str, clicks))) < len(clicks):
         raise UsageError("the same click log is given twice")
-    if plot is not None:
-        from rankcli.plot import INSTALL_HINT, have_matplotlib
-
-        if not have_matplotlib():
-            raise UsageError(f"--plot needs matplotlib: {INSTALL_HINT}")
-        plot = prepare_output(plot, overwrite=overwrite, inputs=clicks, binary=True, option="--plot",
-                              final=output is None, example="propensity.png")
-    if output is not None:
-        output = prepare_output(output, overwrite=overwrite, inputs=clicks, example="propensity.json")
-        stdout_taken(output, json_out)
-    if plot is not None and output is not None and str(plot) == str(output):
-        raise UsageError("--plot and --output name the same file")
-    if harvest:
-        result = estimate_harvest(clicks, bootstrap=bootstrap, confidence=confidence, min_clicks=min_clicks, fit=fit,
-                                  rng=np.random.default_rng(seed))
-    else:
-        result = estimate_propensity(clicks[0], policy=policy, bootstrap=bootstrap, confidence=confidence,
-                                     min_clicks=min_clicks, fit=fit, rng=np.random.default_rng(seed))
-    if plot is not None:
-        from rankcli.formats.atomic import atomic_path
-        from rankcli.plot import plot_propensity
-
-        with atomic_path(plot, overwrite, suffix=".png") as tmp:
-            plot_propensity(result.as_dict(), tmp)
-    if output is not None:
-        write_propensity(output, result, overwrite=overwrite)
-    if json_out:
-        print_json(result.as_dict())
-    elif output is None or str(output) != "-":
-        _render(result, output)
+    return harvest
 
 
 def _render(result, output) -> None:
