@@ -36,6 +36,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
+from typing import NamedTuple
 
 from rankcli.errors import ExitStatus, RankcliError
 
@@ -95,28 +96,35 @@ def capture_lightgbm_log() -> Iterator[list[str]]:
                                 "lightgbm.basic._LOGGER, which rankcli reads to restore it after capturing the "
                                 "position biases of --propensity learn; install the LightGBM version rankcli was "
                                 "tested with, or report this")
-    previous = tuple(getattr(basic, n) for n in names)
+    logger, info_name, warning_name = (getattr(basic, n) for n in names)
     capture = _LogCapture()
     lightgbm.register_logger(capture)
     try:
         yield capture.lines
     finally:
-        lightgbm.register_logger(previous[0], info_method_name=previous[1], warning_method_name=previous[2])
+        lightgbm.register_logger(logger, info_method_name=info_name, warning_method_name=warning_name)
 
 
 _BIAS_HEADER = re.compile(r"^\[LightGBM\] \[Debug\]\s+position\s+bias_factor\s*$")
 _BIAS_ROW = re.compile(r"^\[LightGBM\] \[Debug\]\s+(\S+)\s+(\S+)\s*$")
 
 
-def parse_position_bias_log(lines: list[str]) -> list[tuple[list[str], list[float]]]:
-    """The position-bias tables of a LightGBM lambdarank debug log, one per iteration, in order: ``(position ids,
-    bias factors)``. LightGBM prints each table after updating the biases in an iteration's gradient step (a header
-    line ``position bias_factor``, then one line per position id, 6 significant digits)."""
-    tables: list[tuple[list[str], list[float]]] = []
-    current: tuple[list[str], list[float]] | None = None
+class BiasTable(NamedTuple):
+    """One iteration's table of LightGBM's position biases: the position ids and their bias factors, in order."""
+
+    positions: list[str]
+    factors: list[float]
+
+
+def parse_position_bias_log(lines: list[str]) -> list[BiasTable]:
+    """The position-bias tables of a LightGBM lambdarank debug log, one per iteration, in order. LightGBM prints each
+    table after updating the biases in an iteration's gradient step (a header line ``position bias_factor``, then one
+    line per position id, 6 significant digits)."""
+    tables: list[BiasTable] = []
+    current: BiasTable | None = None
     for line in lines:
         if _BIAS_HEADER.match(line):
-            current = ([], [])
+            current = BiasTable([], [])
             tables.append(current)
             continue
         row = _BIAS_ROW.match(line) if current is not None else None
@@ -128,8 +136,8 @@ def parse_position_bias_log(lines: list[str]) -> list[tuple[list[str], list[floa
         except ValueError:
             current = None
             continue
-        current[0].append(row.group(1))
-        current[1].append(value)
+        current.positions.append(row.group(1))
+        current.factors.append(value)
     return tables
 
 
@@ -159,5 +167,5 @@ def arrow_call_function(name: str, args: list) -> object:
     return call_function(name, args)
 
 
-__all__ = ["DependencyChanged", "arrow_call_function", "capture_lightgbm_log", "click_exception_type",
+__all__ = ["BiasTable", "DependencyChanged", "arrow_call_function", "capture_lightgbm_log", "click_exception_type",
            "lightgbm_parameter_aliases", "parse_position_bias_log"]

@@ -263,7 +263,7 @@ def check_query_aligned(path: Path | str) -> None:
     pf = open_parquet(path)
     last_qid = None
     for i in range(pf.num_row_groups):
-        qids = pf.read_row_group(i, columns=["qid"]).column("qid").to_numpy()
+        qids = column_to_numpy(pf.read_row_group(i, columns=["qid"]).column("qid"))
         if qids.shape[0] == 0:
             continue
         if last_qid is not None and qids[0] == last_qid:
