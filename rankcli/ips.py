@@ -18,8 +18,9 @@ LOG_COLUMNS = ("source_qid", "position", "source_row")
 
 
 def parse_propensity(text: str) -> tuple[str, object]:
-    """``pbm:ETA`` -> ``("pbm", eta)``; ``learn`` -> ``("learn", None)`` (LightGBM's position-bias model, lambdamart
-    only); anything else is a propensity JSON file (``rankcli propensity -o``) -> ``("file", path)``."""
+    """The ``--propensity`` value ``text``: ``pbm:ETA`` -> ``("pbm", eta)``; ``learn`` -> ``("learn", None)``
+    (LightGBM's position-bias model, lambdamart only); anything else is a propensity JSON file (``rankcli propensity
+    -o``) -> ``("file", path)``."""
     t = str(text).strip()
     if t.lower().startswith("pbm:"):
         try:
@@ -62,7 +63,8 @@ def check_ips_loss(loss: str, kind: str | None = None) -> None:
 
 class RankNetIPSObjective:
     """The pairwise IPS loss (:func:`rankcli.core.ips.ranknet_ips_grad_hess`) as a LightGBM callable objective
-    ``(preds, train_data) -> (grad, hess)`` on a pooled training set whose labels are the IPS relevances."""
+    ``(preds, train_data) -> (grad, hess)`` on a pooled training set whose labels are the IPS relevances ``gain``
+    (grouped by query, ``offsets`` the query boundaries)."""
 
     def __init__(self, gain: np.ndarray, offsets: np.ndarray):
         self.gain = np.asarray(gain, dtype=np.float64)
@@ -76,16 +78,17 @@ class RankNetIPSObjective:
 
 
 def objective_for(loss: str, pooled: Dataset):
-    """The callable objective that replaces the library loss's own in IPS training, or ``None`` (the library loss
-    on the transformed labels is already the IPS loss)."""
+    """The callable objective that replaces ``loss``'s own in IPS training on the ``pooled`` training set, or
+    ``None`` (the library loss on the transformed labels is already the IPS loss)."""
     return RankNetIPSObjective(pooled.labels, pooled.offsets) if loss == "ranknet" else None
 
 
 def position_training_set(ds: Dataset, *, allow_graded: bool = False,
                           what: str = "training data") -> tuple[Dataset, np.ndarray, dict]:
     """The click log ``ds`` as it is (each impression one list) with each row's displayed position, for LightGBM's
-    position-bias model (``--propensity learn``). Returns the training set, the positions and what ``rankcli.json``
-    records about them (the learned biases are added after training)."""
+    position-bias model (``--propensity learn``). ``allow_graded`` weights graded labels as clicks; ``what`` names
+    the data in messages. Returns the training set, the positions and what ``rankcli.json`` records about them (the
+    learned biases are added after training)."""
     if "position" not in ds.extra:
         raise SchemaError(f"{what}: missing column position: --propensity learn needs the position each document was "
                           "displayed at (a click log from rankcli simulate-clicks)")
@@ -139,7 +142,8 @@ def pooled_training_set(ds: Dataset, *, loss: str, propensity: tuple[str, object
     """The click log ``ds`` (with ``extra`` columns ``source_qid``, ``position`` and ``docids`` or ``source_row``)
     pooled per source query, labelled for ``loss``; ``propensity`` ``None`` pools the naive click-through rates
     (``--pool-impressions``), ``("values", array)`` takes propensities computed in memory (position ``r`` at
-    ``array[r - 1]``). Returns the training set and what ``rankcli.json`` records about it."""
+    ``array[r - 1]``). ``clip`` floors the propensities; ``allow_graded`` weights graded labels as clicks; ``what``
+    names the data in messages. Returns the training set and what ``rankcli.json`` records about it."""
     check_ips_loss(loss)
     for name in ("source_qid", "position"):
         if name not in ds.extra:

@@ -62,8 +62,8 @@ def pbm_propensities(eta: float, max_position: int) -> np.ndarray:
 
 
 def inverse_weights(positions: np.ndarray, propensity: np.ndarray, clip: float = DEFAULT_CLIP) -> np.ndarray:
-    """``1 / max(p(position), clip)`` per row; ``propensity[r - 1]`` is position ``r``'s. A position the propensities
-    do not cover is an :class:`InputError` naming it (never extrapolated silently)."""
+    """``1 / max(p(position), clip)`` per row of ``positions`` (1-based); ``propensity[r - 1]`` is position ``r``'s.
+    A position the propensities do not cover is an :class:`InputError` naming it (never extrapolated silently)."""
     if not (0 < clip <= 1):
         raise UsageError(f"--propensity-clip: must be within (0, 1], got {clip:g}")
     positions = np.asarray(positions, dtype=np.int64)

@@ -130,7 +130,8 @@ def _single(offsets: np.ndarray) -> np.ndarray:
 
 
 def xendcg_label_terms(labels: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(2^(y_i - m_q), 2^-m_q)`` per row, ``m_q`` the largest label of the row's query: the scaled target mass.
+    """``(2^(y_i - m_q), 2^-m_q)`` per row, ``m_q`` the largest label of the row's query (``labels`` grouped by
+    query, ``offsets`` the query boundaries): the scaled target mass.
 
     XE-NDCG's target ``phi_i = (2^y_i - gamma_i) / sum_j (2^y_j - gamma_j)`` is unchanged when numerator and
     denominator are both divided by ``2^m_q``: ``phi_i = (2^(y_i - m_q) - gamma_i 2^-m_q) / sum_j (...)``. In that
@@ -147,7 +148,8 @@ def xendcg_label_terms(labels: np.ndarray, offsets: np.ndarray) -> tuple[np.ndar
 
 
 def xendcg_targets(labels: np.ndarray, offsets: np.ndarray, gamma: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
-    """``phi_i = (2^y_i - gamma_i) / sum_j (2^y_j - gamma_j)`` per document, and the per-row mask of usable rows.
+    """``phi_i = (2^y_i - gamma_i) / sum_j (2^y_j - gamma_j)`` per document, and the per-row mask of usable rows
+    (``labels`` grouped by query, ``offsets`` the query boundaries, ``gamma`` a number or one per document).
 
     Computed stably for labels of any size (:func:`xendcg_label_terms`). A row is unusable when its query has one
     document or no target mass (see the module docstring); its ``phi`` is 0.
@@ -249,7 +251,8 @@ def xendcg_grad_hess(labels: np.ndarray, scores: np.ndarray, offsets: np.ndarray
 
 # ------------------------------------------------------------------------------------------------------------- listnet
 def listnet_target(labels: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """ListNet's target ``softmax(y)`` per query, for labels of any size.
+    """ListNet's target ``softmax(y)`` per query of ``labels`` (``offsets`` the query boundaries), for labels of
+    any size.
 
     The query's maximum is subtracted first; labels further below it than float64 reaches (e.g. -1.7e308 against
     1.7e308) overflow to ``-inf``, whose ``exp`` is 0: their exact limit. Only numpy's overflow warning is silenced

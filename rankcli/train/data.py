@@ -103,7 +103,8 @@ class TrainingData:
     ips: dict | None = None
 
     def record(self, result: TrainResult) -> dict:
-        """The keys this training adds to ``rankcli.json`` (``ips``, with LightGBM's learned position biases)."""
+        """The keys this training adds to ``rankcli.json`` (``ips``, with the learned position biases of ``result``,
+        the trained model)."""
         if self.ips is None:
             return {}
         if self.position is not None:  # LightGBM's learned additive score bias per position (None: not shown)

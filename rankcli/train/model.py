@@ -31,6 +31,8 @@ INFO_MAX_BYTES = 64 << 20
 
 @dataclass
 class TrainResult:
+    """A trained model in memory, with what ``rankcli.json`` records about its training."""
+
     booster: Any  # lightgbm.Booster, holding the trees up to best_iteration
     best_iteration: int  # number of trees the model keeps
     curve: list[float]  # validation metric (select_by) after each trained tree; [] without a validation set
@@ -44,7 +46,7 @@ class TrainResult:
 
 
 def feature_difference(expected: list[str], got: list[str]) -> str | None:
-    """A human description of how two feature column lists differ, or ``None`` when they are equal."""
+    """A human description of how the feature columns ``got`` differ from ``expected``, or ``None`` when equal."""
     if list(expected) == list(got):
         return None
     exp_set, got_set = set(expected), set(got)
@@ -66,6 +68,7 @@ def feature_difference(expected: list[str], got: list[str]) -> str | None:
 
 # ----------------------------------------------------------------------------------------------------- artifact
 def file_sha256(path: Path | str) -> str:
+    """The SHA-256 of the file at ``path``, hexadecimal (read in 1 MiB blocks)."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -74,7 +77,8 @@ def file_sha256(path: Path | str) -> str:
 
 
 def lightgbm_resolved_params(booster: Any) -> dict[str, Any]:
-    """Every parameter as LightGBM resolved it (the ``parameters:`` section of its text model), values parsed."""
+    """Every parameter as LightGBM resolved it for ``booster`` (the ``parameters:`` section of its text model),
+    numbers parsed."""
     text = booster.model_to_string(num_iteration=1)
     out: dict[str, Any] = {}
     inside = False
@@ -103,7 +107,15 @@ def _finite(value: float) -> float | None:
 
 def model_info(result: TrainResult, config: TrainConfig, *, train_path: Path | str | None = None,
                valid_path: Path | str | None = None, feature_names: list[str]) -> dict:
-    """The content of ``rankcli.json`` for a trained model."""
+    """The content of ``rankcli.json`` for a trained model.
+
+    Parameters
+    ----------
+    result : what :func:`rankcli.train.training.train_model` returned.
+    config : the configuration it was trained with.
+    train_path, valid_path : the data files (their SHA-256 is recorded), or ``None``.
+    feature_names : the model's feature columns.
+    """
     import lightgbm
 
     loss: dict[str, Any] = {"name": config.loss, "label_grades": config.label_grades}
@@ -140,6 +152,7 @@ def save_model(result: TrainResult, config: TrainConfig, model_dir: Path | str, 
                feature_names: list[str], overwrite: bool = False, extra: dict | None = None) -> dict:
     """Write ``model.txt`` and ``rankcli.json`` atomically into ``model_dir``; returns the ``rankcli.json`` content.
 
+    ``result`` and ``config``: the trained model and its configuration (:func:`model_info`);
     ``train_path``/``valid_path``: the data files (their SHA-256 is recorded); ``feature_names``: the model's
     features; ``overwrite``: replace a model directory rankcli wrote; ``extra``: keys added to ``rankcli.json``
     (``dask`` for a distributed training)."""
@@ -154,6 +167,13 @@ def write_model_dir(model_dir: Path | str, model_text: str, info: dict, *, overw
 
     ``rankcli.json`` records the SHA-256 of the exact ``model.txt`` bytes (``model_sha256``), which
     :func:`load_model` verifies before LightGBM parses the file. Returns the ``rankcli.json`` content written.
+
+    Parameters
+    ----------
+    model_dir : the directory to write (new, empty, or a model directory rankcli wrote with ``overwrite``).
+    model_text : LightGBM's text model.
+    info : the ``rankcli.json`` content (:func:`model_info`).
+    overwrite : replace an existing model directory.
     """
     data = model_text.encode("utf-8")
     info = {**info, "model_sha256": hashlib.sha256(data).hexdigest()}
@@ -242,7 +262,8 @@ def _check_schema(obj: dict, schema: dict, where: str, prefix: str = "") -> None
 
 
 def validate_model_info(info: Any, where: str) -> dict:
-    """``rankcli.json`` checked: an object, a ``format`` this version reads, every known key of the right type."""
+    """``info`` (a parsed ``rankcli.json``) checked: an object, a ``format`` this version reads, every known key of
+    the right type; ``where`` names the file in messages (:class:`InputError`). Returns ``info``."""
     if not isinstance(info, dict):
         raise InputError(f"{where}: not a rankcli model description, expected a JSON object, got {_json_type(info)}")
     fmt = info.get("format")
@@ -309,7 +330,14 @@ def _check_model_text(text: str, model_path: Path, info: dict, info_path: Path) 
 
 
 class TrainedModel:
-    """A model directory loaded for prediction."""
+    """A model directory loaded for prediction.
+
+    Parameters
+    ----------
+    booster : the ``lightgbm.Booster``.
+    info : its ``rankcli.json``.
+    path : the model directory (for messages), or ``None``.
+    """
 
     def __init__(self, booster: Any, info: dict, path: Path | None = None):
         self.booster = booster
@@ -318,12 +346,14 @@ class TrainedModel:
         self.feature_names: list[str] = list(info.get("features") or booster.feature_name())
 
     def check_features(self, feature_names: list[str], what: str = "data") -> None:
+        """:class:`SchemaError` when ``feature_names`` differ from the model's; ``what`` names the data."""
         diff = feature_difference(self.feature_names, feature_names)
         if diff:
             raise SchemaError(f"{what}: feature columns do not match the model's: {diff}")
 
     def predict(self, ds: Dataset, what: str = "data") -> np.ndarray:
-        """Float64 scores, one per row; :class:`SchemaError` when the feature columns differ from the model's."""
+        """Float64 scores of ``ds``, one per row; :class:`SchemaError` when its feature columns differ from the
+        model's; ``what`` names the data in messages."""
         self.check_features(ds.feature_names, what)
         if ds.features is None:
             raise SchemaError(f"{what}: read without its feature columns")
@@ -343,7 +373,8 @@ class TrainedModel:
 
 
 def load_model(model_dir: Path | str) -> TrainedModel:
-    """Load a model directory for prediction (``predict``, ``eval --model``, ``simulate-clicks --ranker``).
+    """Load the model directory ``model_dir`` for prediction (``predict``, ``eval --model``, ``simulate-clicks
+    --ranker``).
 
     ``rankcli.json`` is validated (:func:`validate_model_info`) and ``model.txt`` verified against the SHA-256 it
     records (or, for a model written before rankcli recorded one, checked for its structure) before LightGBM parses

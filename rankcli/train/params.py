@@ -170,7 +170,8 @@ def parse_params(items: Iterable[str], options: dict[str, str] | None = None) ->
 
 
 def check_boosting(params: dict, early_stopping: int, validating: bool) -> None:
-    """:class:`UsageError` for ``boosting=dart`` with early stopping (``params`` under main names, as checked).
+    """:class:`UsageError` for ``boosting=dart`` with early stopping (``params`` under main names, as checked;
+    ``early_stopping``: the patience; ``validating``: whether a validation set is given).
 
     dart rescales the earlier trees whenever it adds one, so the first ``best_iteration`` trees of the final model are
     not the model that scored best on validation: cutting there (what early stopping keeps) would store a model whose
