@@ -23,6 +23,7 @@ from rankcli.distributed import cluster as dask_cluster  # noqa: E402
 from rankcli.errors import OutputError, SchemaError, UsageError  # noqa: E402
 from rankcli.formats import parquet, partitions  # noqa: E402
 from tests.conftest import SAMPLE, run_cli  # noqa: E402
+from tests.formats.test_partitions import write_row_groups  # noqa: E402
 
 
 # ---------------------------------------------------------------------------------------------------------- fixtures
@@ -40,14 +41,6 @@ def sample(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("sample") / "letor"
     convert([str(SAMPLE / "letor")], out)
     return out
-
-
-def write_row_groups(ds: Dataset, path: Path, target_rows: int) -> Path:
-    """A query-aligned file with small row groups (about ``target_rows`` rows each)."""
-    table = parquet.dataset_table(ds)
-    with parquet.QueryAlignedWriter(path, table.schema, {"kind": "dataset"}, target_rows=target_rows) as w:
-        w.write(table)
-    return path
 
 
 def hidden_from_workers(client, paths, kind="exists"):
@@ -108,34 +101,6 @@ def test_unreachable_scheduler_cli_exit_4(sample):
 
 
 # -------------------------------------------------------------------------------------------------------- partitions
-def test_partitions_follow_row_groups_and_never_split_a_query(sample, tmp_path):
-    ds = parquet.read_dataset(sample / "train.parquet")
-    path = write_row_groups(ds, tmp_path / "rg.parquet", 300)
-    n_groups = pq.ParquetFile(path).num_row_groups
-    assert n_groups > 3
-    plan = partitions.plan_partitions(path)
-    assert len(plan) == n_groups and [p.row_groups for p in plan.partitions] == [(i,) for i in range(n_groups)]
-    joined = partitions.plan_partitions(path, rows_per_partition=1000)
-    assert all(len(p.row_groups) >= 1 for p in joined.partitions) and len(joined) < n_groups
-    for pl in (plan, joined, partitions.plan_partitions(sample / "train.parquet", min_partitions=5)):
-        assert sum(p.n_rows for p in pl.partitions) == ds.n_rows == pl.n_rows
-        rows = 0
-        for part, sizes in zip(pl.partitions, pl.group_sizes):
-            features, labels = partitions.read_partition(part, pl.feature_names)
-            np.testing.assert_array_equal(labels, ds.labels[rows: rows + part.n_rows])
-            np.testing.assert_array_equal(features, ds.features[rows: rows + part.n_rows])
-            # the group sizes are exactly the queries of these rows
-            np.testing.assert_array_equal(sizes, np.diff(parquet.offsets_from_qids(ds.qids[rows: rows + part.n_rows])))
-            rows += part.n_rows
-
-
-def test_one_row_group_is_cut_at_query_boundaries_for_more_workers(sample):
-    assert pq.ParquetFile(sample / "train.parquet").num_row_groups == 1
-    plan = partitions.plan_partitions(sample / "train.parquet", min_partitions=2)
-    assert len(plan) == 2
-    assert abs(plan.partitions[0].n_rows - plan.partitions[1].n_rows) < 200  # near-equal halves
-
-
 def test_query_straddling_row_groups_is_refused(sample, tmp_path):
     table = parquet.read_table(sample / "train.parquet")
     path = tmp_path / "straddle.parquet"

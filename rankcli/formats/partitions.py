@@ -118,17 +118,21 @@ def _join_row_groups(rg_rows: np.ndarray, rows_per_partition: int | None) -> lis
 
 
 def _cut_at_queries(pieces: list[_Piece], offsets: np.ndarray, min_partitions: int) -> list[_Piece]:
-    """Halve the largest piece at the query boundary nearest its middle until there are ``min_partitions`` pieces
-    (or the largest is a single query)."""
+    """Halve the largest piece of more than one query at the query boundary nearest its middle, until there are
+    ``min_partitions`` pieces or every piece is a single query."""
     pieces = list(pieces)
+
+    def boundaries(piece: _Piece) -> np.ndarray:  # query starts strictly inside the piece
+        return offsets[(offsets > piece.start) & (offsets < piece.stop)]
+
     while len(pieces) < min_partitions:
-        k = max(range(len(pieces)), key=lambda j: pieces[j].stop - pieces[j].start)
+        cuttable = [j for j, piece in enumerate(pieces) if boundaries(piece).size]
+        if not cuttable:
+            break
+        k = max(cuttable, key=lambda j: pieces[j].stop - pieces[j].start)
         piece = pieces[k]
-        middle = (piece.start + piece.stop) // 2
-        inside = offsets[(offsets > piece.start) & (offsets < piece.stop)]
-        if inside.size == 0:
-            break  # the largest piece is a single query: nothing more to cut
-        cut = int(inside[np.argmin(np.abs(inside - middle))])
+        inside = boundaries(piece)
+        cut = int(inside[np.argmin(np.abs(inside - (piece.start + piece.stop) // 2))])
         pieces[k: k + 1] = [piece._replace(stop=cut), piece._replace(start=cut)]
     return pieces
 
