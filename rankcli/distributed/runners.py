@@ -109,9 +109,9 @@ def _cluster_inputs(inputs: list[str], output: Path, options: Any) -> tuple[list
     """The input files as absolute paths (directories expanded) and the output name of each, after the checks that
     need no cluster: ``rankcli convert``'s own, and what ``--dask`` cannot do."""
     from rankcli.convert import check_options, expand_inputs, output_names
-    from rankcli.formats import svmlight
+    from rankcli.formats import svmlight_text
 
-    if inputs and svmlight.STDIN in inputs:
+    if inputs and svmlight_text.STDIN in inputs:
         raise UsageError("--dask converts files that the workers can read; standard input (-) is not possible")
     check_options(inputs, options)
     if options.query_file is not None:
