@@ -410,7 +410,8 @@ def test_per_query_conventions_asked_for_missing_or_corrupt(runs, capsys):
     table = pq.read_table(a)
     meta = dict(table.schema.metadata)
     for bad_conv in (b"not json{", b"[1, 2]", b'{"colour": "blue"}'):
-        pq.write_table(table.replace_schema_metadata({**meta, b"rankcli.convention": bad_conv}), tmp / "corrupt.parquet")
+        pq.write_table(table.replace_schema_metadata({**meta, b"rankcli.convention": bad_conv}),
+                       tmp / "corrupt.parquet")
         status, _, err = _run(capsys, "compare", tmp / "corrupt.parquet", b)
         assert status == ExitStatus.INVALID_INPUT
         assert err.startswith(f"Error: {tmp / 'corrupt.parquet'}: its footer's rankcli.convention is not a metric "

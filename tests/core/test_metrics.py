@@ -103,10 +103,10 @@ def test_bare_cutoff_without_metric_is_refused():
 def test_one_record_per_core_metric_with_its_definition():
     """Every core metric of the registry has one record holding both tie rules' kernels, and its docstring gives the
     formula and a reference (author and year); the registry's names and aliases are the only names."""
-    from rankcli.core.measures import BY_NAME
+    from rankcli.core.measures import BY_NAME, REGISTRY
     from rankcli.core.metrics.definitions import KERNELS
 
-    assert set(KERNELS) == set(CORE)
+    assert set(KERNELS) == set(CORE) == {m.name for m in REGISTRY if m.family == "core"}
     for name, record in KERNELS.items():
         assert record.name == name and record.record() is BY_NAME[name]
         assert callable(record.input) and callable(record.average)
