@@ -90,6 +90,8 @@ class Dataset:
         return self.take_rows(rows, new_offsets)
 
     def take_rows(self, rows: np.ndarray, offsets: np.ndarray | None = None) -> Dataset:
+        """A new dataset of the given ``rows`` (by position, queries contiguous), with their ``offsets`` when known
+        (else built from the qids)."""
         return Dataset(
             qids=self.qids[rows],
             labels=self.labels[rows],

@@ -30,17 +30,20 @@ def _jsonable(value: Any) -> Any:
 
 
 def print_json(obj: Any) -> None:
+    """``obj`` as indented JSON on stdout; NaN and infinities become null, numpy scalars numbers."""
     sys.stdout.write(json.dumps(_jsonable(obj), indent=2) + "\n")
     sys.stdout.flush()
 
 
 def stdout_console():
+    """A rich console on stdout (results), without syntax highlighting."""
     from rich.console import Console
 
     return Console(file=sys.stdout, highlight=False, soft_wrap=True)
 
 
 def stderr_console():
+    """A rich console on stderr (progress)."""
     from rich.console import Console
 
     return Console(file=sys.stderr, highlight=False)

@@ -59,17 +59,23 @@ class Preset(str, Enum):
 
 
 class Gain(str, Enum):
+    """The gain of a convention's DCG: ``2^y - 1`` or ``y``."""
+
     exponential = "exponential"
     linear = "linear"
 
 
 class NoRelevant(str, Enum):
+    """What a query without a relevant document scores: skipped, 1 or 0."""
+
     skip = "skip"
     one = "one"
     zero = "zero"
 
 
 class Ties(str, Enum):
+    """How equal scores are ordered: input order, averaged over their permutations, or by docid descending."""
+
     input = "input"
     average = "average"
     docid_desc = "docid-desc"

@@ -31,6 +31,7 @@ ROW_GROUP_ROWS = 131_072
 
 
 def feature_names(n_features: int) -> list[str]:
+    """The data model's feature column names ``f1 .. f<n_features>``."""
     return [f"f{i}" for i in range(1, n_features + 1)]
 
 
@@ -41,6 +42,9 @@ def feature_columns(names: Iterable[str]) -> list[str]:
 
 
 def dataset_schema(n_features: int, with_docid: bool = False, with_comment: bool = False) -> pa.Schema:
+    """The Arrow schema of a dataset file: ``qid`` int64, ``label`` float64, optional ``docid`` and ``comment``
+    strings (``with_docid``, ``with_comment``), then ``n_features`` float32 feature columns; all but the strings
+    non-nullable."""
     fields = [pa.field("qid", pa.int64(), nullable=False), pa.field("label", pa.float64(), nullable=False)]
     if with_docid:
         fields.append(pa.field("docid", pa.string()))
@@ -51,6 +55,8 @@ def dataset_schema(n_features: int, with_docid: bool = False, with_comment: bool
 
 
 def encode_metadata(meta: dict[str, object]) -> dict[bytes, bytes]:
+    """Parquet footer key-value metadata: each ``meta`` item as ``rankcli.<key>`` (a string as is, anything else as
+    JSON), plus ``rankcli.version``."""
     out = {b"rankcli.version": __version__.encode()}
     for key, value in meta.items():
         text = value if isinstance(value, str) else json.dumps(value)
@@ -148,6 +154,9 @@ def dataset_table(ds: Dataset, extra_columns: dict[str, np.ndarray] | None = Non
 def write_dataset(path: Path | str, ds: Dataset, *, metadata: dict[str, object] | None = None,
                   overwrite: bool = False, extra_columns: dict[str, np.ndarray] | None = None,
                   use_dictionary: bool | list[str] = True) -> None:
+    """Write the dataset ``ds`` atomically to ``path`` (footer kind ``dataset`` and its feature count, plus
+    ``metadata``); ``extra_columns`` are added after the docid; ``overwrite`` and ``use_dictionary`` as
+    :func:`write_table`."""
     meta = {"kind": "dataset", "num_features": ds.n_features, **(metadata or {})}
     write_table(path, dataset_table(ds, extra_columns), metadata=meta, overwrite=overwrite,
                 use_dictionary=use_dictionary)
@@ -175,6 +184,7 @@ def open_parquet(path: Path | str) -> pq.ParquetFile:
 
 
 def read_table(path: Path | str, columns: list[str] | None = None) -> pa.Table:
+    """The ``columns`` (all when ``None``) of a Parquet file; an unreadable file is an :class:`InputError`."""
     pf = open_parquet(path)
     try:
         return pf.read(columns=columns)
@@ -183,6 +193,7 @@ def read_table(path: Path | str, columns: list[str] | None = None) -> pa.Table:
 
 
 def column_names(path: Path | str) -> list[str]:
+    """The column names of a Parquet file, from its footer."""
     return list(open_parquet(path).schema_arrow.names)
 
 
@@ -209,6 +220,7 @@ def qids_as_int64(path: Path | str, column: pa.ChunkedArray | pa.Array) -> np.nd
 
 
 def require_columns(path: Path | str, names: list[str], required: Iterable[str]) -> None:
+    """A :class:`SchemaError` naming the ``required`` columns missing from ``names`` (the columns of ``path``)."""
     missing = [c for c in required if c not in names]
     if missing:
         raise SchemaError(f"{path}: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
@@ -229,7 +241,15 @@ def features_matrix(table: pa.Table, names: list[str]) -> np.ndarray:
 
 def read_dataset(path: Path | str, *, features: bool = True, label_required: bool = True,
                  extra_columns: Iterable[str] = ()) -> Dataset:
-    """Read a dataset in the data model; ``features=False`` skips the feature matrix (metrics need none)."""
+    """Read a dataset file into the data model.
+
+    Parameters
+    ----------
+    path : a Parquet dataset (``qid``, ``label``, optional ``docid``, ``f1 .. fN``), queries contiguous.
+    features : read the feature matrix; ``False`` skips it (metrics need none).
+    label_required : refuse a file without ``label`` (else the labels are NaN).
+    extra_columns : other columns to read into :attr:`Dataset.extra` when the file has them.
+    """
     names = column_names(path)
     require_columns(path, names, ["qid", "label"] if label_required else ["qid"])
     fnames = feature_columns(names)

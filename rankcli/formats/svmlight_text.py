@@ -45,11 +45,13 @@ _COMPRESSED = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 
 
 def long_line_message() -> str:
+    """What a line longer than :data:`MAX_LINE_BYTES` is told (read when raised, so that the limit can change)."""
     return (f"line longer than {MAX_LINE_BYTES} bytes, the limit (no SVMlight line is this long: is this text with "
             "line ends?)")
 
 
 def display_name(path: str | Path) -> str:
+    """The name of an input in messages: ``<stdin>`` for ``-``."""
     return "<stdin>" if str(path) == STDIN else str(path)
 
 
@@ -80,6 +82,7 @@ def read_chunk(stream: BinaryIO, size: int, name: str) -> bytes:
 
 
 def strip_compression(name: str) -> str:
+    """``name`` without a compression suffix (``.gz``, ``.bz2``, ``.xz``)."""
     for suffix in _COMPRESSED:
         if name.lower().endswith(suffix):
             return name[: -len(suffix)]

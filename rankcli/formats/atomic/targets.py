@@ -248,6 +248,7 @@ def _probe(directory: Path, display: Path) -> None:
 
 
 def infer_kind(directory: Path) -> str | None:
+    """The kind of a directory output from what was written into it: a model, Parquet files, or unknown."""
     names = set(os.listdir(directory)) - {MARKER}
     if names == MODEL_FILES:
         return "model"
@@ -257,6 +258,7 @@ def infer_kind(directory: Path) -> str | None:
 
 
 def write_marker(directory: Path, kind: str | None) -> None:
+    """Write :data:`MARKER` into ``directory``: its kind and the files rankcli wrote there."""
     from rankcli import __version__
 
     files = sorted(set(os.listdir(directory)) - {MARKER})

@@ -23,6 +23,7 @@ FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS)
 
 
 def output_error(path: Path | str, exc: OSError, what: str = "cannot write") -> OutputError:
+    """The :class:`OutputError` (exit 4) for ``exc`` at ``path``: ``<path>: <what> (<reason>)``."""
     return OutputError(f"{path}: {what} ({exc.strerror or exc})")
 
 
@@ -111,6 +112,7 @@ def current_umask() -> int:
 
 
 def fsync(path: Path | str, directory: bool = False) -> None:
+    """Flush a file (or with ``directory`` a directory's entries) to disk; filesystems that cannot are skipped."""
     flags = os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0)
     try:
         fd = os.open(path, flags)
@@ -126,6 +128,7 @@ def fsync(path: Path | str, directory: bool = False) -> None:
 
 
 def fsync_tree(root: Path) -> None:
+    """:func:`fsync` every file and directory under ``root``."""
     for dirpath, _, files in os.walk(root):
         for f in files:
             fsync(os.path.join(dirpath, f))
@@ -133,6 +136,7 @@ def fsync_tree(root: Path) -> None:
 
 
 def create_file(directory: Path, name: str, suffix: str = "") -> Path:
+    """Create an empty temporary file for target ``name`` in ``directory`` (mode ``0666``, so the umask applies)."""
     for _ in range(100):
         tmp = directory / (temporary_name(name) + suffix)
         try:
@@ -145,6 +149,7 @@ def create_file(directory: Path, name: str, suffix: str = "") -> Path:
 
 
 def create_directory(directory: Path, name: str) -> Path:
+    """Create a temporary directory for target ``name`` in ``directory`` (mode ``0777``, so the umask applies)."""
     for _ in range(100):
         tmp = directory / temporary_name(name)
         try:
@@ -156,6 +161,7 @@ def create_directory(directory: Path, name: str) -> Path:
 
 
 def remove(path: Path) -> None:
+    """Remove a temporary file or directory tree, ignoring errors (it is cleanup on a failure path)."""
     try:
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
