@@ -1,0 +1,146 @@
+"""Run files: a model's scores for the rows of a dataset, as ``rankcli predict`` writes them and ``rankcli eval`` reads
+them.
+
+Parquet run: columns ``qid`` (int64), ``docid`` (string; or ``row``, int64, the 0-based row number in the dataset when
+it has no docid), ``label`` (float64, when the dataset has labels) and ``score`` (float64), rows in the dataset's order
+(a query's rows contiguous); the footer records ``rankcli.kind = run`` and where the run came from (``model``,
+``loss``, ``data``). A reader needs ``qid``, ``label`` and ``score`` and ignores other columns.
+
+TREC run: one line ``qid Q0 docid rank score tag`` per row, each query's rows best first; documents named by
+:func:`rankcli.formats.trec.document_names` (the docid, else ``<qid>-<row>``, as ``export --format trec-qrels`` names
+the same rows). The TREC run *reader* is :mod:`rankcli.formats.trec`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import pyarrow as pa
+
+from rankcli.errors import InputError, SchemaError
+from rankcli.formats import parquet
+from rankcli.formats.atomic import atomic_path
+
+#: The columns a Parquet run must have.
+RUN_COLUMNS = ("qid", "label", "score")
+
+
+def write_run(path: Path | str, qids: np.ndarray, scores: np.ndarray, *, docids: np.ndarray | None = None,
+              labels: np.ndarray | None = None, metadata: dict | None = None, overwrite: bool = False) -> None:
+    """Write a Parquet run atomically (the module docstring's layout).
+
+    Parameters
+    ----------
+    path : path
+        The file to write (``-``: standard output).
+    qids : (n,) int64
+        The query id of every row, queries contiguous.
+    scores : (n,) float
+        The model's score of every row.
+    docids : (n,) object array of str, optional
+        Document ids; without them a ``row`` column numbers the rows ``0..n-1``.
+    labels : (n,) float, optional
+        The rows' labels; left out when ``None`` or all NaN (a dataset without labels).
+    metadata : dict, optional
+        Footer keys besides ``kind = run``.
+    overwrite : bool
+        Replace an existing file that rankcli wrote.
+    """
+    columns = {"qid": pa.array(qids, pa.int64())}
+    if docids is not None:
+        columns["docid"] = pa.array(docids, pa.string())
+    else:
+        columns["row"] = pa.array(np.arange(np.shape(qids)[0], dtype=np.int64))
+    if labels is not None and not np.all(np.isnan(labels)):
+        columns["label"] = pa.array(labels, pa.float64())
+    columns["score"] = pa.array(np.asarray(scores, dtype=np.float64))
+    parquet.write_table(path, pa.table(columns), metadata={"kind": "run", **(metadata or {})}, overwrite=overwrite)
+
+
+def write_trec_run(path: Path | str, qids: np.ndarray, scores: np.ndarray, order: np.ndarray, ranks: np.ndarray, *,
+                   docids: np.ndarray | None = None, tag: str = "rankcli", source: str = "",
+                   overwrite: bool = False) -> None:
+    """Write a TREC run atomically: ``qid Q0 docid rank score tag`` per row, in the order ``order``.
+
+    Parameters
+    ----------
+    path : path
+        The file to write (``-``: standard output).
+    qids, scores : (n,) arrays
+        Query id and score of every row of the dataset.
+    order : (n,) int
+        The rows in the order to write (each query's rows best first).
+    ranks : (n,) int
+        The 1-based rank of the row written at each line.
+    docids : (n,) object array of str, optional
+        Document ids; rows without one are named ``<qid>-<row>`` (:func:`rankcli.formats.trec.document_names`, which
+        also refuses a name a TREC line cannot hold, or one named twice in a query: exit 3 naming ``source``).
+    tag : str
+        The run tag; whitespace is removed (an empty tag is ``rankcli``).
+    """
+    from rankcli.formats.trec import document_names
+
+    docs = np.array(document_names(qids, docids, source=source).to_pylist(), dtype=object)
+    tag = "".join(tag.split()) or "rankcli"
+    with atomic_path(path, overwrite) as tmp, open(tmp, "w") as fh:
+        for q, d, r, s in zip(np.asarray(qids)[order].tolist(), docs[order].tolist(), np.asarray(ranks).tolist(),
+                              np.asarray(scores, dtype=np.float64)[order].tolist()):
+            fh.write(f"{q} Q0 {d} {r} {s!r} {tag}\n")
+
+
+class RunColumns(NamedTuple):
+    """A Parquet run's columns, checked."""
+
+    qids: np.ndarray  # int64 per row
+    labels: np.ndarray  # numeric per row
+    scores: np.ndarray  # numeric per row
+    #: With ``docids``: computes the rows' document names (object array of str) as TREC files name them.
+    names: Callable[[], np.ndarray] | None
+
+
+def read_run_columns(path: Path | str, *, docids: bool = False) -> RunColumns:
+    """Read a Parquet run's ``qid``, ``label`` and ``score`` columns (other columns are ignored), checked: present
+    (a dataset given as a run is told to use ``--model``), without missing values, ``qid`` integer within int64, the
+    others numeric, at least one row.
+
+    Parameters
+    ----------
+    path : path
+        The run file.
+    docids : bool
+        Also name the rows (``RunColumns.names``), as TREC files name them: the ``docid`` column, else
+        ``<qid>-<row>`` with the ``row`` column that ``rankcli predict`` writes, else the row number in the file.
+    """
+    from rankcli.formats.trec import row_names
+
+    names = parquet.column_names(path)
+    if "score" not in names and "qid" in names and "label" in names and parquet.feature_columns(names):
+        raise SchemaError(f"{path}: missing column score: this looks like a dataset (it has feature columns); "
+                          "score it with a model: rankcli eval DATA --model MODEL_DIR")
+    parquet.require_columns(path, names, RUN_COLUMNS)
+    name_column = ("docid" if "docid" in names else "row" if "row" in names else None) if docids else None
+    table = parquet.read_table(path, list(RUN_COLUMNS) + ([name_column] if name_column else []))
+    arrays = {}
+    for name in RUN_COLUMNS:
+        col = table.column(name)
+        if col.null_count:
+            row = int(np.flatnonzero(np.asarray(col.is_null().to_numpy(zero_copy_only=False)))[0])
+            raise InputError(f"{path}: column {name}: missing value at row {row}")
+        values = parquet.column_to_numpy(col)  # not col.to_numpy(): that imports pandas (~1 s at start-up)
+        if name == "qid" and not np.issubdtype(values.dtype, np.integer):
+            raise SchemaError(f"{path}: column qid must be integer, got {col.type}")
+        if name != "qid" and not (np.issubdtype(values.dtype, np.floating) or np.issubdtype(values.dtype, np.integer)):
+            raise SchemaError(f"{path}: column {name} must be numeric, got {col.type}")
+        arrays[name] = values
+    if arrays["qid"].shape[0] == 0:
+        raise InputError(f"{path}: the run has no rows")
+    qids = parquet.qids_as_int64(path, table.column("qid"))  # a uint64 id beyond int64 is refused, never wrapped
+
+    def row_names_of_run() -> np.ndarray:
+        return row_names(arrays["qid"], table.column("docid") if name_column == "docid" else None,
+                         table.column("row") if name_column == "row" else None, path)
+
+    return RunColumns(qids, arrays["label"], arrays["score"], row_names_of_run if docids else None)
