@@ -25,7 +25,6 @@ The modules: :mod:`~rankcli.formats.atomic.temporaries` (temporaries, their owne
 
 from rankcli.formats.atomic.lock import FileLock
 from rankcli.formats.atomic.targets import (
-    DIRECTORY_KINDS,
     MARKER,
     STDOUT,
     check_not_input,
@@ -37,13 +36,7 @@ from rankcli.formats.atomic.targets import (
     output_path,
     resolve_target,
 )
-from rankcli.formats.atomic.temporaries import (
-    current_umask,
-    owner_gone,
-    owner_token,
-    remove_stale_temporaries,
-    temporary_name,
-)
+from rankcli.formats.atomic.temporaries import owner_token, temporary_name
 from rankcli.formats.atomic.writes import (
     atomic_directory,
     atomic_path,
@@ -51,7 +44,6 @@ from rankcli.formats.atomic.writes import (
     final_output_written,
 )
 
-__all__ = ["DIRECTORY_KINDS", "MARKER", "STDOUT", "FileLock", "atomic_directory", "atomic_path", "check_not_input",
-           "check_stdout", "check_target", "current_umask", "directory_kind", "expect_final_output",
-           "final_output_written", "is_experiment_config", "model_files", "output_path", "owner_gone", "owner_token",
-           "remove_stale_temporaries", "resolve_target", "temporary_name"]
+__all__ = ["MARKER", "STDOUT", "FileLock", "atomic_directory", "atomic_path", "check_not_input", "check_stdout",
+           "check_target", "directory_kind", "expect_final_output", "final_output_written", "is_experiment_config",
+           "model_files", "output_path", "owner_token", "resolve_target", "temporary_name"]
