@@ -59,11 +59,9 @@ def command(
     json_output: Annotated[bool, opt.json_flag("the summary")] = False,
     block_bytes: Annotated[int, typer.Option("--block-bytes", hidden=True, help="Bytes read per block.")]
     = 2 * 1024 * 1024,
-    dask: Annotated[str | None, typer.Option(
-        "--dask", help="Convert the input files in parallel on a Dask cluster, one OUTPUT/<name>.parquet per input: "
-                       "local:N (N worker processes here) or a scheduler address such as tcp://host:8786. Inputs "
-                       "and OUTPUT must be on a filesystem every worker sees. Needs pip install \"rankcli\\[dask]\".",
-        show_default=False)] = None,
+    dask: Annotated[str | None, opt.dask(
+        "Convert the input files in parallel on a Dask cluster, one OUTPUT/<name>.parquet per input",
+        "Inputs and OUTPUT must be on a filesystem every worker sees.")] = None,
 ) -> None:
     import os
 

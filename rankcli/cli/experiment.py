@@ -118,11 +118,9 @@ def command(
     json_out: Annotated[bool, opt.json_flag("the summary")] = False,
     overwrite: Annotated[bool, opt.overwrite(text="Replace an experiment with a different configuration in "
                                                   "EXP_DIR.")] = False,
-    dask: Annotated[str | None, typer.Option(
-        "--dask", help="Run the units as tasks on a Dask cluster instead of --jobs: local:N (N worker processes "
-                       "here) or a scheduler address such as tcp://host:8786. Each trial trains single-machine; "
-                       "results are identical to --jobs runs and resumable. Needs pip install \"rankcli\\[dask]\".",
-        show_default=False)] = None,
+    dask: Annotated[str | None, opt.dask(
+        "Run the units as tasks on a Dask cluster instead of --jobs",
+        "Each trial trains single-machine; results are identical to --jobs runs and resumable.")] = None,
 ) -> None:
     from rankcli.cli._common import prepare_output
 

@@ -218,3 +218,15 @@ def overwrite(what: str = "output", *, text: str | None = None) -> typer.models.
 def json_flag(what: str = "the result", *, note: str = "") -> typer.models.OptionInfo:
     """``--json``: print ``what`` as JSON on standard output instead of a table."""
     return typer.Option("--json", help=f"Print {what} as JSON on stdout{note}.")
+
+
+def dask(action: str, note: str) -> typer.models.OptionInfo:
+    """``--dask``: run on a Dask cluster (``local:N`` or a scheduler address; see :mod:`rankcli.distributed`).
+
+    Parameters
+    ----------
+    action : what the command does there, e.g. ``"Train data-parallel on a Dask cluster"``.
+    note : what the command needs of the cluster or promises of the result (a sentence).
+    """
+    return typer.Option("--dask", help=f"{action}: local:N (N worker processes here) or a scheduler address such as "
+                        f"tcp://host:8786. {note} Needs pip install \"rankcli\\[dask]\".", show_default=False)

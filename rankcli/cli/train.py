@@ -61,11 +61,9 @@ def command(
                                                                       "0..n-1 in increasing order.")] = False,
     json_out: Annotated[bool, opt.json_flag("the model summary")] = False,
     overwrite: Annotated[bool, opt.overwrite("model directory")] = False,
-    dask: Annotated[str | None, typer.Option(
-        "--dask", help="Train data-parallel on a Dask cluster: local:N (N worker processes here) or a scheduler "
-                       "address such as tcp://host:8786. Native losses only (lambdamart, xendcg-native, pointwise); "
-                       "TRAIN must be readable by every worker. Needs pip install \"rankcli\\[dask]\".",
-        show_default=False)] = None,
+    dask: Annotated[str | None, opt.dask(
+        "Train data-parallel on a Dask cluster",
+        "Native losses only (lambdamart, xendcg-native, pointwise); TRAIN must be readable by every worker.")] = None,
     propensity: Annotated[str | None, typer.Option(
         help="IPS training on a click log: a propensity file from rankcli propensity, or pbm:ETA ((1/r)^ETA). The "
              "impressions of each source query are pooled into one list; a document's relevance is the mean of "
