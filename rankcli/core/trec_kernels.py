@@ -14,7 +14,7 @@ Without judgment information (a Parquet run, whose every row has a label), every
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -44,6 +44,7 @@ class Bucket:
     ge: list | None      # per-grade counts (label >= g) of the bucket's queries, for ndcg_rel and Rndcg
     gain: str
     D: np.ndarray        # D[p]: total discount of the first p ranks
+    cache: dict = field(default_factory=dict)  # matrices several kernels share (iprec's interpolated precision)
 
     @property
     def num_rel_ret(self) -> np.ndarray:
@@ -161,9 +162,11 @@ def _iprec(b: Bucket, levels) -> np.ndarray:
     """``m_iprec_at_recall.c`` (trec_eval 10): at cutoff c = lround(level R) relevant documents, the highest
     precision at or below the rank of the c-th relevant document (of the first one for c = 0); 0 when c > c_N.
     Returns (nb, L)."""
-    W = b.lab.shape[1]
-    prec = np.where(b.valid, b.relcum / np.arange(1, W + 1, dtype=np.float64)[None, :], 0.0)
-    suffix_max = np.maximum.accumulate(prec[:, ::-1], axis=1)[:, ::-1]
+    suffix_max = b.cache.get("iprec")
+    if suffix_max is None:  # one per bucket, whichever levels are asked (official asks eleven)
+        W = b.lab.shape[1]
+        prec = np.where(b.valid, b.relcum / np.arange(1, W + 1, dtype=np.float64)[None, :], 0.0)
+        suffix_max = b.cache["iprec"] = np.maximum.accumulate(prec[:, ::-1], axis=1)[:, ::-1]
     cuts = _recall_cuts(b, levels)
     nrr = b.relcum[:, -1]
     out = np.zeros(cuts.shape)
