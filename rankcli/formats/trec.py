@@ -399,15 +399,37 @@ def qrels_lines(qids, docids, labels, rows=None, *, source: str = ""):
                                        pc.binary_join_element_wise(label_text, scalar("\n"), scalar("")), scalar(" "))
 
 
-def write_qrels(path: Path | str, qids, docids, labels, *, rows=None, overwrite: bool = False) -> int:
-    """Write TREC qrels (``qid 0 docid label``) atomically; returns the number of lines. See :func:`qrels_lines`."""
+def write_qrels(path: Path | str, dataset_path: Path | str, *, overwrite: bool = False) -> int:
+    """Export a Parquet dataset's judgments as TREC qrels (``qid 0 docid label``, :func:`qrels_lines`), atomically,
+    streaming row group by row group; returns the number of lines.
+
+    Parameters
+    ----------
+    path : path
+        The qrels file to write (``-``: standard output).
+    dataset_path : path
+        A Parquet dataset with ``qid`` and ``label`` (and ``docid``: rows without one are named ``<qid>-<row>``, with
+        ``row`` the 0-based row number in the dataset; a name a TREC line cannot hold is exit 3 naming the dataset).
+    overwrite : bool
+        Replace an existing file that rankcli wrote.
+    """
     from rankcli.formats.atomic import atomic_path
+    from rankcli.formats.parquet import column_names, iter_row_groups, require_columns
     from rankcli.formats.svmlight_writer import write_lines
 
-    lines = qrels_lines(qids, docids, labels, rows, source=str(path))
+    names = column_names(dataset_path)
+    require_columns(dataset_path, names, ["qid", "label"])
+    wanted = ["qid", "label"] + (["docid"] if "docid" in names else [])
+    rows = 0
     with atomic_path(path, overwrite) as tmp, open(tmp, "wb") as out:
-        write_lines(out, lines)
-    return len(lines)
+        for table in iter_row_groups(dataset_path, wanted):
+            n = table.num_rows
+            docids = table.column("docid").combine_chunks() if "docid" in names else None
+            write_lines(out, qrels_lines(table.column("qid").combine_chunks(), docids,
+                                         table.column("label").combine_chunks(),
+                                         rows=np.arange(rows, rows + n), source=str(dataset_path)))
+            rows += n
+    return rows
 
 
 def _qid_key(qid) -> bytes:
