@@ -434,13 +434,13 @@ def experiment_markdown(result, sweep_tables: dict[str, list[dict]]) -> str:
     result : the :class:`rankcli.experiment.ExperimentResult` (its config, settings and summary).
     sweep_tables : :func:`rankcli.experiment.sweep_rows` of its summary.
     """
-    config = result.config
+    config, train = result.config, result.config.train
     split = "given folds" if config.folds else "split " + ",".join(f"{x:g}" for x in config.split)
     lines = [f"# rankcli experiment: {', '.join(config.losses)}", "",
              f"Protocol: {protocol_note(config, result.summary)}. {split.capitalize()}; seed {config.seed}; "
-             f"selection by validation {config.select_by}, early stopping {config.early_stopping}, at most "
-             f"{config.trees} trees; test convention `{config.convention}`"
-             f"{' (queries without a relevant document skipped)' if config.convention == 'paper' else ''}. "
+             f"selection by validation {train.select_by}, early stopping {train.early_stopping}, at most "
+             f"{train.trees} trees; test convention `{train.convention}`"
+             f"{' (queries without a relevant document skipped)' if train.convention == 'paper' else ''}. "
              f"p-values adjusted with `{config.correction}` within each setting. A difference `b - a` is "
              "mean(b) - mean(a); `n` counts the units a number is computed over.", ""]
     for s in result.summary["settings"]:

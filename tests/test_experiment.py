@@ -500,6 +500,40 @@ def test_random_split_identity_is_unchanged_so_old_experiments_resume():
     assert ex.ExperimentConfig(folds=True).identity()["folds"] is True
 
 
+def test_experiment_config_embeds_one_train_config():
+    """The hyperparameters live in one validated TrainConfig (given whole, or field by field); config.json's identity
+    stays the flat dictionary earlier versions wrote, so their experiment directories still resume."""
+    from rankcli.experiment.config import train_config
+    from rankcli.train import TrainConfig
+
+    flat = ex.ExperimentConfig(folds=True, trees=7, learning_rate=0.1, params={"max_bin": 63}, position_bias=[1.0])
+    whole = ex.ExperimentConfig(folds=True, position_bias=[1.0],
+                                train=TrainConfig(trees=7, learning_rate=0.1, params={"max_bin": 63}, threads=1))
+    assert flat == whole and flat.train.trees == 7 and flat.train.threads == 1
+    assert flat.identity() == {
+        "augment_negatives": [], "click_impressions": 10, "click_noise": [], "convention": "paper",
+        "early_stopping": 50, "folds": True, "label_noise": [], "learning_rate": 0.1, "logging_fraction": 0.01,
+        "losses": ["lambdamart", "xendcg", "listnet"], "metrics": ["ndcg@5", "ndcg@10"], "min_data_in_leaf": None,
+        "num_leaves": None, "params": {"max_bin": 63}, "position_bias": [1.0], "preset": None, "seed": 0,
+        "select_by": "ndcg@5", "split": [0.6, 0.2, 0.2], "threads": 1, "trees": 7}
+    assert ex.ExperimentConfig(trials=3).identity() == {
+        "augment_negatives": [], "click_impressions": 10, "click_noise": [], "convention": "paper",
+        "early_stopping": 50, "label_noise": [], "learning_rate": None, "losses": ["lambdamart", "xendcg", "listnet"],
+        "metrics": ["ndcg@5", "ndcg@10"], "min_data_in_leaf": None, "num_leaves": None, "params": {}, "preset": None,
+        "seed": 0, "select_by": "ndcg@5", "split": [0.6, 0.2, 0.2], "threads": 1, "trees": 500,
+        "use_given_splits": False}
+    # a unit trains the experiment's TrainConfig with its own loss and seed
+    assert train_config(flat, "listnet", 11) == TrainConfig(loss="listnet", seed=11, trees=7, learning_rate=0.1,
+                                                            params={"max_bin": 63}, threads=1)
+    # one set of checks: TrainConfig's, with its messages
+    with pytest.raises(UsageError, match="--trees must be at least 1, got 0"):
+        ex.ExperimentConfig(trees=0)
+    with pytest.raises(UsageError, match="unknown metric 'foo'"):
+        ex.ExperimentConfig(select_by="foo")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'loss'"):
+        ex.ExperimentConfig(loss="xendcg")  # each unit has its own loss
+
+
 # --- position bias: naive against IPS on clicks logged by a trained ranker (issue 15 part 4) -------------------------
 
 PB_CFG = dict(losses=["xendcg", "lambdamart"], trials=2, trees=3, early_stopping=0, position_bias=[0.0, 1.0],

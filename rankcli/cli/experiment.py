@@ -149,6 +149,7 @@ def _config(o: dict):
     from rankcli.core.perturb import check_augment_fraction, parse_split
     from rankcli.errors import UsageError
     from rankcli.experiment import ExperimentConfig, iter_levels
+    from rankcli.train import TrainConfig, check_loss
 
     loss_list = _loss_list(o["losses"])
     flag = "--folds" if o["folds"] or not o["use_given_splits"] else "--use-given-splits"
@@ -166,18 +167,17 @@ def _config(o: dict):
     split = parse_split(o["split"] or "0.6,0.2,0.2")
     params = _parse_params(o["param"] or [])
     sweeps = {name: iter_levels(o[name], "--" + name.replace("_", "-")) if o[name] else [] for name in _SWEEPS}
+    train = TrainConfig(select_by=o["select_by"], early_stopping=o["early_stopping"], trees=o["trees"],
+                        learning_rate=o["learning_rate"], num_leaves=o["num_leaves"],
+                        min_data_in_leaf=o["min_data_in_leaf"], params=params, preset=o["preset"],
+                        convention=o["convention"], threads=o["threads"])
     config = ExperimentConfig(
-        losses=loss_list, trials=o["trials"], split=split, folds=folds, metrics=[o["metric"]],
-        select_by=o["select_by"], early_stopping=o["early_stopping"], trees=o["trees"],
-        learning_rate=o["learning_rate"], num_leaves=o["num_leaves"], min_data_in_leaf=o["min_data_in_leaf"],
-        params=params, preset=o["preset"], seed=o["seed"], convention=o["convention"], **sweeps,
-        logging_fraction=0.01 if o["logging_fraction"] is None else o["logging_fraction"], threads=o["threads"],
+        losses=loss_list, trials=o["trials"], split=split, folds=folds, metrics=[o["metric"]], train=train,
+        seed=o["seed"], **sweeps, logging_fraction=0.01 if o["logging_fraction"] is None else o["logging_fraction"],
         correction=o["correction"])
     if o["logging_fraction"] is not None and not o["position_bias"]:
         raise UsageError("--logging-fraction sets the logging ranker of the --position-bias sweep; give "
                          "--position-bias ETA[,ETA...] or drop it")
-    from rankcli.train import check_loss
-
     for loss in loss_list:
         check_loss(loss)
     for level in config.augment_negatives:  # before any unit runs: a level of 1e9 ended in MemoryError
@@ -258,7 +258,7 @@ def _plots(result, wanted: bool):
     cfg = result.config
     base = result.convergence.get("baseline", {})
     if any(c["mean"] for c in base.values()):
-        files.append(plot_convergence(base, result.exp_dir / "convergence.png", cfg.select_by,
+        files.append(plot_convergence(base, result.exp_dir / "convergence.png", cfg.train.select_by,
                                       f"convergence (baseline, {cfg.trials} {'folds' if cfg.folds else 'trials'})"))
     for kind, rows in sweep_rows(result.summary, cfg, result.sweeps).items():
         if kind == "position-bias":  # one plot per loss: naive and IPS, and their difference
@@ -283,7 +283,7 @@ def _baseline_tables(result) -> list:
         ns = sorted({v["n"] for ms in s["losses"].values() for v in ms.values()})
         over = (f"{'/'.join(map(str, ns))} pooled test queries of {cfg.trials} fold{'s' if cfg.trials != 1 else ''}"
                 if cfg.folds else f"{cfg.trials} trials")
-        t = Table(title=f"{s['setting']}: test metrics, mean ± stderr over {over} ({cfg.convention} convention)",
+        t = Table(title=f"{s['setting']}: test metrics, mean ± stderr over {over} ({cfg.train.convention} convention)",
                   title_justify="left")
         t.add_column("loss")
         for m in cfg.metrics:
@@ -318,7 +318,7 @@ def _convergence_lines(result) -> list[str]:
         return []
     vals = [v for c in curves.values() for v in c if v == v]
     lo, hi = (min(vals), max(vals)) if vals else (0.0, 1.0)
-    lines = [f"convergence (baseline): mean validation {cfg.select_by} per tree over all {cfg.trials} "
+    lines = [f"convergence (baseline): mean validation {cfg.train.select_by} per tree over all {cfg.trials} "
              f"{'folds' if cfg.folds else 'trials'}, scale {number_cell(lo)}..{number_cell(hi)}"]
     width = max(len(x) for x in curves)
     for loss, c in curves.items():

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import math
 import zlib
-from dataclasses import asdict, dataclass, field
-from typing import NamedTuple
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from rankcli.errors import UsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rankcli.train import TrainConfig
 
 SWEEP_KINDS = ("augment-negatives", "label-noise", "click-noise", "position-bias")
 #: Click probabilities for grades 0..4 in the click-noise sweep; the level replaces the grade-0 probability.
@@ -25,40 +28,84 @@ DISPLAYED_POSITIONS = 10
 DEFAULT_TRIALS = 100
 
 
-@dataclass
+#: The fields of :class:`rankcli.train.TrainConfig` an experiment sets: every unit trains with them. A unit's loss and
+#: seed are its own (the seed drawn from the experiment's ``seed``, :func:`model_seed`); ``gamma`` and
+#: ``label_grades`` keep TrainConfig's defaults.
+HYPERPARAMETERS = ("select_by", "early_stopping", "trees", "learning_rate", "num_leaves", "min_data_in_leaf", "params",
+                   "preset", "convention", "threads")
+
+
+@dataclass(init=False)
 class ExperimentConfig:
-    losses: list[str] = field(default_factory=lambda: ["lambdamart", "xendcg", "listnet"])
-    #: Random splits: the number of trials (None: DEFAULT_TRIALS). Folds: the number of folds, set when the data are
-    #: read (a different number given is refused).
-    trials: int | None = None
-    split: tuple[float, float, float] = (0.6, 0.2, 0.2)
-    #: The fixed-split protocol: DATA holds Fold1/ .. FoldK/ (or one fold's train/vali/test files).
-    folds: bool = False
-    metrics: list[str] = field(default_factory=lambda: ["ndcg@5", "ndcg@10"])
-    select_by: str = "ndcg@5"
-    early_stopping: int = 50
-    trees: int = 500
-    learning_rate: float | None = None
-    num_leaves: int | None = None
-    min_data_in_leaf: int | None = None
-    params: dict = field(default_factory=dict)
-    preset: str | None = None
-    seed: int = 0
-    convention: str = "paper"
-    augment_negatives: list[float] = field(default_factory=list)
-    label_noise: list[float] = field(default_factory=list)
-    click_noise: list[float] = field(default_factory=list)
-    click_impressions: int = 10
-    position_bias: list[float] = field(default_factory=list)
-    logging_fraction: float = 0.01
-    threads: int = 1
-    correction: str = "holm"
+    """An experiment: its losses, protocol, test metrics, sweeps and the training configuration every unit shares.
+
+    Parameters
+    ----------
+    losses : the losses trained side by side (any loss ``rankcli train`` knows); the first is ``a`` of every test.
+    trials : random splits: the number of trials (None: :data:`DEFAULT_TRIALS`). Folds: the number of folds, set when
+        the data are read (a different number given is refused).
+    split : the query fractions (train, validation, test) of a random split.
+    folds : the fixed-split protocol: DATA holds ``Fold1/ .. FoldK/`` (or one fold's train/vali/test files).
+    metrics : the test metrics.
+    train : the :class:`rankcli.train.TrainConfig` whose :data:`HYPERPARAMETERS` every unit trains with (default:
+        TrainConfig's defaults with one thread). Its ``loss`` and ``seed`` are not used: each unit has its own.
+    seed : the seed of every random step (splits, perturbations, LightGBM's seed per trial and setting).
+    augment_negatives, label_noise, click_noise, position_bias : the sweeps' levels.
+    click_impressions : impressions per query in the click sweeps.
+    logging_fraction : the training queries the position-bias sweep's logging ranker learns from.
+    correction : the multiple-testing correction within a setting.
+    hyperparameters : :data:`HYPERPARAMETERS` by name (``trees=100``), set on ``train`` (checked as it checks them).
+    """
+
+    losses: list[str]
+    trials: int | None
+    split: tuple[float, float, float]
+    folds: bool
+    metrics: list[str]
+    train: TrainConfig
+    seed: int
+    augment_negatives: list[float]
+    label_noise: list[float]
+    click_noise: list[float]
+    click_impressions: int
+    position_bias: list[float]
+    logging_fraction: float
+    correction: str
+
+    def __init__(self, losses: list[str] | None = None, trials: int | None = None,
+                 split: tuple[float, float, float] = (0.6, 0.2, 0.2), folds: bool = False,
+                 metrics: list[str] | None = None, train: TrainConfig | None = None, seed: int = 0,
+                 augment_negatives: list[float] | None = None, label_noise: list[float] | None = None,
+                 click_noise: list[float] | None = None, click_impressions: int = 10,
+                 position_bias: list[float] | None = None, logging_fraction: float = 0.01, correction: str = "holm",
+                 **hyperparameters) -> None:
+        import dataclasses
+
+        from rankcli.train import TrainConfig
+
+        unknown = sorted(set(hyperparameters) - set(HYPERPARAMETERS))
+        if unknown:
+            raise TypeError(f"ExperimentConfig() got an unexpected keyword argument {unknown[0]!r}")
+        self.losses = ["lambdamart", "xendcg", "listnet"] if losses is None else losses
+        self.trials, self.split, self.folds = trials, split, folds
+        self.metrics = ["ndcg@5", "ndcg@10"] if metrics is None else metrics
+        if train is None:
+            train = TrainConfig(**{"threads": 1, **hyperparameters})
+        elif hyperparameters:
+            train = dataclasses.replace(train, **hyperparameters)
+        self.train, self.seed = train, seed
+        self.augment_negatives = [] if augment_negatives is None else augment_negatives
+        self.label_noise = [] if label_noise is None else label_noise
+        self.click_noise = [] if click_noise is None else click_noise
+        self.click_impressions = click_impressions
+        self.position_bias = [] if position_bias is None else position_bias
+        self.logging_fraction, self.correction = logging_fraction, correction
 
     def identity(self) -> dict:
-        """Everything that decides a unit's result. ``trials`` is not part of it: more trials extend an experiment."""
-        d = asdict(self)
-        d.pop("trials")
-        d.pop("correction")  # only the summary depends on it
+        """Everything that decides a unit's result: every field and the training hyperparameters, in one flat
+        dictionary. ``trials`` is not part of it: more trials extend an experiment."""
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("train", "trials", "correction")}
+        d.update({name: getattr(self.train, name) for name in HYPERPARAMETERS})
         d["split"] = list(d["split"])
         if not d["position_bias"]:
             # as written before the position-bias sweep existed, so that earlier experiment directories still resume
@@ -80,30 +127,12 @@ class ExperimentConfig:
             raise UsageError(f"--trials must be >= 1, got {self.trials}")
         if self.seed < 0:
             raise UsageError(f"--seed must be >= 0, got {self.seed}")
-        self._validate_training()
-        self._validate_sweeps()
-
-    def _validate_training(self) -> None:
-        if self.threads < 1:
-            raise UsageError(f"--threads must be >= 1, got {self.threads}")
-        from rankcli.cpus import check_threads
-
-        check_threads(self.threads)
-        if self.trees < 1:
-            raise UsageError(f"--trees must be >= 1, got {self.trees}")
-        if self.early_stopping < 0:
-            raise UsageError("--early-stopping must be 0 (off) or a positive number of trees, got "
-                             f"{self.early_stopping}")
-        if self.learning_rate is not None and not self.learning_rate > 0:
-            raise UsageError(f"--learning-rate must be positive, got {self.learning_rate:g}")
-        if self.num_leaves is not None and self.num_leaves < 2:
-            raise UsageError(f"--num-leaves must be at least 2, got {self.num_leaves}")
-        if self.min_data_in_leaf is not None and self.min_data_in_leaf < 0:
-            raise UsageError(f"--min-data-in-leaf must be 0 or more, got {self.min_data_in_leaf}")
-        if self.params and not self.folds:  # random splits always select on validation (folds may have none)
+        self.train.validate()
+        if self.train.params and not self.folds:  # random splits always select on validation (folds may have none)
             from rankcli.train import check_boosting, check_params
 
-            check_boosting(check_params(self.params), self.early_stopping, validating=True)
+            check_boosting(check_params(self.train.params), self.train.early_stopping, validating=True)
+        self._validate_sweeps()
 
     def _validate_sweeps(self) -> None:
         for lv in self.augment_negatives:
@@ -211,7 +240,8 @@ def trial_ids(config: ExperimentConfig) -> list[int]:
 
 def primary_metric(config: ExperimentConfig) -> str:
     """The metric of the sweep tables and plots: ``select_by`` when it is reported, else the first metric."""
-    return config.select_by if config.select_by in config.metrics else config.metrics[0]
+    select_by = config.train.select_by
+    return select_by if select_by in config.metrics else config.metrics[0]
 
 
 def iter_levels(text: str, option: str) -> list[float]:
@@ -231,18 +261,10 @@ def iter_levels(text: str, option: str) -> list[float]:
 
 
 def train_config(config: ExperimentConfig, loss: str, seed: int):
-    """The :class:`rankcli.train.TrainConfig` of one unit: ``loss`` with the experiment's hyperparameters and
-    ``seed``."""
-    from rankcli.train import TrainConfig
+    """The :class:`rankcli.train.TrainConfig` of one unit: the experiment's, with ``loss`` and ``seed``."""
+    import dataclasses
 
-    kwargs: dict = dict(loss=loss, trees=config.trees, early_stopping=config.early_stopping,
-                        select_by=config.select_by, convention=config.convention, params=dict(config.params),
-                        threads=config.threads, seed=seed, preset=config.preset)
-    for name in ("learning_rate", "num_leaves", "min_data_in_leaf"):
-        value = getattr(config, name)
-        if value is not None:
-            kwargs[name] = value
-    return TrainConfig(**kwargs)
+    return dataclasses.replace(config.train, loss=loss, seed=seed, params=dict(config.train.params))
 
 
 # Seeds: everything random in a unit comes from (seed, stream, trial[, setting]) through numpy's SeedSequence, never

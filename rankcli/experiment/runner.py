@@ -106,16 +106,14 @@ class UnitClaims:
 
 
 def _check_options(config: ExperimentConfig, jobs: int) -> None:
-    """Every option checked before EXP_DIR is touched; ``config.metrics`` become canonical names."""
+    """Every option checked before EXP_DIR is touched (a bad --select-by or --preset, too: the training
+    configuration checks them); ``config.metrics`` become canonical names."""
     from rankcli.core.metrics import parse_metrics
-    from rankcli.train import check_preset
 
     config.validate()
     if jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {jobs}")
     config.metrics = [str(s) for s in parse_metrics(config.metrics)]
-    parse_metrics([config.select_by])  # a bad --select-by or --preset fails here, before EXP_DIR is touched
-    check_preset(config.preset)
 
 
 def _load(data_path: Path | str, config: ExperimentConfig) -> ExperimentData:
@@ -161,7 +159,7 @@ def run_experiment(data_path: Path | str, exp_dir: Path | str, config: Experimen
                                 overwrite)
     settings, sweeps = plan_settings(config)
     store = ResultStore(exp_dir, [s.name for s in settings], all_loss_names(config), config.metrics,
-                        Convention.preset(config.convention).as_dict())
+                        Convention.preset(config.train.convention).as_dict())
 
     def done_units() -> set[tuple[str, int, str]]:
         done = store.done(config.metrics)
@@ -228,8 +226,8 @@ def finalize(exp_dir: Path, config: ExperimentConfig, settings: list[Setting], s
     head = {"protocol": "folds" if config.folds else "random-splits", "unit": "query" if config.folds else "trial",
             "difference": "mean(b) - mean(a)"}
     result.files.append(write_json(exp_dir, "summary.json", {
-        **head, **summary, "convention": config.convention, "correction": config.correction, "trials": config.trials,
-        "sweeps": tables}))
+        **head, **summary, "convention": config.train.convention, "correction": config.correction,
+        "trials": config.trials, "sweeps": tables}))
     result.files.append(write_text(exp_dir, "summary.md", experiment_markdown(result, tables) + "\n"))
     result.files.append(write_convergence(exp_dir, conv))
     result.files += [write_sweep(exp_dir, kind, rows) for kind, rows in tables.items()]

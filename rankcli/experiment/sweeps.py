@@ -140,15 +140,15 @@ def position_bias_logs(train: Dataset, valid: Dataset | None, config: Experiment
                        trial: int, key: object = None) -> ClickLogs:
     """Trial ``trial``'s click logs at PBM exponent ``setting.level``.
 
-    A logging ranker (LightGBM lambdamart on the graded labels, all ``config.trees`` trees, no validation) is trained
-    on :func:`logging_query_count` training queries drawn with the generator ``(seed, 3, trial)`` (the same queries
-    and ranker at every level); it ranks the other training queries and the validation queries. On its top
+    A logging ranker (LightGBM lambdamart on the graded labels, all ``config.train.trees`` trees, no validation) is
+    trained on :func:`logging_query_count` training queries drawn with the generator ``(seed, 3, trial)`` (the same
+    queries and ranker at every level); it ranks the other training queries and the validation queries. On its top
     :data:`DISPLAYED_POSITIONS`, ``config.click_impressions`` impressions per query get PBM clicks (examination
-    ``(1/r)^eta``, the paper's click probabilities per grade, impressions without a click kept), and a RandTop-10 log
-    of the same size (the ranker's top 10 shuffled per impression) on the same training queries gives the propensity
+    ``(1/r)^eta``, the paper's click probabilities per grade, impressions without a click kept), and a RandTop-10 log of
+    the same size (the ranker's top 10 shuffled per impression) on the same training queries gives the propensity
     estimate (click-rate estimator, positions with fewer than 20 clicks from the fitted ``(1/r)^eta``). Simulation and
-    estimate draw from the setting's perturbation generator. ``key`` (anything hashable that identifies the data and
-    the configuration) lets a process reuse the logs of its latest call.
+    estimate draw from the setting's perturbation generator. ``key`` (anything hashable that identifies the data and the
+    configuration) lets a process reuse the logs of its latest call.
     """
     from rankcli.simulate import PAPER_CLICK_PROBS, simulate_clicks
 
@@ -197,7 +197,7 @@ def variant_data(logs: ClickLogs, name: str, config: ExperimentConfig):
     spec = ("values", logs.propensity) if ips else None
     valid = None
     if logs.valid is not None:
-        as_gain = "xendcg" if Convention.preset(config.convention).gain == "exponential" else "pointwise"
+        as_gain = "xendcg" if Convention.preset(config.train.convention).gain == "exponential" else "pointwise"
         valid, _ = pooled_training_set(logs.valid, loss=as_gain, propensity=spec, what="validation clicks")
     if not ips_capable(loss):
         return logs.train, valid, None

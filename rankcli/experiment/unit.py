@@ -90,7 +90,7 @@ def run_unit(data: ExperimentData, config: ExperimentConfig, setting: Setting, t
         else int(booster.current_iteration())
     scores = np.asarray(booster.predict(test.features, num_iteration=trees), dtype=np.float64)
     specs = parse_metrics(config.metrics)
-    ev = evaluate(specs, test.labels, scores, test.offsets, Convention.preset(config.convention))
+    ev = evaluate(specs, test.labels, scores, test.offsets, Convention.preset(config.train.convention))
     values = {str(s): float(ev.means[str(s)]) for s in specs}
     per_query = {str(s): np.asarray(ev.per_query[str(s)], dtype=np.float64) for s in specs} if config.folds else {}
     return UnitResult(setting.name, trial, loss, values, trees, time.perf_counter() - start,
