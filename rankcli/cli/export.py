@@ -50,31 +50,11 @@ def command(
 
         rows = write_svmlight(output, data, overwrite=overwrite)
     else:
-        rows = _export_qrels(data, output, overwrite)
+        from rankcli.formats.trec import write_qrels
+
+        rows = write_qrels(output, data, overwrite=overwrite)
     log(f"wrote {rows:,} rows to {'standard output' if output == '-' else output}")
     if json_output:
         print_json({"input": str(data), "output": str(output), "format": format.value, "rows": rows,
                     "seconds": round(time.perf_counter() - start, 3)})
 
-
-def _export_qrels(data: Path, output: Path | str, overwrite: bool) -> int:
-    import numpy as np
-
-    from rankcli.formats.atomic import atomic_path
-    from rankcli.formats.parquet import column_names, iter_row_groups, require_columns
-    from rankcli.formats.svmlight_writer import write_lines
-    from rankcli.formats.trec import qrels_lines
-
-    names = column_names(data)
-    require_columns(data, names, ["qid", "label"])
-    wanted = ["qid", "label"] + (["docid"] if "docid" in names else [])
-    rows = 0
-    with atomic_path(output, overwrite) as tmp, open(tmp, "wb") as out:
-        for table in iter_row_groups(data, wanted):
-            n = table.num_rows
-            docids = table.column("docid").combine_chunks() if "docid" in names else None
-            write_lines(out, qrels_lines(table.column("qid").combine_chunks(), docids,
-                                         table.column("label").combine_chunks(),
-                                         rows=np.arange(rows, rows + n), source=str(data)))
-            rows += n
-    return rows

@@ -87,6 +87,8 @@ def test_document_names_refuse_what_a_trec_line_cannot_hold():
 def test_qrels_lines_name_documents_like_document_names(tmp_path):
     import numpy as np
 
+    from rankcli.dataset import Dataset
+    from rankcli.formats.parquet import write_dataset
     from rankcli.formats.trec import document_names, qrels_lines, write_qrels
 
     qids, labels = np.array([3, 3, 4]), np.array([2.0, 0.0, 0.5])
@@ -94,7 +96,9 @@ def test_qrels_lines_name_documents_like_document_names(tmp_path):
     assert lines == ["3 0 3-5 2\n", "3 0 3-6 0\n", "4 0 4-7 0.5\n"]
     assert [line.split()[2] for line in lines] == document_names(qids, rows=[5, 6, 7]).to_pylist()
     target = tmp_path / "q.txt"
-    assert write_qrels(target, qids, None, labels) == 3
+    dataset = tmp_path / "d.parquet"
+    write_dataset(dataset, Dataset(qids=qids, labels=labels))
+    assert write_qrels(target, dataset) == 3
     assert read_qrels(target).docids.tolist() == ["3-0", "3-1", "4-2"]
 
 
