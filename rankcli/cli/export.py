@@ -20,6 +20,8 @@ from typing import Annotated
 
 import typer
 
+from rankcli.cli import options as opt
+
 NAME = "export"
 SHORT_HELP = "Export a dataset to SVMlight or TREC qrels."
 
@@ -31,11 +33,10 @@ class Format(str, Enum):
 
 def command(
     data: Annotated[Path, typer.Argument(help="A Parquet dataset (from `rankcli convert`).", show_default=False)],
-    output: Annotated[str, typer.Option("--output", "-o", help="The text file to write (- for standard output).",
-                                        show_default=False, metavar="PATH")],
+    output: Annotated[str, opt.output("The text file to write (- for standard output).")],
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.svmlight,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output.")] = False,
-    json_output: Annotated[bool, typer.Option("--json", help="Print a summary as JSON on stdout.")] = False,
+    overwrite: Annotated[bool, opt.overwrite()] = False,
+    json_output: Annotated[bool, opt.json_flag("a summary")] = False,
 ) -> None:
     import time
 
