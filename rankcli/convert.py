@@ -123,6 +123,8 @@ class _Converter:
         self.notes: list[str] = []  # said on stderr by the CLI (a sidecar ignored)
 
     def convert(self, source: str, sidecar: Path | None, progress=None) -> int:
+        """Read ``source`` (a path or ``-``) into the writer; ``sidecar``: its group sizes when the lines have no
+        ``qid:``; ``progress.advance(bytes)`` as blocks are read. Returns the number of rows."""
         name = svmlight_text.display_name(source)
         stream = svmlight_text.open_binary(source)
         self.last_qid = None  # a query does not continue from one file into the next

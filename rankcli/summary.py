@@ -41,6 +41,8 @@ class DatasetSummary:
     extra: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
+        """The JSON keys: rows, queries, features, docs_per_query, label_histogram, queries_without_relevant,
+        integer_labels, docid, and seconds when known."""
         out = {
             "rows": self.rows,
             "queries": self.queries,

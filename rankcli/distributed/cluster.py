@@ -47,6 +47,7 @@ class DaskTarget:
 
     @property
     def is_local(self) -> bool:
+        """Whether this is ``local:N`` (a LocalCluster started here)."""
         return self.workers is not None
 
 
@@ -98,9 +99,12 @@ def _quiet_local_workers(client: distributed.Client) -> None:
     from distributed.diagnostics.plugin import WorkerPlugin
 
     class QuietStdout(WorkerPlugin):
+        """Sends the worker's stdout to /dev/null when the worker starts."""
+
         name = "rankcli-quiet-stdout"
 
         def setup(self, worker: Any) -> None:
+            """Called by the worker as it starts."""
             _quiet_stdout()
 
     if hasattr(client, "register_plugin"):

@@ -33,6 +33,7 @@ class Chunk(NamedTuple):
 
     @property
     def n_rows(self) -> int:
+        """The number of rows."""
         return int(self.labels.shape[0])
 
     def slice(self, start: int, stop: int) -> Chunk:
