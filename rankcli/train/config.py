@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -185,10 +185,6 @@ class TrainConfig:
                              "(or --early-stopping 0)")
         params = parse_params(param)
         return dataclasses.replace(config, params=params) if params else config
-
-    def as_dict(self) -> dict:
-        """The fields as a dictionary (a copy)."""
-        return asdict(self)
 
 
 def resolve_params(config: TrainConfig, max_grade: int | None = None) -> dict[str, Any]:
