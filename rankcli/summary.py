@@ -38,7 +38,7 @@ class DatasetSummary:
     integer_labels: bool
     has_docid: bool = False
     seconds: float | None = None
-    extra: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)  # more JSON keys, after the others
 
     def as_dict(self) -> dict:
         """The JSON keys: rows, queries, features, docs_per_query, label_histogram, queries_without_relevant,
@@ -125,10 +125,11 @@ def summarize(labels: np.ndarray, offsets: np.ndarray, features: int, *, has_doc
 
 
 def summarize_parquet(path: Path | str) -> DatasetSummary:
-    """The summary of a Parquet dataset, reading only ``qid`` and ``label``."""
+    """The summary of a Parquet dataset, reading only ``qid``, ``label`` and the footer, whose ``rankcli.*`` keys
+    come as ``extra["metadata"]`` (the last JSON key of ``rankcli info --json``)."""
     from rankcli.dataset import offsets_from_qids
     from rankcli.errors import InputError, SchemaError
-    from rankcli.formats.parquet import feature_columns
+    from rankcli.formats.parquet import feature_columns, read_metadata
     from rankcli.formats.query_labels import read_query_labels
 
     qids, labels, names = read_query_labels(path)
@@ -136,4 +137,6 @@ def summarize_parquet(path: Path | str) -> DatasetSummary:
         offsets = offsets_from_qids(qids)
     except InputError as exc:  # NonContiguousQueryError
         raise SchemaError(f"{path}: {exc}") from None
-    return summarize(labels, offsets, len(feature_columns(names)), has_docid="docid" in names)
+    summary = summarize(labels, offsets, len(feature_columns(names)), has_docid="docid" in names)
+    summary.extra["metadata"] = read_metadata(path)
+    return summary

@@ -47,6 +47,7 @@ def test_parquet_summary_reads_qid_and_label(tmp_path):
                              "docid": ["a", "b", "c"]}), path)
     s = summarize_parquet(path)
     assert (s.rows, s.queries, s.features, s.has_docid, s.queries_without_relevant) == (3, 2, 1, True, 1)
+    assert list(s.as_dict())[-1] == "metadata" and s.as_dict()["metadata"] == {}  # no rankcli.* footer keys
 
 
 @pytest.mark.parametrize("table, message", [

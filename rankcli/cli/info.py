@@ -26,11 +26,10 @@ def command(
     json_output: Annotated[bool, opt.json_flag("the summary")] = False,
 ) -> None:
     from rankcli.cli._common import print_json, stdout_console, summary_table
-    from rankcli.formats.parquet import read_metadata
     from rankcli.summary import summarize_parquet
 
     summary = summarize_parquet(data)
     if json_output:
-        print_json({"path": str(data), **summary.as_dict(), "metadata": read_metadata(data)})
+        print_json({"path": str(data), **summary.as_dict()})
         return
     stdout_console().print(summary_table({str(data): summary}, title=str(data)))
