@@ -246,6 +246,20 @@ def evaluate_trec(run_path: Path | str, qrels_path: Path | str, metrics: Sequenc
     return evaluate_run(run, metrics, convention)
 
 
+def evaluate_input(path: Path | str, metrics: Sequence[MetricSpec | str], convention: Convention, *,
+                   qrels: Path | str | None = None, model: Path | str | None = None, max_docs: int | None = None,
+                   judged_only: bool = False, complete: bool = False) -> EvalReport:
+    """Evaluate what ``rankcli eval`` is given: a TREC run ``path`` against ``qrels`` (:func:`evaluate_trec`, with
+    trec_eval's ``-M``, ``-J``, ``-c``), a Parquet dataset ``path`` scored by the model directory ``model``
+    (:func:`evaluate_model`), or a Parquet run ``path`` (:func:`evaluate_path`)."""
+    if qrels is not None:
+        return evaluate_trec(path, qrels, metrics, convention, max_docs=max_docs, judged_only=judged_only,
+                             complete=complete)
+    if model is not None:
+        return evaluate_model(path, model, metrics, convention)
+    return evaluate_path(path, metrics, convention)
+
+
 def evaluate_model(data_path: Path | str, model_dir: Path | str, metrics: Sequence[MetricSpec | str],
                    convention: Convention = Convention()) -> EvalReport:
     return evaluate_run(model_run(data_path, model_dir, docids=convention.ties == "docid-desc"), metrics, convention)

@@ -101,9 +101,37 @@ def command(
         show_default=False, metavar="PATH")] = None,
     overwrite: Annotated[bool, opt.overwrite("--per-query file")] = False,
 ) -> None:
+    run, trec_run = _inputs(run, trec_run, qrels, model, complete=complete, judged_only=judged_only,
+                            max_docs=max_docs)
+    fmt = _format(json_out, output_format, by_query)
+    from rankcli import evaluate
+    from rankcli.core.metrics import parse_metrics
+
+    specs = parse_metrics(metric or (["official"] if fmt == Format.trec_eval else DEFAULT_METRICS))
+    if run is not None and model is None and not evaluate.is_parquet(run):
+        from rankcli.errors import UsageError
+
+        raise UsageError(f"{run}: not a Parquet file; a TREC run needs --qrels QRELS: "
+                         f"rankcli eval --qrels QRELS --run {run}")
+    conv = _convention(trec_run is not None, convention, gain, no_relevant, ties, threshold, max_grade)
+    if per_query is not None:
+        per_query = _per_query_path(per_query, overwrite, [run, qrels, trec_run], model)
+    if model is not None:
+        from rankcli.startup import import_lightgbm_lean
+
+        import_lightgbm_lean()  # as predict: without LightGBM's scikit-learn/pandas integrations (~1.5 s less)
+    report = evaluate.evaluate_input(trec_run or run, specs, conv, qrels=qrels, model=model, max_docs=max_docs,
+                                     judged_only=judged_only, complete=complete)
+    if per_query is not None:
+        evaluate.write_per_query(per_query, report, overwrite=overwrite)
+    _render(report, fmt, by_query)
+
+
+def _inputs(run, trec_run, qrels, model, *, complete: bool, judged_only: bool, max_docs) -> tuple:
+    """``(parquet_run, trec_run)`` from the command line (a TREC run may be given as RUN with --qrels); a combination
+    that names no input, or two, or trec_eval's options without a TREC run is a usage error."""
     from rankcli.errors import UsageError
 
-    # Validate the command line and the metric names before reading anything.
     if trec_run is not None and run is not None and qrels is not None:
         raise UsageError("give the TREC run either as RUN or as --run, not both")
     if qrels is not None and trec_run is None:
@@ -117,6 +145,16 @@ def command(
                          "--qrels QRELS --run RUN, or a dataset with --model MODEL_DIR")
     if model is not None and trec_run is not None:
         raise UsageError("--model scores a Parquet dataset; it cannot be combined with --qrels/--run")
+    if trec_run is None:
+        for flag, given in (("-c (--complete)", complete), ("-J (--judged-only)", judged_only),
+                            ("-M (--max-docs)", max_docs is not None)):
+            if given:
+                raise UsageError(f"{flag} applies to a TREC run scored against qrels: --qrels QRELS --run RUN")
+    return run, trec_run
+
+
+def _format(json_out: bool, output_format: Format | None, by_query: bool) -> Format:
+    from rankcli.errors import UsageError
 
     if json_out and output_format is not None and output_format != Format.json:
         raise UsageError(f"--json and --format {output_format.value} cannot be used together")
@@ -124,64 +162,51 @@ def command(
     if by_query and fmt != Format.trec_eval:
         raise UsageError("-q (--by-query) prints per-query lines in trec_eval's layout: add --format trec_eval; "
                          "for a file of per-query values use --per-query FILE")
-    if trec_run is None:
-        for flag, given in (("-c (--complete)", complete), ("-J (--judged-only)", judged_only),
-                            ("-M (--max-docs)", max_docs is not None)):
-            if given:
-                raise UsageError(f"{flag} applies to a TREC run scored against qrels: --qrels QRELS --run RUN")
+    return fmt
 
-    from rankcli import evaluate
-    from rankcli.core.metrics import Convention, parse_metrics
 
-    specs = parse_metrics(metric or (["official"] if fmt == Format.trec_eval else DEFAULT_METRICS))
-    if run is not None and model is None and not evaluate.is_parquet(run):
-        raise UsageError(f"{run}: not a Parquet file; a TREC run needs --qrels QRELS: "
-                         f"rankcli eval --qrels QRELS --run {run}")
-    preset = convention.value if convention is not None else evaluate.default_convention(trec_run is not None)
-    conv = Convention.preset(preset).with_(
+def _convention(trec_input: bool, preset, gain, no_relevant, ties, threshold, max_grade):
+    """The preset asked for (default: trec for a TREC run, else paper) with the single overrides applied."""
+    from rankcli.core.metrics import Convention
+    from rankcli.evaluate import default_convention
+
+    name = preset.value if preset is not None else default_convention(trec_input)
+    return Convention.preset(name).with_(
         gain=gain.value if gain else None, no_relevant=no_relevant.value if no_relevant else None,
         ties=ties.value if ties else None, relevance_threshold=threshold, max_grade=max_grade)
-    if per_query is not None:
-        from rankcli.cli._common import prepare_output
-        from rankcli.formats.atomic import model_files
 
-        if per_query == "-":
-            raise UsageError("--per-query -: standard output carries the table (or --json); give a file name")
-        per_query = prepare_output(per_query, overwrite=overwrite, inputs=[run, qrels, trec_run, *model_files(model)],
-                                   option="--per-query", example="per-query.parquet")
 
-    if trec_run is not None:
-        report = evaluate.evaluate_trec(trec_run, qrels, specs, conv, max_docs=max_docs, judged_only=judged_only,
-                                        complete=complete)
-    elif model is not None:
-        from rankcli.startup import import_lightgbm_lean
+def _per_query_path(per_query: str, overwrite: bool, inputs: list, model) -> str:
+    """The checked --per-query output path (never standard output, never an input)."""
+    from rankcli.cli._common import prepare_output
+    from rankcli.errors import UsageError
+    from rankcli.formats.atomic import model_files
 
-        import_lightgbm_lean()  # as predict: without LightGBM's scikit-learn/pandas integrations (~1.5 s less)
-        report = evaluate.evaluate_model(run, model, specs, conv)
-    else:
-        report = evaluate.evaluate_path(run, specs, conv)
+    if per_query == "-":
+        raise UsageError("--per-query -: standard output carries the table (or --json); give a file name")
+    return prepare_output(per_query, overwrite=overwrite, inputs=[*inputs, *model_files(model)],
+                          option="--per-query", example="per-query.parquet")
 
-    if per_query is not None:
-        evaluate.write_per_query(per_query, report, overwrite=overwrite)
 
+def _render(report, fmt: Format, by_query: bool) -> None:
+    """The report on standard output (notes on standard error): trec_eval's layout, JSON or a table."""
     from rankcli import report as render
     from rankcli.cli._common import log, print_json, stdout_console
 
+    if fmt != Format.table:
+        for note in report.notes:
+            log(f"note: {note}")
     if fmt == Format.trec_eval:
         import sys
 
         from rankcli.core.measures import trec_order
         from rankcli.formats.trec import trec_eval_text
 
-        for note in report.notes:
-            log(f"note: {note}")
         qids = [str(q) for q in report.qids.tolist()]
         sys.stdout.write(trec_eval_text(trec_order(report.specs), report.result.per_query, report.result.means, qids,
                                         runid=report.runid, queries=by_query))
         sys.stdout.flush()
     elif fmt == Format.json:
-        for note in report.notes:
-            log(f"note: {note}")
         print_json(render.eval_dict(report))
     else:
         stdout_console().print(render.eval_table(report))

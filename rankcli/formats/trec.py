@@ -27,7 +27,6 @@ from rankcli.dataset import Run, offsets_from_qids
 from rankcli.errors import InputError, SchemaError
 from rankcli.formats.trec_read import (
     TrecColumns,
-    doc_hash,
     pair_keys,
     read_qrels_columns,
     read_run_columns,
@@ -152,26 +151,27 @@ def _join(lines: TrecColumns, qrels: TrecColumns, queries: _Queries) -> tuple[np
     sorted, and a merge of the two sorted arrays (cache-friendly) finds the candidates, confirmed word for word."""
     qlocal = queries.run_to_local[queries.qrel_code]  # the run's code of each judgment's query, -1 if not in the run
     usable = np.flatnonzero(qlocal >= 0)
-    qkeys = pair_keys(qlocal[usable], doc_hash(qrels.words[usable]), lines.qnames.shape[0])
-    qorder = np.argsort(qkeys, kind="stable")
-    qsorted = qkeys[qorder]
+    qkeys = pair_keys(qlocal[usable], qrels.hashes[usable], lines.qnames.shape[0])
+    by_key = np.argsort(qkeys, kind="stable")
+    qorder, qsorted = usable[by_key], qkeys[by_key]  # judgments by key
     rorder = lines.key_order
     rsorted = lines.keys[rorder]
     qi = np.zeros(rorder.shape[0], dtype=np.int64)
     hit = np.zeros(rorder.shape[0], dtype=bool)
     n = qsorted.shape[0]
+    if not n:
+        return qi, hit
     at = np.searchsorted(qsorted, rsorted)  # the first judgment with an equal key, if any
-    cand = np.arange(rsorted.shape[0])
+    np.minimum(at, n - 1, out=at)
+    cand = np.flatnonzero(qsorted[at] == rsorted)
     while cand.shape[0]:  # equal keys: the same query, very likely the same document; a collision tries the next
-        cand = cand[at[cand] < n]
-        a = at[cand]
-        equal = qsorted[a] == rsorted[cand]
-        cand, a = cand[equal], a[equal]
-        r, q = rorder[cand], usable[qorder[a]]
+        r, q = rorder[cand], qorder[at[cand]]
         same = same_words(lines.words[r], qrels.words[q])
         qi[r[same]], hit[r[same]] = q[same], True
         cand = cand[~same]
         at[cand] += 1
+        cand = cand[at[cand] < n]
+        cand = cand[qsorted[at[cand]] == rsorted[cand]]
     return qi, hit
 
 
