@@ -214,6 +214,24 @@ def test_summarize_single_trial_has_no_test():
     assert s["tests"][0]["reason"] == "fewer than two trials" and s["tests"][0]["n"] == 1
 
 
+def test_position_bias_tests_are_one_compare_family_over_the_same_units():
+    """The naive-against-IPS tests of a setting are one call of compare.compare_values (one family for the
+    correction), over the units where every tested variant has a value, as the tests of the other settings are."""
+    cfg = ex.ExperimentConfig(losses=["xendcg", "listnet"], trials=4, metrics=["ndcg@5"], position_bias=[1.0])
+    setting = ex.setting_for("position-bias", 1.0)
+    rng = np.random.default_rng(3)
+    names = ["xendcg", "xendcg+ips", "listnet", "listnet+ips"]
+    vals = {name: rng.random(4) for name in names}
+    rows = [dict(trial=t, setting=setting.name, loss=name, metric="ndcg@5", value=float(vals[name][t]), trees=1,
+                 seconds=0.0) for name in names for t in range(4) if (name, t) != ("listnet+ips", 3)]
+    tests = ex.summarize(rows, cfg, [setting])["settings"][0]["tests"]
+    assert [(t["a"], t["b"], t["n"]) for t in tests] == [("xendcg", "xendcg+ips", 3), ("listnet", "listnet+ips", 3)]
+    ps = [sps.ttest_rel(vals[t["b"]][:3], vals[t["a"]][:3]).pvalue for t in tests]
+    assert [t["p_value"] for t in tests] == pytest.approx(ps)
+    assert [t["p_adjusted"] for t in tests] == pytest.approx(np.maximum.accumulate(
+        np.minimum(1, np.sort(ps) * np.array([2, 1])))[np.argsort(np.argsort(ps))])
+
+
 def test_identical_repeats_are_not_a_sample():
     """Losses differing by the same amount in every trial (what repeats of one fixed split gave): the t-test has no
     variance to use; it is reported not testable with its reason, never p = 0."""

@@ -1,9 +1,9 @@
 """The paper's Table 1 per setting and the paired tests between losses, from the rows of ``trials.parquet`` (random
 splits) or the pooled per-query values (folds); and the sweep tables built from it.
 
-The paired tests are :func:`rankcli.compare.compare_values`, the ones ``rankcli compare`` runs, corrected with
-:func:`rankcli.core.stats.adjust_pvalues`. Sign convention: every difference is ``mean(b) - mean(a)`` for a test of the
-pair ``(a, b)`` (``a`` the loss listed first), labelled ``"b - a"`` (:func:`difference_label`).
+The paired tests and their correction are :func:`rankcli.compare.compare_values`, what ``rankcli compare`` runs. Sign
+convention: every difference is ``mean(b) - mean(a)`` for a test of the pair ``(a, b)`` (``a`` the loss listed first),
+labelled ``"b - a"`` (:func:`difference_label`).
 """
 
 from __future__ import annotations
@@ -86,22 +86,21 @@ def _trial_table(rows: list[dict], wanted: set[int]) -> dict:
 
 def _tests(config: ExperimentConfig, setting: Setting, units: dict, trials: int | None) -> list[dict]:
     """The paired tests of one setting over ``units[loss][metric]`` (aligned vectors), as summary.json has them;
-    ``trials`` is the number of folds behind a pooled unit (None: the units are trials)."""
-    from rankcli.compare import compare_values
-    from rankcli.core.stats import REASON_TOO_FEW, adjust_pvalues
+    ``trials`` is the number of folds behind a pooled unit (None: the units are trials).
 
-    names = setting_losses(config, setting)
+    Every two losses, or under the position-bias sweep only each loss's naive variant against its IPS variant (over
+    the units where both variants of every tested loss have a value): one call of
+    :func:`rankcli.compare.compare_values`, whose correction covers every pair and metric of the setting.
+    """
+    from rankcli.compare import compare_values
+    from rankcli.core.stats import REASON_TOO_FEW
+
     pairs = setting_pairs(config, setting)
-    comparisons = []
-    if pairs is not None:
-        # Only the named pairs (naive against IPS, per loss), each through compare_values, corrected together.
-        for a, b in pairs:
-            comparisons += compare_values({a: units[a], b: units[b]}, config.metrics, test="ttest",
-                                          correction="none", alpha=0.05)[2]
-        for c, p_adj in zip(comparisons, adjust_pvalues([c.result.p_value for c in comparisons], config.correction)):
-            c.p_adjusted = float(p_adj)
-    elif len(names) > 1:
-        comparisons = compare_values(units, config.metrics, test="ttest", correction=config.correction, alpha=0.05)[2]
+    runs = units if pairs is None else {name: units[name] for pair in pairs for name in pair}
+    if len(runs) < 2:
+        return []
+    comparisons = compare_values(runs, config.metrics, pairs=pairs, test="ttest", correction=config.correction,
+                                 alpha=0.05).comparisons
     tests = []
     for c in comparisons:
         r = c.result
