@@ -9,6 +9,7 @@ import numpy as np
 
 from rankcli.dataset import Dataset
 
+
 def predict_dataset(model_dir: Path | str, data: Path | str):
     """``(dataset, scores, model)``: the Parquet dataset at ``data`` (labels optional) scored by the model directory
     ``model_dir``; errors name the data file."""

@@ -21,6 +21,8 @@ POLICY_METHODS = {"random": "click-rate", "top": "click-rate", "swap": "swap-rat
 
 @dataclass
 class PropensityResult:
+    """A propensity estimate with where it came from: what ``rankcli propensity`` reports and writes."""
+
     estimate: PropensityEstimate
     source: str
     policy: str  # random | top:N | swap:K; harvesting: the logs' rankers joined by ' + '
@@ -28,6 +30,7 @@ class PropensityResult:
     log_params: dict  # the footer's rankcli.clicks, when present
 
     def as_dict(self) -> dict:
+        """The propensity file's JSON object (non-finite interval ends as ``None``)."""
         e = self.estimate
         return {
             "method": e.method,
@@ -64,7 +67,8 @@ def _finite(value) -> float | None:
 
 
 def parse_policy(text: str) -> tuple[str, int | None]:
-    """``random`` | ``top:N`` | ``swap:K`` -> ``(kind, number)``; a :class:`UsageError` otherwise."""
+    """``text`` (``--policy``): ``random`` | ``top:N`` | ``swap:K`` -> ``(kind, number)``; a :class:`UsageError`
+    otherwise."""
     t = str(text).strip().lower()
     if t == "random":
         return "random", None
@@ -80,9 +84,10 @@ def parse_policy(text: str) -> tuple[str, int | None]:
 
 def logging_policy(path: Path | str, meta: dict[str, str], override: str | None) -> tuple[str, int | None, str | None,
                                                                                         dict]:
-    """The log's logging policy, click model and footer parameters; refuses (exit 3) a log that cannot identify
-    propensities, saying why and how to make one that can. ``override`` (``--policy``) states the policy of a log
-    without rankcli's footer, or replaces the footer's."""
+    """The logging policy ``(kind, number)``, click model and footer parameters of the click log at ``path`` whose
+    footer keys are ``meta``; refuses (exit 3) a log that cannot identify propensities, saying why and how to make one
+    that can. ``override`` (``--policy``) states the policy of a log without rankcli's footer, or replaces the
+    footer's."""
     params = _click_footer(path, meta)
     model = params.get("model")
     if override is not None:
@@ -152,7 +157,8 @@ def estimate_harvest(paths: list[Path | str], *, bootstrap: int = 1000, confiden
                      min_clicks: int = MIN_CLICKS, fit: str = "none", rng: np.random.Generator) -> PropensityResult:
     """Intervention harvesting (:func:`rankcli.core.propensity.estimate`, method ``harvest``) over the logs at
     ``paths``, each the log of one logging policy on the same dataset: a document is the same document in every log
-    when its ``source_qid`` and ``docid`` (or ``source_row`` when the data has no docid) agree."""
+    when its ``source_qid`` and ``docid`` (or ``source_row`` when the data has no docid) agree. ``bootstrap``,
+    ``confidence``, ``min_clicks``, ``fit`` and ``rng`` are :func:`~rankcli.core.propensity.estimate`'s."""
     from rankcli.formats.clicks import document_codes, read_click_columns, read_document_column
     from rankcli.formats.parquet import read_metadata
 
@@ -199,8 +205,10 @@ def estimate_harvest(paths: list[Path | str], *, bootstrap: int = 1000, confiden
 def estimate_propensity(path: Path | str, *, policy: str | None = None, bootstrap: int = 1000,
                         confidence: float = 0.95, min_clicks: int = MIN_CLICKS, fit: str = "none",
                         rng: np.random.Generator) -> PropensityResult:
-    """Estimate examination propensities per position from the click log at ``path`` (see
-    :func:`rankcli.core.propensity.estimate`)."""
+    """Estimate examination propensities per position from the randomised click log at ``path``, by the estimator
+    its logging policy takes (:data:`POLICY_METHODS`); ``policy`` states the policy when the footer does not (see
+    :func:`logging_policy`). ``bootstrap``, ``confidence``, ``min_clicks``, ``fit`` and ``rng`` are
+    :func:`rankcli.core.propensity.estimate`'s."""
     from rankcli.formats.clicks import read_click_columns
     from rankcli.formats.parquet import read_metadata
 
@@ -253,7 +261,8 @@ def estimate_logs(paths: list[Path | str], *, harvest: bool = False, policy: str
 
 
 def write_propensity(path: Path | str, result: PropensityResult, overwrite: bool = False) -> None:
-    """The result's JSON, written atomically (a temporary in the target directory, renamed into place)."""
+    """The result's JSON written to ``path`` atomically (a temporary in the target directory, renamed into place);
+    ``overwrite`` replaces an existing file that rankcli wrote."""
     from rankcli.formats.atomic import atomic_path
 
     text = json.dumps(result.as_dict(), indent=2, allow_nan=False) + "\n"
@@ -266,8 +275,8 @@ PROPENSITY_MAX_BYTES = 64 << 20
 
 
 def read_propensity(path: Path | str) -> dict:
-    """A propensity file as written by :func:`write_propensity`: ``positions`` and ``propensity`` checked (values
-    in (0, 1], positions 1, 2, ...). For IPS training."""
+    """The propensity file at ``path`` as written by :func:`write_propensity`: ``positions`` and ``propensity``
+    checked (values in (0, 1], positions 1, 2, ...). For IPS training."""
     import stat
 
     try:

@@ -48,13 +48,16 @@ class ClickSummary:
 
     @property
     def click_rate_by_grade(self) -> list[float]:
+        """Clicks over displayed documents per grade (NaN for a grade never shown)."""
         return [c / s if s else float("nan") for c, s in zip(self.clicks_by_grade, self.shown_by_grade)]
 
     @property
     def click_rate_by_position(self) -> list[float]:
+        """Clicks over displayed documents per position (NaN for a position never shown)."""
         return [c / s if s else float("nan") for c, s in zip(self.clicks_by_position, self.shown_by_position)]
 
     def as_dict(self) -> dict:
+        """The summary as ``simulate-clicks --json`` prints it (without ``output`` and ``seed``)."""
         out = {
             "model": self.model,
             "ranker": self.ranker,
@@ -82,7 +85,8 @@ class ClickSummary:
 
 
 def parse_click_probs(text: str) -> tuple[float, ...]:
-    """``"0.05,0.3,0.5"`` -> a tuple of probabilities in [0, 1]; a clear :class:`UsageError` otherwise."""
+    """``text`` (``--click-probs``: comma-separated, e.g. ``"0.05,0.3,0.5"``) -> a tuple of probabilities in [0, 1];
+    a :class:`UsageError` saying what is wrong otherwise."""
     parts = [p.strip() for p in str(text).split(",")]
     out = []
     for p in parts:
@@ -98,8 +102,8 @@ def parse_click_probs(text: str) -> tuple[float, ...]:
 
 
 def parse_randomize(text: str | None) -> tuple[str, int] | None:
-    """``"top:10"`` -> ``("top", 10)`` (RandTop-n), ``"swap:3"`` -> ``("swap", 3)`` (swap intervention); ``None`` or
-    ``"none"`` -> ``None``. Anything else is a :class:`UsageError` showing the grammar."""
+    """``text`` (``--randomize``): ``"top:10"`` -> ``("top", 10)`` (RandTop-n), ``"swap:3"`` -> ``("swap", 3)`` (swap
+    intervention); ``None`` or ``"none"`` -> ``None``. Anything else is a :class:`UsageError` showing the grammar."""
     if text is None or str(text).strip().lower() == "none":
         return None
     kind, sep, number = str(text).strip().partition(":")
@@ -115,7 +119,8 @@ def parse_randomize(text: str | None) -> tuple[str, int] | None:
 
 
 def check_randomize(ranker: str | np.ndarray, randomize: tuple[str, int] | None, max_rank: int | None) -> None:
-    """A randomisation needs a deterministic ranker, and ``swap:K`` a displayed position ``K``."""
+    """Refuse (:class:`UsageError`) a ``randomize`` policy over the random ``ranker`` (already fully randomised), and
+    ``swap:K`` with ``K`` beyond ``max_rank`` (never displayed)."""
     if randomize is None:
         return
     if isinstance(ranker, str) and ranker == "random":
@@ -127,8 +132,9 @@ def check_randomize(ranker: str | np.ndarray, randomize: tuple[str, int] | None,
 
 
 def policy_name(ranker: str | np.ndarray, randomize: tuple[str, int] | None) -> str:
-    """The logging policy as recorded in the summary and footer: ``random`` (a full shuffle per impression),
-    ``top:N`` (RandTop-n), ``swap:K`` (swap intervention) or ``none`` (the ranker's order, not randomised)."""
+    """The logging policy of ``ranker`` under ``randomize`` as the summary and footer record it: ``random`` (a full
+    shuffle per impression), ``top:N`` (RandTop-n), ``swap:K`` (swap intervention) or ``none`` (the ranker's order,
+    not randomised)."""
     if isinstance(ranker, str) and ranker == "random":
         return "random"
     if randomize is not None:
@@ -137,7 +143,7 @@ def policy_name(ranker: str | np.ndarray, randomize: tuple[str, int] | None) -> 
 
 
 def display_ranks(ds: Dataset, ranker: str | np.ndarray) -> np.ndarray | None:
-    """0-based display rank of every row for a deterministic ranker; ``None`` for ``"random"``.
+    """0-based display rank of every row of ``ds`` for a deterministic ranker; ``None`` for ``"random"``.
 
     ``label`` shows the ideal order (highest label first), ``input`` the data's order, an array of scores (or a model
     directory's predictions) the order by descending score. Ties keep the input order (stable).
@@ -168,16 +174,17 @@ def _take_feature_rows(features: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
 
 def model_scores(ds: Dataset, model_dir: Path | str, what: str = "data") -> np.ndarray:
-    """Scores of a trained rankcli model directory on ``ds`` (rank-then-click); ``what`` names ``ds`` in errors."""
+    """Scores of the trained rankcli model directory ``model_dir`` on ``ds`` (rank-then-click); ``what`` names ``ds``
+    in errors."""
     from rankcli.train import load_model
 
     return load_model(model_dir).predict(ds, what)
 
 
 def check_simulation_size(offsets: np.ndarray, impressions: int, max_rank: int | None) -> int:
-    """The most rows a simulation can display (every impression shows its whole list, or ``max_rank`` documents);
-    above :data:`MAX_SIMULATED_ROWS` it is refused before anything is allocated (``--impressions 100000000`` ended in
-    MemoryError)."""
+    """The most rows a simulation of ``impressions`` impressions of the queries ``offsets`` can display (every
+    impression shows its whole list, or ``max_rank`` documents); above :data:`MAX_SIMULATED_ROWS` it is refused
+    before anything is allocated, as a :class:`UsageError` saying how to lower it."""
     shown = sizes(offsets)
     if max_rank is not None:
         shown = np.minimum(shown, max_rank)
@@ -198,7 +205,9 @@ def simulate_log(ds: Dataset, *, model: str = "cascade", click_probs=PAPER_CLICK
                  rng: np.random.Generator) -> tuple[core.ClickLog, ClickSummary]:
     """The simulation of :func:`simulate_clicks` without assembling the output rows: the click log (source rows,
     impression offsets, clicks, positions) and the summary. ``ds.features`` is not used (it may be ``None``), so a
-    caller can gather the output's feature columns itself (the CLI takes them straight from the Arrow table)."""
+    caller can gather the output's feature columns itself (:func:`simulate_file` takes them straight from an Arrow
+    table). The parameters (``model``, ``click_probs``, ``eta``, ``max_rank``, ``impressions``, ``ranker``,
+    ``keep_no_click``, ``label_grades``, ``randomize``, ``rng``) are :func:`simulate_clicks`'s."""
     if model not in core.MODELS:
         raise UsageError(f"unknown click model {model!r}; expected one of {', '.join(core.MODELS)}")
     check_randomize(ranker, randomize, max_rank)
@@ -244,11 +253,33 @@ def simulate_clicks(ds: Dataset, *, model: str = "cascade", click_probs=PAPER_CL
     ``extra`` columns ``source_qid``, ``position`` (1-based), ``relevance`` (the original label) and, when the data has
     no docids, ``source_row`` (0-based row in ``ds``).
 
-    ``ranker``: ``"random"`` (a fresh shuffle per impression), ``"label"`` (ideal order), ``"input"`` (the data's
-    order) or one score per row (rank by descending score; ties keep input order). ``randomize``: ``("top", N)``
-    (RandTop-n) or ``("swap", K)`` (swap intervention) applied per impression to a deterministic ranker's order
-    (:func:`rankcli.core.policies.randomized_orders`); the output then has a ``ranker_rank`` column, the displayed
-    document's 1-based rank in the ranker's own order.
+    Parameters
+    ----------
+    ds : Dataset
+        The queries, with graded labels (integers ``0..len(click_probs) - 1`` unless ``label_grades``).
+    model : "cascade" or "pbm"
+        The click model (:mod:`rankcli.core.clicks`: Craswell et al. 2008; Richardson et al. 2007).
+    click_probs : sequence of float
+        The probability of a click on an examined document, per grade (default: the paper's, Bruch 2021).
+    eta : float
+        PBM: position ``r`` is examined with probability ``(1/r)**eta``.
+    max_rank : int, optional
+        Only the top ``max_rank`` documents of each list are displayed.
+    impressions : int
+        Impressions simulated per query.
+    ranker : str or (n_rows,) array
+        ``"random"`` (a fresh shuffle per impression), ``"label"`` (ideal order), ``"input"`` (the data's order) or
+        one score per row (rank by descending score; ties keep input order).
+    keep_no_click : bool
+        Keep the impressions without a click (dropped by default; the summary counts them either way).
+    label_grades : bool
+        Map the distinct label values to grades ``0..n-1`` in increasing order (for real-valued labels).
+    randomize : ("top", N) or ("swap", K), optional
+        RandTop-n or the swap intervention applied per impression to a deterministic ranker's order
+        (:func:`rankcli.core.policies.randomized_orders`); the output then has a ``ranker_rank`` column, the
+        displayed document's 1-based rank in the ranker's own order.
+    rng : numpy.random.Generator
+        The randomness: the same inputs and generator state give the same output.
     """
     log, summary = simulate_log(ds, model=model, click_probs=click_probs, eta=eta, max_rank=max_rank,
                                 impressions=impressions, ranker=ranker, keep_no_click=keep_no_click,

@@ -27,6 +27,8 @@ SHORT_HELP = "Export a dataset to SVMlight or TREC qrels."
 
 
 class Format(str, Enum):
+    """``--format``: the text format written."""
+
     svmlight = "svmlight"
     trec_qrels = "trec-qrels"
 

@@ -24,6 +24,8 @@ SHORT_HELP = "Score documents with a trained model."
 
 
 class RunFormat(str, Enum):
+    """``--format``: the run file's format (:mod:`rankcli.formats.runs`)."""
+
     parquet = "parquet"
     trec = "trec"
 

@@ -121,8 +121,8 @@ class ScanCollector:
                                            np.concatenate((np.zeros(positions_from, np.int64), at_least)))
 
     def add(self, gid, rows, positions, clicks) -> None:
-        """Add displayed cells: impression ids, source rows, 1-based positions (an array, or one int for all) and
-        clicks (bool), one entry per cell."""
+        """Add displayed cells: impression ids ``gid``, source ``rows``, 1-based ``positions`` (an array, or one int
+        for all) and ``clicks`` (bool), one entry per cell."""
         self.parts.append(_Cells(gid, rows, positions, clicks))
 
     def _concatenated(self) -> _Cells:

@@ -191,6 +191,7 @@ class _Scanning:
     shown: np.ndarray  # (k, t) int32, the documents shown so far (random order; no columns for a deterministic one)
 
     def keep(self, mask: np.ndarray) -> None:
+        """Keep only the impressions where ``mask`` is true."""
         self.gid, self.start, self.n, self.limit, self.shown = (
             self.gid[mask], self.start[mask], self.n[mask], self.limit[mask], self.shown[mask])
 

@@ -30,7 +30,8 @@ MAX_AUGMENT_FRACTION = 10.0
 
 
 def check_augment_fraction(fraction: float) -> None:
-    """Refuse an augmentation level that is negative, not finite, or above :data:`MAX_AUGMENT_FRACTION`."""
+    """Refuse (:class:`UsageError`) an augmentation level ``fraction`` that is negative, not finite, or above
+    :data:`MAX_AUGMENT_FRACTION`."""
     if not np.isfinite(fraction) or fraction < 0:
         raise UsageError(f"--augment-negatives: a level must be >= 0, got {fraction:g}")
     if fraction > MAX_AUGMENT_FRACTION:
@@ -39,7 +40,7 @@ def check_augment_fraction(fraction: float) -> None:
 
 
 def parse_split(text: str) -> tuple[float, float, float]:
-    """Parse ``"0.6,0.2,0.2"`` (train, validation, test fractions summing to 1; validation may be 0)."""
+    """Parse ``text`` like ``"0.6,0.2,0.2"`` (train, validation, test fractions summing to 1; validation may be 0)."""
     parts = [p.strip() for p in str(text).split(",")]
     try:
         values = [float(p) for p in parts]
@@ -55,7 +56,8 @@ def parse_split(text: str) -> tuple[float, float, float]:
 
 
 def split_sizes(n_queries: int, fractions: Sequence[float]) -> np.ndarray:
-    """Number of queries per part: ``round(f * n)`` for all but the last part, which takes the rest.
+    """Number of queries per part: ``round(f * n_queries)`` for each of ``fractions`` but the last part, which takes
+    the rest.
 
     Every part with a positive fraction gets at least one query when ``n_queries`` allows it.
     """
@@ -76,10 +78,11 @@ def split_sizes(n_queries: int, fractions: Sequence[float]) -> np.ndarray:
 
 
 def split_queries(n_queries: int, fractions: Sequence[float], rng: np.random.Generator) -> list[np.ndarray]:
-    """A random query-level split: one sorted array of query numbers per part, disjoint and covering all queries.
+    """A random query-level split of ``n_queries`` queries into parts of ``fractions``: one sorted array of query
+    numbers per part, disjoint and covering all queries.
 
-    The parts' sizes come from :func:`split_sizes`; which query goes where is a uniform random permutation, so the
-    same generator state gives the same split.
+    The parts' sizes come from :func:`split_sizes`; which query goes where is a uniform random permutation drawn from
+    ``rng``, so the same generator state gives the same split.
     """
     if n_queries < len(fractions):
         raise UsageError(f"cannot split {n_queries} queries into {len(fractions)} parts")
@@ -93,9 +96,10 @@ def augment_negatives(offsets: np.ndarray, fraction: float, rng: np.random.Gener
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Grow every query's list by ``fraction`` of its length with rows sampled from *other* queries.
 
-    Query ``q`` of ``m`` rows gets ``floor(fraction * m + 0.5)`` extra rows, each drawn uniformly (with replacement)
-    among the rows of all other queries. Returns ``(source_rows, new_offsets, is_added)``: the new batch's row ``i`` is
-    a copy of old row ``source_rows[i]``; each query keeps its original rows first, in order, then its added rows.
+    Query ``q`` of ``m`` rows (``offsets``: the query boundaries) gets ``floor(fraction * m + 0.5)`` extra rows, each
+    drawn uniformly (with replacement, from ``rng``) among the rows of all other queries. Returns ``(source_rows,
+    new_offsets, is_added)``: the new batch's row ``i`` is a copy of old row ``source_rows[i]``; each query keeps its
+    original rows first, in order, then its added rows.
     Added rows must be labelled 0 by the caller (their label in the source query says nothing about this one).
 
     With a single query there is no other query to draw from: ``fraction > 0`` is refused; so is a ``fraction``
@@ -130,10 +134,12 @@ def augment_negatives(offsets: np.ndarray, fraction: float, rng: np.random.Gener
 
 def label_noise(labels: np.ndarray, offsets: np.ndarray, fraction: float, rng: np.random.Generator,
                 probs: Sequence[float] = NOISE_GRADE_PROBS) -> tuple[np.ndarray, np.ndarray]:
-    """Give ``floor(fraction * m + 0.5)`` random documents of every query (of ``m``) a random grade.
+    """Give ``floor(fraction * m + 0.5)`` random documents of every query (of ``m``; ``offsets``: the query
+    boundaries of ``labels``) a random grade.
 
-    The documents are chosen uniformly without replacement within the query; the new grade is drawn from ``probs``
-    (grades ``0 .. len(probs) - 1``; the paper's (.5, .2, .15, .1, .05) by default) independently of the old label.
+    The documents are chosen uniformly without replacement within the query (randomness from ``rng``); the new grade
+    is drawn from ``probs`` (grades ``0 .. len(probs) - 1``; the paper's (.5, .2, .15, .1, .05) by default)
+    independently of the old label.
     Returns ``(new_labels, touched)`` where ``touched`` marks the rows that were re-drawn.
     """
     if not np.isfinite(fraction) or not 0 <= fraction <= 1:

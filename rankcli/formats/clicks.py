@@ -52,7 +52,8 @@ def _take(table: pa.Table, indices: pa.Array) -> pa.Table:
 
 
 def click_table(ds: Dataset, log, source: pa.Table | None = None) -> pa.Table:
-    """The click log of ``log`` over ``ds`` as one Arrow table (see :func:`click_batches`)."""
+    """The click log of ``log`` over ``ds`` as one Arrow table, features from ``source`` when given (see
+    :func:`click_batches`)."""
     return next(click_batches(ds, log, source, [0, int(log.rows.shape[0])]))
 
 
@@ -256,8 +257,8 @@ def read_click_columns(path: Path | str, swap: bool) -> dict[str, np.ndarray]:
 
 
 def read_document_column(path: Path | str) -> pa.ChunkedArray:
-    """Which document every row of a click log shows: its ``docid`` column, else ``source_row`` (as strings).
-    Neither column, or a missing value, is a :class:`SchemaError`."""
+    """Which document every row of the click log at ``path`` shows: its ``docid`` column, else ``source_row`` (as
+    strings). Neither column, or a missing value, is a :class:`SchemaError`."""
     names = column_names(path)
     doc_name = "docid" if "docid" in names else "source_row" if "source_row" in names else None
     if doc_name is None:

@@ -80,6 +80,10 @@ def write_trec_run(path: Path | str, qids: np.ndarray, scores: np.ndarray, order
         also refuses a name a TREC line cannot hold, or one named twice in a query: exit 3 naming ``source``).
     tag : str
         The run tag; whitespace is removed (an empty tag is ``rankcli``).
+    source : str
+        The dataset's file, named in errors.
+    overwrite : bool
+        Replace an existing file that rankcli wrote.
     """
     from rankcli.formats.trec import document_names
 
