@@ -168,7 +168,8 @@ def test_log_without_footer_needs_policy(run, logs, tmp_path):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--policy", "top:0"], "Error: --policy: expected random, top:N or swap:K (N, K positive integers), got 'top:0'\n"),
+    (["--policy", "top:0"],
+     "Error: --policy: expected random, top:N or swap:K (N, K positive integers), got 'top:0'\n"),
     (["--fit", "spline"], "Error: --fit: expected one of none, power, got 'spline'\n"),
     (["--bootstrap", "0"], "Error: --bootstrap: must be at least 1, got 0\n"),
     (["--confidence", "1.5"], "Error: --confidence: must be within (0, 1), got 1.5\n"),
@@ -240,10 +241,12 @@ def test_train_with_an_estimated_propensity_file(run, logs, tmp_path, loss):
      "relevance away; use --loss xendcg (the same loss, in rankcli)\n"),
     (["--propensity", "learn"],
      "Error: --propensity learn is LightGBM's position-bias model for --loss lambdamart (unbiased LambdaMART), not "
-     "--loss xendcg; with xendcg, listnet, pointwise, ranknet give a propensity file (rankcli propensity) or pbm:ETA\n"),
+     "--loss xendcg; with xendcg, listnet, pointwise, ranknet give a propensity file (rankcli propensity) or "
+     "pbm:ETA\n"),
     (["--loss", "ranknet", "--propensity", "learn"],
      "Error: --propensity learn is LightGBM's position-bias model for --loss lambdamart (unbiased LambdaMART), not "
-     "--loss ranknet; with xendcg, listnet, pointwise, ranknet give a propensity file (rankcli propensity) or pbm:ETA\n"),
+     "--loss ranknet; with xendcg, listnet, pointwise, ranknet give a propensity file (rankcli propensity) or "
+     "pbm:ETA\n"),
     (["--loss", "lambdamart", "--pool-impressions"],
      "Error: --loss lambdamart: LightGBM's per-document weights scale a document's summed lambda, which is not "
      "pairwise IPS; use --loss ranknet (the pairwise IPS loss), or xendcg, listnet or pointwise, or --propensity learn "

@@ -129,7 +129,8 @@ def test_too_few_clicks_stop_or_follow_the_power_fit():
     eta = f.fit["eta"]
     np.testing.assert_allclose(f.propensity[f.fitted], f.positions[f.fitted] ** -eta)
     assert 0.6 < eta < 1.4 and f.fit["eta_ci"][0] < eta < f.fit["eta_ci"][1]
-    assert np.all(f.ci_low[f.fitted] <= f.propensity[f.fitted]) and np.all(f.propensity[f.fitted] <= f.ci_high[f.fitted])
+    assert np.all(f.ci_low[f.fitted] <= f.propensity[f.fitted])
+    assert np.all(f.propensity[f.fitted] <= f.ci_high[f.fitted])
     with pytest.raises(InputError, match="position 1 has .* fewer than 100000"):
         estimate(*args, min_clicks=100000, bootstrap=10, rng=np.random.default_rng(0))
 
