@@ -215,7 +215,8 @@ def _run(data: Path, output, config, *, jobs: int, overwrite: bool, dask: str | 
             n, losses = config.trials, config.losses  # with --folds: the number of folds, known once DATA is read
             per = (f"{len(losses)} loss{'es' if len(losses) > 1 else ''} x {n} "
                    f"{'fold' if config.folds else 'trial'}{'s' if n != 1 else ''}")
-            n_settings = len(plan_settings(config)[0])
+            settings, _ = plan_settings(config)
+            n_settings = len(settings)
             log(f"experiment: {total} units ({per} x {n_settings} settings"
                 + (", naive and +ips variants in the position-bias settings" if config.position_bias else "") + ")"
                 + (f", {done} already done (resuming)" if done else "")

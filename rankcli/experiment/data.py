@@ -6,6 +6,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -33,6 +34,14 @@ class Fold:
                 if p is not None]
 
 
+class TrialData(NamedTuple):
+    """One trial's queries: training, validation (None: the trial has none) and test."""
+
+    train: Dataset
+    valid: Dataset | None
+    test: Dataset
+
+
 def hash_datasets(h, parts: list[Dataset]) -> None:
     """Feed the offsets, labels and features of ``parts`` (dtype, shape and bytes) to the hash object ``h``."""
     for ds in parts:
@@ -56,7 +65,7 @@ class ExperimentData:
     _keep_all: bool = field(default=False, repr=False, compare=False)
     _fingerprint: str | None = field(default=None, repr=False, compare=False)
 
-    def fold(self, number: int) -> tuple[Dataset, Dataset | None, Dataset]:
+    def fold(self, number: int) -> TrialData:
         """Fold ``number``'s (train, validation or None, test) datasets."""
         from rankcli.formats.parquet import read_dataset
 
@@ -67,8 +76,8 @@ class ExperimentData:
                                  f"{', '.join(str(f.number) for f in self.folds or [])})")
             if not self._keep_all:
                 self._loaded.clear()
-            self._loaded[number] = (read_dataset(fold.train), read_dataset(fold.valid) if fold.valid else None,
-                                    read_dataset(fold.test))
+            self._loaded[number] = TrialData(read_dataset(fold.train),
+                                             read_dataset(fold.valid) if fold.valid else None, read_dataset(fold.test))
         return self._loaded[number]
 
     def in_memory(self) -> ExperimentData:
@@ -176,7 +185,7 @@ def _check_fold_files(folds: list[Fold]) -> None:
     """Every part of every fold has ``qid`` and ``label``, rows, and the feature columns of the first file."""
     from rankcli.formats.parquet import column_names, feature_columns, require_columns, row_group_rows
 
-    first: tuple[Path, list[str]] | None = None
+    first_path, first_features = None, None
     for f in folds:
         for _part, p in f.parts():
             names = column_names(p)
@@ -184,12 +193,12 @@ def _check_fold_files(folds: list[Fold]) -> None:
             if int(np.sum(row_group_rows(p))) == 0:  # an empty test file gave "0 test queries", n/a everywhere, exit 0
                 raise InputError(f"{p}: no rows; every part of every fold needs queries")
             feats = feature_columns(names)
-            if first is None:
-                first = (p, feats)
-            elif feats != first[1]:
-                raise InputError(f"{p}: {_describe_features(feats)}, but {first[0]} has "
-                                 f"{_describe_features(first[1])}; every file of every fold needs the same feature "
-                                 "columns (convert them in one run, or pass convert --num-features N)")
+            if first_path is None:
+                first_path, first_features = p, feats
+            elif feats != first_features:
+                raise InputError(f"{p}: {_describe_features(feats)}, but {first_path} has "
+                                 f"{_describe_features(first_features)}; every file of every fold needs the same "
+                                 "feature columns (convert them in one run, or pass convert --num-features N)")
 
 
 def find_folds(path: Path) -> list[Fold]:
@@ -248,15 +257,14 @@ def load_data(path: Path | str, folds: bool = False) -> ExperimentData:
     return ExperimentData(pooled=read_dataset(path))
 
 
-def trial_split(data: ExperimentData, config: ExperimentConfig, trial: int
-                ) -> tuple[Dataset, Dataset | None, Dataset]:
+def trial_split(data: ExperimentData, config: ExperimentConfig, trial: int) -> TrialData:
     """Trial ``trial``'s (train, validation, test): a random query-level split, or fold ``trial``'s files."""
     if data.folds is not None:
         return data.fold(trial)
     ds = data.pooled
     train_q, valid_q, test_q = split_queries(ds.n_queries, config.split, trial_rng(config.seed, trial))
     valid = ds.take_queries(valid_q) if valid_q.shape[0] else None
-    return ds.take_queries(train_q), valid, ds.take_queries(test_q)
+    return TrialData(ds.take_queries(train_q), valid, ds.take_queries(test_q))
 
 
 def check_data(data: ExperimentData, config: ExperimentConfig) -> None:
