@@ -130,7 +130,7 @@ def _propensities(spec: tuple[str, object] | None, max_position: int) -> tuple[n
         return np.asarray(value, dtype=np.float64), {"source": "estimate"}
     if kind == "pbm":
         return core.pbm_propensities(float(value), max_position), {"source": f"pbm:{float(value):g}"}
-    from rankcli.propensity import read_propensity
+    from rankcli.formats.propensity import read_propensity
 
     data = read_propensity(value)
     return np.asarray(data["propensity"], dtype=np.float64), {"source": str(value), "method": data.get("method")}

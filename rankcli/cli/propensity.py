@@ -69,7 +69,8 @@ def command(
     import_numpy_single_threaded_blas()
     from rankcli.cli._common import prepare_output, print_json, stdout_taken
     from rankcli.errors import UsageError
-    from rankcli.propensity import estimate_logs, write_propensity
+    from rankcli.formats.propensity import write_propensity
+    from rankcli.propensity import estimate_logs
 
     harvest = _checked_options(clicks, bootstrap, confidence, min_clicks, fit, seed, method, policy)
     if plot is not None:
@@ -93,7 +94,7 @@ def command(
         with atomic_path(plot, overwrite, suffix=".png") as tmp:
             plot_propensity(result.as_dict(), tmp)
     if output is not None:
-        write_propensity(output, result, overwrite=overwrite)
+        write_propensity(output, result.as_dict(), overwrite=overwrite)
     if json_out:
         print_json(result.as_dict())
     elif output is None or str(output) != "-":

@@ -1,0 +1,69 @@
+"""Propensity files: the JSON that ``rankcli propensity -o`` writes and IPS training (``train --propensity FILE``)
+reads.
+
+One JSON object, indented, with (among the estimate's details: method, intervals, counts per position, the fit, the
+log's footer) ``positions`` (1, 2, 3, ...) and ``propensity`` (one value in (0, 1] per position, position 1 = 1): the
+two keys a reader needs. Non-finite numbers are never written (an interval no bootstrap replicate defines is null).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rankcli.errors import InputError
+from rankcli.formats.atomic import atomic_path
+
+
+def write_propensity(path: Path | str, record: dict, overwrite: bool = False) -> None:
+    """Write a propensity file atomically (a temporary in the target directory, renamed into place).
+
+    Parameters
+    ----------
+    path : path
+        The file to write (``-``: standard output).
+    record : dict
+        The JSON object (:meth:`rankcli.propensity.PropensityResult.as_dict`); every number finite (``None`` for an
+        undefined interval end).
+    overwrite : bool
+        Replace an existing file that rankcli wrote.
+    """
+    text = json.dumps(record, indent=2, allow_nan=False) + "\n"
+    with atomic_path(path, overwrite) as tmp:
+        Path(tmp).write_text(text)
+
+
+#: The largest propensity file read (rankcli writes a few kilobytes per thousand positions).
+PROPENSITY_MAX_BYTES = 64 << 20
+
+
+def read_propensity(path: Path | str) -> dict:
+    """The propensity file at ``path`` as written by :func:`write_propensity`: ``positions`` and ``propensity``
+    checked (values in (0, 1], positions 1, 2, ...). For IPS training."""
+    import stat
+
+    try:
+        mode = Path(path).stat().st_mode
+        if not stat.S_ISREG(mode):  # /dev/zero was read until memory ran out; a FIFO blocks forever
+            kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else \
+                "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
+            raise InputError(f"{path}: {kind}, not a propensity file (rankcli propensity -o writes a JSON file)")
+        if Path(path).stat().st_size > PROPENSITY_MAX_BYTES:
+            raise InputError(f"{path}: {Path(path).stat().st_size:,} bytes, more than a propensity file can be (at "
+                             f"most {PROPENSITY_MAX_BYTES:,} are read)")
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: JSON nested too deep
+        raise InputError(f"{path}: not a readable propensity JSON file ({exc})") from None
+    if not isinstance(data, dict) or "positions" not in data or "propensity" not in data:
+        raise InputError(f"{path}: expected a JSON object with positions and propensity (rankcli propensity -o)")
+    pos, prop = data["positions"], data["propensity"]
+    if not isinstance(pos, list) or not isinstance(prop, list) or len(pos) != len(prop) or not pos:
+        raise InputError(f"{path}: positions and propensity must be lists of one length")
+    for i, (r, p) in enumerate(zip(pos, prop)):
+        if isinstance(r, bool) or r != i + 1:  # JSON true is not position 1
+            raise InputError(f"{path}: positions must be 1, 2, 3, ...; got {json.dumps(r)} at index {i}")
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not (0 < p <= 1):
+            raise InputError(f"{path}: propensity of position {r} must be within (0, 1], got {p}")
+    return data
