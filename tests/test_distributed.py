@@ -211,6 +211,21 @@ def test_labels_beyond_float32_are_refused_like_single_machine(client, sample, t
         rd.train_distributed(client, path, None, TrainConfig(loss="pointwise", trees=2, early_stopping=0))
 
 
+def test_options_and_validation_are_checked_like_single_machine(client, sample, tmp_path):
+    """dart with early stopping, and a validation set on which the metric has no value, are refused as rankcli train
+    refuses them (--dask trained on: a model cut where dart's reweighted trees never scored, an all-NaN curve)."""
+    from rankcli.errors import InputError
+    from rankcli.train import TrainConfig
+
+    valid = parquet.read_dataset(sample / "vali.parquet")
+    config = TrainConfig(loss="pointwise", trees=2, early_stopping=1, params={"boosting": "dart"})
+    with pytest.raises(UsageError, match="boosting=dart does not combine with early stopping"):
+        rd.train_distributed(client, sample / "train.parquet", valid, config)
+    valid.labels = np.zeros_like(valid.labels)
+    with pytest.raises(InputError, match="no validation query has a relevant document"):
+        rd.train_distributed(client, sample / "train.parquet", valid, TrainConfig(loss="pointwise", trees=2))
+
+
 def test_training_file_must_be_visible_to_every_worker(client, sample, monkeypatch):
     from rankcli.errors import InputError
     from rankcli.train import TrainConfig

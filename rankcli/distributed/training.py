@@ -116,13 +116,20 @@ def _plan_on_cluster(client: distributed.Client, train_path: Path | str, valid: 
     plan.partitions = [dataclasses.replace(p, path=where) for p in plan.partitions]
     if not plan.feature_names:
         raise SchemaError(f"{train_path}: no feature columns (f1, f2, ...)")
-    if valid is not None:
-        from rankcli.train import feature_difference
-
-        diff = feature_difference(plan.feature_names, valid.feature_names)
-        if diff:
-            raise SchemaError(f"validation feature columns differ from the training data's: {diff}")
     return plan, workers
+
+
+def _check_training(config: Any, train_path: Path | str, valid: Any, valid_name: str = "validation data") -> None:
+    """The checks of single-machine training that need no cluster: the configuration (``rankcli.train``'s, and a
+    native loss), and the validation set against the training file's feature columns and the validation metric."""
+    from rankcli.formats.parquet import column_names, feature_columns
+    from rankcli.train import check_boosting, check_params, check_validation
+
+    config.validate()  # a configuration changed after it was built is checked again
+    check_dask_loss(config.loss)
+    check_boosting(check_params(config.params), config.early_stopping, valid is not None)
+    if valid is not None:
+        check_validation(feature_columns(column_names(train_path)), valid, config, valid_name)
 
 
 def _training_labels(y: Any, config: Any, train_path: Path | str) -> tuple[Any, int | None, list[float] | None]:
@@ -230,8 +237,7 @@ def train_distributed(client: distributed.Client, train_path: Path | str, valid:
     """
     from rankcli.train import TrainResult, resolve_params
 
-    config.validate()  # a configuration changed after it was built is checked again
-    check_dask_loss(config.loss)
+    _check_training(config, train_path, valid)
     plan, workers = _plan_on_cluster(client, train_path, valid, rows_per_partition)
     X, y, group = load_partitions(client, plan)
     y, max_grade, label_values = _training_labels(y, config, train_path)
@@ -265,10 +271,7 @@ def train_command(dask: str, train_path: Path, valid_path: Path | None, config: 
     check_target(output, overwrite)
     check_query_aligned(train_path)  # refuse a query spanning row groups before starting anything
     valid = read_dataset(valid_path) if valid_path is not None else None
-    if valid is not None:
-        from rankcli.train import check_valid_rows
-
-        check_valid_rows(valid, str(valid_path))
+    _check_training(config, train_path, valid, str(valid_path))
     if config.threads:
         (log or (lambda m: None))("--threads is ignored with --dask: every worker trains with its own threads")
     with cluster.connect(target) as client:

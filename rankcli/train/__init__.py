@@ -59,14 +59,14 @@ from rankcli.train.model import (
 )
 from rankcli.train.objective import EarlyStopping, LibraryObjective, check_position_bias_support
 from rankcli.train.params import MANAGED_PARAMS, OPTION_PARAMS, check_boosting, check_params, parse_param, parse_params
-from rankcli.train.training import check_inputs, check_valid_rows, train_model
+from rankcli.train.training import check_inputs, check_valid_rows, check_validation, train_model
 
 __all__ = [
     "DEFAULT_EARLY_STOPPING", "DEFAULT_TREES", "INFO_FILE", "LOSSES", "MANAGED_PARAMS", "MAX_SEED", "MODEL_FILE",
     "OPTION_PARAMS", "PRESETS", "REAL_LABEL_HINT", "EarlyStopping", "IpsOptions", "LibraryObjective", "Loss",
     "TrainConfig", "TrainResult", "TrainedModel", "TrainingData", "check_boosting", "check_grade_range",
     "check_inputs", "check_loss", "check_params", "check_position_bias_support", "check_preset", "check_seed",
-    "check_training_labels", "check_valid_rows", "feature_difference", "file_sha256", "ips_options",
+    "check_training_labels", "check_valid_rows", "check_validation", "feature_difference", "file_sha256", "ips_options",
     "lightgbm_resolved_params", "load_model", "load_training_data", "metric_function", "model_info", "parse_param",
     "parse_params", "resolve_params", "save_model", "train_model", "trainable_labels", "validate_model_info",
     "write_model_dir",

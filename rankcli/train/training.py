@@ -86,9 +86,13 @@ def check_valid_rows(valid: Dataset, name: str) -> None:
                          "(then every tree is trained and kept)")
 
 
-def _check_validation(train: Dataset, valid: Dataset, config: TrainConfig, name: str, prepared_metric: tuple) -> None:
-    metric_name, metric_fn = prepared_metric
-    diff = feature_difference(train.feature_names, valid.feature_names)
+def check_validation(feature_names: list[str], valid: Dataset, config: TrainConfig,
+                     name: str = "validation data") -> None:
+    """Every check of a validation set, for ``rankcli train`` and ``train --dask`` alike: the training data's
+    ``feature_names``, rows, finite labels, a gain that does not overflow (:func:`check_validation_gain`), and some
+    query that ``config``'s validation metric scores. ``name``: the validation set in messages."""
+    metric_name, metric_fn = metric_function(config.select_by, config.convention)
+    diff = feature_difference(feature_names, valid.feature_names)
     if diff:
         raise SchemaError(f"validation feature columns differ from the training data's: {diff}")
     check_valid_rows(valid, name)
@@ -125,7 +129,7 @@ def check_inputs(train: Dataset, valid: Dataset | None, config: TrainConfig,
     if not train.feature_names:
         raise SchemaError(f"{train_name}: no feature columns (f1, f2, ...): a ranker needs at least one feature")
     if valid is not None:
-        _check_validation(train, valid, config, valid_name, (metric_name, metric_fn))
+        check_validation(train.feature_names, valid, config, valid_name)
     check_finite_labels(train, "training data")
     labels, label_values = trainable_labels(train.labels, config)
     return Prepared(labels, label_values, metric_name, metric_fn)
