@@ -13,6 +13,7 @@ _BLOCKS = "▁▂▃▄▅▆▇█"
 
 
 def have_matplotlib() -> bool:
+    """Whether matplotlib (the ``plot`` extra) can be imported; the plotting functions need it."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:
@@ -50,7 +51,7 @@ def sparkline(values: list[float], lo: float, hi: float, width: int = 40) -> str
     return "".join(out)
 
 
-#: What every point of a convergence curve is (the CLI prints it under the sparklines; the plot's caption adds the band).
+#: What every point of a convergence curve is (printed under the sparklines; the plot's caption adds the band).
 CONVERGENCE_NOTE = ("Every point averages all trials; a trial that stopped early (early stopping) carries forward the "
                     "value of the model it keeps (its best iteration).")
 CONVERGENCE_CAPTION = CONVERGENCE_NOTE + " Shaded band: ± 1 standard error of the mean over trials."
@@ -58,8 +59,16 @@ CONVERGENCE_CAPTION = CONVERGENCE_NOTE + " Shaded band: ± 1 standard error of t
 
 def plot_convergence(curves: dict[str, dict], path: Path, metric: str, title: str) -> Path:
     """Mean validation metric against the number of trees, one line per loss with a ± 1 standard error band (the
-    paper's Figure 1). ``curves[loss]`` has ``mean`` and ``stderr`` per tree (see
-    :func:`rankcli.experiment.convergence`: carried-forward curves, so every point averages the same trials)."""
+    paper's Figure 1), written as a PNG.
+
+    Parameters
+    ----------
+    curves : loss -> ``{"mean": [...], "stderr": [...]}`` per tree (one setting of
+        :func:`rankcli.experiment.convergence`: carried-forward curves, so every point averages the same trials).
+    path : the PNG file written (returned).
+    metric : the validation metric's name, for the axis.
+    title : the plot's title.
+    """
     plt = _pyplot()
     fig = convergence_figure(curves, metric, title)
     fig.savefig(path, dpi=120)
@@ -68,7 +77,8 @@ def plot_convergence(curves: dict[str, dict], path: Path, metric: str, title: st
 
 
 def convergence_figure(curves: dict[str, dict], metric: str, title: str):
-    """The matplotlib figure of :func:`plot_convergence` (lines, bands, caption), for callers that draw it elsewhere."""
+    """The matplotlib figure of :func:`plot_convergence` (lines, bands, caption), for callers that draw it elsewhere;
+    ``curves``, ``metric`` and ``title`` as there."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
     for i, (loss, c) in enumerate(curves.items()):
@@ -95,7 +105,17 @@ def convergence_figure(curves: dict[str, dict], metric: str, title: str):
 
 def plot_sweep(rows: list[dict], losses: list[str], path: Path, kind: str, metric: str) -> Path:
     """Mean test metric per loss against the sweep level (top) and each loss's difference to the first loss,
-    ``loss - first`` = mean(loss) - mean(first), labelled so (bottom)."""
+    ``loss - first`` = mean(loss) - mean(first), labelled so (bottom), written as a PNG.
+
+    Parameters
+    ----------
+    rows : one sweep's rows of :func:`rankcli.experiment.sweep_rows` (``level``, ``<loss>``, ``<loss> stderr``,
+        ``<loss> - <first>``).
+    losses : the losses drawn, the first the reference of the differences.
+    path : the PNG file written (returned).
+    kind : the sweep's name (``label-noise``, ...), for the title and the axis.
+    metric : the test metric's name, for the axis.
+    """
     plt = _pyplot()
     levels = [r["level"] for r in rows]
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(6.4, 6.4), sharex=True,
@@ -127,8 +147,15 @@ def plot_sweep(rows: list[dict], losses: list[str], path: Path, kind: str, metri
 
 
 def plot_propensity(result: dict, path: Path) -> Path:
-    """Propensity per position with its bootstrap interval (``rankcli propensity`` JSON), positions from the power fit
-    drawn hollow, and ``1/r`` for reference."""
+    """Propensity per position with its bootstrap interval, positions from the power fit drawn hollow, and ``1/r`` for
+    reference, written as a PNG.
+
+    Parameters
+    ----------
+    result : the ``rankcli propensity --json`` document (``positions``, ``propensity``, ``ci_low``, ``ci_high``,
+        ``fitted``, ``method``, ``fit``, ``source``, ``policy``).
+    path : the PNG file written (returned).
+    """
     plt = _pyplot()
     pos = result["positions"]
     prop = result["propensity"]

@@ -174,18 +174,21 @@ class SweepLevel(NamedTuple):
 
 
 def format_level(level: float) -> str:
+    """A sweep level as setting names and tables write it (``0.2``, ``1``)."""
     return f"{level:g}"
 
 
 def setting_for(kind: str, level: float) -> Setting:
-    """The setting of a sweep level; levels that change nothing (no augmentation, no label noise) are the baseline."""
+    """The setting of level ``level`` of the sweep ``kind`` (one of :data:`SWEEP_KINDS`); levels that change nothing
+    (no augmentation, no label noise) are the baseline."""
     if kind in ("augment-negatives", "label-noise") and level == 0:
         return BASELINE
     return Setting(f"{kind}={format_level(level)}", kind, float(level))
 
 
 def plan_settings(config: ExperimentConfig) -> tuple[list[Setting], dict[str, list[SweepLevel]]]:
-    """The settings to run (the baseline first, then every sweep level) and, per sweep, its levels' settings."""
+    """The settings of ``config`` to run (the baseline first, then every sweep level) and, per sweep, its levels'
+    settings."""
     settings = [BASELINE]
     sweeps: dict[str, list[SweepLevel]] = {}
     for kind, levels in (("augment-negatives", config.augment_negatives), ("label-noise", config.label_noise),
@@ -210,42 +213,45 @@ def ips_capable(loss: str) -> bool:
 
 
 def setting_losses(config: ExperimentConfig, setting: Setting) -> list[str]:
-    """The names trained in ``setting``: the losses, and under the position-bias sweep each loss's naive variant (its
-    own name) followed by its IPS variant (``<loss>+ips``) where it has one."""
+    """The names trained in ``setting``: the losses of ``config``, and under the position-bias sweep each loss's naive
+    variant (its own name) followed by its IPS variant (``<loss>+ips``) where it has one."""
     if setting.kind != "position-bias":
         return list(config.losses)
     return [name for loss in config.losses for name in ([loss, loss + IPS_SUFFIX] if ips_capable(loss) else [loss])]
 
 
 def all_loss_names(config: ExperimentConfig) -> list[str]:
-    """Every name a unit of the experiment may carry, in report order."""
+    """Every name a unit of the experiment ``config`` may carry, in report order."""
     if not config.position_bias:
         return list(config.losses)
     return setting_losses(config, Setting("position-bias=0", "position-bias", 0.0))
 
 
 def setting_pairs(config: ExperimentConfig, setting: Setting) -> list[tuple[str, str]] | None:
-    """The pairs tested in ``setting``: every two losses (``None``), or under the position-bias sweep each loss's naive
-    against its IPS variant."""
+    """The pairs of ``config``'s losses tested in ``setting``: every two losses (``None``), or under the position-bias
+    sweep each loss's naive against its IPS variant."""
     if setting.kind != "position-bias":
         return None
     return [(loss, loss + IPS_SUFFIX) for loss in config.losses if ips_capable(loss)]
 
 
 def trial_ids(config: ExperimentConfig) -> list[int]:
-    """The trials of an experiment: ``0 .. trials - 1`` (random splits) or the fold numbers ``1 .. K`` (folds)."""
+    """The trials of the experiment ``config``: ``0 .. trials - 1`` (random splits) or the fold numbers ``1 .. K``
+    (folds)."""
     trials = config.trials if config.trials is not None else DEFAULT_TRIALS
     return list(range(1, trials + 1)) if config.folds else list(range(trials))
 
 
 def primary_metric(config: ExperimentConfig) -> str:
-    """The metric of the sweep tables and plots: ``select_by`` when it is reported, else the first metric."""
+    """The metric of the sweep tables and plots of ``config``: ``select_by`` when it is a test metric, else the first
+    test metric."""
     select_by = config.train.select_by
     return select_by if select_by in config.metrics else config.metrics[0]
 
 
 def iter_levels(text: str, option: str) -> list[float]:
-    """Parse a comma-separated list of sweep levels; ``option`` names the option in the error message."""
+    """The sweep levels of ``text``, a comma-separated list of numbers; ``option`` names the option in the error
+    message (:class:`UsageError`)."""
     out = []
     for part in str(text).split(","):
         part = part.strip()
@@ -261,7 +267,7 @@ def iter_levels(text: str, option: str) -> list[float]:
 
 
 def train_config(config: ExperimentConfig, loss: str, seed: int):
-    """The :class:`rankcli.train.TrainConfig` of one unit: the experiment's, with ``loss`` and ``seed``."""
+    """The :class:`rankcli.train.TrainConfig` of one unit: ``config.train`` with ``loss`` and ``seed``."""
     import dataclasses
 
     return dataclasses.replace(config.train, loss=loss, seed=seed, params=dict(config.train.params))
@@ -272,7 +278,8 @@ def train_config(config: ExperimentConfig, loss: str, seed: int):
 
 
 def unit_rng(seed: int, *key: int) -> np.random.Generator:
-    """The generator of the stream ``key`` (0: splits, 1: perturbations, 3: the logging ranker's queries)."""
+    """The generator of the stream ``key`` (0: splits, 1: perturbations, 3: the logging ranker's queries) of the
+    experiment seed ``seed``."""
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=key))
 
 
@@ -281,12 +288,14 @@ def _setting_key(setting: str) -> int:
 
 
 def trial_rng(seed: int, trial: int) -> np.random.Generator:
-    """The generator of trial ``trial``'s split (shared by every setting and loss)."""
+    """The generator of trial ``trial``'s split under the experiment seed ``seed`` (shared by every setting and
+    loss)."""
     return unit_rng(seed, 0, trial)
 
 
 def perturbation_rng(seed: int, trial: int, setting: str) -> np.random.Generator:
-    """The generator of the perturbation of ``setting`` in trial ``trial`` (shared by its losses)."""
+    """The generator of the perturbation of ``setting`` in trial ``trial`` under the experiment seed ``seed`` (shared
+    by its losses)."""
     return unit_rng(seed, 1, trial, _setting_key(setting))
 
 

@@ -30,6 +30,7 @@ class Fold:
     test: Path
 
     def parts(self) -> list[tuple[str, Path]]:
+        """``(part, path)`` of the fold's files: train, valid (when there is one) and test."""
         return [(part, p) for part, p in (("train", self.train), ("valid", self.valid), ("test", self.test))
                 if p is not None]
 
@@ -202,7 +203,8 @@ def _check_fold_files(folds: list[Fold]) -> None:
 
 
 def find_folds(path: Path) -> list[Fold]:
-    """The folds of a directory: its ``Fold1/ .. FoldK/`` subdirectories, or the directory itself as one fold.
+    """The folds of the directory ``path``: its ``Fold1/ .. FoldK/`` subdirectories, or the directory itself as one
+    fold.
 
     Each fold needs ``train.parquet`` and ``test.parquet``, and either every fold has a validation file
     (``vali.parquet``; also ``valid``/``validation``) or none has. Every file of every fold must have the same feature
@@ -231,7 +233,7 @@ def find_folds(path: Path) -> list[Fold]:
 
 
 def load_data(path: Path | str, folds: bool = False) -> ExperimentData:
-    """Read ``DATA``: a Parquet file (pooled queries) or a directory.
+    """Read ``DATA`` at ``path``: a Parquet file (pooled queries) or a directory.
 
     A directory's ``*.parquet`` files are pooled (concatenated in name order), unless ``folds``: then it holds
     ``Fold1/ .. FoldK/`` or is one fold (see :func:`find_folds`); fold files are read when a unit needs them.
@@ -258,7 +260,8 @@ def load_data(path: Path | str, folds: bool = False) -> ExperimentData:
 
 
 def trial_split(data: ExperimentData, config: ExperimentConfig, trial: int) -> TrialData:
-    """Trial ``trial``'s (train, validation, test): a random query-level split, or fold ``trial``'s files."""
+    """Trial ``trial``'s (train, validation, test) of ``data``: a random query-level split (``config.split``, seeded by
+    ``config.seed`` and the trial), or fold ``trial``'s files."""
     if data.folds is not None:
         return data.fold(trial)
     ds = data.pooled
@@ -268,8 +271,8 @@ def trial_split(data: ExperimentData, config: ExperimentConfig, trial: int) -> T
 
 
 def check_data(data: ExperimentData, config: ExperimentConfig) -> None:
-    """:class:`InputError` for data the experiment cannot run on: fewer than 3 queries to split, or (click sweeps)
-    training or validation labels that are not integer grades 0..4."""
+    """:class:`InputError` for ``data`` the experiment ``config`` cannot run on: fewer than 3 queries to split, or
+    (click sweeps) training or validation labels that are not integer grades 0..4."""
     if data.pooled is not None:
         ds = data.pooled
         if ds.n_queries < 3:

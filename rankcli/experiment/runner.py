@@ -60,11 +60,13 @@ class UnitClaims:
 
     @staticmethod
     def key(unit) -> tuple[str, int, str]:
+        """``(setting name, trial, loss)`` of a unit ``(setting, trial, loss)``."""
         setting, trial, loss = unit
         return (setting.name, trial, loss)
 
     @property
     def remaining(self) -> int:
+        """Units not yet handed out (pending or put off)."""
         return len(self._todo) + len(self._deferred)
 
     def ran(self, unit) -> bool:
@@ -96,11 +98,13 @@ class UnitClaims:
         return None
 
     def release(self, key: tuple[str, int, str]) -> None:
+        """Give up the claim on the unit ``key`` (once its rows are stored)."""
         lock = self._held.pop(key, None)
         if lock is not None:
             lock.release()
 
     def release_all(self) -> None:
+        """Give up every claim still held (the run stops)."""
         for key in list(self._held):
             self.release(key)
 
@@ -214,7 +218,8 @@ def _run_units(data_path, data: ExperimentData, config: ExperimentConfig, pendin
 
 def finalize(exp_dir: Path, config: ExperimentConfig, settings: list[Setting], sweeps: dict[str, list[SweepLevel]],
              store: ResultStore) -> ExperimentResult:
-    """Write summary.json, summary.md, convergence.csv and the sweep CSVs from what is in the directory."""
+    """Summarise what ``store`` holds for the experiment ``config`` (its ``settings`` and ``sweeps``) and write
+    summary.json, summary.md, convergence.csv and the sweep CSVs into ``exp_dir``."""
     from rankcli.formats.experiment_store import load_curves, write_convergence, write_json, write_sweep, write_text
     from rankcli.report import experiment_markdown
 

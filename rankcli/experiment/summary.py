@@ -43,7 +43,7 @@ def _mean_stderr(values: np.ndarray) -> tuple[float, float, int]:
 
 
 def pooled_queries(exp_dir: Path, config: ExperimentConfig, settings: list[Setting]) -> dict:
-    """Folds protocol: every setting's per-query test metrics, pooled over the folds.
+    """Folds protocol: every setting's per-query test metrics, pooled over the folds, read from ``exp_dir``.
 
     Returns ``{setting: {"folds": [k, ...], "values": {loss: {metric: vector}}}}``: the vectors of all losses run over
     the same queries in the same order (fold by fold, each in test-file order), taken from the per-query files of the
@@ -176,7 +176,8 @@ def json_shape(summary: dict) -> dict:
 
 
 def sweep_rows(summary: dict, config: ExperimentConfig, sweeps: dict[str, list[SweepLevel]]) -> dict[str, list[dict]]:
-    """Per sweep, one row per level: mean (and stderr) of the primary metric per loss, and for every other loss its
+    """Per sweep of ``sweeps``, one row per level of ``summary`` (of the experiment ``config``): mean (and stderr) of
+    the primary metric per loss, and for every other loss its
     difference to the first loss, ``"<loss> - <first>"`` = mean(loss) - mean(first), with the adjusted p-value of that
     test (``"<loss> - <first> p_adjusted"``) and the number of units it ran over (``"<loss> - <first> n"``)."""
     metric = primary_metric(config)
@@ -208,8 +209,8 @@ def sweep_rows(summary: dict, config: ExperimentConfig, sweeps: dict[str, list[S
 
 
 def sweep_columns(config: ExperimentConfig, kind: str) -> tuple[list[str], list[str]]:
-    """A sweep table's loss columns and difference labels: the losses and ``loss - first``, or (position-bias) every
-    variant and ``loss+ips - loss`` per loss with an IPS variant."""
+    """The loss columns and difference labels of the sweep ``kind``'s table in the experiment ``config``: the losses
+    and ``loss - first``, or (position-bias) every variant and ``loss+ips - loss`` per loss with an IPS variant."""
     if kind == "position-bias":
         setting = Setting("position-bias=0", "position-bias", 0.0)
         return setting_losses(config, setting), [difference_label(a, b) for a, b in setting_pairs(config, setting)]

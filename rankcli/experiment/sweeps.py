@@ -27,7 +27,8 @@ from rankcli.experiment.config import (
 
 
 def augment_dataset(ds: Dataset, fraction: float, rng: np.random.Generator) -> Dataset:
-    """Every query's list grown by ``fraction`` with documents of other queries, labelled 0 (``extra["augmented"]``)."""
+    """Every query's list of ``ds`` grown by ``fraction`` with documents of other queries drawn with ``rng``, labelled 0
+    (``extra["augmented"]``)."""
     source, offsets, added = augment_negatives(ds.offsets, fraction, rng)
     out = ds.take_rows(source, offsets)
     out.qids = np.repeat(ds.qids[ds.offsets[:-1]], np.diff(offsets))
@@ -37,7 +38,8 @@ def augment_dataset(ds: Dataset, fraction: float, rng: np.random.Generator) -> D
 
 
 def noisy_dataset(ds: Dataset, fraction: float, rng: np.random.Generator) -> Dataset:
-    """A copy with ``fraction`` of every query's labels re-drawn from the paper's grade distribution."""
+    """A copy of ``ds`` with ``fraction`` of every query's labels re-drawn with ``rng`` from the paper's grade
+    distribution (``extra["noisy"]``)."""
     labels, touched = label_noise(ds.labels, ds.offsets, fraction, rng)
     out = ds.take_rows(np.arange(ds.n_rows), ds.offsets)
     out.labels = labels
@@ -46,7 +48,8 @@ def noisy_dataset(ds: Dataset, fraction: float, rng: np.random.Generator) -> Dat
 
 
 def click_dataset(ds: Dataset, p0: float, impressions: int, rng: np.random.Generator) -> Dataset:
-    """Cascade clicks on ``impressions`` random rankings per query, click probabilities (p0, .3, .5, .7, .95)."""
+    """Cascade clicks on ``impressions`` random rankings per query of ``ds`` (drawn with ``rng``), click probabilities
+    (p0, .3, .5, .7, .95)."""
     from rankcli.simulate import simulate_clicks
 
     clicks, _ = simulate_clicks(ds, model="cascade", click_probs=(p0,) + CLICK_PROBS[1:], impressions=impressions,
@@ -56,7 +59,8 @@ def click_dataset(ds: Dataset, p0: float, impressions: int, rng: np.random.Gener
 
 def perturb(setting: Setting, train: Dataset, valid: Dataset | None, config: ExperimentConfig,
             rng: np.random.Generator) -> tuple[Dataset, Dataset | None]:
-    """Apply a setting to the training (and, for clicks, validation) data; the test set is never touched."""
+    """Apply ``setting`` to the training (and, for clicks, validation) data, drawing from ``rng``; ``config`` gives the
+    click impressions. The test set is never touched."""
     if setting.kind == "baseline":
         return train, valid
     if setting.kind == "augment-negatives":
@@ -75,8 +79,8 @@ def perturb(setting: Setting, train: Dataset, valid: Dataset | None, config: Exp
 
 
 def logging_query_count(n_train: int, fraction: float) -> int:
-    """Queries the position-bias sweep's logging ranker is trained on: ``fraction`` of the training queries (rounded
-    up), at least :data:`MIN_LOGGING_QUERIES`."""
+    """Queries the position-bias sweep's logging ranker is trained on: ``fraction`` of the ``n_train`` training
+    queries (rounded up), at least :data:`MIN_LOGGING_QUERIES`."""
     return max(MIN_LOGGING_QUERIES, math.ceil(fraction * n_train))
 
 
@@ -182,7 +186,8 @@ def position_bias_logs(train: Dataset, valid: Dataset | None, config: Experiment
 
 
 def variant_data(logs: ClickLogs, name: str, config: ExperimentConfig):
-    """(train, validation, objective) of the loss variant ``name`` (``loss`` or ``loss+ips``) on ``logs``.
+    """(train, validation, objective) of the loss variant ``name`` (``loss`` or ``loss+ips``) on ``logs``, under the
+    convention of ``config``.
 
     IPS-capable losses train on the impressions pooled per source query (:func:`rankcli.ips.pooled_training_set`):
     without propensities (naive) or with the estimated ones (``+ips``). Other losses (lambdamart) train naive on the

@@ -53,7 +53,8 @@ class UnitResult:
 
 
 def plan_units(config: ExperimentConfig, settings: list[Setting]) -> list[Unit]:
-    """All units, trial-major (so that whole trials, or folds, finish early), then setting, then loss."""
+    """All units of ``config`` over ``settings``, trial-major (so that whole trials, or folds, finish early), then
+    setting, then loss."""
     return [Unit(s, t, loss) for t in trial_ids(config) for s in settings for loss in setting_losses(config, s)]
 
 
@@ -80,7 +81,8 @@ def _train(data: ExperimentData, config: ExperimentConfig, setting: Setting, tri
 
 
 def run_unit(data: ExperimentData, config: ExperimentConfig, setting: Setting, trial: int, loss: str) -> UnitResult:
-    """Train and test one loss on one trial of one setting. Deterministic in its arguments."""
+    """Train ``loss`` on trial ``trial`` of ``setting`` (the experiment ``config`` on ``data``) and test it on the
+    trial's untouched test queries. Deterministic in its arguments."""
     from rankcli.core.metrics import Convention, evaluate, parse_metrics
 
     start = time.perf_counter()
@@ -103,7 +105,8 @@ _WORKER: dict = {}
 
 
 def init_worker(data_path: str, config: ExperimentConfig) -> None:
-    """A ``--jobs`` worker process's initializer: ignore Ctrl-C (the parent stops the pool) and read the data."""
+    """A ``--jobs`` worker process's initializer: ignore Ctrl-C (the parent stops the pool), keep ``config`` and read
+    the data at ``data_path``."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the pool
@@ -112,13 +115,14 @@ def init_worker(data_path: str, config: ExperimentConfig) -> None:
 
 
 def worker_unit(setting: Setting, trial: int, loss: str) -> UnitResult:
-    """Run one unit in a worker process on the data :func:`init_worker` read."""
+    """Run the unit ``(setting, trial, loss)`` in a worker process on the data :func:`init_worker` read."""
     return run_unit(_WORKER["data"], _WORKER["config"], setting, trial, loss)
 
 
 def run_pool(data_path: str, config: ExperimentConfig, claims, jobs: int,
              finished: Callable[[UnitResult], None]) -> None:
-    """Run the units ``claims`` hands out in ``jobs`` worker processes; ``finished`` (here) as each completes."""
+    """Run the units ``claims`` (:class:`rankcli.experiment.UnitClaims`) hands out in ``jobs`` worker processes that
+    read ``data_path`` and run ``config``; ``finished`` (here) as each completes."""
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 

@@ -49,22 +49,23 @@ class Curve(NamedTuple):
 
 
 def unit_name(setting: str, trial: int, loss: str) -> str:
-    """The file stem of a unit's curve, per-query and lock files."""
+    """The file stem of the unit ``(setting, trial, loss)``'s curve, per-query and lock files."""
     return f"{setting}__{trial:05d}__{loss}"
 
 
 def curve_path(exp_dir: Path, setting: str, trial: int, loss: str) -> Path:
-    """The validation curve of one unit."""
+    """The validation curve of the unit ``(setting, trial, loss)`` in ``exp_dir``."""
     return exp_dir / CURVES_DIR / f"{unit_name(setting, trial, loss)}.parquet"
 
 
 def queries_path(exp_dir: Path, setting: str, trial: int, loss: str) -> Path:
-    """The per-query test metrics of one unit (folds protocol): ``qid`` and one column per metric."""
+    """The per-query test metrics of the unit ``(setting, trial, loss)`` in ``exp_dir`` (folds protocol): ``qid`` and
+    one column per metric."""
     return exp_dir / QUERIES_DIR / f"{unit_name(setting, trial, loss)}.parquet"
 
 
 def lock_path(exp_dir: Path, setting: str, trial: int, loss: str) -> Path:
-    """The lock file a run holds while it trains one unit."""
+    """The lock file in ``exp_dir`` a run holds while it trains the unit ``(setting, trial, loss)``."""
     return exp_dir / LOCKS_DIR / f"{unit_name(setting, trial, loss)}.lock"
 
 
@@ -195,7 +196,7 @@ def load_curves(exp_dir: Path) -> list[Curve]:
 
 
 def read_per_query(path: Path) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """A unit's per-query file: its ``qid`` vector and every other column as float64."""
+    """The per-query file ``path`` of a unit: its ``qid`` vector and every other column as float64."""
     from rankcli.formats.arrow import column_to_numpy
     from rankcli.formats.parquet import read_table
 
@@ -205,7 +206,7 @@ def read_per_query(path: Path) -> tuple[np.ndarray, dict[str, np.ndarray]]:
 
 
 def write_text(exp_dir: Path, name: str, text: str) -> Path:
-    """Write ``exp_dir/name`` atomically (replacing an earlier version) and return its path."""
+    """Write ``text`` to ``exp_dir/name`` atomically (replacing an earlier version) and return its path."""
     from rankcli.formats.atomic import atomic_path
 
     with atomic_path(exp_dir / name, overwrite=True) as tmp:
@@ -290,7 +291,15 @@ def prepare_directory(exp_dir: Path, identity: dict, extra: dict, overwrite: boo
 
 def check_same_queries(paths: dict[str, Path], qids: dict[str, np.ndarray], metrics: Iterable[str],
                        columns: dict[str, dict[str, np.ndarray]]) -> None:
-    """:class:`InputError` unless every unit of a fold was tested on the same queries and has every metric."""
+    """:class:`InputError` unless every unit of a fold was tested on the same queries and has every metric.
+
+    Parameters
+    ----------
+    paths : loss -> the unit's per-query file (named in the message).
+    qids : loss -> its ``qid`` vector.
+    metrics : the metrics every unit must have.
+    columns : loss -> its metric columns.
+    """
     names = list(paths)
     ref = names[0]
     for name in names:
@@ -322,7 +331,7 @@ def write_json(exp_dir: Path, name: str, document: dict) -> Path:
 
 
 def write_convergence(exp_dir: Path, curves: dict) -> Path:
-    """``convergence.csv``: ``setting, loss, tree, mean, stderr, trials, running`` from
+    """Write ``exp_dir/convergence.csv``: ``setting, loss, tree, mean, stderr, trials, running`` from ``curves``,
     :func:`rankcli.experiment.convergence`'s result."""
     lines = ["setting,loss,tree,mean,stderr,trials,running"]
     for s, losses in curves.items():
@@ -333,7 +342,7 @@ def write_convergence(exp_dir: Path, curves: dict) -> Path:
 
 
 def write_sweep(exp_dir: Path, kind: str, rows: list[dict]) -> Path:
-    """``sweep-<kind>.csv``: one line per level, the columns of the rows' keys."""
+    """Write ``exp_dir/sweep-<kind>.csv``: one line per level of ``rows``, the columns of the rows' keys."""
     cols = list(rows[0].keys()) if rows else ["level"]
     text = ",".join(cols) + "\n" + "".join(",".join(str(r[c]) for c in cols) + "\n" for r in rows)
     return write_text(exp_dir, f"sweep-{kind}.csv", text)
