@@ -38,7 +38,8 @@ Joachims, WSDM 2019).
     consistent as impressions grow). A pair is used when both of its sums rest on ``min_clicks`` clicks; the
     log-propensities (``log theta_1 = 0``) are the weighted least-squares fit of all used pairs' log-ratios (weight the
     inverse delta-method variance ``1 / (1/clicks(k, k') + 1/clicks(k', k))``); position ``k`` is estimated when a
-    used pair links it to an estimated position before it, so the estimate stops at the first position that is not.
+    used pair links it to an estimated position before it, so the estimate stops at the first position that is not
+    (:mod:`rankcli.core.harvest`).
 
 A position whose ratio rests on fewer than ``min_clicks`` clicks (numerator or denominator) is not estimated: the
 estimate stops at the first such position, or (``fit="power"``) continues with ``(1/r)**eta`` fitted by weighted least
@@ -55,6 +56,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from rankcli.core import harvest
 from rankcli.errors import InputError, UsageError
 
 METHODS = ("click-rate", "swap-ratio", "harvest")
@@ -121,98 +123,6 @@ def _ratios(stats: np.ndarray, method: str, R: int) -> np.ndarray:
             return num / den
         c_r, n_r, c_1, n_1 = (stats[..., i * R:(i + 1) * R] for i in range(4))
         return (c_r / n_r) / (c_1 / n_1)
-
-
-#: Documents whose (R x R) pair sums are formed at once (bounds the documents-by-pairs block).
-_HARVEST_BLOCK = 1 << 22
-
-
-class _HarvestSums(NamedTuple):
-    pair_sums: np.ndarray  # (Q, 2 R R): c(k, k') then clicks(k, k'), per source query
-    at_k: np.ndarray  # (R,) clicks at k on documents shown at another position too
-    elsewhere: np.ndarray  # (R,) clicks elsewhere on documents shown at k
-    query_of_document: np.ndarray  # (D,) source query of each (densely renumbered) document
-
-
-def _harvest_stats(q_row: np.ndarray, document: np.ndarray, positions: np.ndarray, clicks: np.ndarray,
-                   n_query: np.ndarray, Q: int, R: int) -> _HarvestSums:
-    """Per source query, the pair sums of intervention harvesting, (Q, 2 R R): ``c(k, k')`` (see the module
-    docstring) then the clicks ``clicks(k, k')`` at ``k`` on documents also shown at ``k'``; and per position the
-    clicks at ``k`` on documents shown at another position too, and the clicks elsewhere on documents shown at ``k``.
-    Documents are renumbered densely; pairs are formed per document in blocks (a loop over blocks, not queries)."""
-    keep = positions <= R
-    docs, d_row = np.unique(document[keep], return_inverse=True)
-    D = docs.shape[0]
-    idx = d_row * R + (positions[keep] - 1)
-    N = np.bincount(idx, minlength=D * R).reshape(D, R).astype(np.float64)
-    C = np.bincount(idx, weights=clicks[keep], minlength=D * R).reshape(D, R)
-    q_doc = np.zeros(D, np.int64)
-    q_doc[d_row] = q_row[keep]
-    shown = N > 0
-    n_q = n_query[q_doc].astype(np.float64)
-    A = C / n_q[:, None]  # C(d, k) / n(q)
-    B = N / n_q[:, None]  # N(d, k') / n(q)
-    out = np.zeros((Q, 2 * R * R))
-    step = max(1, _HARVEST_BLOCK // (R * R))
-    for a in range(0, D, step):
-        b = min(D, a + step)
-        pair_c = (A[a:b, :, None] * B[a:b, None, :]).reshape(b - a, R * R)
-        pair_k = (C[a:b, :, None] * shown[a:b, None, :]).reshape(b - a, R * R)
-        np.add.at(out, q_doc[a:b], np.concatenate((pair_c, pair_k), axis=1))
-    elsewhere = shown.sum(axis=1, keepdims=True) - shown > 0  # shown at some other position too
-    at_k = (C * elsewhere).sum(axis=0)
-    others = ((C.sum(axis=1, keepdims=True) - C) * shown).sum(axis=0)
-    return _HarvestSums(out, at_k, others, q_doc)
-
-
-def _harvest_pairs(pair_clicks: np.ndarray, min_clicks: int, R: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """The used pairs (k < k', 0-based) -- both directions resting on ``min_clicks`` clicks -- and their weights,
-    among the positions linked to position 1 in order; returns (pairs (P, 2), weights (P,), stop) with ``stop`` the
-    0-based first position not linked by a used pair to an earlier estimated one."""
-    K = pair_clicks.reshape(R, R)
-    ok = (K >= min_clicks) & (K.T >= min_clicks)
-    np.fill_diagonal(ok, False)
-    stop = R
-    for k in range(1, R):  # a loop over positions (at most the list length)
-        if not ok[k, :k].any():
-            stop = k
-            break
-    i, j = np.nonzero(np.triu(ok[:stop, :stop], 1))
-    with np.errstate(divide="ignore"):
-        w = 1.0 / (1.0 / K[i, j] + 1.0 / K[j, i])
-    return np.stack((i, j), axis=1), w, stop
-
-
-def _harvest_fit(stats: np.ndarray, pairs: np.ndarray, weights: np.ndarray, stop: int, R: int) -> np.ndarray:
-    """Propensities (..., R) from summed pair sums ``stats`` (..., 2 R R): weighted least squares of the used pairs'
-    log-ratios ``log c(k, k') - log c(k', k) = log theta_k - log theta_k'`` with ``log theta_1 = 0``. A pair whose
-    log-ratio is not finite (a zero sum in a bootstrap replicate) is left out of that replicate; a replicate that then
-    no longer links every position is NaN there. NaN from ``stop`` on."""
-    lead = stats.shape[:-1]
-    c = stats[..., :R * R].reshape(*lead, R, R)
-    out = np.full((*lead, R), np.nan)
-    out[..., 0] = 1.0
-    if stop <= 1 or pairs.shape[0] == 0:
-        return out
-    i, j = pairs[:, 0], pairs[:, 1]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        y = np.log(c[..., i, j]) - np.log(c[..., j, i])  # (..., P)
-    ok = np.isfinite(y)
-    w = np.where(ok, weights, 0.0)
-    y = np.where(ok, y, 0.0)
-    n = stop - 1  # unknowns: log theta of positions 2..stop
-    X = np.zeros((pairs.shape[0], n))
-    rows = np.arange(pairs.shape[0])
-    np.add.at(X, (rows[i > 0], i[i > 0] - 1), 1.0)
-    np.add.at(X, (rows[j > 0], j[j > 0] - 1), -1.0)
-    G = np.einsum("pa,...p,pb->...ab", X, w, X)
-    h = np.einsum("pa,...p->...a", X, w * y)
-    full = np.linalg.matrix_rank(G) == n
-    theta = np.einsum("...ab,...b->...a", np.linalg.pinv(G), h)
-    p = np.exp(theta)
-    p[~full] = np.nan
-    out[..., 1:stop] = p
-    return out
 
 
 def _power_eta(ratios: np.ndarray, use: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -339,14 +249,15 @@ def _harvest_statistics(log: _Log, max_position: int | None, document, min_click
     R = _positions(log, max_position, log.length)
     Q = log.n_queries
     n_query = np.bincount(log.query, minlength=Q)
-    sums = _harvest_stats(log.q_row, np.asarray(document, dtype=np.int64), log.positions, log.click_f, n_query, Q, R)
-    pairs, pair_w, h_stop = _harvest_pairs(sums.pair_sums[:, R * R:].sum(axis=0), min_clicks, R)
+    sums = harvest.pair_sums(log.q_row, np.asarray(document, dtype=np.int64), log.positions, log.click_f, n_query, Q,
+                             R)
+    pairs, pair_w, h_stop = harvest.used_pairs(sums.pair_sums[:, R * R:].sum(axis=0), min_clicks, R)
     if h_stop <= 1 and R > 1 and not pairs.shape[0]:
         raise InputError(
             f"no document was shown at position 1 by one policy and at another position by another with {min_clicks}"
             " clicks on each side: no intervention links position 1 to the rest; log more impressions or rankers "
             "whose orders differ more")
-    return _Statistics(sums.pair_sums, lambda summed: _harvest_fit(summed, pairs, pair_w, h_stop, R), sums.at_k,
+    return _Statistics(sums.pair_sums, lambda summed: harvest.fit(summed, pairs, pair_w, h_stop, R), sums.at_k,
                        sums.elsewhere, _at_least(log.query, log.length, None, Q, R).sum(axis=0),
                        np.arange(R) < h_stop, log.n_impressions)
 
@@ -424,6 +335,10 @@ def estimate(offsets: np.ndarray, query: np.ndarray, positions: np.ndarray, clic
         What follows the first position with too few clicks: nothing (the estimate stops) or ``(1/r)**eta``.
     rng : numpy.random.Generator
         The bootstrap's randomness.
+
+    Returns
+    -------
+    PropensityEstimate
     """
     _check_options(method, fit, bootstrap, confidence)
     log = _checked_log(offsets, query, positions, clicks)

@@ -267,11 +267,11 @@ def test_harvest_pair_sums_and_weights_against_the_reference():
     for m in rng.choice(M, size=M // 3, replace=False):
         a, b = offsets[m], offsets[m + 1]
         positions[a:b] = rng.permutation(positions[a:b])
-    from rankcli.core.propensity import _harvest_stats
+    from rankcli.core.harvest import pair_sums
 
     n_query = np.bincount(query)
     q_row = np.repeat(query, np.diff(offsets))
-    stats = _harvest_stats(q_row, document, positions, click.astype(float), n_query, n_query.shape[0], 5)[0]
+    stats = pair_sums(q_row, document, positions, click.astype(float), n_query, n_query.shape[0], 5)[0]
     ref_p, ref_c = reference_harvest(offsets, query, positions, click, document, 5, 20)
     np.testing.assert_allclose(stats[:, :25].sum(axis=0).reshape(5, 5), ref_c, rtol=1e-12)
     e = estimate(offsets, query, positions, click, method="harvest", document=document, bootstrap=50,
