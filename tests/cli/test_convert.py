@@ -162,7 +162,8 @@ def test_export_json_summary(tmp_path, capsys):
     assert {k: summary[k] for k in ("input", "output", "format", "rows")} == {
         "input": str(tmp_path / "a.parquet"), "output": str(tmp_path / "a.qrels"), "format": "trec-qrels", "rows": 3}
     status, out, err = run(capsys, "export", tmp_path / "a.parquet", "-o", tmp_path / "a.qrels", "-f", "trec-qrels")
-    assert status == 4 and out == "" and err == f"Error: {tmp_path}/a.qrels: already exists; pass --overwrite to replace it\n"
+    assert status == 4 and out == ""
+    assert err == f"Error: {tmp_path}/a.qrels: already exists; pass --overwrite to replace it\n"
 
 
 def test_export_does_not_import_pandas(tmp_path):
@@ -179,7 +180,8 @@ def test_export_does_not_import_pandas(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1].split() == ["False", "False"]
     assert (tmp_path / "a.qrels").read_text() == "4 0 x 1\n4 0 y 0\n9 0 z 2\n"
-    assert (tmp_path / "a.txt2").read_text() == "1 qid:4 1:1 2:0 # docid = x\n0 qid:4 2:0.5 # docid = y\n2 qid:9 1:1 # docid = z\n"
+    assert (tmp_path / "a.txt2").read_text() == ("1 qid:4 1:1 2:0 # docid = x\n0 qid:4 2:0.5 # docid = y\n"
+                                                 "2 qid:9 1:1 # docid = z\n")
 
 
 def test_info_on_a_missing_or_bad_file(tmp_path, capsys):
