@@ -99,8 +99,9 @@ def num_nonrel_judged_ret(b: Bucket, _):
 
 def average_precision(b: Bucket, _):
     """``m_map.c`` (per query; gm_map averages it geometrically): sum over relevant ranks i of c_i / i, over R."""
-    prec = b.relcum / np.arange(1, b.relcum.shape[1] + 1, dtype=np.float64)[None, :]
-    return _div(np.where(b.rel, prec, 0.0).sum(axis=1), b.R)
+    rows, cols = np.nonzero(b.rel)  # the relevant cells only: a small share of the matrix
+    total = np.bincount(rows, weights=b.relcum[rows, cols] / (cols + 1.0), minlength=b.rel.shape[0])
+    return _div(total, b.R)
 
 
 def rprec(b: Bucket, _):
@@ -112,11 +113,11 @@ def bpref(b: Bucket, _):
     """``m_bpref.c``: (1/R) sum over retrieved judged relevant documents of 1 - min(n, R) / min(NJ, R), with n the
     judged non-relevant documents ranked above it and NJ those in the qrels (1 when n = 0)."""
     nonrel = b.judged & ~b.rel
-    above = np.cumsum(nonrel, axis=1) - nonrel
-    denom = np.minimum(b.nonrel_judged, b.R)[:, None].astype(np.float64)
-    frac = _div(np.minimum(above, b.R[:, None]), denom)
+    rows, cols = np.nonzero(b.rel & b.judged)  # the terms, at the relevant cells only
+    above = (np.cumsum(nonrel, axis=1) - nonrel)[rows, cols]
+    frac = _div(np.minimum(above, b.R[rows]), np.minimum(b.nonrel_judged, b.R)[rows])
     term = np.where(above > 0, 1.0 - frac, 1.0)
-    return _div(np.where(b.rel & b.judged, term, 0.0).sum(axis=1), b.R)
+    return _div(np.bincount(rows, weights=term, minlength=b.rel.shape[0]), b.R)
 
 
 def infap(b: Bucket, _):

@@ -18,6 +18,7 @@ plain integer.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,15 +81,23 @@ def _plural(n: int, one: str, many: str) -> str:
     return one if n == 1 else many
 
 
-def _query_ids(names: list[str]) -> np.ndarray:
-    """TREC query ids as int64 when every one is a plain integer (``"301"``), otherwise as strings."""
+#: A query id that reads back as the same integer (no sign but '-', no leading zero) and fits in int64 surely.
+_PLAIN_INTEGER = re.compile(rb"0|-?[1-9][0-9]{0,17}")
+
+
+def _query_ids(names: np.ndarray) -> np.ndarray:
+    """TREC query ids (numpy ``S``) as int64 when every one is a plain integer (``"301"``), otherwise as strings."""
+    items = names.tolist()
+    if all(map(_PLAIN_INTEGER.fullmatch, items)):
+        return names.astype(np.int64)
+    text = [n.decode() for n in items]
     try:
-        ints = [int(n) for n in names]
+        ints = [int(n) for n in text]
     except ValueError:
-        return np.array(names, dtype=object)
-    if all(str(i) == n and -2 ** 63 <= i < 2 ** 63 for i, n in zip(ints, names)):  # else strings: exact
+        return np.array(text, dtype=object)
+    if all(str(i) == n and -2 ** 63 <= i < 2 ** 63 for i, n in zip(ints, text)):  # else strings: exact
         return np.array(ints, dtype=np.int64)
-    return np.array(names, dtype=object)
+    return np.array(text, dtype=object)
 
 
 def _trec_top(qcodes: np.ndarray, scores: np.ndarray, docs: np.ndarray, max_docs: int) -> np.ndarray:
@@ -222,6 +231,21 @@ def _no_shared_document(lines, qrels, queries: _Queries, rows, n_eval, run_path,
                       f"qrels {theirs!r}); were they written from the same data?")
 
 
+def _read_both(run_path, qrels_path) -> tuple[TrecColumns, TrecColumns]:
+    """The run and the qrels, read at the same time (numpy and Arrow release the GIL for most of the work); an
+    error in the run is reported first, as when they are read one after the other."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        qrels = pool.submit(read_qrels_columns, qrels_path)
+        try:
+            lines = read_run_columns(run_path)
+        except BaseException:
+            qrels.cancel()
+            raise
+        return lines, qrels.result()
+
+
 def load_trec_run(run_path: Path | str, qrels_path: Path | str, *, max_docs: int | None = None,
                   judged_only: bool = False, complete: bool = False) -> Run:
     """A TREC run joined with its qrels as trec_eval joins them, vectorised (see the module docstring).
@@ -235,7 +259,7 @@ def load_trec_run(run_path: Path | str, qrels_path: Path | str, *, max_docs: int
     judged in the qrels (a query left empty is evaluated with an empty ranking); ``complete`` (``-c``) also evaluates
     the judged queries absent from the run, with an empty ranking (every measure 0, num_rel their R).
     """
-    lines, qrels = read_run_columns(run_path), read_qrels_columns(qrels_path)
+    lines, qrels = _read_both(run_path, qrels_path)
     notes: list[str] = []
     queries = _queries(lines, qrels, run_path, qrels_path, complete, notes)
     rows = np.flatnonzero(queries.position[queries.run_code] >= 0)
@@ -264,7 +288,7 @@ def load_trec_run(run_path: Path | str, qrels_path: Path | str, *, max_docs: int
                      f"(every one counts as not relevant; do the run and {qrels_path} name documents alike?)")
     unranked_labels, unranked_offsets = _unranked(qrels, queries, qi, hit, n_eval)
     empty_codes = np.concatenate([queries.kept[emptied], queries.absent if complete else np.zeros(0, np.int64)])
-    ids = _query_ids([q.decode() for q in queries.names[np.concatenate([evaluated, empty_codes])].tolist()])
+    ids = _query_ids(queries.names[np.concatenate([evaluated, empty_codes])])
     return Run(qids=ids[:n_eval], labels=np.where(hit, qrels.values[qi], 0.0), scores=lines.values[rows],
                offsets=offsets, unranked_labels=unranked_labels, unranked_offsets=unranked_offsets,
                source=str(run_path), notes=notes, docids=lines.docids[rows], queries_without_judged=unjudged,
