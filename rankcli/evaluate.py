@@ -29,8 +29,6 @@ from rankcli.dataset import Run, offsets_from_qids
 from rankcli.errors import InputError, SchemaError
 from rankcli.formats.trec import load_trec_run, row_names
 
-RUN_COLUMNS = ("qid", "label", "score")
-
 
 @dataclass
 class EvalReport:
@@ -96,39 +94,18 @@ def is_parquet(path: Path | str) -> bool:
 
 
 def read_run(path: Path | str, *, docids: bool = False) -> Run:
-    """Read a Parquet run with ``qid``, ``label`` and ``score`` (other columns are ignored).
+    """Read a Parquet run with ``qid``, ``label`` and ``score`` (other columns are ignored;
+    :func:`rankcli.formats.runs.read_run_columns` checks them).
 
     With ``docids``, the rows are also named (``Run.docids``), as TREC files name them: the ``docid`` column, else
     ``<qid>-<row>`` with the ``row`` column that ``rankcli predict`` writes, else the row number in the file.
     """
-    from rankcli.formats import parquet
+    from rankcli.formats.runs import read_run_columns
 
-    names = parquet.column_names(path)
-    if "score" not in names and "qid" in names and "label" in names and parquet.feature_columns(names):
-        raise SchemaError(f"{path}: missing column score: this looks like a dataset (it has feature columns); "
-                          "score it with a model: rankcli eval DATA --model MODEL_DIR")
-    parquet.require_columns(path, names, RUN_COLUMNS)
-    name_column = ("docid" if "docid" in names else "row" if "row" in names else None) if docids else None
-    table = parquet.read_table(path, list(RUN_COLUMNS) + ([name_column] if name_column else []))
-    arrays = {}
-    for name in RUN_COLUMNS:
-        col = table.column(name)
-        if col.null_count:
-            row = _first_bad_row(np.asarray(col.is_null().to_numpy(zero_copy_only=False)))
-            raise InputError(f"{path}: column {name}: missing value at row {row}")
-        values = parquet.column_to_numpy(col)  # not col.to_numpy(): that imports pandas (~1 s at start-up)
-        if name == "qid" and not np.issubdtype(values.dtype, np.integer):
-            raise SchemaError(f"{path}: column qid must be integer, got {col.type}")
-        if name != "qid" and not (np.issubdtype(values.dtype, np.floating) or np.issubdtype(values.dtype, np.integer)):
-            raise SchemaError(f"{path}: column {name} must be numeric, got {col.type}")
-        arrays[name] = values
-    if arrays["qid"].shape[0] == 0:
-        raise InputError(f"{path}: the run has no rows")
-    qids = parquet.qids_as_int64(path, table.column("qid"))  # a uint64 id beyond int64 is refused, never wrapped
-    run = run_from_arrays(qids, arrays["label"], arrays["score"], str(path))
+    cols = read_run_columns(path, docids=docids)
+    run = run_from_arrays(cols.qids, cols.labels, cols.scores, str(path))
     if docids:
-        run.docids = row_names(arrays["qid"], table.column("docid") if name_column == "docid" else None,
-                               table.column("row") if name_column == "row" else None, path)
+        run.docids = cols.names()
     return run
 
 
