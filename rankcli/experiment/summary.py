@@ -60,7 +60,7 @@ def pooled_queries(exp_dir: Path, config: ExperimentConfig, settings: list[Setti
             paths = {loss: queries_path(exp_dir, s.name, k, loss) for loss in names}
             if not all(p.is_file() for p in paths.values()):
                 continue
-            read = {loss: read_per_query(p) for loss, p in paths.items()}
+            read = {loss: read_per_query(p, config.metrics) for loss, p in paths.items()}
             check_same_queries(paths, {loss: q for loss, (q, _) in read.items()}, config.metrics,
                                {loss: cols for loss, (_, cols) in read.items()})
             folds.append(k)

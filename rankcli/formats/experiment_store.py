@@ -5,7 +5,8 @@
   rewritten atomically after every unit under a lock, so it is always whole and is the record of what is finished;
 - ``curves/<setting>__<trial>__<loss>.parquet``: a unit's validation metric after every tree;
 - ``queries/<setting>__<fold>__<loss>.parquet`` (folds protocol): ``qid`` and one float64 column per test metric, a
-  per-query metric file as ``rankcli eval --per-query`` writes it (footer ``kind=per-query`` and the convention);
+  per-query metric file (:mod:`rankcli.formats.metric_file`, as ``rankcli eval --per-query`` writes it) whose footer
+  adds the unit's ``setting``, ``fold`` and ``loss``;
 - ``summary.json``, ``summary.md``, ``convergence.csv``, ``sweep-<kind>.csv``: text written by
   :func:`write_text`;
 - ``.trials.lock`` and ``.locks/``: the locks of concurrent runs on one directory.
@@ -84,18 +85,12 @@ def _write_curve(exp_dir: Path, u) -> None:
 
 
 def _write_per_query(exp_dir: Path, u, convention: dict | None) -> None:
-    import pyarrow as pa
+    from rankcli.formats.metric_file import write_metric_file
 
-    from rankcli.formats.parquet import write_table
-
-    columns = {"qid": pa.array(np.asarray(u.qids, dtype=np.int64), pa.int64())}
-    columns.update({m: pa.array(v, pa.float64()) for m, v in u.per_query.items()})
     (exp_dir / QUERIES_DIR).mkdir(exist_ok=True)
-    meta = {"kind": "per-query", "metrics": list(u.per_query), "setting": u.setting, "fold": u.trial, "loss": u.loss}
-    if convention is not None:
-        meta["convention"] = json.dumps(convention)
-    write_table(queries_path(exp_dir, u.setting, u.trial, u.loss), pa.table(columns), overwrite=True,
-                query_aligned=False, metadata=meta)
+    write_metric_file(queries_path(exp_dir, u.setting, u.trial, u.loss), np.asarray(u.qids, dtype=np.int64),
+                      u.per_query, convention=convention,
+                      extra={"setting": u.setting, "fold": u.trial, "loss": u.loss}, overwrite=True)
 
 
 class ResultStore:
@@ -195,14 +190,15 @@ def load_curves(exp_dir: Path) -> list[Curve]:
     return out
 
 
-def read_per_query(path: Path) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """The per-query file ``path`` of a unit: its ``qid`` vector and every other column as float64."""
-    from rankcli.formats.arrow import column_to_numpy
-    from rankcli.formats.parquet import read_table
+def read_per_query(path: Path, metrics: Iterable[str]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The per-query file ``path`` of a unit (:func:`rankcli.formats.metric_file.read_metric_file`): its ``qid``
+    vector and the columns of ``metrics`` it has (:func:`check_same_queries` reports one it lacks)."""
+    from rankcli.formats.metric_file import read_metric_file
+    from rankcli.formats.parquet import column_names
 
-    t = read_table(path)
-    return (column_to_numpy(t.column("qid")),
-            {name: column_to_numpy(t.column(name)).astype(np.float64) for name in t.column_names if name != "qid"})
+    names = set(column_names(path))
+    f = read_metric_file(path, [m for m in metrics if m in names])
+    return f.qids, f.values
 
 
 def write_text(exp_dir: Path, name: str, text: str) -> Path:
