@@ -182,7 +182,6 @@ def pooled_training_set(ds: Dataset, *, loss: str, propensity: tuple[str, object
         "impressions": int(ds.n_queries),
         "queries": int(sizes.shape[0]),
         "documents": int(pooled.rows.shape[0]),
-        "labels": {"xendcg": "log2(1 + g)", "listnet": "log(1 + (e - 1) g)", "pointwise": "g",
-                   "ranknet": "g (pairs (d, e) weighted by g_d)"}[loss],
+        "labels": core.IPS_LABELS[loss].formula,
     }
     return out, info

@@ -41,14 +41,30 @@ over its query's impressions: the naive pooled model, which learns the logging r
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from rankcli.errors import InputError, UsageError
 
-#: Losses that take IPS relevance through their labels (see the module docstring).
-IPS_LOSSES = ("xendcg", "listnet", "pointwise", "ranknet")
+
+@dataclass(frozen=True)
+class IpsLabels:
+    """How a library loss takes the IPS gain ``g`` through its labels (see the module docstring)."""
+
+    formula: str  # the label as a function of g, as rankcli.json records it
+    label: Callable[[np.ndarray], np.ndarray]
+
+
+#: Loss -> its IPS labels: the losses that take IPS relevance through their labels.
+IPS_LABELS: dict[str, IpsLabels] = {
+    "xendcg": IpsLabels("log2(1 + g)", lambda g: np.log2(1.0 + g)),
+    "listnet": IpsLabels("log(1 + (e - 1) g)", lambda g: np.log1p((np.e - 1.0) * g)),
+    "pointwise": IpsLabels("g", lambda g: g.copy()),
+    "ranknet": IpsLabels("g (pairs (d, e) weighted by g_d)", lambda g: g.copy()),
+}
+IPS_LOSSES = tuple(IPS_LABELS)
 #: Cells of one (queries x n x n) pair block of :func:`ranknet_ips_grad_hess` (bounds its working memory).
 PAIR_CELLS = 1 << 20
 DEFAULT_CLIP = 0.01
@@ -128,15 +144,11 @@ def pool(query_key: np.ndarray, doc_key: np.ndarray, impression_key: np.ndarray,
 
 
 def training_labels(loss: str, gain: np.ndarray) -> np.ndarray:
-    """The labels that make the library loss ``loss`` use the IPS gain linearly (module docstring)."""
-    g = np.asarray(gain, dtype=np.float64)
-    if loss == "xendcg":
-        return np.log2(1.0 + g)
-    if loss == "listnet":
-        return np.log1p((np.e - 1.0) * g)
-    if loss in ("pointwise", "ranknet"):
-        return g.copy()
-    raise UsageError(f"--loss {loss}: IPS training supports {', '.join(IPS_LOSSES)}")
+    """The labels that make the library loss ``loss`` use the IPS ``gain`` (one per document) linearly (module
+    docstring)."""
+    if loss not in IPS_LABELS:
+        raise UsageError(f"--loss {loss}: IPS training supports {', '.join(IPS_LOSSES)}")
+    return IPS_LABELS[loss].label(np.asarray(gain, dtype=np.float64))
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
