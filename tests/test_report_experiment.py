@@ -1,0 +1,69 @@
+"""Tests of rankcli.report's experiment rendering: summary.md, the table cells and the notes."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from rankcli import experiment as ex
+from rankcli import report
+
+
+def _result(config, settings, rng):
+    rows = [dict(trial=t, setting=s.name, loss=loss, metric=m, value=float(rng.random()), trees=1, seconds=0.0)
+            for s in settings for loss in ex.setting_losses(config, s) for m in config.metrics
+            for t in ex.trial_ids(config)]
+    summary = ex.summarize(rows, config, settings)
+    return SimpleNamespace(config=config, settings=settings, summary=summary)
+
+
+def test_cells():
+    assert report.number_cell(0.123456) == "0.1235"
+    assert report.signed_cell(0.1) == "+0.1000" and report.signed_cell(-0.05, 2) == "-0.05"
+    for missing in (None, math.nan, math.inf):
+        assert report.number_cell(missing) == "n/a" and report.signed_cell(missing) == "n/a"
+    assert report.p_cell(0.01234) == "0.012"
+    assert report.p_cell(math.nan) == "not testable"
+    assert report.p_cell(None, reason="fewer than two trials") == "not testable: fewer than two trials"
+
+
+def test_summary_markdown_tables_and_sign_convention():
+    config = ex.ExperimentConfig(losses=["a", "b"], trials=3, metrics=["ndcg@5"], label_noise=[0.0, 0.3])
+    settings, sweeps = ex.plan_settings(config)
+    result = _result(config, settings, np.random.default_rng(0))
+    text = report.experiment_markdown(result, ex.sweep_rows(result.summary, config, sweeps))
+    lines = text.splitlines()
+    assert lines[0] == "# rankcli experiment: a, b"
+    assert lines[2].startswith("Protocol: 3 random splits (trials); paired t-tests across trials (n = trials, one "
+                               "test mean per trial). Split 0.6,0.2,0.2; seed 0; selection by validation ndcg@5, "
+                               "early stopping 50, at most 500 trees; test convention `paper` (queries without a "
+                               "relevant document skipped). p-values adjusted with `holm` within each setting.")
+    base = result.summary["settings"][0]
+    a = base["losses"]["a"]["ndcg@5"]
+    assert f"| a | {a['mean']:.4f} ± {a['stderr']:.4f} | 3 trials |" in lines
+    test = base["tests"][0]
+    assert (f"| b - a | ndcg@5 | {test['difference']:+.4f} | {test['stderr']:.4f} | 3 | {test['p_value']:.3f} | "
+            f"{test['p_adjusted']:.3f} |") in lines
+    assert "## sweep label-noise: test ndcg@5" in lines
+    assert report.SWEEP_NOTES["label-noise"] in lines
+    assert "| label-noise | a | b | b - a | p adjusted (b - a) |" in lines
+    assert sum(line.startswith("| 0 |") or line.startswith("| 0.3 |") for line in lines) == 2
+
+
+def test_notes():
+    folds = ex.ExperimentConfig(losses=["a", "b"], folds=True, trials=2)
+    assert report.protocol_note(folds) == ("2 folds, each trained once per loss; test metrics pooled over the test "
+                                           "queries of all folds; paired t-tests over those queries (n = queries)")
+    one = ex.ExperimentConfig(losses=["a", "b"], trials=1)
+    assert report.protocol_note(one).startswith("1 random split (trials)")
+    assert report.naive_only_note(ex.ExperimentConfig(losses=["xendcg", "lambdamart"])) == ""
+    biased = ex.ExperimentConfig(losses=["xendcg", "lambdamart"], position_bias=[1.0], click_impressions=7,
+                                 logging_fraction=0.02)
+    assert report.naive_only_note(biased).startswith("lambdamart: naive only, trained on the click impressions")
+    note = report.sweep_note(biased, "position-bias")
+    assert "a fraction 0.02 of the training queries" in note and "(7 impressions per query" in note
+    with pytest.raises(KeyError):
+        report.sweep_note(biased, "unknown")
