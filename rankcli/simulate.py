@@ -126,8 +126,9 @@ def check_randomize(ranker: str | np.ndarray, randomize: tuple[str, int] | None,
     if isinstance(ranker, str) and ranker == "random":
         raise UsageError("--randomize: the random ranker is already fully randomised (RandTop-n with n the list "
                          "length); give --ranker label, input or a model directory to randomise its order")
-    if randomize[0] == "swap" and max_rank is not None and randomize[1] > max_rank:
-        raise UsageError(f"--randomize swap:{randomize[1]}: position {randomize[1]} is never displayed with "
+    kind, number = randomize
+    if kind == "swap" and max_rank is not None and number > max_rank:
+        raise UsageError(f"--randomize swap:{number}: position {number} is never displayed with "
                          f"--max-rank {max_rank}")
 
 
@@ -138,7 +139,8 @@ def policy_name(ranker: str | np.ndarray, randomize: tuple[str, int] | None) -> 
     if isinstance(ranker, str) and ranker == "random":
         return "random"
     if randomize is not None:
-        return f"{randomize[0]}:{randomize[1]}"
+        kind, number = randomize
+        return f"{kind}:{number}"
     return "none"
 
 

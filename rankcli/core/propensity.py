@@ -274,10 +274,15 @@ def _stop_note(st: _Statistics, stop: int, method: str, fit: str, min_clicks: in
                     else "the estimate stops there (--fit power extrapolates (1/r)^eta)")]
 
 
+class _PowerFit(NamedTuple):
+    use: np.ndarray  # (R,) bool, the positions the power fit is fitted on
+    weights: np.ndarray  # (R,) their inverse delta-method variances
+
+
 def _bootstrap(st: _Statistics, bootstrap: int, rng: np.random.Generator,
-               power: tuple[np.ndarray, np.ndarray] | None) -> tuple[np.ndarray, np.ndarray | None]:
+               power: _PowerFit | None) -> tuple[np.ndarray, np.ndarray | None]:
     """Replicates of the propensities (bootstrap, R) over source queries (replicate weights: how often each query is
-    drawn), chunk by chunk; and with ``power = (use, weights)`` the power fit's eta of each replicate."""
+    drawn), chunk by chunk; and with ``power`` the power fit's eta of each replicate."""
     Q = st.stats.shape[0]
     reps = np.empty((bootstrap, st.enough.shape[0]))
     etas = np.empty(bootstrap) if power is not None else None
@@ -292,8 +297,8 @@ def _bootstrap(st: _Statistics, bootstrap: int, rng: np.random.Generator,
         rep = st.ratio_of((stats_t @ W[:b - a].T).T)
         rep[:, 0] = 1.0
         reps[a:b] = rep
-        if power is not None and power[0].any():
-            etas[a:b] = _power_eta(rep, power[0][None, :], power[1][None, :])
+        if power is not None and power.use.any():
+            etas[a:b] = _power_eta(rep, power.use[None, :], power.weights[None, :])
     return reps, etas
 
 
@@ -359,7 +364,7 @@ def estimate(offsets: np.ndarray, query: np.ndarray, positions: np.ndarray, clic
     use = np.zeros(R, bool)
     use[1:stop] = True
     power = _power_weights(st, use, stop, min_clicks) if fit == "power" else None
-    eta_hat = (float(_power_eta(point, use, power[1])) if use.any() else float("nan")) if power else None
+    eta_hat = (float(_power_eta(point, use, power.weights)) if use.any() else float("nan")) if power else None
     reps, etas = _bootstrap(st, bootstrap, rng, power)
     alpha = (1.0 - confidence) / 2.0
     lo, hi = _percentiles(reps, alpha)
@@ -386,8 +391,8 @@ def _percentiles(values: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarr
         return np.nanquantile(values, alpha, axis=0), np.nanquantile(values, 1.0 - alpha, axis=0)
 
 
-def _power_weights(st: _Statistics, use: np.ndarray, stop: int, min_clicks: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(use, weights)`` of the power fit: the positions it is fitted on (``2..stop``) and their inverse
+def _power_weights(st: _Statistics, use: np.ndarray, stop: int, min_clicks: int) -> _PowerFit:
+    """The power fit's positions and weights: the positions it is fitted on (``2..stop``) and their inverse
     delta-method variances; an :class:`InputError` when there is nothing to fit and a position needs the fit."""
     R = use.shape[0]
     if (stop <= 1 or not use.any()) and stop < R:
@@ -396,7 +401,7 @@ def _power_weights(st: _Statistics, use: np.ndarray, stop: int, min_clicks: int)
     weights = np.zeros(R)
     with np.errstate(divide="ignore"):
         weights[use] = 1.0 / (1.0 / st.num_clicks[use] + 1.0 / st.den_clicks[use])  # inverse delta-method variance
-    return use, weights
+    return _PowerFit(use, weights)
 
 
 def _power_tail(point, lo, hi, fitted, etas, eta_hat, use, stop, alpha) -> dict | None:
