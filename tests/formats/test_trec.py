@@ -141,6 +141,9 @@ def test_duplicate_pair_names_both_lines_on_either_path(tmp_path, text):
     ("1 Q0 a 1 2 t\n1 Q0 b 1 2\n", r":2: expected 6 fields"),
     ("1 Q0 a 1 2 t\n1 Q0 b 1 x2 t\n", r":2: score must be a number, got 'x2'"),
     ("1 Q0 a 1 nan t\n", r":1: score is NaN"),
+    # single spaces but for a double one where a field is missing: Arrow reads six fields, one of them empty
+    ("1 Q0 a 1 2 t\n1  b 1 3 t\n", r":2: expected 6 fields"),
+    ("1 Q0 a 1 2 t\n1 Q0 b  3 t\n", r":2: expected 6 fields"),
 ])
 def test_bad_lines_are_named(tmp_path, text, message):
     from rankcli.formats.trec_read import read_run_columns
@@ -168,3 +171,22 @@ def test_pair_hash_ignores_the_padding_width():
     wide = np.array([b"doc-1", b"abcdefghijk", b"x" * 30], dtype="S30")
     assert doc_hash(words_of(short)).tolist() == doc_hash(words_of(wide))[:2].tolist()
     assert len(set(doc_hash(words_of(np.array([b"a", b"b", b"ab", b"ba", b"a" * 9], dtype="S9"))).tolist())) == 5
+
+
+def test_hash_collisions_neither_hide_a_duplicate_nor_break_the_join(tmp_path, monkeypatch):
+    """Every document hashing alike (the worst case of the 64-bit hash): the duplicate check still compares the
+    documents themselves, and the join still pairs each run line with its own judgment."""
+    import numpy as np
+
+    from rankcli.formats import trec, trec_read
+
+    monkeypatch.setattr(trec_read, "doc_hash", lambda words, seed=0: np.zeros(words.shape[0], dtype=np.uint64))
+    (tmp_path / "r.txt").write_text("1 Q0 a 1 3 t\n1 Q0 b 2 2 t\n1 Q0 c 3 1 t\n2 Q0 a 1 1 t\n2 Q0 d 2 0 t\n")
+    (tmp_path / "q.txt").write_text("1 0 c 1\n1 0 a 3\n2 0 d 2\n2 0 x 4\n1 0 e 1\n")
+    run = trec.load_trec_run(tmp_path / "r.txt", tmp_path / "q.txt")
+    assert run.labels.tolist() == [3.0, 0.0, 1.0, 0.0, 2.0]
+    assert run.judged.tolist() == [True, False, True, False, True]
+    assert run.unranked_labels.tolist() == [1.0, 4.0]
+    (tmp_path / "r2.txt").write_text("1 Q0 a 1 3 t\n1 Q0 b 2 2 t\n1 Q0 a 3 1 t\n")
+    with pytest.raises(InputFormatError, match=r"r2.txt:3: document a appears twice for query 1 \(first at line 1\)"):
+        trec_read.read_run_columns(tmp_path / "r2.txt")
