@@ -102,6 +102,14 @@ def load(path: Path):
     return qids, t.column("label").to_numpy(), t.column("score").to_numpy(), offsets
 
 
+def children_cpu() -> float:
+    """User + system CPU seconds of the finished child processes so far."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def timed(fn):
     t = time.perf_counter()
     value = fn()
@@ -211,18 +219,23 @@ def trec_main(args) -> None:
         generate_trec(small[0], small[1], 50, 20, 1)
     results: dict[str, list[float]] = {}
     values: dict[str, float] = {}
+    cpu: dict[str, list[float]] = {}  # user + system CPU seconds of each whole process (steadier than wall time
+    # on a shared machine; pytrec_eval's includes its interpreter start and import, ranx's its JIT warm-up)
     for _ in range(args.repeat):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), children_cpu()
         out = subprocess.run([sys.executable, "-m", "rankcli", "eval", "--qrels", str(qrels_path), "--run",
                               str(run_path), "-m", "official", "--format", "trec_eval"], capture_output=True,
                              check=True, cwd=REPO, env=env)
         results.setdefault("rankcli eval --format trec_eval -m official (process, end to end)", []).append(
             time.perf_counter() - t)
+        cpu.setdefault("rankcli", []).append(children_cpu() - c)
         values["rankcli eval --format trec_eval -m official (process, end to end)"] = float(next(
             line.split("\t")[2] for line in out.stdout.decode().splitlines() if line.startswith("map ")))
         try:
+            c = children_cpu()
             out = subprocess.run([sys.executable, "-c", PYTREC_SCRIPT, str(qrels_path), str(run_path)],
                                  capture_output=True, check=True, text=True)
+            cpu.setdefault("pytrec_eval", []).append(children_cpu() - c)
             parse, ev, value = map(float, out.stdout.split())
             for name, secs in (("pytrec_eval parse + evaluate (in process)", parse + ev),
                                ("pytrec_eval parse (Python dicts)", parse), ("pytrec_eval evaluate", ev)):
@@ -251,6 +264,11 @@ def trec_main(args) -> None:
     if "ranx from_file + evaluate (warm JIT)" in best:
         print(f"ranx (from_file + evaluate, warm) / rankcli end to end: "
               f"{best['ranx from_file + evaluate (warm JIT)'] / ours:.2f}x  (goal > 1)")
+    for name, secs in cpu.items():
+        print(f"CPU seconds (user + system) of the whole {name} process: best {min(secs):.2f}, all "
+              f"{' '.join(f'{x:.2f}' for x in secs)}")
+    if "pytrec_eval" in cpu:
+        print(f"pytrec_eval process CPU / rankcli process CPU: {min(cpu['pytrec_eval']) / min(cpu['rankcli']):.2f}x")
     print("note: ranx computes a subset of 'official' (map, mrr, precision@k, r-precision, bpref; no iprec, gm_map, "
           "counts); pytrec_eval and rankcli compute all of it.")
 
@@ -326,7 +344,7 @@ def main() -> None:
         record("rankcli metric (in process)", *timed(lambda: ours_inprocess(labels, scores, offsets)))
         if lgbm is not None:
             t_build, booster = timed(lambda: lgbm.build(labels, scores, offsets))
-            t_eval, v = timed(lambda: lgbm.evaluate(booster))
+            t_eval, v = timed(lambda booster=booster: lgbm.evaluate(booster))
             record("LightGBM metric", t_eval, v)
             record("LightGBM metric + Dataset build", t_build + t_eval, v)
             del booster
@@ -334,10 +352,11 @@ def main() -> None:
             record("ranx evaluate (warm)", *timed(lambda: ranx.evaluate(ranx_qrels, ranx_run, RANX_METRIC)))
         if pytrec is not None:
             t_dicts, (qd, rd) = timed(lambda: as_dicts(qids, labels, scores, offsets))
-            t_eval, per_q = timed(lambda: pytrec.RelevanceEvaluator(qd, {"ndcg_cut_10"}).evaluate(rd))
+            t_eval, per_q = timed(lambda qd=qd, rd=rd: pytrec.RelevanceEvaluator(qd, {"ndcg_cut_10"}).evaluate(rd))
             record("pytrec_eval (evaluator + evaluate)", t_eval, float(np.mean([r["ndcg_cut_10"]
                                                                                   for r in per_q.values()])))
-            record("pytrec_eval incl. building its dicts", t_dicts + t_eval, values["pytrec_eval (evaluator + evaluate)"])
+            record("pytrec_eval incl. building its dicts", t_dicts + t_eval,
+                   values["pytrec_eval (evaluator + evaluate)"])
         if not args.skip_slow:
             record("plain per-query loop", *timed(lambda: plain_loop(labels, scores, offsets)))
 
@@ -348,8 +367,8 @@ def main() -> None:
     ours, cli = best["rankcli metric (in process)"], best["rankcli eval (CLI, end to end)"]
     print()
     if "LightGBM metric + Dataset build" in best:
-        print(f"rankcli metric / (LightGBM metric + Dataset build): {ours / best['LightGBM metric + Dataset build']:.2f}x"
-              "  (goal <= 1.2)")
+        print(f"rankcli metric / (LightGBM metric + Dataset build): "
+              f"{ours / best['LightGBM metric + Dataset build']:.2f}x  (goal <= 1.2)")
         print(f"rankcli metric / LightGBM metric alone:             {ours / best['LightGBM metric']:.2f}x")
     if "ranx evaluate (warm)" in best:
         print(f"rankcli eval end to end / ranx warm evaluate:       {cli / best['ranx evaluate (warm)']:.2f}x"
