@@ -131,7 +131,8 @@ def test_existing_output_and_predict_errors(cli, data, tmp_path):
     model = tmp_path / "m"
     assert cli("train", data["train"], "-o", model, "--loss", "pointwise", *FAST).returncode == 0
     r = cli("train", data["train"], "-o", model, *FAST)
-    assert r.returncode == 4 and r.stderr.decode() == f"Error: {model}: already exists; pass --overwrite to replace it\n"
+    assert r.returncode == 4
+    assert r.stderr.decode() == f"Error: {model}: already exists; pass --overwrite to replace it\n"
     r = cli("predict", model, data["narrow"], "-o", tmp_path / "run.parquet")
     assert r.returncode == 3
     assert r.stderr.decode() == (f"Error: {data['narrow']}: feature columns do not match the model's: missing f46 "
@@ -304,7 +305,8 @@ def test_model_without_checksum_still_loads_and_predicts_alike(cli, data, model_
     for m, out in ((model_dir, "a.parquet"), (bad, "b.parquet")):
         r = cli("predict", m, data["test"], "-o", tmp_path / out)
         assert r.returncode == 0, r.stderr
-    assert pq.read_table(tmp_path / "a.parquet").column("score") == pq.read_table(tmp_path / "b.parquet").column("score")
+    scores = [pq.read_table(tmp_path / name).column("score") for name in ("a.parquet", "b.parquet")]
+    assert scores[0] == scores[1]
     info = json.loads((model_dir / "rankcli.json").read_text())
     import hashlib
     assert info["model_sha256"] == hashlib.sha256((model_dir / "model.txt").read_bytes()).hexdigest()
@@ -340,8 +342,9 @@ def hostile(data, tmp_path_factory):
      "which takes any label >= 0\n"),
     (["train", "H/big.parquet", "--loss", "xendcg-native"], 3, "Error: --loss xendcg-native takes grades up to 30"),
     (["train", "H/big.parquet", "--valid", "H/bigv.parquet"], 3,  # was 'validation ndcg@5 0.0000' with exit 0
-     "Error: H/bigv.parquet: a label of 1e+06: --select-by ndcg@5 under the paper convention uses the gain 2^label - 1, "
-     "which overflows beyond label 1000; select by --convention sklearn (linear gain), or validate on graded labels\n"),
+     "Error: H/bigv.parquet: a label of 1e+06: --select-by ndcg@5 under the paper convention uses the gain "
+     "2^label - 1, which overflows beyond label 1000; select by --convention sklearn (linear gain), or validate on "
+     "graded labels\n"),
     (["train", "H/nofeat.parquet"], 3, "Error: H/nofeat.parquet: no feature columns (f1, f2, ...): a ranker needs at "
                                        "least one feature\n"),
     (["train", "TRAIN", "--valid", "H/empty.parquet"], 3, "Error: H/empty.parquet: no rows to validate on; give a "
