@@ -163,8 +163,7 @@ def _join(lines: TrecColumns, qrels: TrecColumns, queries: _Queries) -> tuple[np
     qkeys = pair_keys(qlocal[usable], qrels.hashes[usable], lines.qnames.shape[0])
     by_key = np.argsort(qkeys, kind="stable")
     qorder, qsorted = usable[by_key], qkeys[by_key]  # judgments by key
-    rorder = lines.key_order
-    rsorted = lines.keys[rorder]
+    rorder, rsorted = lines.key_order, lines.keys
     qi = np.zeros(rorder.shape[0], dtype=np.int64)
     hit = np.zeros(rorder.shape[0], dtype=bool)
     n = qsorted.shape[0]

@@ -46,8 +46,8 @@ class TrecColumns:
     values: np.ndarray
     numbers: np.ndarray
     tag: str = ""
-    keys: np.ndarray | None = None
-    key_order: np.ndarray | None = None
+    keys: np.ndarray | None = None  # the pair keys, sorted
+    key_order: np.ndarray | None = None  # the lines in the order of ``keys``
     hashes: np.ndarray | None = None  # doc_hash(words), kept from the duplicate check
     text: bytes = b""  # the decoded file, for quoting a line in an error
 
@@ -137,13 +137,21 @@ def _arrow_words(col, ascii_text: bool) -> np.ndarray:
 def doc_hash(words: np.ndarray, seed: np.ndarray | int = 0) -> np.ndarray:
     """A uint64 hash of each row of :func:`words_of` words (multiply-xorshift over the words). All-zero words (the
     padding of a shorter id) are skipped, so the padding width plays no part."""
-    h = np.full(words.shape[0], 1469598103934665603, dtype=np.uint64) ^ np.asarray(seed, dtype=np.uint64)
+    n = words.shape[0]
+    h = np.full(n, 1469598103934665603, dtype=np.uint64)
+    h ^= np.asarray(seed, dtype=np.uint64)
+    mixed, shifted = np.empty(n, dtype=np.uint64), np.empty(n, dtype=np.uint64)  # in place: no fresh pages per word
     prime, shift = np.uint64(1099511628211), np.uint64(29)
     for j in range(words.shape[1]):
         x = words[:, j]
-        mixed = (h ^ x) * prime
-        mixed ^= mixed >> shift
-        h = mixed if j == 0 else np.where(x != 0, mixed, h)  # an id has at least one byte: word 0 is never padding
+        np.bitwise_xor(h, x, out=mixed)
+        mixed *= prime
+        np.right_shift(mixed, shift, out=shifted)
+        mixed ^= shifted
+        if j == 0:  # an id has at least one byte: word 0 is never padding
+            h, mixed = mixed, h
+        else:
+            np.copyto(h, mixed, where=x != 0)
     return h
 
 
@@ -171,7 +179,7 @@ def check_unique_pairs(cols: TrecColumns, path: Path, duplicate: str) -> None:
     keys = pair_keys(cols.qcodes, cols.hashes, cols.qnames.shape[0])
     order = np.argsort(keys, kind="stable")  # queries come in blocks of ascending codes: nearly sorted, cheap
     k = keys[order]
-    cols.keys, cols.key_order = keys, order
+    cols.keys, cols.key_order = k, order
     same = np.flatnonzero(k[1:] == k[:-1])
     if not same.shape[0]:
         return
