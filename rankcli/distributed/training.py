@@ -19,6 +19,7 @@ import numpy as np
 
 from rankcli.distributed import cluster
 from rankcli.errors import InputError, SchemaError, UsageError
+from rankcli.train.losses import LOSSES
 
 if TYPE_CHECKING:  # pragma: no cover
     import distributed
@@ -26,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from rankcli.formats.partitions import PartitionPlan
 
 #: The losses LightGBM implements natively in C++; only these train data-parallel on a cluster.
-NATIVE_LOSSES = ("lambdamart", "xendcg-native", "pointwise")
+NATIVE_LOSSES = tuple(name for name, loss in LOSSES.items() if loss.native)
 
 OnIteration = Callable[[int, "float | None", "float | None"], None]
 
