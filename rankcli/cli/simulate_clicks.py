@@ -69,14 +69,14 @@ def command(
     from rankcli.simulate import RANKERS, simulate_file
 
     probs, policy = _checked_options(model, click_probs, impressions, max_rank, eta, seed, ranker, randomize)
-    if ranker not in RANKERS:  # as predict: without LightGBM's scikit-learn/pandas integrations (~1.5 s less)
-        from rankcli.startup import import_lightgbm_lean
-
-        import_lightgbm_lean()
     output = prepare_output(output, overwrite=overwrite,
                             inputs=[data, *(model_files(ranker) if ranker not in RANKERS else [])], binary=True,
                             example="clicks.parquet")
     stdout_taken(output, json_out)
+    if ranker not in RANKERS:  # as predict: without LightGBM's scikit-learn/pandas integrations (~1.5 s less)
+        from rankcli.startup import import_lightgbm_lean
+
+        import_lightgbm_lean()
     summary = simulate_file(data, output, ranker=ranker, seed=seed, overwrite=overwrite, model=model,
                             click_probs=probs, eta=eta, max_rank=max_rank, impressions=impressions,
                             keep_no_click=keep_no_click, label_grades=label_grades, randomize=policy)
