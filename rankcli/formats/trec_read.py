@@ -114,24 +114,31 @@ def words_of(strings: np.ndarray) -> np.ndarray:
 
 
 def _arrow_words(col, ascii_text: bool) -> np.ndarray:
-    """An Arrow binary column's values as :func:`words_of` gives them, built in C for ASCII text (padded by Arrow to
-    a common width, then viewed without a copy)."""
+    """An Arrow binary column's values as :func:`words_of` gives them, chunk by chunk (a column may hold more bytes
+    than one Arrow array can), built in C for ASCII text (padded by Arrow to a common width, then viewed)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    col = col.combine_chunks()
-    n = len(col)
     width = max(int(pc.max(pc.binary_length(col)).as_py() or 1), 1)
     width = -(-width // 8) * 8
-    if ascii_text:
-        padded = pc.ascii_rpad(col.view(pa.string()), width=width, padding="\x00")
-        bufs = padded.buffers()
-        start = padded.offset * width  # every value is exactly `width` bytes: offsets are i * width
-        return np.frombuffer(bufs[2], dtype=np.uint8, count=n * width, offset=start).view(np.uint64).reshape(n, -1)
-    bufs = col.buffers()
-    offsets = np.frombuffer(bufs[1], dtype=np.int32, count=n + 1, offset=col.offset * 4).astype(np.int64)
-    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
-    return words_of(_gather(data, offsets[:-1], np.diff(offsets)))
+    parts = [np.zeros(0, dtype=np.uint8)]
+    for chunk in col.chunks:
+        n = len(chunk)
+        if ascii_text:
+            padded = pc.ascii_rpad(chunk.view(pa.string()), width=width, padding="\x00")
+            bufs = padded.buffers()  # every value is exactly `width` bytes
+            start = int(np.frombuffer(bufs[1], dtype=np.int32, count=1, offset=padded.offset * 4)[0])
+            parts.append(np.frombuffer(bufs[2], dtype=np.uint8, count=n * width, offset=start))
+            continue
+        bufs = chunk.buffers()
+        offsets = np.frombuffer(bufs[1], dtype=np.int32, count=n + 1, offset=chunk.offset * 4).astype(np.int64)
+        data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+        words = words_of(_gather(data, offsets[:-1], np.diff(offsets)))
+        wide = np.zeros((n, width // 8), dtype=np.uint64)
+        wide[:, :words.shape[1]] = words
+        parts.append(wide.view(np.uint8).ravel())
+    data = parts[1] if len(parts) == 2 else np.concatenate(parts)  # one chunk: a view, no copy
+    return data.view(np.uint64).reshape(-1, width // 8)
 
 
 def doc_hash(words: np.ndarray, seed: np.ndarray | int = 0) -> np.ndarray:
