@@ -26,52 +26,7 @@ import numpy as np
 
 from rankcli.dataset import Run, offsets_from_qids
 from rankcli.errors import InputError, SchemaError
-from rankcli.formats.trec_read import (
-    TrecColumns,
-    pair_keys,
-    read_qrels_columns,
-    read_run_columns,
-    same_words,
-)
-
-
-@dataclass
-class TrecRunLines:
-    """A run file's lines in file order: ``qids``, ``docids`` (object arrays of str) and ``scores`` (float64)."""
-
-    qids: np.ndarray
-    docids: np.ndarray
-    scores: np.ndarray
-    tags: set
-    tag: str = ""  # the first line's tag: trec_eval's runid
-
-
-@dataclass
-class Qrels:
-    """Judgments in file order: ``qids``, ``docids`` (object arrays of str) and ``labels`` (float64)."""
-
-    qids: np.ndarray
-    docids: np.ndarray
-    labels: np.ndarray
-
-
-def _text(strings: np.ndarray) -> np.ndarray:
-    return np.array([v.decode() for v in strings.tolist()], dtype=object)
-
-
-def read_trec_run(path: Path | str) -> TrecRunLines:
-    """Read a TREC run (``qid Q0 docid rank score tag``) with ids as ``str``; see
-    :func:`rankcli.formats.trec_read.read_run_columns`."""
-    cols = read_run_columns(path)
-    return TrecRunLines(_text(cols.qids), _text(cols.docids), cols.values, {cols.tag}, cols.tag)
-
-
-def read_qrels(path: Path | str) -> Qrels:
-    """Read TREC qrels (``qid iteration docid relevance``) with ids as ``str``; see
-    :func:`rankcli.formats.trec_read.read_qrels_columns`."""
-    cols = read_qrels_columns(path)
-    return Qrels(_text(cols.qids), _text(cols.docids), cols.values)
-
+from rankcli.formats.trec_read import TrecColumns, pair_keys, read_qrels_columns, read_run_columns, same_words
 
 # ---------------------------------------------------------------------------------------------------------------------
 # A run joined with its qrels, as trec_eval joins them

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rankcli.errors import InputFormatError
-from rankcli.formats.trec import read_qrels, read_trec_run
+from rankcli.formats.trec_read import read_qrels, read_trec_run
 
 
 def test_bom_is_skipped_in_runs_and_qrels(tmp_path):
