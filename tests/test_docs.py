@@ -84,6 +84,31 @@ def test_readme_is_short():
     assert len(README.splitlines()) <= 210
 
 
+def _anchor(title: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")
+
+
+@pytest.mark.parametrize("path", [README_PATH, *DOCS], ids=lambda p: str(p.relative_to(REPO)))
+def test_relative_links_lead_somewhere(path):
+    """Every relative link of the README and docs/ names an existing file, and an anchor one of its headings."""
+    text = re.sub(r"^```[^\n]*\n.*?^```", "", path.read_text(), flags=re.S | re.M)
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target):
+            continue
+        file, _, anchor = target.partition("#")
+        linked = (path.parent / file).resolve() if file else path
+        if not linked.exists():
+            broken.append(target)
+        elif anchor and linked.is_file():
+            headings = re.findall(r"^#+ (.*)$", re.sub(r"^```[^\n]*\n.*?^```", "", linked.read_text(),
+                                                        flags=re.S | re.M), re.M)
+            if anchor not in {_anchor(h) for h in headings}:
+                broken.append(target)
+    assert not broken, f"{path.relative_to(REPO)}: broken links {broken}"
+
+
 # -- the command reference against --help --------------------------------------------------------------------------
 
 def _section(text: str, title: str) -> str:
