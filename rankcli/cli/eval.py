@@ -104,6 +104,9 @@ def command(
     run, trec_run = _inputs(run, trec_run, qrels, model, complete=complete, judged_only=judged_only,
                             max_docs=max_docs)
     fmt = _format(json_out, output_format, by_query)
+    from rankcli.startup import import_numpy_single_threaded_blas
+
+    import_numpy_single_threaded_blas()  # no linear algebra here: OpenBLAS's idle threads would spin on a core
     from rankcli import evaluate
     from rankcli.core.metrics import parse_metrics
 
