@@ -97,6 +97,25 @@ def test_duplicate_document_in_run_is_an_error(tmp_path):
         load_trec_run(tmp_path / "r.txt", tmp_path / "j.txt")
 
 
+def test_both_files_bad_names_the_run_first_and_rows_come_in_rank_order(tmp_path):
+    # the two files are read at the same time: an error in the run is still the one reported
+    (tmp_path / "r.txt").write_text("1 Q0 a 1 x t\n")
+    (tmp_path / "j.txt").write_text("1 0 a\n")
+    with pytest.raises(InputError, match=r"r.txt:1: score must be a number"):
+        load_trec_run(tmp_path / "r.txt", tmp_path / "j.txt")
+    # rows ranked once for the metrics (equal scores keep their file order), then trec_eval's tie rule: c before a
+    (tmp_path / "r.txt").write_text("1 Q0 a 1 2 t\n1 Q0 b 2 3 t\n1 Q0 c 3 2 t\n2 Q0 d 1 1 t\n2 Q0 e 2 5 t\n")
+    (tmp_path / "j.txt").write_text("1 0 a 1\n1 0 c 0\n2 0 d 1\n")
+    run = load_trec_run(tmp_path / "r.txt", tmp_path / "j.txt")
+    ranked = E._in_rank_order(run)
+    assert ranked.scores.tolist() == [3.0, 2.0, 2.0, 5.0, 1.0] and ranked.docids.tolist() == [b"b", b"a", b"c", b"e",
+                                                                                                b"d"]
+    assert ranked.judged.tolist() == [False, True, True, False, True]
+    report = E.evaluate_run(run, ["recip_rank", "P_2"], M.Convention.preset("trec"))
+    assert report.result.per_query["mrr"].tolist() == pytest.approx([1 / 3, 0.5])
+    assert report.result.per_query["precision@2"].tolist() == pytest.approx([0.0, 0.5])
+
+
 def test_run_from_arrays_errors_name_row_and_qid():
     with pytest.raises(InputError, match=r"run.parquet: column label: NaN or missing at row 2 \(qid 5\)"):
         E.run_from_arrays(np.array([4, 5, 5]), np.array([1.0, 0.0, np.nan]), np.zeros(3), "run.parquet")
