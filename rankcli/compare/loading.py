@@ -142,7 +142,7 @@ def _stored_convention(path: Path, text: str) -> dict:
 
 def _load_trec(path: Path, name: str, specs, convention, qrels: Path) -> LoadedInput:
     from rankcli.core.metrics import per_query
-    from rankcli.evaluate import load_trec_run
+    from rankcli.formats.trec import load_trec_run
 
     run = load_trec_run(path, qrels)
     wanted = list(specs) if specs is not None else list(DEFAULT_METRICS)
