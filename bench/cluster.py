@@ -116,7 +116,8 @@ def bench_train(work: Path, rows: int, rounds: int) -> None:
         for mode, extra in (modes.items() if r % 2 == 0 else reversed(list(modes.items()))):
             times[mode].append(rankcli("train", path, "-o", work / "model", *common, *extra))
             print(f"round {r}: train {mode}: {times[mode][-1]:.1f} s", file=sys.stderr)
-    print(f"rankcli train big.parquet -o model {' '.join(map(str, common))} [--threads 1 | --threads 2 | --dask local:2]")
+    options = " ".join(map(str, common))
+    print(f"rankcli train big.parquet -o model {options} [--threads 1 | --threads 2 | --dask local:2]")
     print(f"{n} rows, {sizes.shape[0]} queries, 136 features, 100 trees; best of {rounds} runs, whole command")
     for mode, ts in times.items():
         print(f"  {mode:>18}: {min(ts):6.1f} s   (runs: {', '.join(f'{t:.1f}' for t in ts)})")

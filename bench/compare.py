@@ -5,8 +5,8 @@ Workload: per-query differences of 30,000 queries (MSLR-WEB30K's size), 10,000 p
 - permutation: `rankcli.core.stats.paired_test(test="permutation")` (random sign bits, sums read from per-byte
   tables) against `scipy.stats.permutation_test(..., permutation_type="samples", vectorized=True, batch=500)` on the
   same paired vectors with the same number of resamples (scipy's statistic: mean difference).
-- bootstrap: `paired_test(test="bootstrap")` (studentized, null-shifted since issue 11; scipy has no such test) against `scipy.stats.bootstrap((d,), np.mean, method="percentile",
-  batch=500)`.
+- bootstrap: `paired_test(test="bootstrap")` (studentized, null-shifted since issue 11; scipy has no such test)
+  against `scipy.stats.bootstrap((d,), np.mean, method="percentile", batch=500)`.
 - ttest / wilcoxon: scipy's functions are what rankcli uses; timed for information.
 - end to end: `python -m rankcli compare A B` in a subprocess on two Parquet runs of 30,000 queries x 60..180
   documents (~3.6M rows each), metrics ndcg@5 and ndcg@10: process start, Parquet reads, metrics, tests, output.
@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -101,13 +102,15 @@ def main() -> None:
                 times[name].append(_time(fn))
             for name, extra in e2e.items():
                 cmd = [sys.executable, "-m", "rankcli", "compare", str(ra), str(rb), "--json", *extra]
-                times[name].append(_time(lambda: subprocess.run(cmd, check=True, capture_output=True, cwd=REPO)))
+                times[name].append(_time(partial(subprocess.run, cmd, check=True, capture_output=True, cwd=REPO)))
     print(f"queries {args.queries}, resamples {B}, rounds {args.rounds} (median seconds)")
     med = {k: statistics.median(v) for k, v in times.items()}
     for name, t in med.items():
         print(f"  {name:45s} {t:8.3f}")
-    print(f"  ratio permutation scipy / rankcli: {med['permutation scipy.stats.permutation_test'] / med['permutation rankcli']:.1f}x")
-    print(f"  ratio bootstrap scipy / rankcli:   {med['bootstrap scipy.stats.bootstrap'] / med['bootstrap rankcli']:.1f}x")
+    permutation = med["permutation scipy.stats.permutation_test"] / med["permutation rankcli"]
+    bootstrap = med["bootstrap scipy.stats.bootstrap"] / med["bootstrap rankcli"]
+    print(f"  ratio permutation scipy / rankcli: {permutation:.1f}x")
+    print(f"  ratio bootstrap scipy / rankcli:   {bootstrap:.1f}x")
 
 
 if __name__ == "__main__":

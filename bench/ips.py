@@ -152,8 +152,9 @@ def main() -> None:
             pooled = pools[loss]["naive" if variant.startswith("library") else variant]
             obj = (LibraryObjective(loss, pooled.labels, pooled.offsets) if variant.startswith("library") or
                    objective_for(loss, pooled) is None else objective_for(loss, pooled))
+            each = ", ".join(f"{t * 1e3:.1f}" for t in times)
             print(f"{loss:10} {variant:30} {statistics.median(times) * 1e3:17.1f} "
-                  f"{', '.join(f'{t * 1e3:.1f}' for t in times):>24} {objective_seconds(obj, pooled.n_rows) * 1e3:13.1f} "
+                  f"{each:>24} {objective_seconds(obj, pooled.n_rows) * 1e3:13.1f} "
                   f"{statistics.mean(LEAVES[(loss, variant)]):12.1f}")
         ratio = statistics.median(results[loss]["ips"]) / statistics.median(results[loss]["naive"])
         per_round = [i / n for i, n in zip(results[loss]["ips"], results[loss]["naive"])]
