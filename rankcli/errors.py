@@ -10,6 +10,8 @@ from enum import IntEnum
 
 
 class ExitStatus(IntEnum):
+    """The documented exit statuses (README, "Exit statuses"): scripts test these numbers."""
+
     SUCCESS = 0
     INTERNAL_ERROR = 1
     USAGE = 2

@@ -209,6 +209,10 @@ def default_convention(trec_input: bool) -> str:
 
 def evaluate_path(path: Path | str, metrics: Sequence[MetricSpec | str],
                   convention: Convention = Convention()) -> EvalReport:
+    """Evaluate a Parquet run (``qid``, ``label``, ``score``; ``docid`` for the trec tie rule) read from ``path``.
+
+    metrics : metric names (``ndcg@10``, ``P_5``, ...) or parsed specs.
+    convention : gain, tie rule and the score of a query without a relevant document."""
     return evaluate_run(read_run(path, docids=convention.ties == "docid-desc"), metrics, convention)
 
 
@@ -239,6 +243,9 @@ def evaluate_input(path: Path | str, metrics: Sequence[MetricSpec | str], conven
 
 def evaluate_model(data_path: Path | str, model_dir: Path | str, metrics: Sequence[MetricSpec | str],
                    convention: Convention = Convention()) -> EvalReport:
+    """Score the dataset at ``data_path`` with the model directory ``model_dir`` and evaluate the scores against
+    the dataset's labels (``rankcli eval DATA --model MODEL``); ``metrics`` and ``convention`` as in
+    :func:`evaluate_path`."""
     return evaluate_run(model_run(data_path, model_dir, docids=convention.ties == "docid-desc"), metrics, convention)
 
 

@@ -182,6 +182,7 @@ def _md_escape(text: str) -> str:
 
 
 def compare_markdown(report) -> str:
+    """A compare report as Markdown: the summary line, the means per run (the best in bold) and the tests."""
     marks = compare_markers(report)
     best = {m: max((report.means[n][m] for n in report.run_names if not math.isnan(report.means[n][m])),
                    default=None) for m in report.metrics}

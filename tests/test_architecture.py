@@ -13,6 +13,7 @@ The rules (docs/internals.md explains why):
 - No import cycles between rankcli modules, counting imports inside functions too.
 - A private name (``_x``) of another module is used only in ``rankcli.compat``, which documents each such use.
 - No module over 500 lines, no function over 80 lines.
+- Every public function and class at module level has a docstring (a command's help is its module's docstring).
 """
 from __future__ import annotations
 
@@ -211,6 +212,23 @@ def test_known_violations_are_still_real():
     assert not stale, "fixed, remove from KNOWN:\n" + "\n".join(stale)
 
 
+def missing_docstrings() -> set[str]:
+    found = set()
+    for name, tree in TREES.items():
+        for node in tree.body:
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or node.name.startswith("_"):
+                continue
+            if name.startswith("rankcli.cli") and node.name == "command":
+                continue
+            if not ast.get_docstring(node):
+                found.add(f"{name}.{node.name} has no docstring")
+    return found
+
+
+def test_public_functions_and_classes_have_docstrings():
+    assert not sorted(missing_docstrings())
+
+
 def test_the_checks_can_fail(tmp_path):
     """Each rule, fed a module that breaks it, reports it (so an empty result is not a broken checker)."""
     bad = {
@@ -218,13 +236,14 @@ def test_the_checks_can_fail(tmp_path):
         "rankcli.evaluate_bad": "from rankcli.cli import eval\n",
         "rankcli.formats.bad": "from rankcli.core import groups\n",
         "rankcli.bad_private": "from rankcli.convert import _output_name\nimport typer._click\n",
+        "rankcli.undocumented": "def public():\n    pass\n",
     }
     saved_modules, saved_trees = dict(MODULES), dict(TREES)
     try:
         for name, source in bad.items():
             MODULES[name] = tmp_path / (name + ".py")
             TREES[name] = ast.parse(source)
-        layers, private = layer_violations(), private_uses()
+        layers, private, undocumented = layer_violations(), private_uses(), missing_docstrings()
     finally:
         MODULES.clear(), MODULES.update(saved_modules)
         TREES.clear(), TREES.update(saved_trees)
@@ -234,3 +253,4 @@ def test_the_checks_can_fail(tmp_path):
     assert any(v.startswith("rankcli.formats.bad imports rankcli.core.groups") for v in layers)
     assert "rankcli.bad_private imports rankcli.convert._output_name" in private
     assert "rankcli.bad_private imports typer._click" in private
+    assert "rankcli.undocumented.public has no docstring" in undocumented

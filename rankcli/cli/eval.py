@@ -52,6 +52,8 @@ DEFAULT_METRICS = ["ndcg@1,3,5,10"]
 
 
 class Format(str, Enum):
+    """``--format``: a rich table, JSON, or trec_eval's own text layout."""
+
     table = "table"
     json = "json"
     trec_eval = "trec_eval"

@@ -18,10 +18,12 @@ import numpy as np
 
 
 def sizes(offsets: np.ndarray) -> np.ndarray:
+    """The number of documents of each query."""
     return np.diff(offsets)
 
 
 def n_queries(offsets: np.ndarray) -> int:
+    """The number of queries that ``offsets`` delimits."""
     return int(offsets.shape[0] - 1)
 
 
@@ -31,21 +33,17 @@ def query_index(offsets: np.ndarray) -> np.ndarray:
 
 
 def segment_sum(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """The sum of ``values`` over each query's rows (queries are never empty, so ``reduceat`` is exact)."""
     if offsets.shape[0] <= 1:
         return np.zeros(0, dtype=np.result_type(values.dtype, np.float64))
     return np.add.reduceat(values, offsets[:-1])
 
 
 def segment_max(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """The largest of ``values`` over each query's rows."""
     if offsets.shape[0] <= 1:
         return np.zeros(0, dtype=values.dtype)
     return np.maximum.reduceat(values, offsets[:-1])
-
-
-def segment_min(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    if offsets.shape[0] <= 1:
-        return np.zeros(0, dtype=values.dtype)
-    return np.minimum.reduceat(values, offsets[:-1])
 
 
 def broadcast(per_query: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -112,8 +110,3 @@ def rank_within(scores: np.ndarray, offsets: np.ndarray, descending: bool = True
     positions = np.arange(perm.shape[0], dtype=np.int64) - broadcast(offsets[:-1], offsets)
     ranks[perm] = positions + 1
     return ranks
-
-
-def topk_mask(scores: np.ndarray, offsets: np.ndarray, k: int, descending: bool = True) -> np.ndarray:
-    """Boolean mask of the rows ranked in the top ``k`` of their query (ties by input order)."""
-    return rank_within(scores, offsets, descending) <= k

@@ -151,10 +151,6 @@ def training_labels(loss: str, gain: np.ndarray) -> np.ndarray:
     return IPS_LABELS[loss].label(np.asarray(gain, dtype=np.float64))
 
 
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 0.5 * (1.0 + np.tanh(0.5 * x))  # no overflow warnings for large |x|
-
-
 def ranknet_ips_value(gain: np.ndarray, scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Per query ``sum_d g_d sum_{e != d} log(1 + exp(-(s_d - s_e)))`` (see the module docstring).
 

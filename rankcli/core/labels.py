@@ -12,6 +12,7 @@ class NonIntegerLabelsError(InputError):
 
 
 def is_integer_grades(labels: np.ndarray) -> bool:
+    """Whether every label is a finite non-negative integer (a grade LightGBM's lambdarank can take)."""
     labels = np.asarray(labels, dtype=np.float64)
     return bool(np.all(np.isfinite(labels)) and np.all(labels >= 0) and np.all(labels == np.round(labels)))
 

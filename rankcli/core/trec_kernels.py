@@ -180,6 +180,8 @@ def _iprec(b: Bucket, levels) -> np.ndarray:
 
 
 def iprec_at_recall(b: Bucket, level):
+    """``m_iprec_at_recall.c``: the interpolated precision at recall ``level`` (the largest precision at any rank
+    whose recall reaches it), with trec_eval 10's cutoff ``lround(level * R)``."""
     return _iprec(b, [level])[:, 0]
 
 

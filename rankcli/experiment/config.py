@@ -158,6 +158,8 @@ class ExperimentConfig:
 
 @dataclass(frozen=True)
 class Setting:
+    """One condition of an experiment: the baseline or one level of a robustness sweep."""
+
     name: str                    # "baseline" | "augment-negatives=0.2" | "label-noise=0.3" | "click-noise=0.1"
     kind: str                    # "baseline" | one of SWEEP_KINDS
     level: float | None = None

@@ -26,6 +26,8 @@ from rankcli.formats.experiment_store import ResultStore, lock_path, queries_pat
 
 @dataclass
 class ExperimentResult:
+    """What :func:`run_experiment` returns: the plan, the summary (Table 1 and the paired tests) and the curves."""
+
     exp_dir: Path
     config: ExperimentConfig
     settings: list[Setting]

@@ -41,6 +41,8 @@ class Unit(NamedTuple):
 
 @dataclass
 class UnitResult:
+    """One trained and evaluated unit (setting, trial, loss): its test metrics and its validation curve."""
+
     setting: str
     trial: int
     loss: str

@@ -566,3 +566,23 @@ def test_infinite_labels_are_refused():
     with pytest.raises(InputError, match="label is infinite at row 2"):
         M.evaluate(["map"], np.array([0.0, 1.0, np.inf]), np.array([1.0, 2.0, 3.0]), np.array([0, 3]),
                  M.Convention.preset("sklearn"))
+
+
+@pytest.mark.parametrize("k", [1, 3, 10])
+def test_f1_at_k_is_the_harmonic_mean_of_precision_and_recall_at_k(make_ranking, k):
+    """ranx's f1@k, brute force per query: 2 P@k R@k / (P@k + R@k), 0 when no relevant document is in the top k."""
+    import dataclasses
+
+    labels, scores, offsets = make_ranking(80, 25, tie_levels=None)
+    labels[offsets[1]:offsets[2]] = 0  # a query without a relevant document scores 0 under no_relevant=zero
+    convention = dataclasses.replace(M.Convention.preset("paper"), no_relevant="zero")
+    got = M.per_query([f"f1@{k}"], labels, scores, offsets, convention)[f"f1@{k}"]
+    expected = []
+    for a, b in zip(offsets[:-1], offsets[1:]):
+        relevant = labels[a:b] >= convention.relevance_threshold
+        top = np.argsort(-scores[a:b], kind="stable")[:k]
+        hits = relevant[top].sum()
+        precision, recall = hits / k, (hits / relevant.sum() if relevant.any() else 0.0)
+        expected.append(0.0 if hits == 0 else 2 * precision * recall / (precision + recall))
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
+    assert (np.asarray(expected) > 0).any()

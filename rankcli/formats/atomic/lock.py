@@ -43,10 +43,6 @@ class FileLock:
             fd, self._fd = self._fd, None
             os.close(fd)  # closing the descriptor drops the flock
 
-    @property
-    def held(self) -> bool:
-        return self._fd is not None
-
     def __enter__(self) -> FileLock:
         self.acquire()
         return self
