@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,22 +15,11 @@ def log(message: str) -> None:
     sys.stderr.flush()
 
 
-def _jsonable(value: Any) -> Any:
-    # NaN and infinity are not JSON; null is what a JSON reader can act on.
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if hasattr(value, "item") and callable(value.item):  # numpy scalars
-        return _jsonable(value.item())
-    return value
-
-
 def print_json(obj: Any) -> None:
     """``obj`` as indented JSON on stdout; NaN and infinities become null, numpy scalars numbers."""
-    sys.stdout.write(json.dumps(_jsonable(obj), indent=2) + "\n")
+    from rankcli.formats.jsonable import jsonable
+
+    sys.stdout.write(json.dumps(jsonable(obj), indent=2) + "\n")
     sys.stdout.flush()
 
 

@@ -17,7 +17,6 @@ pyarrow is imported only inside the functions that read or write Parquet, so imp
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
 from collections.abc import Iterable
@@ -27,6 +26,7 @@ from typing import NamedTuple
 import numpy as np
 
 from rankcli.errors import InputError, OutputError
+from rankcli.formats.jsonable import jsonable
 
 CONFIG_FILE = "config.json"
 TRIALS_FILE = "trials.parquet"
@@ -308,22 +308,9 @@ def check_same_queries(paths: dict[str, Path], qids: dict[str, np.ndarray], metr
                              "inconsistent, rerun with --overwrite")
 
 
-def _jsonable(value):
-    """NaN and infinity become null (JSON has neither); numpy scalars become Python numbers."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 def write_json(exp_dir: Path, name: str, document: dict) -> Path:
     """Write ``document`` as indented JSON to ``exp_dir/name`` (NaN and infinity as null)."""
-    return write_text(exp_dir, name, json.dumps(_jsonable(document), indent=2) + "\n")
+    return write_text(exp_dir, name, json.dumps(jsonable(document), indent=2) + "\n")
 
 
 def write_convergence(exp_dir: Path, curves: dict) -> Path:

@@ -79,3 +79,11 @@ def test_text_files(tmp_path):
         "level,setting,a\n0.0,baseline,0.5\n0.3,label-noise=0.3,0.4\n")
     assert json.loads(store.write_json(tmp_path, "s.json", {"x": math.nan, "y": np.float64(1.5)}).read_text()) == {
         "x": None, "y": 1.5}
+
+
+def test_json_values_have_no_nan_and_no_numpy_scalars():
+    from rankcli.formats.jsonable import jsonable
+
+    value = {1: (np.float64("nan"), np.float32(0.5), np.int64(3), np.bool_(True), float("inf"), "x", None)}
+    assert jsonable(value) == {"1": [None, 0.5, 3, True, None, "x", None]}
+    assert [type(v) for v in jsonable(value)["1"][1:4]] == [float, int, bool]
