@@ -280,7 +280,7 @@ def rndcg(b: Bucket, _):
 
 def per_query(specs, labels, scores, offsets, judg, convention, judged=None) -> dict[str, np.ndarray]:
     """Values per query of the trec-family ``specs``; rows already in the convention's tie order for equal scores
-    (the caller applies the docid rule), ``judg`` the :class:`rankcli.core.metrics._Judgments`."""
+    (the caller applies the docid rule), ``judg`` the :class:`rankcli.core.metrics.judgments.Judgments`."""
     if convention.ties == "average":
         names = ", ".join(sorted({s.name for s in specs}))
         raise UsageError(f"{names}: defined on one ranking; choose a tie rule that gives one (--ties input or "
@@ -296,7 +296,7 @@ def per_query(specs, labels, scores, offsets, judg, convention, judged=None) -> 
     if judg.unranked is not None:
         ul, _, uq = judg.unranked
         nrj = nrj + np.bincount(uq, weights=(ul >= 0) & (ul < thr), minlength=nq).astype(np.int64)
-    ge_all = judg._grades_at_least()
+    ge_all = judg.grades_at_least()
     D = np.zeros(max(judg.max_len, 1) + 2)
     np.cumsum(1.0 / np.log2(np.arange(D.shape[0] - 1, dtype=np.float64) + 2.0), out=D[1:])
     out = {str(s): np.empty(nq) for s in specs}

@@ -84,7 +84,7 @@ class Judgments:
         self._sorted_gains = None
         self._idcg: dict[int | None, np.ndarray] = {}
 
-    def _grades_at_least(self):
+    def grades_at_least(self):
         """``ge[g][q]``: documents of query ``q`` with label >= g, for g = 0..top+1, when every label (clipped at 0)
         is an integer up to MAX_COUNTED_GRADE; None otherwise."""
         if self._ge is None:
@@ -111,7 +111,7 @@ class Judgments:
             return self._idcg[k]
         kk = self.max_len if k is None else min(k, self.max_len)
         D = discount_prefix(max(self.max_len, 1))
-        ge = self._grades_at_least()
+        ge = self.grades_at_least()
         if ge is not None:
             ng = len(ge) - 1
             gains = gain(np.arange(ng, dtype=np.float64), self.convention.gain)
