@@ -1,0 +1,89 @@
+"""Whole commands of this checkout against another one (`--baseline DIR`, e.g. `git worktree add /tmp/before REV`),
+alternating in one run, best of --rounds: the check that a refactoring changed no speed beyond noise.
+
+Each checkout runs its own `python -m rankcli` (its own package, chosen by the working directory) on the same inputs
+and writes into its own temporary directory, so a model or run is always read by the code that wrote it. The inputs
+are bench/data's WEB30K-shaped text (made by bench/convert.py) and the TREC run and qrels made by
+`bench/eval.py --trec`; missing inputs skip their commands.
+
+    flock /tmp/rankcli-bench.lock /work/venv/bin/python bench/before_after.py --baseline /tmp/before --rounds 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / "bench" / "data"
+TEXT = DATA / "web30k-like-100000.txt"
+TREC_RUN, TREC_QRELS = DATA / "trec_run_30000x100_s0.txt", DATA / "trec_qrels_30000x100_s0.txt"
+
+
+def steps(work: Path) -> list[tuple[str, list[str], Path | None]]:
+    """(name, rankcli arguments, input it needs) in order: later steps read what earlier ones wrote."""
+    data, model, run = work / "data.parquet", work / "model", work / "run.parquet"
+    return [
+        ("--help", ["--help"], None),
+        ("convert 100k rows", ["convert", TEXT, "-o", data, "--overwrite"], TEXT),
+        ("info", ["info", data], TEXT),
+        ("train xendcg 20 trees", ["train", data, "-o", model, "--loss", "xendcg", "--trees", "20", "--overwrite"],
+         TEXT),
+        ("predict", ["predict", model, data, "-o", run, "--overwrite"], TEXT),
+        ("eval ndcg@10,map", ["eval", run, "-m", "ndcg@10", "-m", "map", "--json"], TEXT),
+        ("compare run run", ["compare", run, run, "--name", "a", "--name", "b", "--json"], TEXT),
+        ("simulate-clicks", ["simulate-clicks", data, "-o", work / "clicks.parquet", "--impressions", "5",
+                             "--overwrite"], TEXT),
+        ("eval TREC official", ["eval", "--qrels", TREC_QRELS, "--run", TREC_RUN, "-m", "official",
+                                "--format", "trec_eval"], TREC_RUN),
+    ]
+
+
+def timed(tree: Path, args: list) -> float:
+    start = time.perf_counter()
+    result = subprocess.run([sys.executable, "-m", "rankcli", *map(str, args)], cwd=tree, capture_output=True,
+                            env={**os.environ, "PYTHONPATH": str(tree)})
+    seconds = time.perf_counter() - start
+    if result.returncode != 0:
+        raise SystemExit(f"{tree}: rankcli {' '.join(map(str, args))}: exit {result.returncode}\n"
+                         f"{result.stderr.decode(errors='replace')}")
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--baseline", type=Path, required=True)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    trees = {"after": REPO, "before": args.baseline.resolve()}
+    best: dict[tuple[str, str], float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        work = {name: Path(tmp, name) for name in trees}
+        for path in work.values():
+            path.mkdir()
+        for r in range(args.rounds):
+            order = list(trees) if r % 2 == 0 else list(reversed(trees))
+            for index in range(len(steps(Path(tmp)))):
+                for name in order:
+                    step, argv, needs = steps(work[name])[index]
+                    if needs is not None and not needs.exists():
+                        continue
+                    seconds = timed(trees[name], argv)
+                    best[step, name] = min(best.get((step, name), float("inf")), seconds)
+    print(f"# {platform.machine()}, Python {platform.python_version()}, {os.cpu_count()} cores, best of "
+          f"{args.rounds} alternating rounds; before = {trees['before']}")
+    print(f"{'command':<24} {'before s':>9} {'after s':>9} {'after/before':>13}")
+    for step, _, _ in steps(Path(tmp)):
+        if (step, "after") in best:
+            before, after = best[step, "before"], best[step, "after"]
+            print(f"{step:<24} {before:9.3f} {after:9.3f} {after / before:13.2f}")
+
+
+if __name__ == "__main__":
+    main()
