@@ -295,3 +295,19 @@ def test_position_bias_sweep_reports_naive_against_ips_per_loss(capsys, data, tm
     status, _, err = run(capsys, data, "-o", tmp_path / "e", *args)
     assert status == 0 and "16 already done (resuming)" in err
     assert (tmp_path / "e" / "summary.md").read_text() == before
+
+
+def test_experiment_imports_lightgbm_without_scikit_learn(data, tmp_path):
+    """Like train and predict, an experiment on one machine loads LightGBM without its scikit-learn integration
+    (which rankcli never uses and which costs ~1.5-2 s of CPU in every process); it imported it in full."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    code = ("import sys\nfrom rankcli.cli import main\n"
+            f"status = main(['experiment', {str(data)!r}, '-o', {str(tmp_path / 'exp')!r}, '--losses', 'xendcg', "
+            f"'--trials', '1', *{FAST!r}])\n"
+            "print(status, 'lightgbm' in sys.modules, 'sklearn' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert result.stdout.split()[-3:] == ["0", "True", "False"], result.stderr
