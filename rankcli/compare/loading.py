@@ -226,7 +226,7 @@ def check_conventions(inputs: Sequence[LoadedInput], requested: dict | None = No
     than the one ``requested`` (a :meth:`Convention.as_dict`; None when the convention options were not given)."""
     known = [i for i in inputs if i.convention is not None]
     if requested is not None:
-        # a convention asked for cannot change values already computed: it was silently ignored for per-query files
+        # a convention asked for cannot change values already computed: refuse rather than ignore it
         other = next((i for i in known if i.kind == "per-query" and i.convention != requested), None)
         if other is not None:
             raise InputError(f"{other.path} was evaluated under another convention ({other.convention}) than the one "

@@ -169,7 +169,7 @@ def _fold_directories(path: Path) -> tuple[list[tuple[int, Path]], bool]:
     if numbered and has_own:
         raise InputError(f"{path}: holds both fold directories ({', '.join(sorted(p.name for p in numbered.values()))})"
                          " and train/test files of its own; --folds reads one or the other, move one away")
-    if 0 in numbered:  # it was left out without a word: range(1, K + 1) never asked for it
+    if 0 in numbered:  # otherwise Fold0 would be skipped without a word: the folds read are range(1, K + 1)
         raise InputError(f"{numbered[0]}: folds are numbered from 1 (Fold1/ .. FoldK/), got {numbered[0].name}; "
                          "rename the fold directories to start at Fold1")
     if not numbered:

@@ -44,7 +44,7 @@ def read_propensity(path: Path | str) -> dict:
 
     try:
         mode = Path(path).stat().st_mode
-        if not stat.S_ISREG(mode):  # /dev/zero was read until memory ran out; a FIFO blocks forever
+        if not stat.S_ISREG(mode):  # /dev/zero would be read until memory runs out; a FIFO blocks forever
             kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else \
                 "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
             raise InputError(f"{path}: {kind}, not a propensity file (rankcli propensity -o writes a JSON file)")
