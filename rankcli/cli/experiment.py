@@ -122,9 +122,9 @@ def command(
         "Run the units as tasks on a Dask cluster instead of --jobs",
         "Each trial trains single-machine; results are identical to --jobs runs and resumable.")] = None,
 ) -> None:
+    options = dict(locals())  # every option by its parameter name (taken first: nothing else is local yet)
     from rankcli.cli._common import prepare_output
 
-    options = dict(locals())  # every option by its parameter name, for the checks below
     # EXP_DIR is reopened by the experiment's own rules (resume, --overwrite of an experiment only); here: not an
     # input, not a special file. Not "final": a run interrupted while summarising is resumed, not redone.
     output = prepare_output(output, overwrite=overwrite, kind="experiment", inputs=[data], final=False)
