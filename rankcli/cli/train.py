@@ -27,14 +27,17 @@ from rankcli.cli import options as opt
 
 NAME = "train"
 SHORT_HELP = "Train a LightGBM ranker with a chosen loss."
+# rankcli.train.LOSSES's names, in its order, written out so that --help need not import the library (a test keeps
+# the two equal).
+LOSS_NAMES = ("lambdamart", "xendcg", "xendcg-native", "listnet", "ranknet", "pointwise")
 
 
 def command(
     train: Annotated[Path, typer.Argument(help="Training data (Parquet).", show_default=False)],
     output: Annotated[str, opt.output("Model directory to write (new, empty, or a previous model with --overwrite).",
                                       metavar="DIR")],
-    loss: Annotated[str, typer.Option(help="lambdamart | xendcg | xendcg-native | listnet | ranknet | pointwise.")]
-    = "xendcg",
+    loss: Annotated[str, typer.Option(help="The loss LightGBM boosts (formulas, references: docs/commands/train.md).",
+                                      metavar=opt.choices(LOSS_NAMES))] = "xendcg",
     gamma: Annotated[str, typer.Option(help="XE-NDCG gamma: uniform (redrawn per document and tree) | mean | "
                                             "fixed:<g> with g in [0, 1].")] = "uniform",
     trees: Annotated[int | None, opt.trees(default="500")] = None,

@@ -374,3 +374,17 @@ def test_default_threads_recorded_from_omp_num_threads(cli, data, tmp_path):
     r = cli("train", "--help", env={"COLUMNS": "400", "TERM": "dumb"})
     assert "default: the CPUs this process may use: its CPU affinity, cgroup CPU quota and OMP_NUM_THREADS" in \
         r.stdout.decode()
+
+
+def test_loss_option_shows_every_loss_of_the_registry_in_its_order():
+    """--loss shows its choices as every other word-valued option does (it showed <str>); the names are written out
+    in the CLI module for start-up's sake, so they must equal the registry's."""
+    import typer
+
+    from rankcli.cli import app
+    from rankcli.cli import train as train_cli
+    from rankcli.train import LOSSES
+
+    assert train_cli.LOSS_NAMES == tuple(LOSSES)
+    loss = next(p for p in typer.main.get_command(app).commands["train"].params if p.name == "loss")
+    assert loss.metavar == "<" + "|".join(LOSSES) + ">"
