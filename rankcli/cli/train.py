@@ -39,7 +39,8 @@ def command(
     loss: Annotated[str, typer.Option(help="The loss LightGBM boosts (formulas, references: docs/commands/train.md).",
                                       metavar=opt.choices(LOSS_NAMES))] = "xendcg",
     gamma: Annotated[str, typer.Option(help="XE-NDCG gamma: uniform (redrawn per document and tree) | mean | "
-                                            "fixed:<g> with g in [0, 1].")] = "uniform",
+                                            "fixed:<g> with g in [0, 1].",
+                                       metavar="<uniform|mean|fixed:G>")] = "uniform",
     trees: Annotated[int | None, opt.trees(default="500")] = None,
     early_stopping: Annotated[int | None, opt.early_stopping(default="50 with --valid")] = None,
     select_by: Annotated[str, typer.Option("--select-by", help="Validation metric for early stopping and model "
