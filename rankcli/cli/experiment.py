@@ -94,7 +94,8 @@ def command(
                                                                                     "(default: train's).")] = None,
     param: Annotated[list[str] | None, opt.param(overrides="the preset")] = None,
     preset: Annotated[str | None, typer.Option("--preset", help="Hyperparameter preset of `train` "
-                                                               "(paper-web30k, paper-yahoo).")] = None,
+                                                               "(paper-web30k, paper-yahoo).",
+                                                               metavar="<paper-web30k|paper-yahoo>")] = None,
     seed: Annotated[int, opt.seed("every random step (splits, perturbations, LightGBM)", result="results")] = 0,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes (results do not depend on it).")] = 1,
     threads: Annotated[int, opt.threads("LightGBM threads per model (part of the configuration: results may depend "

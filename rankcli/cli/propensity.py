@@ -50,11 +50,13 @@ def command(
     min_clicks: Annotated[int, typer.Option("--min-clicks", help="Fewest clicks a position's estimate may rest "
                                             "on.")] = 20,
     fit: Annotated[str, typer.Option(help="Past the last position with enough clicks: none (stop there) | power "
-                                     "(follow a fitted (1/r)^eta).")] = "none",
+                                     "(follow a fitted (1/r)^eta).", metavar="<none|power>")] = "none",
     method: Annotated[str, typer.Option(help="auto (one log: by its randomisation; several: harvest) | harvest "
-                                        "(intervention harvesting over the logs given).")] = "auto",
+                                        "(intervention harvesting over the logs given).",
+                                        metavar="<auto|harvest>")] = "auto",
     policy: Annotated[str | None, typer.Option(help="The log's logging policy, for a log without rankcli's "
-                                                  "footer: random | top:N | swap:K.", show_default=False)] = None,
+                                                  "footer: random | top:N | swap:K.", show_default=False,
+                                                  metavar="<random|top:N|swap:K>")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
     plot: Annotated[str | None, typer.Option(help="Also draw the propensities with their intervals as a PNG "
                                                 "(needs matplotlib: the plot extra).", show_default=False,

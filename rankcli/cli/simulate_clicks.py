@@ -38,7 +38,7 @@ SHORT_HELP = "Simulate click logs with a cascade or position-based model."
 def command(
     data: Annotated[Path, typer.Argument(help="Dataset with graded labels (Parquet).", show_default=False)],
     output: Annotated[str, opt.output("Click log to write (Parquet; - for standard output into a pipe or file).")],
-    model: Annotated[str, typer.Option(help="Click model: cascade | pbm.")] = "cascade",
+    model: Annotated[str, typer.Option(help="Click model: cascade | pbm.", metavar="<cascade|pbm>")] = "cascade",
     click_probs: Annotated[str, typer.Option("--click-probs", help="Click probability per grade 0, 1, 2, ..., "
                                              "comma-separated (the paper's default).")] = "0.05,0.3,0.5,0.7,0.95",
     eta: Annotated[float, typer.Option(help="PBM: examination probability at position r is (1/r)^eta.")] = 1.0,

@@ -60,7 +60,8 @@ def command(
                                                        "quota and OMP_NUM_THREADS")] = None,
     seed: Annotated[int, opt.seed("every random step", result="model bytes")] = 0,
     preset: Annotated[str | None, typer.Option(help="paper-web30k | paper-yahoo: the paper's LightGBM "
-                                                    "hyperparameters.", show_default=False)] = None,
+                                                    "hyperparameters.", show_default=False,
+                                                    metavar="<paper-web30k|paper-yahoo>")] = None,
     label_grades: Annotated[bool, typer.Option("--label-grades", help="Map the distinct label values to grades "
                                                                       "0..n-1 in increasing order.")] = False,
     json_out: Annotated[bool, opt.json_flag("the model summary")] = False,
