@@ -229,6 +229,20 @@ def test_same_distribution_rejects_what_it_should():
         _same_distribution({0: 500, 1: 2}, {0: 500, 2: 1})
 
 
+def _assert_like_reference_cascade(log, grades, offsets, probs, n, display_rank, max_rank):
+    """``log`` has the distribution of the reference loop's cascade (another seed) over two queries: the position of
+    the first click (or none), and which document is clicked at which position."""
+    ours = [(q, rows, c) for q, _, rows, c, _ in impressions_of(log)]
+    ref = reference.cascade_clicks(grades, offsets, probs, n, np.random.default_rng(2), display_rank=display_rank,
+                                   max_rank=max_rank)
+    theirs = [(q, [r for r, _ in shown], [c for _, c in shown]) for q, _, shown in ref]
+    la, ca = _histograms(ours, offsets, 2)
+    lb, cb = _histograms(theirs, offsets, 2)
+    for q in range(2):
+        _same_distribution(la[q], lb[q])
+        _same_distribution(ca[q], cb[q])
+
+
 @pytest.mark.parametrize("steps", [16, 2, 0])
 @pytest.mark.parametrize("ranker,max_rank", [("random", None), ("random", 6), ("fixed", None), ("fixed", 4)])
 def test_cascade_matches_reference_loop_in_distribution(steps, ranker, max_rank):
@@ -239,15 +253,7 @@ def test_cascade_matches_reference_loop_in_distribution(steps, ranker, max_rank)
     n = 1500
     log = clicks.cascade(grades, offsets, probs, n, np.random.default_rng(1), display_rank=ranks, max_rank=max_rank,
                          keep_no_click=True, scan_steps=steps)
-    ours = [(q, rows, c) for q, _, rows, c, _ in impressions_of(log)]
-    ref = reference.cascade_clicks(grades, offsets, probs, n, np.random.default_rng(2), display_rank=ranks,
-                                   max_rank=max_rank)
-    theirs = [(q, [r for r, _ in shown], [c for _, c in shown]) for q, _, shown in ref]
-    la, ca = _histograms(ours, offsets, 2)
-    lb, cb = _histograms(theirs, offsets, 2)
-    for q in range(2):
-        _same_distribution(la[q], lb[q])  # position of the first click (or none)
-        _same_distribution(ca[q], cb[q])  # which document at which position
+    _assert_like_reference_cascade(log, grades, offsets, probs, n, ranks, max_rank)
 
 
 def test_pbm_matches_reference_loop_in_distribution():
@@ -352,12 +358,4 @@ def test_randomised_cascade_with_top_n_of_the_whole_list_matches_the_random_rank
     n = 1500
     log = clicks.simulate("cascade", grades, offsets, PAPER, n, np.random.default_rng(1), display_rank=ranks,
                           max_rank=max_rank, keep_no_click=True, randomize=("top", 25))
-    ours = [(q, rows, c) for q, _, rows, c, _ in impressions_of(log)]
-    ref = reference.cascade_clicks(grades, offsets, PAPER, n, np.random.default_rng(2), display_rank=None,
-                                   max_rank=max_rank)
-    theirs = [(q, [r for r, _ in shown], [c for _, c in shown]) for q, _, shown in ref]
-    la, ca = _histograms(ours, offsets, 2)
-    lb, cb = _histograms(theirs, offsets, 2)
-    for q in range(2):
-        _same_distribution(la[q], lb[q])
-        _same_distribution(ca[q], cb[q])
+    _assert_like_reference_cascade(log, grades, offsets, PAPER, n, None, max_rank)
