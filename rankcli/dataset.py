@@ -112,7 +112,9 @@ class Run:
     query's ranking lacks (``unranked_labels`` grouped by ``unranked_offsets``: they count in the ideal DCG and in R),
     whether each row is in the qrels (``judged``), the queries evaluated with an empty ranking (``empty_qids`` with the
     labels of their judgments), the number of queries none of whose documents is judged and the run's tag (``runid``).
-    ``docids`` (per row) names the documents for the ``docid-desc`` tie rule.
+    ``docids`` (per row) names the documents for the ``docid-desc`` tie rule. ``ranked``: each query's rows are in
+    trec_eval's rank order already (score descending, equal scores by docid descending), as the C path of the TREC
+    readers gives them; ``docids`` may then be None, the order holding all the tie rule needs.
     """
 
     qids: np.ndarray
@@ -129,6 +131,7 @@ class Run:
     empty_qids: list = field(default_factory=list)
     empty_labels: list = field(default_factory=list)
     runid: str | None = None
+    ranked: bool = False
 
     @property
     def n_rows(self) -> int:

@@ -27,7 +27,8 @@ from rankcli.core.groups import order_within
 from rankcli.core.metrics import Convention, EvalResult, MetricSpec, evaluate, parse_metrics
 from rankcli.dataset import Run, offsets_from_qids
 from rankcli.errors import InputError, SchemaError
-from rankcli.formats.trec import load_trec_run, row_names
+from rankcli.formats.trec import row_names
+from rankcli.formats.trec_join import load_trec_run
 
 
 @dataclass
@@ -157,7 +158,7 @@ def _in_rank_order(run: Run) -> Run:
     rule changes): every metric kernel then sorts rows that are already sorted, which costs next to nothing, instead
     of sorting each query again. Only for TREC runs joined with their qrels, whose rows are not the lines of a file
     (a Parquet run keeps its rows, which its error messages name)."""
-    if run.judged is None:
+    if run.judged is None or run.ranked:
         return run
     s, o = run.scores, run.offsets
     rising = s[1:] > s[:-1]
@@ -170,6 +171,17 @@ def _in_rank_order(run: Run) -> Run:
                    judged=None if run.judged is None else run.judged[perm])
 
 
+def kernel_convention(run: Run, convention: Convention) -> Convention:
+    """The convention to compute ``run``'s metrics under: the one given, except that rows already in trec_eval's rank
+    order (``run.ranked``) need no ordering by document id: their equal scores stand in that rule's order, which
+    the input-order rule keeps."""
+    if run.ranked and convention.ties == "docid-desc":
+        return replace(convention, ties="input")
+    if run.ranked and convention.ties == "input":
+        raise ValueError("a run in trec_eval's rank order has lost the order of its input (load it without ranked)")
+    return convention
+
+
 def evaluate_run(run: Run, metrics: Sequence[MetricSpec | str], convention: Convention = Convention()) -> EvalReport:
     """Compute ``metrics`` on ``run`` under ``convention``: the report holds a value per query and their summary.
 
@@ -180,14 +192,16 @@ def evaluate_run(run: Run, metrics: Sequence[MetricSpec | str], convention: Conv
     specs = parse_metrics([str(m) for m in metrics])
     computed = [s for s in specs if s.record.family != "info"]
     run = _in_rank_order(run)
+    kernel = kernel_convention(run, convention)
     try:
         if not run.empty_qids:
-            result = evaluate(computed, run.labels, run.scores, run.offsets, convention,
+            result = evaluate(computed, run.labels, run.scores, run.offsets, kernel,
                               unranked_labels=run.unranked_labels, unranked_offsets=run.unranked_offsets,
                               docids=run.docids, judged=run.judged)
+            result = replace(result, convention=convention)
             qids = run.qids
         else:
-            pq = per_query(computed, run.labels, run.scores, run.offsets, convention,
+            pq = per_query(computed, run.labels, run.scores, run.offsets, kernel,
                            unranked_labels=run.unranked_labels, unranked_offsets=run.unranked_offsets,
                            docids=run.docids, judged=run.judged)
             extra = _empty_ranking_values(computed, run.empty_labels, convention)
@@ -220,10 +234,13 @@ def evaluate_trec(run_path: Path | str, qrels_path: Path | str, metrics: Sequenc
                   convention: Convention | None = None, *, max_docs: int | None = None, judged_only: bool = False,
                   complete: bool = False) -> EvalReport:
     """A TREC run against its qrels; the convention defaults to the ``trec`` preset. ``max_docs``, ``judged_only``
-    and ``complete`` are trec_eval's ``-M``, ``-J`` and ``-c`` (see :func:`rankcli.formats.trec.load_trec_run`)."""
+    and ``complete`` are trec_eval's ``-M``, ``-J`` and ``-c`` (see :func:`rankcli.formats.trec_join.load_trec_run`)."""
     if convention is None:
         convention = Convention.preset(default_convention(True))
-    run = load_trec_run(run_path, qrels_path, max_docs=max_docs, judged_only=judged_only, complete=complete)
+    from rankcli.cpus import available_cpus
+
+    run = load_trec_run(run_path, qrels_path, max_docs=max_docs, judged_only=judged_only, complete=complete,
+                        ranked=convention.ties != "input", threads=available_cpus())
     return evaluate_run(run, metrics, convention)
 
 

@@ -6,7 +6,7 @@ import pytest
 from rankcli import evaluate as E
 from rankcli.core import metrics as M
 from rankcli.errors import InputError
-from rankcli.formats.trec import load_trec_run
+from rankcli.formats.trec_join import load_trec_run
 
 
 def write_trec(tmp_path, rng, n_queries=25):

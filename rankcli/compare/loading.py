@@ -142,12 +142,14 @@ def _stored_convention(path: Path, text: str) -> dict:
 
 def _load_trec(path: Path, name: str, specs, convention, qrels: Path) -> LoadedInput:
     from rankcli.core.metrics import per_query
-    from rankcli.formats.trec import load_trec_run
+    from rankcli.cpus import available_cpus
+    from rankcli.evaluate import kernel_convention
+    from rankcli.formats.trec_join import load_trec_run
 
-    run = load_trec_run(path, qrels)
+    run = load_trec_run(path, qrels, ranked=convention.ties != "input", threads=available_cpus())
     wanted = list(specs) if specs is not None else list(DEFAULT_METRICS)
     try:
-        values = per_query(wanted, run.labels, run.scores, run.offsets, convention,
+        values = per_query(wanted, run.labels, run.scores, run.offsets, kernel_convention(run, convention),
                            unranked_labels=run.unranked_labels, unranked_offsets=run.unranked_offsets,
                            docids=run.docids, judged=run.judged)  # bpref, infAP: which documents are judged
     except InputError as exc:

@@ -19,17 +19,18 @@ class PaddedRanking:
     """One bucket of queries, padded, and the order that ranks each of them.
 
     ``rows``, ``valid`` and ``scores`` are in input order (``scores`` is ``-inf`` in padding); ``order`` holds, per
-    query, the columns by score descending, equal scores in input order, padding last.
+    query, the columns by score descending, equal scores in input order, padding last; None when that is the input
+    order (every query's rows already ranked, as TREC runs read by the C path come).
     """
 
     rows: np.ndarray     # (nb, width) int64 row numbers (padding repeats the query's first row)
     valid: np.ndarray    # (nb, width) bool, real cells
     scores: np.ndarray   # (nb, width) float64, -inf in padding
-    order: np.ndarray    # (nb, width) int64 columns in rank order
+    order: np.ndarray | None  # (nb, width) int64 columns in rank order; None: the input order
 
     def ranked(self, values: np.ndarray) -> np.ndarray:
         """``values`` (a ``(nb, width)`` matrix laid out as ``rows``) in rank order."""
-        return np.take_along_axis(values, self.order, axis=1)
+        return values if self.order is None else np.take_along_axis(values, self.order, axis=1)
 
 
 def padded_ranking(scores: np.ndarray, offsets: np.ndarray, qs: np.ndarray, width: int) -> PaddedRanking:
@@ -45,5 +46,7 @@ def padded_ranking(scores: np.ndarray, offsets: np.ndarray, qs: np.ndarray, widt
     rows, valid = padded_rows(offsets, qs, width)
     smat = scores[rows]
     smat[~valid] = -np.inf
+    if (smat[:, 1:] <= smat[:, :-1]).all():  # ranked already: the stable sort would change nothing
+        return PaddedRanking(rows, valid, smat, None)
     order = np.argsort(-smat, axis=1, kind="stable")  # padding (last columns) stays after real -inf scores
     return PaddedRanking(rows, valid, smat, order)

@@ -42,9 +42,9 @@ class TrecColumns:
 
     qcodes: np.ndarray
     qnames: np.ndarray
-    words: np.ndarray
+    words: np.ndarray | None  # None when read by the C path (rankcli.formats.trec_fast), which needs them for no check
     values: np.ndarray
-    numbers: np.ndarray
+    numbers: np.ndarray | None  # None when read by the C path, which leaves every error to this module
     tag: str = ""
     keys: np.ndarray | None = None  # the pair keys, sorted
     key_order: np.ndarray | None = None  # the lines in the order of ``keys``
@@ -67,7 +67,10 @@ class TrecColumns:
         return lines[number - 1].decode("utf-8", "replace").rstrip("\r") if len(lines) >= number else ""
 
 
-def _read_bytes(path: Path) -> bytes:
+def read_text_bytes(path: Path | str) -> bytes:
+    """A TREC file's bytes as both readers take them: gunzipped when gzipped (by its magic bytes), without a UTF-8
+    byte-order mark, checked to be UTF-8 (an :class:`InputError` otherwise)."""
+    path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such file")
     if path.is_dir():
@@ -259,7 +262,7 @@ def _read_simple(data: bytes, count: int, docid_field: int, value_field: int) ->
                        np.ascontiguousarray(values, dtype=np.float64), np.arange(1, values.shape[0] + 1),
                        text=data)
     if count == 6 and values.shape[0]:
-        cols.tag = table.column(names[5])[0].as_py().decode().strip()
+        cols.tag = table.column(names[5])[0].as_py().decode()
     return cols
 
 
@@ -342,12 +345,14 @@ def _read_general(data: bytes, path: Path, layout: str, docid_field: int, value_
     return cols
 
 
-def read_columns(path: Path | str, layout: str, docid_field: int, value_field: int, duplicate: str) -> TrecColumns:
-    """Read a whitespace-separated TREC file (see the module docstring); a line with another field count, a value
-    that is not a number or NaN, or a (qid, docid) pair on two lines is an :class:`InputFormatError` naming the
-    line."""
+def read_columns(path: Path | str, layout: str, docid_field: int, value_field: int, duplicate: str,
+                 data: bytes | None = None) -> TrecColumns:
+    """Read a whitespace-separated TREC file (see the module docstring), or its ``data`` already read by
+    :func:`read_text_bytes`; a line with another field count, a value that is not a number or NaN, or a (qid, docid)
+    pair on two lines is an :class:`InputFormatError` naming the line."""
     path = Path(path)
-    data = _read_bytes(path)
+    if data is None:
+        data = read_text_bytes(path)
     cols = _read_simple(data, len(layout.split()), docid_field, value_field)
     if cols is None:
         cols = _read_general(data, path, layout, docid_field, value_field)
@@ -355,17 +360,17 @@ def read_columns(path: Path | str, layout: str, docid_field: int, value_field: i
     return cols
 
 
-def read_run_columns(path: Path | str) -> TrecColumns:
+def read_run_columns(path: Path | str, data: bytes | None = None) -> TrecColumns:
     """A TREC run (``qid Q0 docid rank score tag``), vectorised; an empty run is an :class:`InputError`."""
-    cols = read_columns(path, RUN_LAYOUT, 2, 4, "appears twice")
+    cols = read_columns(path, RUN_LAYOUT, 2, 4, "appears twice", data)
     if cols.values.shape[0] == 0:
         raise InputError(f"{path}: the run is empty")
     return cols
 
 
-def read_qrels_columns(path: Path | str) -> TrecColumns:
+def read_qrels_columns(path: Path | str, data: bytes | None = None) -> TrecColumns:
     """TREC qrels (``qid iteration docid relevance``), vectorised; an empty file is an :class:`InputError`."""
-    cols = read_columns(path, QRELS_LAYOUT, 2, 3, "is judged twice")
+    cols = read_columns(path, QRELS_LAYOUT, 2, 3, "is judged twice", data)
     if cols.values.shape[0] == 0:
         raise InputError(f"{path}: the qrels file is empty")
     return cols

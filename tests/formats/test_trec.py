@@ -178,12 +178,12 @@ def test_hash_collisions_neither_hide_a_duplicate_nor_break_the_join(tmp_path, m
     documents themselves, and the join still pairs each run line with its own judgment."""
     import numpy as np
 
-    from rankcli.formats import trec, trec_read
+    from rankcli.formats import trec_join, trec_read
 
     monkeypatch.setattr(trec_read, "doc_hash", lambda words, seed=0: np.zeros(words.shape[0], dtype=np.uint64))
     (tmp_path / "r.txt").write_text("1 Q0 a 1 3 t\n1 Q0 b 2 2 t\n1 Q0 c 3 1 t\n2 Q0 a 1 1 t\n2 Q0 d 2 0 t\n")
     (tmp_path / "q.txt").write_text("1 0 c 1\n1 0 a 3\n2 0 d 2\n2 0 x 4\n1 0 e 1\n")
-    run = trec.load_trec_run(tmp_path / "r.txt", tmp_path / "q.txt")
+    run = trec_join.load_trec_run(tmp_path / "r.txt", tmp_path / "q.txt")
     assert run.labels.tolist() == [3.0, 0.0, 1.0, 0.0, 2.0]
     assert run.judged.tolist() == [True, False, True, False, True]
     assert run.unranked_labels.tolist() == [1.0, 4.0]

@@ -1,0 +1,64 @@
+"""The fast path of reading a TREC run with its qrels: the C module ``rankcli.formats.trec_native`` reads both files,
+checks them and joins them in one pass. The numpy path (:mod:`rankcli.formats.trec_read`) stays the reference.
+
+The C module takes only input whose meaning is certain: every data line with its number of fields, values that are
+plain decimal numbers, no NUL byte, no (query, document) pair on two lines. For anything else :func:`join` returns
+None, and the caller reads the files with the numpy path, which gives the same result or names the line at fault.
+Both paths read the same bytes (:func:`rankcli.formats.trec_read.read_text_bytes`: gzip, byte-order mark and UTF-8
+handled there) and give the same values; ``tests/formats/test_trec_fast.py`` checks that they agree.
+
+The module is optional: an install without a C compiler has none (``setup.py``), and ``RANKCLI_PURE_PYTHON=1`` in
+the environment turns it off, to compare the two paths or to rule the C code out when something looks wrong.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from rankcli.formats.trec_read import TrecColumns
+
+try:
+    from rankcli.formats import trec_native
+except ImportError:  # an install built without a C compiler
+    trec_native = None
+
+
+@dataclass
+class NativeJoin:
+    """A run and its qrels read by the C path. The run's lines come ranked: query by query in order of first
+    appearance (``run_qnames``; query ``c`` is lines ``run_first[c]:run_first[c + 1]``), each query's in trec_eval's
+    rank order (score descending, equal scores by docid descending in byte order), with their ``scores`` and
+    ``match``, the qrels line of the same (query, document) or -1. The qrels are columns (query codes, query ids,
+    relevance); ``words`` and ``numbers`` are None: the checks that need them are done."""
+
+    run_qnames: np.ndarray
+    run_first: np.ndarray
+    scores: np.ndarray
+    match: np.ndarray
+    tag: str
+    qrels: TrecColumns
+
+
+def available() -> bool:
+    """Whether the C path is built and not turned off (``RANKCLI_PURE_PYTHON``)."""
+    return trec_native is not None and os.environ.get("RANKCLI_PURE_PYTHON", "") in ("", "0")
+
+
+def join(run_data: bytes, qrels_data: bytes, threads: int = 1) -> NativeJoin | None:
+    """The run and qrels files' bytes (as :func:`rankcli.formats.trec_read.read_text_bytes` gives them) read and
+    joined in C on up to ``threads`` threads; None when the C path is unavailable or leaves this input to the numpy
+    path."""
+    if not available():
+        return None
+    out = trec_native.join(run_data, qrels_data, max(1, int(threads)))
+    if out is None:
+        return None
+    run_qids, run_first, scores, match, tag, qrels_qids, qrels_codes, relevance = out
+    qrels = TrecColumns(np.frombuffer(qrels_codes, dtype=np.int32), np.array(qrels_qids, dtype=bytes), None,
+                        np.frombuffer(relevance, dtype=np.float64), None)
+    return NativeJoin(np.array(run_qids, dtype=bytes), np.frombuffer(run_first, dtype=np.int64),
+                      np.frombuffer(scores, dtype=np.float64), np.frombuffer(match, dtype=np.int32), tag.decode(),
+                      qrels)
