@@ -240,6 +240,7 @@ class _Rows:
     qi: np.ndarray
     rpos: np.ndarray
     docids: np.ndarray | None = None
+    offsets: np.ndarray | None = None  # the query boundaries, when known (else found from rpos)
 
     def take(self, keep: np.ndarray) -> _Rows:
         return _Rows(self.scores[keep], self.hit[keep], self.qi[keep], self.rpos[keep],
@@ -251,11 +252,11 @@ def _assemble(rows: _Rows, qrels: TrecColumns, queries: _Queries, tag: str, note
     emptied = np.zeros(0, dtype=np.int64)
     if opts.judged_only:
         keep, rpos, emptied = _judged_only(rows.hit, rows.qi, rows.rpos, qrels, queries, opts)
-        rows = rows.take(keep)
+        rows = rows.take(keep)  # its offsets: found from rpos
         rows.rpos = rpos
     evaluated = np.delete(queries.kept, emptied)
     n_eval = evaluated.shape[0]
-    offsets = offsets_from_qids(rows.rpos)
+    offsets = offsets_from_qids(rows.rpos) if rows.offsets is None else rows.offsets
     hit, qi = rows.hit, rows.qi
     unjudged = int((np.add.reduceat(hit.view(np.int8), offsets[:-1], dtype=np.int64) == 0).sum())
     if unjudged:
@@ -288,6 +289,8 @@ def _native_run(joined: trec_fast.NativeJoin, opts: _Options) -> Run | None:
     rows = _Rows(scores, hit, match, np.repeat(np.arange(sizes.shape[0]), sizes))
     if opts.max_docs is not None:
         rows = rows.take(_top_ranked(rows.rpos, opts.max_docs))
+        sizes = np.minimum(sizes, opts.max_docs)
+    rows.offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)  # -J, if given, finds its own
     return _assemble(rows, joined.qrels, queries, joined.tag, notes, opts)
 
 
