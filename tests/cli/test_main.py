@@ -36,6 +36,35 @@ def test_the_app_registers_exactly_the_documented_commands():
     assert sorted(typer.main.get_command(app).commands) == sorted(COMMANDS)
 
 
+def _described(param) -> tuple:
+    return (param.name, param.opts, param.secondary_opts, repr(param.default), param.required, param.multiple,
+            type(param.type).__name__, getattr(param.type, "name", None), getattr(param, "help", None),
+            getattr(param, "is_flag", None))
+
+
+def test_a_command_alone_is_the_command_of_the_whole_app():
+    """A command line that names a subcommand builds that subcommand alone (start-up): same name, options, defaults,
+    help, and the same root options (--debug, --version) around it."""
+    import typer
+
+    from rankcli import cli
+
+    assert list(cli.COMMANDS) == COMMANDS
+    whole = typer.main.get_command(app)
+    for name in COMMANDS:
+        alone = typer.main.get_command(cli.make_app(name))
+        assert list(alone.commands) == [name]
+        a, b = alone.commands[name], whole.commands[name]
+        assert a.help == b.help and a.short_help == b.short_help
+        assert [_described(p) for p in a.params] == [_described(p) for p in b.params], name
+        assert [_described(p) for p in alone.params] == [_described(p) for p in whole.params]
+
+
+def test_a_mistyped_command_is_still_told_what_exists(cli):
+    result = cli("evl")
+    assert result.returncode == 2 and "No such command" in result.stderr.decode()
+
+
 def test_version(cli):
     result = cli("--version")
     assert result.returncode == 0
