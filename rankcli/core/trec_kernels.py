@@ -97,9 +97,17 @@ def num_nonrel_judged_ret(b: Bucket, _):
     return (b.judged & ~b.rel).sum(axis=1).astype(np.float64)
 
 
+def _relevant_cells(b: Bucket) -> tuple[np.ndarray, np.ndarray]:
+    """The (row, column) of every relevant cell, row by row, in rank order (shared by map and iprec)."""
+    cells = b.cache.get("relevant")
+    if cells is None:
+        cells = b.cache["relevant"] = np.nonzero(b.rel)
+    return cells
+
+
 def average_precision(b: Bucket, _):
     """``m_map.c`` (per query; gm_map averages it geometrically): sum over relevant ranks i of c_i / i, over R."""
-    rows, cols = np.nonzero(b.rel)  # the relevant cells only: a small share of the matrix
+    rows, cols = _relevant_cells(b)  # the relevant cells only: a small share of the matrix
     total = np.bincount(rows, weights=b.relcum[rows, cols] / (cols + 1.0), minlength=b.rel.shape[0])
     return _div(total, b.R)
 
@@ -170,19 +178,29 @@ def _iprec(b: Bucket, levels) -> np.ndarray:
         suffix_max = b.cache["iprec"] = np.maximum.accumulate(prec[:, ::-1], axis=1)[:, ::-1]
     cuts = _recall_cuts(b, levels)
     nrr = b.relcum[:, -1]
-    out = np.zeros(cuts.shape)
-    for j in range(cuts.shape[1]):
-        c = np.maximum(cuts[:, j], 1)
-        ok = (cuts[:, j] <= nrr) & (nrr > 0)
-        pos = np.argmax(b.relcum >= c[:, None], axis=1)  # rank (0-based) of the c-th relevant document
-        out[:, j] = np.where(ok, suffix_max[np.arange(b.lab.shape[0]), pos], 0.0)
-    return out
+    ok = (cuts <= nrr[:, None]) & (nrr[:, None] > 0)
+    _, cols = _relevant_cells(b)
+    if not cols.shape[0]:
+        return np.zeros(cuts.shape)
+    first = np.cumsum(nrr) - nrr  # where each query's relevant cells start among all of them
+    nth = np.where(ok, first[:, None] + np.maximum(cuts, 1) - 1, 0)
+    pos = cols[nth]  # rank (0-based) of the c-th relevant document (of the first for c = 0)
+    return np.where(ok, suffix_max[np.arange(b.lab.shape[0])[:, None], pos], 0.0)
+
+
+#: trec_eval's eleven recall levels: asked together (official, 11pt_avg), computed together.
+STANDARD_LEVELS = tuple(i / 10 for i in range(11))
 
 
 def iprec_at_recall(b: Bucket, level):
     """``m_iprec_at_recall.c``: the interpolated precision at recall ``level`` (the largest precision at any rank
     whose recall reaches it), with trec_eval 10's cutoff ``lround(level * R)``."""
-    return _iprec(b, [level])[:, 0]
+    table = b.cache.get("iprec_levels")
+    if table is None:
+        table = b.cache["iprec_levels"] = dict(zip(STANDARD_LEVELS, _iprec(b, STANDARD_LEVELS).T))
+    if level not in table:
+        table[level] = _iprec(b, [level])[:, 0]
+    return table[level]
 
 
 def pt11_avg(b: Bucket, _):
