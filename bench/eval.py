@@ -300,7 +300,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-slow", action="store_true", help="skip pytrec_eval and the plain loop (with --trec: "
-                    "rankcli's numpy path)")
+                    "skip only rankcli's numpy path)")
     args = ap.parse_args()
     if args.trec:
         if "--docs" not in sys.argv:
