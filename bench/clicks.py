@@ -40,9 +40,11 @@ PROBS = (0.05, 0.3, 0.5, 0.7, 0.95)
 GRADE_FREQ = (0.51, 0.32, 0.14, 0.02, 0.01)
 
 
-def make_data(queries: int, seed: int) -> Dataset:
+def make_data(queries: int, seed: int, sizes: tuple[int, int] = (60, 180)) -> Dataset:
+    """``queries`` queries of ``sizes[0]..sizes[1]`` documents, MSLR-like grade frequencies, ten features with three
+    decimals (bench/propensity.py uses it too, with smaller queries)."""
     rng = np.random.default_rng(seed)
-    sizes = rng.integers(60, 181, queries)
+    sizes = rng.integers(sizes[0], sizes[1] + 1, queries)
     n = int(sizes.sum())
     qids = np.repeat(np.arange(1, queries + 1, dtype=np.int64), sizes)
     labels = rng.choice(5, size=n, p=GRADE_FREQ).astype(np.float64)

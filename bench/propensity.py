@@ -27,25 +27,12 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from rankcli.dataset import Dataset  # noqa: E402
-from rankcli.formats.parquet import feature_names, write_dataset  # noqa: E402
+from clicks import make_data  # noqa: E402  (bench/, this script's directory, is on the path)
 
-GRADE_FREQ = (0.51, 0.32, 0.14, 0.02, 0.01)
-
-
-def make_data(queries: int, seed: int) -> Dataset:
-    rng = np.random.default_rng(seed)
-    sizes = rng.integers(10, 41, queries)
-    n = int(sizes.sum())
-    qids = np.repeat(np.arange(1, queries + 1, dtype=np.int64), sizes)
-    labels = rng.choice(5, size=n, p=GRADE_FREQ).astype(np.float64)
-    features = (rng.integers(0, 1000, (n, 10)) / 1000).astype(np.float32)
-    return Dataset(qids=qids, labels=labels, features=features, feature_names=feature_names(10))
+from rankcli.formats.parquet import write_dataset  # noqa: E402
 
 
 def timed(args: list[str]) -> tuple[float, str]:
@@ -68,7 +55,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="rankcli-bench-propensity-") as tmp:
         tmp = Path(tmp)
         data = tmp / "in.parquet"
-        write_dataset(data, make_data(args.queries, args.seed))
+        write_dataset(data, make_data(args.queries, args.seed, sizes=(10, 40)))
         log = tmp / "clicks.parquet"
         out = tmp / "propensity.json"
         sim_args = ["simulate-clicks", str(data), "-o", str(log), "--model", "pbm", "--ranker", "random",
