@@ -182,7 +182,7 @@ def _iprec(b: Bucket, levels) -> np.ndarray:
     _, cols = _relevant_cells(b)
     if not cols.shape[0]:
         return np.zeros(cuts.shape)
-    first = np.cumsum(nrr) - nrr  # where each query's relevant cells start among all of them
+    first = np.cumsum(nrr, dtype=np.int64) - nrr  # where each query's relevant cells start among all of them
     nth = np.where(ok, first[:, None] + np.maximum(cuts, 1) - 1, 0)
     pos = cols[nth]  # rank (0-based) of the c-th relevant document (of the first for c = 0)
     return np.where(ok, suffix_max[np.arange(b.lab.shape[0])[:, None], pos], 0.0)
@@ -325,7 +325,7 @@ def per_query(specs, labels, scores, offsets, judg, convention, judged=None) -> 
         jd = is_judged[r_rows] & r_valid
         pl = pooled[r_rows] & r_valid
         rel = jd & (lab >= thr)
-        b = Bucket(lab=lab, valid=r_valid, judged=jd, pooled=pl, rel=rel, relcum=np.cumsum(rel, axis=1),
+        b = Bucket(lab=lab, valid=r_valid, judged=jd, pooled=pl, rel=rel, relcum=np.cumsum(rel, axis=1, dtype=np.int32),
                    n_ret=(offsets[qs + 1] - offsets[qs]).astype(np.int64), R=judg.n_relevant[qs],
                    nonrel_judged=nrj[qs], ge=None if ge_all is None else [g[qs] for g in ge_all],
                    gain=convention.gain, D=D)
