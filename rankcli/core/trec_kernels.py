@@ -314,7 +314,8 @@ def per_query(specs, labels, scores, offsets, judg, convention, judged=None) -> 
     if judg.unranked is not None:
         ul, _, uq = judg.unranked
         nrj = nrj + np.bincount(uq, weights=(ul >= 0) & (ul < thr), minlength=nq).astype(np.int64)
-    ge_all = judg.grades_at_least()
+    graded = {"ndcg_rel", "rndcg"}  # the kernels that read per-grade counts (b.ge); counted only for them
+    ge_all = judg.grades_at_least() if any(s.record.kernel in graded for s in specs) else None
     D = np.zeros(max(judg.max_len, 1) + 2)
     np.cumsum(1.0 / np.log2(np.arange(D.shape[0] - 1, dtype=np.float64) + 2.0), out=D[1:])
     out = {str(s): np.empty(nq) for s in specs}
