@@ -152,6 +152,21 @@ def test_input_ties_match_reference_on_tie_heavy_data(gain, no_relevant):
                                        rtol=1e-12, atol=1e-12, err_msg=str(spec))
 
 
+def test_rows_already_ranked_match_reference_with_their_ties():
+    """Rows already in rank order (as TREC runs come from the C path) skip the sort: the first cells are the ranking,
+    and equal scores keep their input order, as the sort would keep them."""
+    rng = np.random.default_rng(11)
+    labels, scores, offsets = random_batch(rng, n_queries=80, max_size=40, grades=3)
+    order = np.concatenate([a + np.argsort(-scores[a:b], kind="stable") for a, b in zip(offsets[:-1], offsets[1:])])
+    labels, scores = labels[order], scores[order]  # each query ranked, ties in their input order
+    conv = M.Convention(gain="linear", no_relevant="zero")
+    specs = [M.MetricSpec(n, k) for n in ALL_NAMES for k in (None, 1, 3, 5, 10, 50)]
+    got = M.per_query(specs, labels, scores, offsets, conv)
+    for spec in specs:
+        np.testing.assert_allclose(got[str(spec)], ref(spec.name, spec.k, labels, scores, offsets, conv),
+                                   rtol=1e-12, atol=1e-12, err_msg=str(spec))
+
+
 def test_input_ties_exact_across_the_cut_in_wide_queries():
     # Wide queries (the argpartition path) where many documents tie exactly at the k-th score.
     rng = np.random.default_rng(7)
