@@ -43,10 +43,19 @@ def padded_ranking(scores: np.ndarray, offsets: np.ndarray, qs: np.ndarray, widt
     qs : query numbers of the bucket.
     width : the bucket's width (its longest query).
     """
-    rows, valid = padded_rows(offsets, qs, width)
-    smat = scores[rows]
-    smat[~valid] = -np.inf
-    if (smat[:, 1:] <= smat[:, :-1]).all():  # ranked already: the stable sort would change nothing
+    rows, valid, smat, ranked = padded_scores(scores, offsets, qs, width)
+    if ranked:  # the stable sort would change nothing
         return PaddedRanking(rows, valid, smat, None)
     order = np.argsort(-smat, axis=1, kind="stable")  # padding (last columns) stays after real -inf scores
     return PaddedRanking(rows, valid, smat, order)
+
+
+def padded_scores(scores: np.ndarray, offsets: np.ndarray, qs: np.ndarray,
+                  width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """The queries ``qs`` as padded matrices: row numbers, real cells, scores (``-inf`` in padding), and whether
+    every query is in rank order already (scores never rise along a row), as TREC runs read by the C path come: a
+    stable sort would then keep every row as it is."""
+    rows, valid = padded_rows(offsets, qs, width)
+    smat = scores[rows]
+    smat[~valid] = -np.inf
+    return rows, valid, smat, bool((smat[:, 1:] <= smat[:, :-1]).all())

@@ -13,11 +13,10 @@ from functools import cached_property
 
 import numpy as np
 
-from rankcli.core.groups import padded_rows
 from rankcli.core.metrics.convention import Convention
 from rankcli.core.metrics.judgments import Judgments, gain
 from rankcli.core.metrics.ties import topk_input_order
-from rankcli.core.ranking import padded_ranking
+from rankcli.core.ranking import padded_ranking, padded_scores
 
 
 @dataclass
@@ -64,11 +63,9 @@ class RankedBucket(_Common):
         judg : the queries' :class:`Judgments`. convention : the :class:`Convention`. D : the discount sums
             (:func:`rankcli.core.metrics.judgments.discount_prefix`).
         """
-        rows, valid = padded_rows(offsets, qs, width)
+        rows, valid, smat, ranked = padded_scores(scores, offsets, qs, width)
         sizes = (offsets[qs + 1] - offsets[qs]).astype(np.float64)
-        smat = scores[rows]
-        smat[~valid] = -np.inf
-        if (smat[:, 1:] <= smat[:, :-1]).all():  # ranked already (TREC runs from the C path): the first kk cells
+        if ranked:  # the top kk are the first kk cells
             r_rows, r_valid = rows[:, :kk], valid[:, :kk]
         else:
             cols = topk_input_order(smat, kk)
