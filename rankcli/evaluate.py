@@ -27,6 +27,7 @@ from rankcli.core.groups import order_within
 from rankcli.core.metrics import Convention, EvalResult, MetricSpec, evaluate, parse_metrics
 from rankcli.dataset import Run, offsets_from_qids
 from rankcli.errors import InputError, SchemaError
+from rankcli.formats.inputs import unreadable_input
 from rankcli.formats.trec import row_names
 from rankcli.formats.trec_join import load_trec_run
 
@@ -87,7 +88,7 @@ def is_parquet(path: Path | str) -> bool:
         with open(path, "rb") as fh:
             return fh.read(4) == b"PAR1"
     except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
+        raise unreadable_input(path) from None
     except IsADirectoryError:
         raise InputError(f"{path}: is a directory, expected a run file") from None
     except OSError as exc:

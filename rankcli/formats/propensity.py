@@ -13,6 +13,7 @@ from pathlib import Path
 
 from rankcli.errors import InputError
 from rankcli.formats.atomic import atomic_path
+from rankcli.formats.inputs import unreadable_input
 
 
 def write_propensity(path: Path | str, record: dict, overwrite: bool = False) -> None:
@@ -53,7 +54,7 @@ def read_propensity(path: Path | str) -> dict:
                              f"most {PROPENSITY_MAX_BYTES:,} are read)")
         data = json.loads(Path(path).read_text())
     except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
+        raise unreadable_input(path) from None
     except (OSError, ValueError, RecursionError) as exc:  # RecursionError: JSON nested too deep
         raise InputError(f"{path}: not a readable propensity JSON file ({exc})") from None
     if not isinstance(data, dict) or "positions" not in data or "propensity" not in data:

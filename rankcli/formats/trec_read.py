@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from rankcli.errors import InputError, InputFormatError
+from rankcli.formats.inputs import unreadable_input
 
 #: trec_eval reads fields with C's isspace: space, tab, newline, vertical tab, form feed, carriage return.
 _SPACE = np.zeros(256, dtype=bool)
@@ -72,7 +73,7 @@ def read_text_bytes(path: Path | str) -> bytes:
     byte-order mark, checked to be UTF-8 (an :class:`InputError` otherwise)."""
     path = Path(path)
     if not path.exists():
-        raise InputError(f"{path}: no such file")
+        raise unreadable_input(path)
     if path.is_dir():
         raise InputError(f"{path}: is a directory, expected a file")
     try:

@@ -190,3 +190,19 @@ def test_hash_collisions_neither_hide_a_duplicate_nor_break_the_join(tmp_path, m
     (tmp_path / "r2.txt").write_text("1 Q0 a 1 3 t\n1 Q0 b 2 2 t\n1 Q0 a 3 1 t\n")
     with pytest.raises(InputFormatError, match=r"r2.txt:3: document a appears twice for query 1 \(first at line 1\)"):
         trec_read.read_run_columns(tmp_path / "r2.txt")
+
+
+@pytest.mark.parametrize("which", ["run", "qrels"])
+def test_a_symlink_loop_or_a_broken_link_is_named_as_such(tmp_path, which):
+    from rankcli.errors import InputError
+    from rankcli.formats.trec_join import load_trec_run
+
+    (tmp_path / "r.txt").write_text("1 Q0 a 1 2 t\n")
+    (tmp_path / "q.txt").write_text("1 0 a 1\n")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    for link, words in (("loop", "symbolic link loop"), ("dangling", "broken symbolic link")):
+        paths = {"run": tmp_path / "r.txt", "qrels": tmp_path / "q.txt", which: tmp_path / link}
+        for ranked in (False, True):  # the numpy path and the C path read alike
+            with pytest.raises(InputError, match=f"{link}: {words}"):
+                load_trec_run(paths["run"], paths["qrels"], ranked=ranked)
