@@ -17,6 +17,7 @@ Returns :class:`EvalReport` objects; never prints (rendering lives in :mod:`rank
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -92,6 +93,8 @@ def is_parquet(path: Path | str) -> bool:
     except IsADirectoryError:
         raise InputError(f"{path}: is a directory, expected a run file") from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise unreadable_input(path) from None
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
 
 

@@ -81,8 +81,9 @@ def test_trec_query_ids_beyond_int64_stay_exact_strings(tmp_path, capsys):
     assert pq.read_table(tmp_path / "pq.parquet").column("qid").to_pylist() == ["99999999999999999999"]
 
 
-def test_symlink_loop_is_not_no_such_file(tmp_path, capsys):
+@pytest.mark.parametrize("command", ["info", "eval"])
+def test_symlink_loop_is_not_no_such_file(tmp_path, capsys, command):
     (tmp_path / "loop.parquet").symlink_to(tmp_path / "loop.parquet")
-    status, _, err = run(capsys, "info", tmp_path / "loop.parquet")
+    status, _, err = run(capsys, command, tmp_path / "loop.parquet")
     assert (status, err) == (ExitStatus.INVALID_INPUT, f"Error: {tmp_path}/loop.parquet: symbolic link loop "
                                                        "(too many levels of symbolic links)\n")
