@@ -231,19 +231,32 @@ class _Options:
 
 @dataclass
 class _Rows:
-    """The rows to evaluate, grouped by evaluated query (``rpos``, its place in ``queries.kept``): score, whether the
-    document is judged (``hit``) and its qrels line (``qi``, meaningful where ``hit``); ``docids`` for the tie rule
-    when the rows are in the run's order rather than ranked."""
+    """The rows to evaluate, grouped by evaluated query: score, whether the document is judged (``hit``) and its
+    qrels line (``qi``, meaningful where ``hit``); each row's query as its place in ``queries.kept`` (``rpos``), or
+    the queries' boundaries (``offsets``), or both; ``docids`` for the tie rule when the rows are in the run's order
+    rather than ranked."""
 
     scores: np.ndarray
     hit: np.ndarray
     qi: np.ndarray
-    rpos: np.ndarray
+    rpos: np.ndarray | None = None
     docids: np.ndarray | None = None
-    offsets: np.ndarray | None = None  # the query boundaries, when known (else found from rpos)
+    offsets: np.ndarray | None = None
+
+    def positions(self) -> np.ndarray:
+        """``rpos``, from the offsets when only they are known (the default C path needs it for no row)."""
+        if self.rpos is None:
+            self.rpos = np.repeat(np.arange(self.offsets.shape[0] - 1), np.diff(self.offsets))
+        return self.rpos
+
+    def boundaries(self) -> np.ndarray:
+        """``offsets``, from ``rpos`` when only it is known."""
+        if self.offsets is None:
+            self.offsets = offsets_from_qids(self.rpos)
+        return self.offsets
 
     def take(self, keep: np.ndarray) -> _Rows:
-        return _Rows(self.scores[keep], self.hit[keep], self.qi[keep], self.rpos[keep],
+        return _Rows(self.scores[keep], self.hit[keep], self.qi[keep], self.positions()[keep],
                      None if self.docids is None else self.docids[keep])
 
 
@@ -251,12 +264,12 @@ def _assemble(rows: _Rows, qrels: TrecColumns, queries: _Queries, tag: str, note
     """The :class:`Run` of the evaluated rows (before -J), with -J applied, the unranked judgments and the notes."""
     emptied = np.zeros(0, dtype=np.int64)
     if opts.judged_only:
-        keep, rpos, emptied = _judged_only(rows.hit, rows.qi, rows.rpos, qrels, queries, opts)
+        keep, rpos, emptied = _judged_only(rows.hit, rows.qi, rows.positions(), qrels, queries, opts)
         rows = rows.take(keep)  # its offsets: found from rpos
         rows.rpos = rpos
     evaluated = np.delete(queries.kept, emptied)
     n_eval = evaluated.shape[0]
-    offsets = offsets_from_qids(rows.rpos) if rows.offsets is None else rows.offsets
+    offsets = rows.boundaries()
     hit, qi = rows.hit, rows.qi
     unjudged = int((np.add.reduceat(hit.view(np.int8), offsets[:-1], dtype=np.int64) == 0).sum())
     if unjudged:
@@ -286,11 +299,10 @@ def _native_run(joined: trec_fast.NativeJoin, opts: _Options) -> Run | None:
     hit = match >= 0
     if not hit.any():
         return None
-    rows = _Rows(scores, hit, match, np.repeat(np.arange(sizes.shape[0]), sizes))
+    rows = _Rows(scores, hit, match, offsets=np.concatenate(([0], np.cumsum(sizes))).astype(np.int64))
     if opts.max_docs is not None:
-        rows = rows.take(_top_ranked(rows.rpos, opts.max_docs))
-        sizes = np.minimum(sizes, opts.max_docs)
-    rows.offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)  # -J, if given, finds its own
+        rows = rows.take(_top_ranked(rows.positions(), opts.max_docs))
+        rows.offsets = np.concatenate(([0], np.cumsum(np.minimum(sizes, opts.max_docs)))).astype(np.int64)
     return _assemble(rows, joined.qrels, queries, joined.tag, notes, opts)
 
 
@@ -314,8 +326,8 @@ def _numpy_run(lines: TrecColumns, qrels: TrecColumns, opts: _Options) -> Run:
             _judged_only(hit_all[rows], qi_all[rows], rpos, qrels, queries, opts)
         n_eval = queries.kept.shape[0]
         raise _no_shared_document(lines, qrels, queries, rows, n_eval, opts.run_path, opts.qrels_path)
-    return _assemble(_Rows(lines.values[rows], hit_all[rows], qi_all[rows], rpos, lines.docids[rows]), qrels,
-                     queries, lines.tag, notes, opts)
+    return _assemble(_Rows(lines.values[rows], hit_all[rows], qi_all[rows], rpos, docids=lines.docids[rows]),
+                     qrels, queries, lines.tag, notes, opts)
 
 
 def load_trec_run(run_path: Path | str, qrels_path: Path | str, *, max_docs: int | None = None,
