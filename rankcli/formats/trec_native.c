@@ -442,14 +442,31 @@ typedef struct {
     QueryTable queries;
 } Lines;
 
-/* Renumber the queries of slices 1.. into slice 0's table, and copy the lines into `out` (whose codes and values
- * are allocated for every line). */
+/* Renumber the queries of slices 1.. into slice 0's table, and copy the lines into `out`: into its codes and
+ * values when given (buffers for every line), else into arrays allocated here, or, from a single slice, into none:
+ * that slice's arrays become the lines'. */
 static int merge_slices(Slice *slices, int count, Lines *out)
 {
     out->queries = slices[0].queries;
     memset(&slices[0].queries, 0, sizeof(QueryTable));
+    if (count == 1 && out->codes == NULL) {
+        Slice *s = &slices[0];
+        out->codes = s->codes;
+        out->values = s->values;
+        out->doc = s->doc;
+        out->tag_start = s->tag_start;
+        out->tag_len = s->tag_len;
+        s->codes = NULL;
+        s->values = NULL;
+        s->doc = NULL;
+        return 0;
+    }
+    if (out->codes == NULL) {
+        out->codes = malloc((size_t)(out->n ? out->n : 1) * sizeof(int32_t));
+        out->values = malloc((size_t)(out->n ? out->n : 1) * sizeof(double));
+    }
     out->doc = malloc((size_t)(out->n ? out->n : 1) * sizeof(uint64_t));
-    if (out->doc == NULL)
+    if (out->codes == NULL || out->values == NULL || out->doc == NULL)
         return FAST_NOMEM;
     Py_ssize_t at = 0;
     int tagged = 0;
@@ -866,10 +883,7 @@ static int read_both(Join *j, const Py_buffer *run_buf, const Py_buffer *qrels_b
     j->ranked_match = PyByteArray_FromStringAndSize(NULL, nrun * (Py_ssize_t)sizeof(int32_t));
     j->qrels_codes = PyByteArray_FromStringAndSize(NULL, nqrels * (Py_ssize_t)sizeof(int32_t));
     j->qrels_values = PyByteArray_FromStringAndSize(NULL, nqrels * (Py_ssize_t)sizeof(double));
-    j->run.codes = malloc((size_t)nrun * sizeof(int32_t));
-    j->run.values = malloc((size_t)nrun * sizeof(double));
-    if (!j->run_first || !j->ranked_scores || !j->ranked_match || !j->qrels_codes || !j->qrels_values
-        || !j->run.codes || !j->run.values)
+    if (!j->run_first || !j->ranked_scores || !j->ranked_match || !j->qrels_codes || !j->qrels_values)
         return FAST_NOMEM;
     j->run.d = rd;
     j->run.n = nrun;
