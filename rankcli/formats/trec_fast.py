@@ -4,8 +4,9 @@ checks them and joins them in one pass. The numpy path (:mod:`rankcli.formats.tr
 The C module takes only input whose meaning is certain: every data line with its number of fields, values that are
 plain decimal numbers, no NUL byte, no (query, document) pair on two lines. For anything else :func:`join` returns
 None, and the caller reads the files with the numpy path, which gives the same result or names the line at fault.
-Both paths read the same bytes (:func:`rankcli.formats.trec_read.read_text_bytes`: gzip, byte-order mark and UTF-8
-handled there) and give the same values; ``tests/formats/test_trec_fast.py`` checks that they agree.
+Both paths read the same bytes (:func:`rankcli.formats.trec_read.read_text_bytes` and ``read_text_array``: gzip,
+byte-order mark and UTF-8 handled there) and give the same values; ``tests/formats/test_trec_fast.py`` checks that
+they agree.
 
 The module is optional: an install without a C compiler has none (``setup.py``), and ``RANKCLI_PURE_PYTHON=1`` in
 the environment turns it off, to compare the two paths or to rule the C code out when something looks wrong.
@@ -47,10 +48,10 @@ def available() -> bool:
     return trec_native is not None and os.environ.get("RANKCLI_PURE_PYTHON", "") in ("", "0")
 
 
-def join(run_data: bytes, qrels_data: bytes, threads: int = 1) -> NativeJoin | None:
-    """The run and qrels files' bytes (as :func:`rankcli.formats.trec_read.read_text_bytes` gives them) read and
-    joined in C on up to ``threads`` threads; None when the C path is unavailable or leaves this input to the numpy
-    path."""
+def join(run_data, qrels_data, threads: int = 1) -> NativeJoin | None:
+    """The run and qrels files' bytes (``bytes`` or a numpy uint8 array, as :func:`rankcli.formats.trec_read.
+    read_text_array` gives them) read and joined in C on up to ``threads`` threads; None when the C path is
+    unavailable or leaves this input to the numpy path."""
     if not available():
         return None
     out = trec_native.join(run_data, qrels_data, max(1, int(threads)))

@@ -31,7 +31,7 @@ from rankcli.formats.trec_read import (
     pair_keys,
     read_qrels_columns,
     read_run_columns,
-    read_text_bytes,
+    read_text_array,
     same_words,
 )
 
@@ -351,9 +351,10 @@ def load_trec_run(run_path: Path | str, qrels_path: Path | str, *, max_docs: int
     opts = _Options(run_path, qrels_path, max_docs, judged_only, complete)
     data = (None, None)
     if ranked and trec_fast.available():
-        data = _in_parallel(lambda: read_text_bytes(run_path), lambda: read_text_bytes(qrels_path))
-        joined = trec_fast.join(data[0], data[1], threads)
+        arrays = _in_parallel(lambda: read_text_array(run_path), lambda: read_text_array(qrels_path))
+        joined = trec_fast.join(arrays[0], arrays[1], threads)
         run = _native_run(joined, opts) if joined is not None else None
         if run is not None:
             return run
+        data = (bytes(arrays[0]), bytes(arrays[1]))  # the numpy path reads bytes
     return _numpy_run(*_read_numpy(run_path, qrels_path, data), opts)

@@ -71,14 +71,49 @@ class TrecColumns:
 def read_text_bytes(path: Path | str) -> bytes:
     """A TREC file's bytes as both readers take them: gunzipped when gzipped (by its magic bytes), without a UTF-8
     byte-order mark, checked to be UTF-8 (an :class:`InputError` otherwise)."""
-    path = Path(path)
+    return _read_text(Path(path), as_array=False)
+
+
+def read_text_array(path: Path | str) -> np.ndarray:
+    """The bytes :func:`read_text_bytes` gives, in a numpy uint8 array, for the C path: a large numpy array gets
+    transparent huge pages, and reading 100 MB into one takes ~1,000 page faults instead of ~25,000 (a third of the
+    time)."""
+    return _read_text(Path(path), as_array=True)
+
+
+def _raw_bytes(path: Path, as_array: bool):
+    if not (as_array and path.is_file()):
+        data = path.read_bytes()
+        return np.frombuffer(data, dtype=np.uint8) if as_array else data
+    size = path.stat().st_size
+    buf = np.empty(size, dtype=np.uint8)
+    view, got = memoryview(buf), 0
+    with open(path, "rb", buffering=0) as f:
+        while got < size:
+            n = f.readinto(view[got:])
+            if not n:
+                break  # the file shrank while read: what is there
+            got += n
+        rest = f.read()  # it grew while read: the rest too
+    return np.concatenate([buf[:got], np.frombuffer(rest, dtype=np.uint8)]) if rest else buf[:got]
+
+
+def _is_ascii(data) -> bool:
+    if isinstance(data, bytes):
+        return data.isascii()  # far cheaper than decoding
+    whole = data.shape[0] // 8 * 8
+    high = np.bitwise_or.reduce(data[:whole].view(np.uint64)) if whole else 0
+    return not (int(high) & 0x8080808080808080 or (data[whole:] >= 0x80).any())
+
+
+def _read_text(path: Path, as_array: bool):
     if not path.exists():
         raise unreadable_input(path)
     if path.is_dir():
         raise InputError(f"{path}: is a directory, expected a file")
     try:
-        data = path.read_bytes()
-        if data[:2] == b"\x1f\x8b":  # gzip's magic bytes: runs and qrels as TREC distributes them
+        data = _raw_bytes(path, as_array)
+        if bytes(data[:2]) == b"\x1f\x8b":  # gzip's magic bytes: runs and qrels as TREC distributes them
             import gzip
             import zlib
 
@@ -86,13 +121,14 @@ def read_text_bytes(path: Path | str) -> bytes:
                 data = gzip.decompress(data)
             except (OSError, EOFError, zlib.error) as exc:
                 raise InputError(f"{path}: not a readable gzip file ({exc})") from None
+            data = np.frombuffer(data, dtype=np.uint8) if as_array else data
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if data.startswith(b"\xef\xbb\xbf"):
+    if bytes(data[:3]) == b"\xef\xbb\xbf":
         data = data[3:]  # a UTF-8 byte-order mark would become part of the first query id
     try:
-        if not data.isascii():  # ASCII (the usual TREC file) is UTF-8; isascii is far cheaper than decoding
-            data.decode("utf-8")
+        if not _is_ascii(data):  # ASCII (the usual TREC file) is UTF-8
+            bytes(data).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     return data

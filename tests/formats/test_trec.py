@@ -206,3 +206,50 @@ def test_a_symlink_loop_or_a_broken_link_is_named_as_such(tmp_path, which):
         for ranked in (False, True):  # the numpy path and the C path read alike
             with pytest.raises(InputError, match=f"{link}: {words}"):
                 load_trec_run(paths["run"], paths["qrels"], ranked=ranked)
+
+
+@pytest.mark.parametrize("content", [b"", b"1 0 a 1\n", b"\xef\xbb\xbf1 0 a 1\n", "1 0 é 1\n".encode(),
+                                     b"1 0 a 1\n" * 1000 + "é".encode(), "1 0 文档 2\n".encode() * 3, b"\xef\xbb\xbf"])
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_the_c_paths_array_holds_the_numpy_paths_bytes(tmp_path, content, gzipped):
+    """read_text_array (the C path's reader: numpy memory, huge pages) gives what read_text_bytes gives: gunzipped,
+    the byte-order mark dropped, checked to be UTF-8 (a high byte in the last, partial word too)."""
+    import gzip
+
+    import numpy as np
+
+    from rankcli.formats.trec_read import read_text_array, read_text_bytes
+
+    path = tmp_path / "f.txt"
+    path.write_bytes(gzip.compress(content) if gzipped else content)
+    array = read_text_array(path)
+    assert array.dtype == np.uint8 and bytes(array) == read_text_bytes(path) == content.removeprefix(b"\xef\xbb\xbf")
+
+
+@pytest.mark.parametrize("content", [b"1 0 \xe9 1\n", b"1 0 a 1\n" * 5 + b"\xff", b"\xc3"])
+def test_the_c_paths_array_refuses_what_is_not_utf8_alike(tmp_path, content):
+    from rankcli.errors import InputError
+    from rankcli.formats.trec_read import read_text_array, read_text_bytes
+
+    path = tmp_path / "f.txt"
+    path.write_bytes(content)
+    messages = []
+    for read in (read_text_bytes, read_text_array):
+        with pytest.raises(InputError, match="not UTF-8 text") as caught:
+            read(path)
+        messages.append(str(caught.value))
+    assert messages[0] == messages[1]
+
+
+def test_the_c_paths_array_reads_a_pipe(tmp_path):
+    import os
+    import threading
+
+    from rankcli.formats.trec_read import read_text_array
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(b"1 0 a 1\n1 0 b 0\n"))
+    writer.start()
+    assert bytes(read_text_array(fifo)) == b"1 0 a 1\n1 0 b 0\n"
+    writer.join()
