@@ -26,6 +26,7 @@
 
 #ifndef _WIN32
 #include <pthread.h>
+#include <sys/mman.h>
 #define HAVE_THREADS 1
 #endif
 
@@ -39,6 +40,23 @@
  * end of a line, or a NUL (which would end trec_eval's C strings: refused). */
 enum { FIELD = 0, SPACE = 1, NEWLINE = 2, NUL = 3 };
 static unsigned char byte_class[256];
+
+/* An array of the input's size: from 4 MiB on, aligned to and advised for transparent huge pages, so that its first
+ * touch costs one page fault per 2 MiB rather than per 4 KiB (the kernel's faults were a third of the time).
+ * Released with free(). */
+static void *big_alloc(size_t size)
+{
+#ifdef MADV_HUGEPAGE
+    if (size >= ((size_t)4 << 20)) {
+        void *p = NULL;
+        if (posix_memalign(&p, (size_t)2 << 20, size) != 0)
+            return NULL;
+        madvise(p, size, MADV_HUGEPAGE);  /* advice: refused or unsupported, the pages are small */
+        return p;
+    }
+#endif
+    return malloc(size);
+}
 
 /* Two outcomes as one: out of memory before the input's verdict, FAST_BAIL before success. */
 static int worse(int err, int other)
@@ -327,9 +345,9 @@ static int read_slice(Slice *s)
     int err = grow_queries(&s->queries);
     if (err)
         return err;
-    s->codes = malloc((size_t)cap * sizeof(int32_t));
-    s->values = malloc((size_t)cap * sizeof(double));
-    s->doc = malloc((size_t)cap * sizeof(uint64_t));
+    s->codes = big_alloc((size_t)cap * sizeof(int32_t));
+    s->values = big_alloc((size_t)cap * sizeof(double));
+    s->doc = big_alloc((size_t)cap * sizeof(uint64_t));
     if (s->codes == NULL || s->values == NULL || s->doc == NULL)
         return FAST_NOMEM;
     Py_ssize_t tail = s->end;  /* where the last line starts if it lacks a newline: only it needs bounds checks */
@@ -462,10 +480,10 @@ static int merge_slices(Slice *slices, int count, Lines *out)
         return 0;
     }
     if (out->codes == NULL) {
-        out->codes = malloc((size_t)(out->n ? out->n : 1) * sizeof(int32_t));
-        out->values = malloc((size_t)(out->n ? out->n : 1) * sizeof(double));
+        out->codes = big_alloc((size_t)(out->n ? out->n : 1) * sizeof(int32_t));
+        out->values = big_alloc((size_t)(out->n ? out->n : 1) * sizeof(double));
     }
-    out->doc = malloc((size_t)(out->n ? out->n : 1) * sizeof(uint64_t));
+    out->doc = big_alloc((size_t)(out->n ? out->n : 1) * sizeof(uint64_t));
     if (out->codes == NULL || out->values == NULL || out->doc == NULL)
         return FAST_NOMEM;
     Py_ssize_t at = 0;
@@ -532,7 +550,7 @@ static int group(const Lines *l, Groups *g)
     if (together)
         return 0;
     Py_ssize_t *fill = malloc((size_t)(nq ? nq : 1) * sizeof(Py_ssize_t));
-    g->lines = malloc((size_t)l->n * sizeof(int32_t));
+    g->lines = big_alloc((size_t)l->n * sizeof(int32_t));
     if (fill == NULL || g->lines == NULL) {
         free(fill);
         return FAST_NOMEM;
@@ -781,7 +799,7 @@ static int join_all(const Lines *run, const Lines *qrels, double *ranked_scores,
 {
     Groups rg = {NULL, NULL}, qg = {NULL, NULL};
     JoinTask tasks[MAX_THREADS];
-    int32_t *match = malloc((size_t)run->n * sizeof(int32_t));
+    int32_t *match = big_alloc((size_t)run->n * sizeof(int32_t));
     int err = match == NULL ? FAST_NOMEM : group(run, &rg);
     if (!err)
         err = group(qrels, &qg);
