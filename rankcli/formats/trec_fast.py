@@ -1,5 +1,6 @@
-"""The fast path of reading a TREC run with its qrels: the C module ``rankcli.formats.trec_native`` reads both files,
-checks them and joins them in one pass. The numpy path (:mod:`rankcli.formats.trec_read`) stays the reference.
+"""The fast path of reading a TREC run with its qrels: the C module ``rankcli.formats.trec_native`` (its source in
+``rankcli/formats/csrc/``) reads both files, checks them and joins them in one pass. The numpy path
+(:mod:`rankcli.formats.trec_read`) stays the reference.
 
 The C module takes only input whose meaning is certain: every data line with its number of fields, values that are
 plain decimal numbers, no NUL byte, no (query, document) pair on two lines. For anything else :func:`join` returns

@@ -267,3 +267,22 @@ def test_hostile_bytes_never_crash_and_agree_with_the_numpy_path(tmp_path, run_l
 
 def test_the_environment_of_the_tests_does_not_turn_the_c_path_off():
     assert os.environ.get("RANKCLI_PURE_PYTHON", "") in ("", "0")
+
+
+def test_every_c_file_is_built_and_shipped():
+    """Each .c file of the module is one of setup.py's sources, and each header is named by MANIFEST.in: setuptools
+    puts an extension's sources in the sdist by itself, but not its headers, and a missing one breaks every install
+    from the sdist (it then falls back to the numpy path, silently)."""
+    import fnmatch
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    csrc = repo / "rankcli" / "formats" / "csrc"
+    setup_py = (repo / "setup.py").read_text()
+    includes = [line.split(None, 1)[1].strip() for line in (repo / "MANIFEST.in").read_text().splitlines()
+                if line.startswith("include ")]
+    assert sorted(p.name for p in csrc.glob("*.c")) == ["join.c", "module.c", "read.c"]
+    for c_file in csrc.glob("*.c"):
+        assert f'"{{CSRC}}/{c_file.name}"' in setup_py.replace("f\"", "\""), c_file.name
+    for header in csrc.glob("*.h"):
+        assert any(fnmatch.fnmatch(f"rankcli/formats/csrc/{header.name}", pattern) for pattern in includes), header

@@ -1,0 +1,219 @@
+/* rankcli.formats.trec_native: a TREC run and its qrels read, checked and joined in C.
+ *
+ * This is the fast path of rankcli.formats.trec_fast; the numpy path (rankcli.formats.trec_read and trec_join) is
+ * the reference, and it stays the one that reports errors. join() accepts only input whose meaning it is sure of,
+ * and returns None for anything else: a line with another field count, a value that is not a plain decimal number,
+ * a NUL byte, a (query, document) pair on two lines, an empty file, 2^31 lines or more, a document id of 16 MiB or
+ * more. The caller then reads the files with the numpy path, which gives the same result or names the line at fault.
+ *
+ * What it reads is what trec_read reads: fields separated by any run of C whitespace (space, \t, \v, \f, \r), lines
+ * split at \n, blank lines and lines whose first field starts with '#' skipped. Numbers are converted exactly: a
+ * decimal of at most 19 significant digits that fits Clinger's fast path (mantissa <= 2^53, power of ten <= 22) by
+ * one correctly rounded multiplication or division, any other by Python's correctly rounded PyOS_string_to_double;
+ * Arrow's parser, which the numpy path uses, is correctly rounded too, so both give the same double.
+ *
+ * The work is split over `threads` threads (POSIX threads; one elsewhere), without the GIL: each reads a slice of
+ * whole lines of both files, then each joins and ranks a range of queries. Query ids are numbered by first appearance
+ * in each slice, then renumbered in slice order, which gives the numbering by first appearance in the file.
+ *
+ * No numpy C API: the arrays come back as bytearrays, which numpy views without a copy.
+ */
+#include "trec_native.h"
+
+typedef struct {
+    Slice *run, *qrels;
+} ReadTask;
+
+static void *read_task(void *arg)
+{
+    ReadTask *t = arg;
+    t->run->err = trec_read_slice(t->run);
+    t->qrels->err = t->run->err ? 0 : trec_read_slice(t->qrels);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------------------------------
+ * The module */
+
+static PyObject *query_names(const QueryTable *t)
+{
+    PyObject *names = PyList_New(t->count);
+    for (Py_ssize_t i = 0; names != NULL && i < t->count; i++) {
+        PyObject *b = PyBytes_FromStringAndSize((const char *)t->items[i].p, t->items[i].len);
+        if (b == NULL)
+            Py_CLEAR(names);
+        else
+            PyList_SET_ITEM(names, i, b);
+    }
+    return names;
+}
+
+/* Values that the threads left to Python's conversion (with the GIL). */
+static int convert_pending(Slice *s)
+{
+    for (Py_ssize_t j = 0; j < s->npending; j++) {
+        int err = trec_convert_slowly(s->d + s->pending[j].start, s->pending[j].len, &s->values[s->pending[j].line]);
+        if (err)
+            return err;
+    }
+    return 0;
+}
+
+typedef struct {
+    int threads;
+    Slice run_slices[MAX_THREADS], qrels_slices[MAX_THREADS];
+    Lines run, qrels;
+    PyObject *run_first, *ranked_scores, *ranked_match, *qrels_codes, *qrels_values;
+} Join;
+
+static int read_both(Join *j, const Py_buffer *run_buf, const Py_buffer *qrels_buf)
+{
+    const unsigned char *rd = run_buf->buf, *qd = qrels_buf->buf;
+    ReadTask tasks[MAX_THREADS];
+    for (int k = 0; k < j->threads; k++) {
+        j->run_slices[k] = (Slice){.d = rd, .fields = 6, .doc_field = 2, .value_field = 4,
+                                   .begin = trec_slice_start(rd, run_buf->len, k, j->threads),
+                                   .end = trec_slice_start(rd, run_buf->len, k + 1, j->threads)};
+        j->qrels_slices[k] = (Slice){.d = qd, .fields = 4, .doc_field = 2, .value_field = 3,
+                                     .begin = trec_slice_start(qd, qrels_buf->len, k, j->threads),
+                                     .end = trec_slice_start(qd, qrels_buf->len, k + 1, j->threads)};
+        tasks[k] = (ReadTask){&j->run_slices[k], &j->qrels_slices[k]};
+    }
+    Py_BEGIN_ALLOW_THREADS
+    trec_run_all(read_task, (char *)tasks, sizeof(ReadTask), j->threads);
+    Py_END_ALLOW_THREADS
+    Py_ssize_t nrun = 0, nqrels = 0;
+    int err = 0;
+    for (int k = 0; k < j->threads; k++) {
+        err = worse(worse(err, j->run_slices[k].err), j->qrels_slices[k].err);
+        nrun += j->run_slices[k].n;
+        nqrels += j->qrels_slices[k].n;
+    }
+    if (!err && (nrun == 0 || nqrels == 0 || nrun >= INT32_MAX || nqrels >= INT32_MAX ||
+                 (uint64_t)run_buf->len >= (1ULL << (64 - DOC_LEN_BITS)) ||
+                 (uint64_t)qrels_buf->len >= (1ULL << (64 - DOC_LEN_BITS))))
+        err = FAST_BAIL;  /* an empty file (the numpy path says so), or beyond the int32 line numbers */
+    for (int k = 0; !err && k < j->threads; k++)
+        err = worse(convert_pending(&j->run_slices[k]), convert_pending(&j->qrels_slices[k]));
+    if (err)
+        return err;
+    Py_ssize_t most_queries = 1;  /* the run's distinct queries: at most those of its slices together */
+    for (int k = 0; k < j->threads; k++)
+        most_queries += j->run_slices[k].queries.count;
+    j->run_first = PyByteArray_FromStringAndSize(NULL, most_queries * (Py_ssize_t)sizeof(int64_t));
+    j->ranked_scores = PyByteArray_FromStringAndSize(NULL, nrun * (Py_ssize_t)sizeof(double));
+    j->ranked_match = PyByteArray_FromStringAndSize(NULL, nrun * (Py_ssize_t)sizeof(int32_t));
+    j->qrels_codes = PyByteArray_FromStringAndSize(NULL, nqrels * (Py_ssize_t)sizeof(int32_t));
+    j->qrels_values = PyByteArray_FromStringAndSize(NULL, nqrels * (Py_ssize_t)sizeof(double));
+    if (!j->run_first || !j->ranked_scores || !j->ranked_match || !j->qrels_codes || !j->qrels_values)
+        return FAST_NOMEM;
+    j->run.d = rd;
+    j->run.n = nrun;
+    j->qrels = (Lines){.d = qd, .n = nqrels, .codes = (int32_t *)PyByteArray_AS_STRING(j->qrels_codes),
+                       .values = (double *)PyByteArray_AS_STRING(j->qrels_values)};
+    return 0;
+}
+
+static int merge_and_join(Join *j)
+{
+    int err = trec_merge_slices(j->run_slices, j->threads, &j->run);
+    if (!err)
+        err = trec_merge_slices(j->qrels_slices, j->threads, &j->qrels);
+    for (int k = 0; k < j->threads; k++) {  /* the lines are in j->run and j->qrels now */
+        trec_free_slice(&j->run_slices[k]);
+        trec_free_slice(&j->qrels_slices[k]);
+    }
+    if (!err)
+        err = trec_join_all(&j->run, &j->qrels, (double *)PyByteArray_AS_STRING(j->ranked_scores),
+                       (int32_t *)PyByteArray_AS_STRING(j->ranked_match),
+                       (int64_t *)PyByteArray_AS_STRING(j->run_first), j->threads);
+    return err;
+}
+
+static void free_join(Join *j)
+{
+    for (int k = 0; k < j->threads; k++) {
+        trec_free_slice(&j->run_slices[k]);
+        trec_free_slice(&j->qrels_slices[k]);
+    }
+    free(j->run.codes);
+    free(j->run.values);
+    free(j->run.doc);
+    free(j->qrels.doc);
+    trec_free_queries(&j->run.queries);
+    trec_free_queries(&j->qrels.queries);
+    Py_XDECREF(j->run_first);
+    Py_XDECREF(j->ranked_scores);
+    Py_XDECREF(j->ranked_match);
+    Py_XDECREF(j->qrels_codes);
+    Py_XDECREF(j->qrels_values);
+}
+
+PyDoc_STRVAR(join_doc,
+"join(run, qrels, threads=1) -> tuple | None\n\n"
+"Read a TREC run (qid Q0 docid rank score tag) and its qrels (qid iteration docid relevance), both as bytes, and\n"
+"join them, on up to `threads` threads. None when the input is outside the fast path (see the module's source):\n"
+"read it with the numpy path. Otherwise (run_qids, run_first, scores, match, tag, qrels_qids, qrels_codes,\n"
+"relevance), the arrays as bytearrays: the run's query ids in order of first appearance (a list of bytes); the\n"
+"run's lines ranked: query by query in that order (query c at run_first[c]:run_first[c + 1], int64), each query's\n"
+"in trec_eval's rank order, their scores (float64) and the qrels line of the same (query, document), -1 if none\n"
+"(int32); the sixth field of the run's first line; the qrels' query ids in order of first appearance and per line\n"
+"its query's number (int32) and its relevance (float64).");
+
+static PyObject *join(PyObject *self, PyObject *args)
+{
+    Py_buffer run_buf, qrels_buf;
+    int threads = 1;
+    if (!PyArg_ParseTuple(args, "y*y*|i:join", &run_buf, &qrels_buf, &threads))
+        return NULL;
+    Join *j = calloc(1, sizeof(Join));
+    PyObject *result = NULL;
+    if (j == NULL) {
+        PyBuffer_Release(&run_buf);
+        PyBuffer_Release(&qrels_buf);
+        return PyErr_NoMemory();
+    }
+    j->threads = threads < 1 ? 1 : threads > MAX_THREADS ? MAX_THREADS : threads;
+    int err = read_both(j, &run_buf, &qrels_buf);
+    if (!err) {
+        Py_BEGIN_ALLOW_THREADS
+        err = merge_and_join(j);
+        Py_END_ALLOW_THREADS
+    }
+    if (err == FAST_NOMEM) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+    } else if (err) {
+        result = Py_None;
+        Py_INCREF(result);
+    } else {
+        if (PyByteArray_Resize(j->run_first, (j->run.queries.count + 1) * (Py_ssize_t)sizeof(int64_t)) == 0)
+            result = Py_BuildValue("(NOOONNOO)", query_names(&j->run.queries), j->run_first, j->ranked_scores,
+                                   j->ranked_match,
+                                   PyBytes_FromStringAndSize((const char *)j->run.d + j->run.tag_start,
+                                                             j->run.tag_len),
+                                   query_names(&j->qrels.queries), j->qrels_codes, j->qrels_values);
+    }
+    free_join(j);
+    free(j);
+    PyBuffer_Release(&run_buf);
+    PyBuffer_Release(&qrels_buf);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"join", join, METH_VARARGS, join_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "trec_native",
+    "A TREC run and its qrels read, checked and joined in C (the fast path of rankcli.formats.trec_fast).", -1,
+    methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit_trec_native(void)
+{
+    trec_init_byte_classes();
+    return PyModule_Create(&module);
+}

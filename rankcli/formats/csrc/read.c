@@ -1,0 +1,313 @@
+/* Reading TREC files for rankcli.formats.trec_native (see module.c): each thread reads a slice of whole lines. */
+#include "trec_native.h"
+
+unsigned char trec_byte_class[256];
+
+void trec_init_byte_classes(void)
+{
+    static const unsigned char spaces[] = {9, 11, 12, 13, 32};
+    for (size_t i = 0; i < sizeof(spaces); i++)
+        trec_byte_class[spaces[i]] = SPACE;
+    trec_byte_class['\n'] = NEWLINE;
+    trec_byte_class[0] = NUL;
+}
+
+void trec_free_queries(QueryTable *t)
+{
+    free(t->items);
+    free(t->slots);
+    memset(t, 0, sizeof(*t));
+}
+
+static int grow_queries(QueryTable *t)
+{
+    Py_ssize_t cap = t->cap ? 2 * t->cap : 256;
+    Query *items = realloc(t->items, (size_t)cap * sizeof(Query));
+    if (items == NULL)
+        return FAST_NOMEM;
+    t->items = items;
+    int32_t *slots = malloc((size_t)(2 * cap) * sizeof(int32_t));
+    if (slots == NULL)
+        return FAST_NOMEM;
+    t->cap = cap;
+    free(t->slots);
+    t->slots = slots;
+    t->nslots = 2 * cap;
+    memset(slots, 0xff, (size_t)t->nslots * sizeof(int32_t));
+    for (Py_ssize_t i = 0; i < t->count; i++) {
+        Py_ssize_t s = (Py_ssize_t)(items[i].hash & (uint64_t)(t->nslots - 1));
+        while (slots[s] >= 0)
+            s = (s + 1) & (t->nslots - 1);
+        slots[s] = (int32_t)i;
+    }
+    return 0;
+}
+
+/* The number of query id p[0:len] in t, -1 if absent; with `add`, an absent id is given the next number. */
+int trec_query_code(QueryTable *t, const unsigned char *p, int32_t len, int add, int32_t *code)
+{
+    uint64_t h = hash_bytes(p, (size_t)len);
+    Py_ssize_t s = (Py_ssize_t)(h & (uint64_t)(t->nslots - 1));
+    for (; t->slots[s] >= 0; s = (s + 1) & (t->nslots - 1)) {
+        const Query *q = &t->items[t->slots[s]];
+        if (q->hash == h && q->len == len && memcmp(q->p, p, (size_t)len) == 0) {
+            *code = t->slots[s];
+            return 0;
+        }
+    }
+    *code = -1;
+    if (!add)
+        return 0;
+    if (t->count == t->cap) {
+        int err = grow_queries(t);
+        if (err)
+            return err;
+        for (s = (Py_ssize_t)(h & (uint64_t)(t->nslots - 1)); t->slots[s] >= 0; s = (s + 1) & (t->nslots - 1))
+            ;
+    }
+    Query *q = &t->items[t->count];
+    q->p = p;
+    q->len = len;
+    q->hash = h;
+    *code = (int32_t)t->count;
+    t->slots[s] = (int32_t)t->count++;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------------------------------
+ * Numbers */
+
+static const double POW10[23] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14,
+                                 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* A decimal number [+-]?(digits[.digits*]|.digits)([eE][+-]?digits)? converted exactly when Clinger's fast path
+ * allows; SLOW_NUMBER when it needs Python's conversion; FAST_BAIL for any other token (inf, nan, hex, a stray
+ * character: the numpy path decides about those). */
+static int parse_number(const unsigned char *p, int32_t len, double *out)
+{
+    int32_t i = 0;
+    int negative = 0;
+    if (i < len && (p[i] == '+' || p[i] == '-'))
+        negative = p[i++] == '-';
+    uint64_t mantissa = 0;
+    int significant = 0, digits = 0, inexact = 0;
+    int64_t exponent = 0;
+    for (; i < len && p[i] >= '0' && p[i] <= '9'; i++, digits++) {
+        if (mantissa == 0 && p[i] == '0')
+            continue;
+        if (significant < 19) {
+            mantissa = mantissa * 10 + (uint64_t)(p[i] - '0');
+            significant++;
+        } else {
+            exponent++;
+            inexact = 1;
+        }
+    }
+    if (i < len && p[i] == '.') {
+        for (i++; i < len && p[i] >= '0' && p[i] <= '9'; i++, digits++) {
+            if (mantissa == 0 && p[i] == '0') {
+                exponent--;
+                continue;
+            }
+            if (significant < 19) {
+                mantissa = mantissa * 10 + (uint64_t)(p[i] - '0');
+                significant++;
+                exponent--;
+            } else {
+                inexact = 1;
+            }
+        }
+    }
+    if (digits == 0)
+        return FAST_BAIL;
+    if (i < len && (p[i] == 'e' || p[i] == 'E')) {
+        int exp_negative = 0, exp_digits = 0;
+        int64_t e = 0;
+        i++;
+        if (i < len && (p[i] == '+' || p[i] == '-'))
+            exp_negative = p[i++] == '-';
+        for (; i < len && p[i] >= '0' && p[i] <= '9'; i++, exp_digits++) {
+            if (e < 100000000)
+                e = e * 10 + (p[i] - '0');
+        }
+        if (exp_digits == 0)
+            return FAST_BAIL;
+        exponent += exp_negative ? -e : e;
+    }
+    if (i != len)
+        return FAST_BAIL;
+    double v;
+    if (mantissa == 0)
+        v = 0.0;
+    else if (!inexact && mantissa <= (1ULL << 53) && exponent >= -22 && exponent <= 22)
+        v = exponent >= 0 ? (double)mantissa * POW10[exponent] : (double)mantissa / POW10[-exponent];
+    else
+        return SLOW_NUMBER;
+    *out = negative ? -v : v;
+    return 0;
+}
+
+/* Python's correctly rounded, locale-independent conversion of p[0:len] (with the GIL); FAST_BAIL if it refuses. */
+int trec_convert_slowly(const unsigned char *p, Py_ssize_t len, double *out)
+{
+    char small[64];
+    char *text = len < (Py_ssize_t)sizeof(small) ? small : PyMem_Malloc((size_t)len + 1);
+    char *end = NULL;
+    if (text == NULL)
+        return FAST_NOMEM;
+    memcpy(text, p, (size_t)len);
+    text[len] = '\0';
+    double v = PyOS_string_to_double(text, &end, NULL);  /* overflow gives +-inf, as Arrow's parser does */
+    int ok = !(v == -1.0 && PyErr_Occurred()) && end == text + len;
+    if (text != small)
+        PyMem_Free(text);
+    PyErr_Clear();
+    *out = v;
+    return ok ? 0 : FAST_BAIL;
+}
+
+void trec_free_slice(Slice *s)
+{
+    free(s->codes);
+    free(s->values);
+    free(s->doc);
+    free(s->pending);
+    trec_free_queries(&s->queries);
+    s->codes = NULL;
+    s->values = NULL;
+    s->doc = NULL;
+    s->pending = NULL;
+    s->n = s->npending = s->cap_pending = 0;
+}
+
+/* The fields of the line at *pos (their starts and lengths), *pos moved past its newline: the number of fields (0:
+ * blank or a comment), -1 for a NUL or more than `fields` fields. Unless `guarded`, a newline is known to come
+ * before `end`, and the scans need no bounds check. */
+static inline int split_line(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end, const int guarded,
+                             const int fields, Py_ssize_t *start, Py_ssize_t *len)
+{
+#define CLASS_AT(i) (guarded && (i) >= end ? NEWLINE : trec_byte_class[d[i]])
+    Py_ssize_t i = *pos;
+    int count = 0, cls;
+    for (;;) {
+        while ((cls = CLASS_AT(i)) == SPACE)
+            i++;
+        if (cls != FIELD)
+            break;
+        if (count == 0 && d[i] == '#') {  /* a comment line: skipped whatever it holds */
+            const unsigned char *nl = memchr(d + i, '\n', (size_t)(end - i));
+            *pos = nl ? nl - d + 1 : end;
+            return 0;
+        }
+        if (count == fields)
+            return -1;
+        start[count] = i;
+        while ((cls = CLASS_AT(i)) == FIELD)
+            i++;
+        len[count] = i - start[count];
+        count++;
+    }
+#undef CLASS_AT
+    *pos = i + 1;
+    return cls == NUL ? -1 : count;
+}
+
+int trec_read_slice(Slice *s)
+{
+    const unsigned char *d = s->d;
+    const int fields = s->fields, doc_field = s->doc_field, value_field = s->value_field;
+    /* A data line takes at least 2 * fields bytes (each field a byte and a separator); the pages of the arrays
+     * beyond the lines read are never touched. */
+    Py_ssize_t cap = (s->end - s->begin) / (2 * fields) + 2;
+    int err = grow_queries(&s->queries);
+    if (err)
+        return err;
+    s->codes = big_alloc((size_t)cap * sizeof(int32_t));
+    s->values = big_alloc((size_t)cap * sizeof(double));
+    s->doc = big_alloc((size_t)cap * sizeof(uint64_t));
+    if (s->codes == NULL || s->values == NULL || s->doc == NULL)
+        return FAST_NOMEM;
+    Py_ssize_t tail = s->end;  /* where the last line starts if it lacks a newline: only it needs bounds checks */
+    while (tail > s->begin && d[tail - 1] != '\n')
+        tail--;
+    const unsigned char *last_q = NULL;
+    int32_t last_len = -1, last_code = -1;
+    Py_ssize_t n = 0, pos = s->begin;
+    while (pos < s->end) {
+        Py_ssize_t start[6], len[6];
+        int count = pos < tail ? split_line(d, &pos, s->end, 0, fields, start, len)
+                               : split_line(d, &pos, s->end, 1, fields, start, len);
+        if (count == 0)
+            continue;  /* blank or comment */
+        if (count != fields || len[0] > INT32_MAX || len[doc_field] >= (1 << DOC_LEN_BITS))
+            return FAST_BAIL;
+        const unsigned char *q = d + start[0];
+        if (!(len[0] == last_len && memcmp(q, last_q, (size_t)last_len) == 0)) {
+            if ((err = trec_query_code(&s->queries, q, (int32_t)len[0], 1, &last_code)))
+                return err;
+            last_q = q;
+            last_len = (int32_t)len[0];
+        }
+        err = parse_number(d + start[value_field], (int32_t)len[value_field], &s->values[n]);
+        if (err == SLOW_NUMBER) {
+            if (s->npending == s->cap_pending) {
+                Py_ssize_t more = s->cap_pending ? 2 * s->cap_pending : 64;
+                Pending *p = realloc(s->pending, (size_t)more * sizeof(Pending));
+                if (p == NULL)
+                    return FAST_NOMEM;
+                s->pending = p;
+                s->cap_pending = more;
+            }
+            s->pending[s->npending++] = (Pending){n, start[value_field], len[value_field]};
+        } else if (err) {
+            return err;
+        }
+        if (n == 0 && fields == 6) {
+            s->tag_start = start[5];
+            s->tag_len = len[5];
+        }
+        s->codes[n] = last_code;
+        s->doc[n] = (uint64_t)start[doc_field] << DOC_LEN_BITS | (uint64_t)len[doc_field];
+        n++;
+    }
+    s->n = n;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------------------------------
+ * Threads */
+
+typedef void *(*Task)(void *);
+
+/* task(items[0]), ..., task(items[count - 1]), at the same time where threads can be started. */
+void trec_run_all(Task task, char *items, size_t item_size, int count)
+{
+#ifdef HAVE_THREADS
+    pthread_t ids[MAX_THREADS];
+    int started[MAX_THREADS] = {0};
+    for (int k = 1; k < count; k++)
+        started[k] = pthread_create(&ids[k], NULL, task, items + k * item_size) == 0;
+    task(items);
+    for (int k = 1; k < count; k++) {
+        if (started[k])
+            pthread_join(ids[k], NULL);
+        else
+            task(items + k * item_size);
+    }
+#else
+    for (int k = 0; k < count; k++)
+        task(items + k * item_size);
+#endif
+}
+
+/* Slice k of `threads`: whole lines, from after the newline that ends at or past k/threads of the bytes. */
+Py_ssize_t trec_slice_start(const unsigned char *d, Py_ssize_t size, int k, int threads)
+{
+    if (k == 0)
+        return 0;
+    if (k == threads)
+        return size;
+    Py_ssize_t at = (Py_ssize_t)((double)size * k / threads);
+    const unsigned char *nl = memchr(d + at, '\n', (size_t)(size - at));
+    return nl ? nl - d + 1 : size;
+}
