@@ -51,13 +51,24 @@ def sparkline(values: list[float], lo: float, hi: float, width: int = 40) -> str
     return "".join(out)
 
 
-#: What every point of a convergence curve is (printed under the sparklines; the plot's caption adds the band).
-CONVERGENCE_NOTE = ("Every point averages all trials; a trial that stopped early (early stopping) carries forward the "
-                    "value of the model it keeps (its best iteration).")
-CONVERGENCE_CAPTION = CONVERGENCE_NOTE + " Shaded band: ± 1 standard error of the mean over trials."
+def convergence_note(unit: str = "trial") -> str:
+    """What every point of a convergence curve is (printed under the sparklines), ``unit`` being what the curves are
+    of: ``trial`` (random splits) or ``fold``."""
+    return (f"Every point averages all {unit}s; a {unit} that stopped early (early stopping) carries forward the "
+            "value of the model it keeps (its best iteration).")
 
 
-def plot_convergence(curves: dict[str, dict], path: Path, metric: str, title: str) -> Path:
+def convergence_caption(unit: str = "trial") -> str:
+    """The convergence plot's caption: :func:`convergence_note` and the band."""
+    return convergence_note(unit) + f" Shaded band: ± 1 standard error of the mean over {unit}s."
+
+
+#: :func:`convergence_note` and :func:`convergence_caption` of random splits (trials).
+CONVERGENCE_NOTE = convergence_note()
+CONVERGENCE_CAPTION = convergence_caption()
+
+
+def plot_convergence(curves: dict[str, dict], path: Path, metric: str, title: str, unit: str = "trial") -> Path:
     """Mean validation metric against the number of trees, one line per loss with a ± 1 standard error band (the
     paper's Figure 1), written as a PNG.
 
@@ -68,17 +79,18 @@ def plot_convergence(curves: dict[str, dict], path: Path, metric: str, title: st
     path : the PNG file written (returned).
     metric : the validation metric's name, for the axis.
     title : the plot's title.
+    unit : what the curves are of, ``trial`` or ``fold`` (the caption says it).
     """
     plt = _pyplot()
-    fig = convergence_figure(curves, metric, title)
+    fig = convergence_figure(curves, metric, title, unit)
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
 
 
-def convergence_figure(curves: dict[str, dict], metric: str, title: str):
+def convergence_figure(curves: dict[str, dict], metric: str, title: str, unit: str = "trial"):
     """The matplotlib figure of :func:`plot_convergence` (lines, bands, caption), for callers that draw it elsewhere;
-    ``curves``, ``metric`` and ``title`` as there."""
+    ``curves``, ``metric``, ``title`` and ``unit`` as there."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
     for i, (loss, c) in enumerate(curves.items()):
@@ -98,7 +110,7 @@ def convergence_figure(curves: dict[str, dict], metric: str, title: str):
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend()
-    fig.text(0.01, 0.01, CONVERGENCE_CAPTION, fontsize=7, wrap=True, ha="left", va="bottom")
+    fig.text(0.01, 0.01, convergence_caption(unit), fontsize=7, wrap=True, ha="left", va="bottom")
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 

@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from rankcli import __version__
+from rankcli.cli.options import UsageCommand
 from rankcli.errors import ExitStatus, RankcliError
 
 HELP = ("Learning-to-rank from the shell: convert LETOR data, train LightGBM rankers with XE-NDCG, LambdaMART, "
@@ -58,7 +59,8 @@ def make_app(only: str | None = None) -> typer.Typer:
     for name, module_name in COMMANDS.items():
         if only is None or name == only:
             module = importlib.import_module(f"rankcli.cli.{module_name}")
-            new.command(name=module.NAME, help=_reflow(module.__doc__), short_help=module.SHORT_HELP)(module.command)
+            new.command(name=module.NAME, help=_reflow(module.__doc__), short_help=module.SHORT_HELP,
+                        cls=UsageCommand)(module.command)
     return new
 
 

@@ -69,7 +69,7 @@ def _parse_params(items: list[str]) -> dict:
 def command(
     data: Annotated[Path, typer.Argument(help="A Parquet dataset or a directory of Parquet files (pooled); with "
                                               "--folds a directory of Fold1/ .. FoldK/ (or one fold's "
-                                              "train/vali/test).", show_default=False)],
+                                              "train/vali/test).", show_default=False, metavar="DATA")],
     output: Annotated[str, opt.output("The experiment directory (EXP_DIR).", metavar="EXP_DIR")],
     losses: Annotated[str, typer.Option("--losses", help="Comma-separated losses (any loss `train` knows).")]
     = "lambdamart,xendcg,listnet",
@@ -264,7 +264,8 @@ def _plots(result, wanted: bool):
     base = result.convergence.get("baseline", {})
     if any(c["mean"] for c in base.values()):
         files.append(plot_convergence(base, result.exp_dir / "convergence.png", cfg.train.select_by,
-                                      f"convergence (baseline, {cfg.trials} {'folds' if cfg.folds else 'trials'})"))
+                                      f"convergence (baseline, {cfg.trials} {'folds' if cfg.folds else 'trials'})",
+                                      "fold" if cfg.folds else "trial"))
     for kind, rows in sweep_rows(result.summary, cfg, result.sweeps).items():
         if kind == "position-bias":  # one plot per loss: naive and IPS, and their difference
             for a, b in setting_pairs(cfg, result.sweeps[kind][0].setting):
@@ -314,7 +315,7 @@ def _baseline_tables(result) -> list:
 
 def _convergence_lines(result) -> list[str]:
     """One sparkline per loss of the baseline's convergence curves, on a common scale."""
-    from rankcli.plot import CONVERGENCE_NOTE, sparkline
+    from rankcli.plot import convergence_note, sparkline
     from rankcli.report import number_cell
 
     cfg = result.config
@@ -330,7 +331,7 @@ def _convergence_lines(result) -> list[str]:
         peak = max((v for v in c if v == v), default=float("nan"))
         lines.append(f"  {loss:<{width}} {sparkline(c, lo, hi)}  {len(c)} trees, last {number_cell(c[-1])}, "
                      f"peak {number_cell(peak)}")
-    return lines + [f"  {CONVERGENCE_NOTE}"]
+    return lines + [f"  {convergence_note('fold' if cfg.folds else 'trial')}"]
 
 
 def _sweep_table(cfg, kind: str, rows: list[dict]):

@@ -230,3 +230,19 @@ def dask(action: str, note: str) -> typer.models.OptionInfo:
     """
     return typer.Option("--dask", help=f"{action}: local:N (N worker processes here) or a scheduler address such as "
                         f"tcp://host:8786. {note} Needs pip install \"rankcli\\[dask]\".", show_default=False)
+
+
+class UsageCommand(typer.core.TyperCommand):
+    """A command whose usage line names its arguments as its reference page does: ``rankcli experiment [OPTIONS]
+    DATA``, an optional argument in brackets (``[RUN]``), a repeated one with ``...`` (typer writes ``{data}``)."""
+
+    def collect_usage_pieces(self, ctx) -> list[str]:
+        """The pieces of the usage line after the command's name: ``[OPTIONS]``, then every argument."""
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name != "argument":
+                pieces += param.get_usage_pieces(ctx)
+                continue
+            name = param.metavar or (param.name or "").upper() + ("..." if param.nargs != 1 else "")
+            pieces.append(name if param.required else f"[{name}]")
+        return pieces
