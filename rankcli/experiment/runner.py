@@ -21,7 +21,7 @@ from rankcli.experiment.convergence import convergence
 from rankcli.experiment.data import ExperimentData, check_data, load_data
 from rankcli.experiment.summary import pooled_queries, summarize, sweep_rows
 from rankcli.experiment.unit import UnitResult, plan_units, run_pool, run_unit
-from rankcli.formats.experiment_store import ResultStore, lock_path, queries_path
+from rankcli.formats.experiment_store import ResultStore, lock_path, queries_path, remove_locks
 
 
 @dataclass
@@ -84,9 +84,7 @@ class UnitClaims:
             blocking = not self._todo
             unit = self._todo.pop(0) if self._todo else self._deferred.pop(0)
             key = self.key(unit)
-            lock = lock_path(self.exp_dir, *key)
-            lock.parent.mkdir(exist_ok=True)
-            lock = FileLock(lock)
+            lock = FileLock(lock_path(self.exp_dir, *key), make_parent=True)  # .locks/ goes when a run finishes
             if not lock.acquire(blocking=blocking):
                 self._deferred.append(unit)
                 continue
@@ -191,6 +189,7 @@ def run_experiment(data_path: Path | str, exp_dir: Path | str, config: Experimen
     if dask is None:
         store.refresh()  # units a concurrent run trained belong in the summary too
     result = finalize(exp_dir, config, settings, sweeps, store)
+    remove_locks(exp_dir)
     result.resumed_units = len(units) - len(pending)  # the rest: ran here, or by a concurrent run
     result.ran_units = len(pending) if dask is not None else sum(1 for u in pending if claims.ran(u))
     result.seconds = time.perf_counter() - started

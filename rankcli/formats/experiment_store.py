@@ -9,7 +9,8 @@
   adds the unit's ``setting``, ``fold`` and ``loss``;
 - ``summary.json``, ``summary.md``, ``convergence.csv``, ``sweep-<kind>.csv``: text written by
   :func:`write_text`;
-- ``.trials.lock`` and ``.locks/``: the locks of concurrent runs on one directory.
+- ``.trials.lock`` and ``.locks/``: the locks of concurrent runs on one directory, removed when a run finishes
+  (:func:`remove_locks`; those another run holds stay).
 
 pyarrow is imported only inside the functions that read or write Parquet, so importing this module is cheap.
 """
@@ -306,6 +307,24 @@ def check_same_queries(paths: dict[str, Path], qids: dict[str, np.ndarray], metr
         if missing:
             raise InputError(f"{paths[name]}: no column {missing[0]}; the experiment directory is "
                              "inconsistent, rerun with --overwrite")
+
+
+def remove_locks(exp_dir: Path) -> None:
+    """Remove the lock files of ``exp_dir`` that no run holds, and ``.locks/`` when it is then empty: a finished
+    experiment leaves none behind. Safe with concurrent runs: a lock is removed only while held, and a run that then
+    takes it locks a new file (:class:`rankcli.formats.atomic.FileLock`); one held (a concurrent run extending the
+    experiment) stays."""
+    from rankcli.formats.atomic import FileLock
+
+    locks = exp_dir / LOCKS_DIR
+    if locks.is_dir() and not locks.is_symlink():
+        for p in sorted(locks.glob("*.lock")):
+            FileLock(p).remove_if_free()
+        try:
+            locks.rmdir()
+        except OSError:  # not empty (held locks, something else), or gone
+            pass
+    FileLock(exp_dir / STORE_LOCK).remove_if_free()
 
 
 def write_json(exp_dir: Path, name: str, document: dict) -> Path:

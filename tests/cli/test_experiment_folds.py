@@ -20,6 +20,20 @@ def run(capsys, *args):
     return run_main(capsys, "experiment", *args)
 
 
+# --- what a finished experiment leaves ------------------------------------------------------------------------------
+
+
+def test_a_finished_experiment_leaves_no_lock_files(capsys, folds, tmp_path):
+    status, _, err = run(capsys, folds, "--folds", "-o", tmp_path / "e", *FAST, "--jobs", "2")
+    assert status == 0, err
+    assert not (tmp_path / "e" / ".locks").exists() and not (tmp_path / "e" / ".trials.lock").exists()
+    assert sorted(p.name for p in (tmp_path / "e").iterdir() if p.name.startswith(".")) == []
+    # and a resumed run (nothing to train) leaves none either
+    status, _, err = run(capsys, folds, "--folds", "-o", tmp_path / "e", *FAST)
+    assert status == 0, err
+    assert not (tmp_path / "e" / ".locks").exists() and not (tmp_path / "e" / ".trials.lock").exists()
+
+
 # --- what the summary and the usage line say ------------------------------------------------------------------------
 
 
