@@ -444,6 +444,8 @@ def experiment_markdown(result, sweep_tables: dict[str, list[dict]]) -> str:
              f"{' (queries without a relevant document skipped)' if train.convention == 'paper' else ''}. "
              f"p-values adjusted with `{config.correction}` within each setting. A difference `b - a` is "
              "mean(b) - mean(a); `n` counts the units a number is computed over.", ""]
+    lines += [f"Overlap allowed (`--allow-overlap`): {note}." for note in result.summary.get("overlap", [])]
+    lines += [""] if result.summary.get("overlap") else []
     for s in result.summary["settings"]:
         lines += _setting_markdown(result, s)
     for kind, rows in sweep_tables.items():

@@ -82,6 +82,9 @@ def command(
                                         "each trained once per loss; tests over the pooled test queries.")] = False,
     use_given_splits: Annotated[bool, typer.Option("--use-given-splits", help="The old spelling of --folds (DATA one "
                                                    "fold's train/vali/test directory).")] = False,
+    allow_overlap: Annotated[bool, typer.Option("--allow-overlap", help="With --folds: accept a test query (by qid) in "
+                                                "two folds' test sets or in its fold's train or validation file; the "
+                                                "summary says so.")] = False,
     metric: Annotated[str, opt.metric("Test metrics, e.g. ndcg@5,ndcg@10.")] = "ndcg@5,ndcg@10",
     select_by: Annotated[str, typer.Option("--select-by", help="Validation metric for early stopping and the "
                                                                "convergence curves.")] = "ndcg@5",
@@ -158,6 +161,8 @@ def _config(o: dict):
     if folds and o["trials"] is not None:
         raise UsageError(f"--trials does not combine with {flag}: each fold is trained once per loss (the folds are "
                          "the trials); drop --trials")
+    if o["allow_overlap"] and not folds:
+        raise UsageError("--allow-overlap applies to --folds (the fold files' queries); random splits never overlap")
     if folds and o["split"] is not None:
         raise UsageError(f"--split does not combine with {flag}: the folds' own train/vali/test files are the split; "
                          "drop --split")
@@ -175,7 +180,7 @@ def _config(o: dict):
     config = ExperimentConfig(
         losses=loss_list, trials=o["trials"], split=split, folds=folds, metrics=[o["metric"]], train=train,
         seed=o["seed"], **sweeps, logging_fraction=0.01 if o["logging_fraction"] is None else o["logging_fraction"],
-        correction=o["correction"])
+        correction=o["correction"], allow_overlap=o["allow_overlap"])
     if o["logging_fraction"] is not None and not o["position_bias"]:
         raise UsageError("--logging-fraction sets the logging ranker of the --position-bias sweep; give "
                          "--position-bias ETA[,ETA...] or drop it")
@@ -384,7 +389,8 @@ def _render_text(result, to_stderr: bool) -> None:
     from rankcli.experiment import sweep_rows
 
     console = stderr_console() if to_stderr else stdout_console()
-    items: list = [] if to_stderr else _baseline_tables(result)
+    items: list = [f"overlap allowed (--allow-overlap): {note}" for note in result.summary.get("overlap", [])]
+    items += [] if to_stderr else _baseline_tables(result)
     items += _convergence_lines(result)
     for kind, rows in sweep_rows(result.summary, result.config, result.sweeps).items():
         if not to_stderr:

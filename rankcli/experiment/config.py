@@ -54,6 +54,8 @@ class ExperimentConfig:
     click_impressions : impressions per query in the click sweeps.
     logging_fraction : the training queries the position-bias sweep's logging ranker learns from.
     correction : the multiple-testing correction within a setting.
+    allow_overlap : folds: accept test queries (by qid) in two folds' test sets, or in their fold's train or
+        validation file, which are refused otherwise; the summary then says so. Not part of the identity.
     hyperparameters : :data:`HYPERPARAMETERS` by name (``trees=100``), set on ``train`` (checked as it checks them).
     """
 
@@ -71,6 +73,7 @@ class ExperimentConfig:
     position_bias: list[float]
     logging_fraction: float
     correction: str
+    allow_overlap: bool
 
     def __init__(self, losses: list[str] | None = None, trials: int | None = None,
                  split: tuple[float, float, float] = (0.6, 0.2, 0.2), folds: bool = False,
@@ -78,7 +81,7 @@ class ExperimentConfig:
                  augment_negatives: list[float] | None = None, label_noise: list[float] | None = None,
                  click_noise: list[float] | None = None, click_impressions: int = 10,
                  position_bias: list[float] | None = None, logging_fraction: float = 0.01, correction: str = "holm",
-                 **hyperparameters) -> None:
+                 allow_overlap: bool = False, **hyperparameters) -> None:
         import dataclasses
 
         from rankcli.train import TrainConfig
@@ -100,11 +103,13 @@ class ExperimentConfig:
         self.click_impressions = click_impressions
         self.position_bias = [] if position_bias is None else position_bias
         self.logging_fraction, self.correction = logging_fraction, correction
+        self.allow_overlap = allow_overlap
 
     def identity(self) -> dict:
         """Everything that decides a unit's result: every field and the training hyperparameters, in one flat
         dictionary. ``trials`` is not part of it: more trials extend an experiment."""
-        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("train", "trials", "correction")}
+        skip = ("train", "trials", "correction", "allow_overlap")  # allow_overlap: the data are checked every run
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
         d.update({name: getattr(self.train, name) for name in HYPERPARAMETERS})
         d["split"] = list(d["split"])
         if not d["position_bias"]:

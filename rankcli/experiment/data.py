@@ -13,6 +13,7 @@ import numpy as np
 from rankcli.core.perturb import split_queries
 from rankcli.dataset import Dataset
 from rankcli.errors import InputError, UsageError
+from rankcli.experiment.checks import check_finite_labels, check_overlaps, check_training_labels
 from rankcli.experiment.config import ExperimentConfig, trial_rng
 
 GIVEN_NAMES = {"train": ("train.parquet",), "valid": ("vali.parquet", "valid.parquet", "validation.parquet"),
@@ -62,6 +63,7 @@ class ExperimentData:
 
     pooled: Dataset | None = None
     folds: list[Fold] | None = None
+    notes: list[str] = field(default_factory=list)  # what the summary must say about the data (allowed overlaps)
     _loaded: dict = field(default_factory=dict, repr=False, compare=False)
     _keep_all: bool = field(default=False, repr=False, compare=False)
     _fingerprint: str | None = field(default=None, repr=False, compare=False)
@@ -128,31 +130,22 @@ def _describe_features(names: list[str]) -> str:
     return f"{len(names)} features ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''})"
 
 
-def _check_distinct_tests(folds: list[Fold]) -> None:
-    """:class:`InputError` when two folds have the same test file (a link, or a byte-identical copy).
-
-    The folds' test queries are pooled and the paired tests count each as one unit; a test set present twice would
-    count every one of its queries twice, halving the standard error (what issue 11 item 5 removed for repeated
-    splits). Only files of equal size are read.
-    """
+def _what_instead(path: Path) -> str:
+    """What ``path``, named like a fold but not a directory, is: a dangling link, a link loop, a file, ..."""
+    import errno
+    import os
     import stat
 
-    by_size: dict[int, list[Fold]] = {}
-    for f in folds:
-        st = f.test.stat()
-        if stat.S_ISREG(st.st_mode):  # a device or FIFO is refused by the Parquet reader; never read it here
-            by_size.setdefault(st.st_size, []).append(f)
-    for same_size in by_size.values():
-        seen: dict[str, Fold] = {}
-        for f in same_size if len(same_size) > 1 else []:
-            h = hashlib.sha256()
-            with open(f.test, "rb") as fh:
-                for block in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(block)
-            first = seen.setdefault(h.hexdigest(), f)
-            if first is not f:
-                raise InputError(f"{f.test}: the same file as {first.test}; each fold needs its own test queries (the "
-                                 "tests pool the folds' test queries, so a copy would count each of them twice)")
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symbolic link loop"
+        if path.is_symlink():
+            return f"a dangling symbolic link (to {os.readlink(path)})"
+        return f"unreadable ({exc.strerror or exc})"
+    kind = "a regular file" if stat.S_ISREG(st.st_mode) else "a special file (device, FIFO or socket)"
+    return f"a symbolic link to {kind}" if path.is_symlink() else kind
 
 
 def _fold_directories(path: Path) -> tuple[list[tuple[int, Path]], bool]:
@@ -160,7 +153,11 @@ def _fold_directories(path: Path) -> tuple[list[tuple[int, Path]], bool]:
     numbered = {}
     for p in path.iterdir():
         m = _FOLD_DIR.match(p.name)
-        if m and p.is_dir():
+        if m and not p.is_dir():  # skipped, a Fold3 that is a dangling link left two folds to run, exit 0
+            raise InputError(f"{p}: {_what_instead(p)}, not a fold directory; --folds reads the directories "
+                             "Fold1/ .. FoldK/ (each with train, vali and test Parquet files): make it one or move it "
+                             "away")
+        if m:
             k = int(m.group(1))
             if k in numbered:
                 raise InputError(f"{path}: two directories name fold {k} ({numbered[k].name}, {p.name})")
@@ -227,7 +224,6 @@ def find_folds(path: Path) -> list[Fold]:
         raise InputError(f"{lacking.train.parent}: no vali.parquet, but {with_valid[0].valid} exists; every fold "
                          "needs the same parts (validation selects each fold's model), got "
                          f"{_listing(lacking.train.parent)}")
-    _check_distinct_tests(folds)
     _check_fold_files(folds)
     return folds
 
@@ -238,7 +234,6 @@ def load_data(path: Path | str, folds: bool = False) -> ExperimentData:
     A directory's ``*.parquet`` files are pooled (concatenated in name order), unless ``folds``: then it holds
     ``Fold1/ .. FoldK/`` or is one fold (see :func:`find_folds`); fold files are read when a unit needs them.
     """
-    from rankcli.formats.parquet import read_dataset
     from rankcli.pooling import concat_datasets
 
     path = Path(path)
@@ -255,8 +250,18 @@ def load_data(path: Path | str, folds: bool = False) -> ExperimentData:
             raise InputError(f"{path}: no *.parquet file in the directory"
                              + ("; it holds fold directories: pass --folds" if any(
                                  _FOLD_DIR.match(p.name) and p.is_dir() for p in path.iterdir()) else ""))
-        return ExperimentData(pooled=concat_datasets([read_dataset(p) for p in files]))
-    return ExperimentData(pooled=read_dataset(path))
+        return ExperimentData(pooled=concat_datasets([_read_pooled(p) for p in files]))
+    return ExperimentData(pooled=_read_pooled(path))
+
+
+def _read_pooled(path: Path) -> Dataset:
+    """A file of pooled DATA, its labels checked here, where a bad one can be named by file and row (a unit sees
+    only its trial's rows)."""
+    from rankcli.formats.parquet import read_dataset
+
+    ds = read_dataset(path)
+    check_finite_labels(path, ds.labels)
+    return ds
 
 
 def trial_split(data: ExperimentData, config: ExperimentConfig, trial: int) -> TrialData:
@@ -270,26 +275,40 @@ def trial_split(data: ExperimentData, config: ExperimentConfig, trial: int) -> T
     return TrialData(ds.take_queries(train_q), valid, ds.take_queries(test_q))
 
 
+def _fold_labels(folds: list[Fold]):
+    """``(part, path, labels)`` of every file of ``folds``, one file at a time (the ``label`` column alone)."""
+    from rankcli.formats.arrow import column_to_numpy
+    from rankcli.formats.parquet import read_table
+
+    for f in folds:
+        for part, p in f.parts():
+            yield part, p, column_to_numpy(read_table(p, ["label"]).column("label")).astype(np.float64)
+
+
 def check_data(data: ExperimentData, config: ExperimentConfig) -> None:
-    """:class:`InputError` for ``data`` the experiment ``config`` cannot run on: fewer than 3 queries to split, or
-    (click sweeps) training or validation labels that are not integer grades 0..4."""
+    """:class:`InputError` for ``data`` the experiment ``config`` cannot run on: fewer than 3 queries to split; a
+    label that is not finite or that a loss cannot train on (named by file and row); folds whose test queries overlap
+    (unless ``config.allow_overlap``: then ``data.notes`` say how); or (click sweeps) training or validation labels
+    that are not integer grades 0..4."""
     if data.pooled is not None:
         ds = data.pooled
         if ds.n_queries < 3:
             raise InputError(f"need at least 3 queries to split into train/validation/test, got {ds.n_queries}")
-    if config.click_noise or config.position_bias:
-        option = "--click-noise" if config.click_noise else "--position-bias"
-        if data.pooled is not None:
-            sources = [(None, data.pooled.labels)]
-        else:
-            from rankcli.formats.arrow import column_to_numpy
-            from rankcli.formats.parquet import read_table
-
-            # Training and validation get clicks; their labels are the grades the click model needs.
-            sources = [(p, column_to_numpy(read_table(p, ["label"]).column("label")).astype(np.float64))
-                       for f in data.folds for part, p in f.parts() if part != "test"]
-        for path, labels in sources:
-            bad = labels[(labels != np.round(labels)) | (labels < 0) | (labels > 4)]
-            if bad.shape[0]:
-                raise InputError(f"{str(path) + ': ' if path else ''}{option} needs integer grades 0..4 (click "
-                                 f"probabilities per grade), got label {bad[0]:g}")
+        sources = [(None, None, ds.labels)]  # finite: checked file by file as they were read
+    else:
+        sources = _fold_labels(data.folds)
+    option = "--click-noise" if config.click_noise else "--position-bias" if config.position_bias else None
+    for part, path, labels in sources:
+        if path is not None:
+            check_finite_labels(path, labels)
+        if part == "train":  # a fold's training file; a pooled query is in some trial's training part, unknown here
+            check_training_labels(path, labels, config.losses)
+        if option is None or part == "test":
+            continue
+        # Training and validation get clicks; their labels are the grades the click model needs.
+        bad = labels[(labels != np.round(labels)) | (labels < 0) | (labels > 4)]
+        if bad.shape[0]:
+            raise InputError(f"{str(path) + ': ' if path else ''}{option} needs integer grades 0..4 (click "
+                             f"probabilities per grade), got label {bad[0]:g}")
+    if data.folds is not None:
+        data.notes = check_overlaps(data.folds, config.allow_overlap)

@@ -188,7 +188,7 @@ def run_experiment(data_path: Path | str, exp_dir: Path | str, config: Experimen
     _run_units(data_path, data, config, pending, claims, jobs, finished, dask)
     if dask is None:
         store.refresh()  # units a concurrent run trained belong in the summary too
-    result = finalize(exp_dir, config, settings, sweeps, store)
+    result = finalize(exp_dir, config, settings, sweeps, store, notes=data.notes)
     remove_locks(exp_dir)
     result.resumed_units = len(units) - len(pending)  # the rest: ran here, or by a concurrent run
     result.ran_units = len(pending) if dask is not None else sum(1 for u in pending if claims.ran(u))
@@ -218,14 +218,17 @@ def _run_units(data_path, data: ExperimentData, config: ExperimentConfig, pendin
 
 
 def finalize(exp_dir: Path, config: ExperimentConfig, settings: list[Setting], sweeps: dict[str, list[SweepLevel]],
-             store: ResultStore) -> ExperimentResult:
+             store: ResultStore, notes: list[str] | None = None) -> ExperimentResult:
     """Summarise what ``store`` holds for the experiment ``config`` (its ``settings`` and ``sweeps``) and write
-    summary.json, summary.md, convergence.csv and the sweep CSVs into ``exp_dir``."""
+    summary.json, summary.md, convergence.csv and the sweep CSVs into ``exp_dir``. ``notes``: what the summary must
+    say about the data (overlapping folds allowed), as ``summary["overlap"]``."""
     from rankcli.formats.experiment_store import load_curves, write_convergence, write_json, write_sweep, write_text
     from rankcli.report import experiment_markdown
 
     pooled = pooled_queries(exp_dir, config, settings) if config.folds else None
     summary = summarize(store.rows, config, settings, pooled)
+    if notes:
+        summary["overlap"] = list(notes)
     conv = convergence(load_curves(exp_dir), config, settings, store.kept_trees())
     result = ExperimentResult(exp_dir, config, settings, sweeps, summary, conv, 0, 0, 0.0, [])
     tables = sweep_rows(summary, config, sweeps)

@@ -165,8 +165,8 @@ def summarize(rows: list[dict], config: ExperimentConfig, settings: list[Setting
 
 def json_shape(summary: dict) -> dict:
     """The ``--json`` document: the issue's shape, each test with ``n`` and ``difference`` = mean(b) - mean(a) (the
-    other fields live in ``summary.json``)."""
-    return {"settings": [
+    other fields live in ``summary.json``), and ``overlap`` when overlapping folds were allowed."""
+    return {**({"overlap": summary["overlap"]} if summary.get("overlap") else {}), "settings": [
         {"setting": s["setting"],
          "losses": {loss: {m: {"mean": v["mean"], "stderr": v["stderr"]} for m, v in ms.items()}
                     for loss, ms in s["losses"].items()},
