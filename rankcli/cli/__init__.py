@@ -23,7 +23,8 @@ HELP = ("Learning-to-rank from the shell: convert LETOR data, train LightGBM ran
         "130 interrupted (Ctrl-C, SIGINT), 143 terminated (SIGTERM, as sent by timeout, Slurm and Kubernetes).")
 
 #: The subcommands and their modules, in the order of ``rankcli --help`` (each module's NAME is its command's name).
-COMMANDS = {"convert": "convert", "info": "info", "export": "export", "train": "train", "predict": "predict",
+COMMANDS = {"convert": "convert", "info": "info", "export": "export", "split": "split", "train": "train",
+            "predict": "predict",
             "eval": "eval", "simulate-clicks": "simulate_clicks", "propensity": "propensity", "compare": "compare",
             "experiment": "experiment"}
 

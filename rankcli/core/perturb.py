@@ -86,9 +86,15 @@ def split_queries(n_queries: int, fractions: Sequence[float], rng: np.random.Gen
     """
     if n_queries < len(fractions):
         raise UsageError(f"cannot split {n_queries} queries into {len(fractions)} parts")
-    counts = split_sizes(n_queries, fractions)
+    return partition_queries(n_queries, split_sizes(n_queries, fractions), rng)
+
+
+def partition_queries(n_queries: int, counts: Sequence[int], rng: np.random.Generator) -> list[np.ndarray]:
+    """A random partition of ``n_queries`` queries into parts of ``counts`` queries (summing to ``n_queries``): one
+    sorted array of query numbers per part. The queries are permuted uniformly (``rng.permutation``) and the
+    permutation is cut into the parts in order."""
     perm = rng.permutation(n_queries)
-    cuts = np.cumsum(counts)[:-1]
+    cuts = np.cumsum(np.asarray(counts, dtype=np.int64))[:-1]
     return [np.sort(part).astype(np.int64) for part in np.split(perm, cuts)]
 
 

@@ -6,8 +6,8 @@ from rankcli.cli import app
 from rankcli.errors import ExitStatus
 from tests.conftest import REPO
 
-COMMANDS = ["convert", "info", "export", "train", "predict", "eval", "simulate-clicks", "propensity", "compare",
-            "experiment"]
+COMMANDS = ["convert", "info", "export", "split", "train", "predict", "eval", "simulate-clicks", "propensity",
+            "compare", "experiment"]
 
 
 def _listed_commands(help_text: str) -> list[str]:
