@@ -20,6 +20,7 @@ class ExitStatus(IntEnum):
     WORSE_THAN_BASELINE = 5
     HANGUP = 129  # SIGHUP: the terminal went away (128 + 1)
     INTERRUPTED = 130  # SIGINT: Ctrl-C (128 + 2)
+    BROKEN_PIPE = 141  # SIGPIPE: the reader of standard output went away, e.g. `| head` (128 + 13)
     TERMINATED = 143  # SIGTERM: what timeout, Slurm and Kubernetes send before SIGKILL (128 + 15)
 
 
@@ -69,6 +70,15 @@ class OutputError(RankcliError):
     exit_status = ExitStatus.OUTPUT
 
 
+class StdoutError(OutputError):
+    """A write to standard output failed for a reason other than a closed pipe: ``/dev/full``, ``ulimit -f``, a full
+    disk under a redirection. Exit 4, ``cannot write standard output: <the system's reason>``."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(f"cannot write standard output: {reason}")
+
+
 class WorseThanBaseline(RankcliError):
     """``compare --fail-if-worse``: some run is significantly worse than the baseline."""
 
@@ -86,3 +96,11 @@ class Terminated(BaseException):
         self.signum = signum
         self.exit_status = ExitStatus.HANGUP if signum == signal.SIGHUP else ExitStatus.TERMINATED
         super().__init__(signal.Signals(signum).name)
+
+
+class StdoutClosed(BaseException):
+    """The reader of standard output went away (a closed pipe, as ``rankcli ... | head -1`` makes): the command ends
+    quietly with exit 141, what a shell reports for a tool killed by SIGPIPE. A :class:`BaseException`, like
+    :class:`Terminated`, so that no ``except Exception`` swallows it on its way to the CLI's boundary."""
+
+    exit_status = ExitStatus.BROKEN_PIPE

@@ -20,7 +20,8 @@ HELP = ("Learning-to-rank from the shell: convert LETOR data, train LightGBM ran
         "ListNet and more, evaluate, simulate clicks and compare runs with significance tests.\n\n"
         "Exit statuses: 0 success, 1 internal error (a bug), 2 usage error, 3 invalid input data, "
         "4 output or filesystem problem, 5 compare --fail-if-worse triggered, 129 hangup (SIGHUP), "
-        "130 interrupted (Ctrl-C, SIGINT), 143 terminated (SIGTERM, as sent by timeout, Slurm and Kubernetes).")
+        "130 interrupted (Ctrl-C, SIGINT), 141 standard output closed (the reader went away, as with | head), "
+        "143 terminated (SIGTERM, as sent by timeout, Slurm and Kubernetes).")
 
 #: The subcommands and their modules, in the order of ``rankcli --help`` (each module's NAME is its command's name).
 COMMANDS = {"convert": "convert", "info": "info", "export": "export", "split": "split", "train": "train",
@@ -154,9 +155,25 @@ def main(argv: list[str] | None = None) -> int:
         _restore_signal_handlers(previous)
 
 
-def _main(argv: list[str] | None) -> int:
-    from rankcli.compat import DependencyChanged, click_exception_type
+def _run(command, args: list[str]) -> int:
     from rankcli.errors import Terminated
+
+    try:
+        result = command.main(args=args, prog_name="rankcli", standalone_mode=False)
+    except Terminated as exc:
+        if _state["debug"]:
+            traceback.print_exc()
+        return _interrupted(exc.exit_status, f"terminated ({exc})")
+    if result == ExitStatus.INTERRUPTED:
+        # typer turns Ctrl-C inside a command into Exit(130) before it reaches the handlers below.
+        return _interrupted(ExitStatus.INTERRUPTED, "interrupted")
+    return int(result) if isinstance(result, int) else ExitStatus.SUCCESS
+
+
+def _main(argv: list[str] | None) -> int:
+    from rankcli.cli._common import guarded_stdout
+    from rankcli.compat import DependencyChanged, click_exception_type
+    from rankcli.errors import StdoutClosed, Terminated
 
     try:
         usage_error = click_exception_type()
@@ -174,16 +191,12 @@ def _main(argv: list[str] | None) -> int:
     # the subcommand alone when the command line names one (a typo, --help or --version get every command)
     command = typer.main.get_command(make_app(args[0]) if args and args[0] in COMMANDS else app)
     try:
-        try:
-            result = command.main(args=args, prog_name="rankcli", standalone_mode=False)
-        except Terminated as exc:
-            if _state["debug"]:
-                traceback.print_exc()
-            return _interrupted(exc.exit_status, f"terminated ({exc})")
-        if result == ExitStatus.INTERRUPTED:
-            # typer turns Ctrl-C inside a command into Exit(130) before it reaches the handlers below.
-            return _interrupted(ExitStatus.INTERRUPTED, "interrupted")
-        return int(result) if isinstance(result, int) else ExitStatus.SUCCESS
+        # every write to stdout (results, --help, -o -) fails as StdoutClosed or StdoutError, handled below
+        with guarded_stdout():
+            return _run(command, args)
+    except StdoutClosed:
+        # The reader went away (`rankcli ... | head`): not our failure, nothing more to say; 141 as for SIGPIPE.
+        return ExitStatus.BROKEN_PIPE
     except Terminated as exc:  # a second signal while the first was being handled
         return _interrupted(exc.exit_status, f"terminated ({exc})")
     except usage_error as exc:
@@ -200,10 +213,8 @@ def _main(argv: list[str] | None) -> int:
             traceback.print_exc()
         _print_error(str(exc))
         return exc.exit_status
-    except BrokenPipeError:
-        # The reader went away (e.g. `rankcli eval ... | head`): not our failure, and nothing more to say.
-        sys.stderr.close()
-        return ExitStatus.SUCCESS
+    except BrokenPipeError:  # a closed pipe met outside standard output's guard: the same quiet end
+        return ExitStatus.BROKEN_PIPE
     except MemoryError:
         traceback.print_exc()
         _print_error("out of memory")

@@ -1,12 +1,132 @@
-"""Helpers the subcommands share: stderr logging, JSON on stdout, progress bars only on a terminal."""
+"""Helpers the subcommands share: standard output that fails cleanly, stderr logging, JSON on stdout, progress bars
+only on a terminal."""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+
+class _NoStdout:
+    """Standard output when the process started with it closed (``rankcli ... >&-``): writing fails as on a closed
+    descriptor, and nothing is pending to flush."""
+
+    encoding = "utf-8"
+    errors = "strict"
+
+    def write(self, data) -> int:
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    @property
+    def buffer(self) -> _NoStdout:
+        return self
+
+
+class GuardedStdout:
+    """Standard output for the length of a command (:func:`guarded_stdout` installs it as ``sys.stdout``): every write
+    and flush, through the text stream or its binary ``buffer``, by rankcli, typer's help or rich, turns an ``OSError``
+    into :class:`~rankcli.errors.StdoutClosed` (the reader went away: exit 141, quietly) or
+    :class:`~rankcli.errors.StdoutError` (``/dev/full``, ``ulimit -f``: exit 4). Rich would otherwise swallow a closed
+    pipe into ``SystemExit(1)``, and Python report a disk full as a traceback."""
+
+    def __init__(self, stream, failed: list | None = None):
+        self._stream = _NoStdout() if stream is None else stream
+        self._failed = [] if failed is None else failed  # shared with the buffer's guard: the first failure
+
+    def _guard(self, method, *args):
+        try:
+            return method(*args)
+        except OSError as exc:
+            raise self._error(exc) from None
+
+    def _error(self, exc: OSError) -> BaseException:
+        from rankcli.errors import StdoutClosed, StdoutError
+
+        self._failed.append(exc)
+        return StdoutClosed() if exc.errno == errno.EPIPE else StdoutError(exc.strerror or str(exc))
+
+    def write(self, data):
+        written = self._guard(self._stream.write, data)
+        if isinstance(data, str) or not isinstance(written, int):
+            return written
+        # A binary write cut short (the reader left mid-write: CPython's BufferedWriter then returns the count
+        # instead of raising) is continued, so that the failure is raised, not the rest of the output lost.
+        view = memoryview(data).cast("B")
+        while 0 <= written < len(view):
+            more = self._guard(self._stream.write, view[written:])
+            if not more:
+                raise self._error(OSError(errno.EAGAIN, os.strerror(errno.EAGAIN)))
+            written += more
+        return written
+
+    def writelines(self, lines) -> None:
+        self._guard(self._stream.writelines, lines)
+
+    def flush(self) -> None:
+        self._guard(self._stream.flush)
+
+    @property
+    def buffer(self) -> GuardedStdout:
+        return GuardedStdout(self._stream.buffer, self._failed)  # AttributeError (a text-only stream) is passed on
+
+    @property
+    def failed(self) -> bool:
+        return bool(self._failed)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+@contextmanager
+def guarded_stdout() -> Iterator[GuardedStdout]:
+    """``sys.stdout`` as a :class:`GuardedStdout` inside the block, flushed at its end (so that output still buffered
+    fails inside the block, not in the interpreter's exit). After a failure what is still buffered is dropped:
+    the descriptor is pointed at ``/dev/null``, as Python's documentation advises for SIGPIPE, so that the
+    interpreter's own flush at exit neither fails again nor prints "Exception ignored"."""
+    from rankcli.errors import StdoutClosed, StdoutError
+
+    original = sys.stdout
+    guard = GuardedStdout(original)
+    sys.stdout = guard
+    try:
+        yield guard
+        guard.flush()
+    except BaseException:
+        if not guard.failed:  # the command failed: its partial output is still written out if the reader is there
+            try:
+                guard.flush()
+            except (StdoutClosed, StdoutError):
+                pass
+        raise
+    finally:
+        sys.stdout = original
+        if guard.failed:
+            _drop_pending(original)
+
+
+def _drop_pending(stream) -> None:
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):  # no descriptor (a test's capture): nothing reaches a real file
+        return
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+        stream.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def log(message: str) -> None:

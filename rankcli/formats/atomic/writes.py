@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from rankcli.errors import OutputError
+from rankcli.errors import OutputError, StdoutError
 from rankcli.formats.atomic import temporaries
 from rankcli.formats.atomic.targets import STDOUT, check_target, infer_kind, write_marker
 
@@ -110,7 +110,12 @@ def _stdout_path(suffix: str) -> Iterator[Path]:
     except OSError as exc:
         raise temporaries.output_error(tempfile.gettempdir(), exc, "cannot create a temporary file") from None
     try:
-        yield tmp
+        try:
+            yield tmp
+        except OSError as exc:
+            if exc.errno in temporaries.FULL_ERRNOS:  # the copy kept until the output is complete: exit 4, not a bug
+                raise StdoutError(f"{exc.strerror or exc} (writing its temporary copy in {tmp.parent})") from None
+            raise
         out = sys.stdout
         out.flush()
         target = getattr(out, "buffer", None)
