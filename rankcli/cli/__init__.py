@@ -96,6 +96,18 @@ def _print_error(message: str) -> None:
         pass
 
 
+def _print_usage_error(exc) -> None:
+    """A usage error as one line, where typer prints four (usage, hint, blank, error): the message, then where to
+    look, ``Error: No such option: --bogus. Try 'rankcli info --help'.`` No message at all: the help was shown."""
+    message = " ".join(exc.format_message().split())
+    if not message:
+        return
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None:
+        message += f"{'' if message.endswith(('.', '?', '!')) else '.'} Try '{ctx.command_path} --help'."
+    _print_error(message)
+
+
 def _raise_terminated(signum: int, frame) -> None:
     from rankcli.errors import Terminated
 
@@ -200,7 +212,7 @@ def _main(argv: list[str] | None) -> int:
     except Terminated as exc:  # a second signal while the first was being handled
         return _interrupted(exc.exit_status, f"terminated ({exc})")
     except usage_error as exc:
-        exc.show()
+        _print_usage_error(exc)
         return exc.exit_code
     except typer.Abort:
         return _interrupted(ExitStatus.INTERRUPTED, "interrupted")

@@ -194,3 +194,30 @@ def test_141_is_in_every_exit_table():
     assert "141 standard output closed" in " ".join(cli.HELP.split())
     for page in ("README.md", "docs/reliability.md"):
         assert re.search(r"^\| 141 \| .*closed", (REPO / page).read_text(), re.M), page
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Usage errors: one line, as the README promises, keeping the hint
+
+
+@pytest.mark.parametrize("args", [["info", "--bogus"], ["info"], ["info", "a", "b"], ["evl"], ["eval", "--metric"],
+                                  ["train", "x.parquet", "-o", "m", "--trees", "abc"], ["train", "x", "--tres", "3"],
+                                  *[[name, "--no-such-option"] for name in cli.COMMANDS]], ids=" ".join)
+def test_a_usage_error_is_one_line(capsys, args):
+    capsys.readouterr()
+    status = main(args)
+    out, err = capsys.readouterr()
+    assert (status, out) == (ExitStatus.USAGE, "")
+    assert err.count("\n") == 1 and err.startswith("Error: ") and err.endswith("\n"), err
+    if args[0] in cli.COMMANDS and args[1:] != ["--metric"]:
+        assert err.endswith(f" Try 'rankcli {args[0]} --help'.\n"), err
+
+
+def test_the_readme_shows_a_usage_error_as_it_is(capsys):
+    """The README's example of a usage error is the command's output, word for word."""
+    readme = " ".join((REPO / "README.md").read_text().split())
+    found = re.search(r"`rankcli (info --bogus)` prints `(Error: [^`]+)`", readme)
+    assert found and "Errors are one line on stderr" in readme
+    capsys.readouterr()
+    assert main(found.group(1).split()) == ExitStatus.USAGE
+    assert capsys.readouterr().err == found.group(2) + "\n"
