@@ -325,17 +325,18 @@ def output_names(sources: list[str]) -> list[str]:
 
 
 def directory_inputs(directory: Path) -> list[Path]:
-    """The SVMlight text files of a directory (``train.txt``, ``vali.txt.gz``, ...), sidecars and others skipped."""
+    """The SVMlight text files of a directory: those with a text suffix (``train.txt``, ``vali.txt.gz``, ...) and,
+    whatever their name, those with a ``.query`` sidecar (LightGBM's ``rank.train``); sidecars and others skipped."""
     found = []
     for p in sorted(directory.iterdir()):
-        if not p.is_file() or p.name.startswith("."):
+        if not p.is_file() or p.name.startswith(".") or p.name.endswith(".query"):
             continue
         name = svmlight_text.strip_compression(p.name)
-        if os.path.splitext(name)[1].lower() in TEXT_SUFFIXES:
+        if os.path.splitext(name)[1].lower() in TEXT_SUFFIXES or svmlight_text.sidecar_for(p) is not None:
             found.append(p)
     if not found:
         raise InputError(f"{directory}: no SVMlight text files (.txt, .svm, .libsvm, .letor, ... optionally "
-                         ".gz/.bz2/.xz)")
+                         ".gz/.bz2/.xz, or any file with a .query sidecar)")
     return found
 
 

@@ -58,6 +58,30 @@ def test_lightgbm_layout_with_sidecar_matches_letor(tmp_path, capsys):
     assert np.array_equal(np.flatnonzero(np.diff(ql)), np.flatnonzero(np.diff(qt)))
 
 
+def test_lightgbm_example_folder_converts_whatever_the_file_names(tmp_path, capsys):
+    """Issue 21.14: LightGBM's own example folder (rank.train, rank.test, each with a .query sidecar) was "no SVMlight
+    text files". A file with a sidecar is text whatever its extension; one without (notes.md) is still skipped."""
+    folder = tmp_path / "lambdarank"
+    folder.mkdir()
+    for name in ("rank.train", "rank.train.query", "rank.test", "rank.test.query", "PROVENANCE.md"):
+        (folder / name).write_bytes((SAMPLE / "lightgbm-example" / name).read_bytes())
+    status, out, err = run(capsys, "convert", folder, "-o", tmp_path / "lgb", "--json")
+    assert status == 0, err
+    files = {f["output"].rsplit("/", 1)[1]: f for f in json.loads(out)["files"]}
+    assert sorted(files) == ["rank.test.parquet", "rank.train.parquet"]
+    assert (files["rank.train.parquet"]["queries"], files["rank.train.parquet"]["rows"]) == (4, 27)
+    assert (files["rank.test.parquet"]["queries"], files["rank.test.parquet"]["rows"]) == (2, 31)
+    sizes = np.unique(pq.read_table(tmp_path / "lgb" / "rank.train.parquet").column("qid").to_numpy(),
+                      return_counts=True)[1]
+    assert sizes.tolist() == [int(n) for n in (folder / "rank.train.query").read_text().split()]
+    (folder / "rank.train.query").unlink()
+    (folder / "rank.test.query").unlink()
+    status, _, err = run(capsys, "convert", folder, "-o", tmp_path / "none")
+    assert status == ExitStatus.INVALID_INPUT
+    assert err == (f"Error: {folder}: no SVMlight text files (.txt, .svm, .libsvm, .letor, ... optionally "
+                   ".gz/.bz2/.xz, or any file with a .query sidecar)\n")
+
+
 def test_existing_target_needs_overwrite(tmp_path, capsys):
     (tmp_path / "a.txt").write_text("1 qid:1 1:1\n")
     (tmp_path / "a.parquet").write_text("keep me")
