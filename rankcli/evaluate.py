@@ -27,7 +27,7 @@ import numpy as np
 from rankcli.core.groups import order_within
 from rankcli.core.metrics import Convention, EvalResult, MetricSpec, evaluate, parse_metrics
 from rankcli.dataset import Run, offsets_from_qids
-from rankcli.errors import InputError, SchemaError
+from rankcli.errors import InputError, RankcliError, SchemaError, UsageError
 from rankcli.formats.inputs import unreadable_input
 from rankcli.formats.trec import row_names
 from rankcli.formats.trec_join import load_trec_run
@@ -81,6 +81,16 @@ def run_from_arrays(qids: np.ndarray, labels: np.ndarray, scores: np.ndarray, so
     except InputError as exc:
         raise SchemaError(f"{prefix}column qid: {exc}") from None
     return Run(qids=np.asarray(qids)[offsets[:-1]], labels=labels, scores=scores, offsets=offsets, source=source)
+
+
+def not_parquet_error(path: Path | str, example: str = "") -> RankcliError:
+    """The error for a run that is not Parquet: SVMlight text is told to convert it (exit 3), anything else how a TREC
+    run is given (exit 2, ``example`` the command line to show)."""
+    from rankcli.formats.svmlight_text import SVMLIGHT_HINT, looks_like_svmlight
+
+    if looks_like_svmlight(path):
+        return InputError(f"{path}: not Parquet; {SVMLIGHT_HINT}")
+    return UsageError(f"{path}: not a Parquet file; a TREC run needs --qrels QRELS{example}")
 
 
 def is_parquet(path: Path | str) -> bool:

@@ -62,7 +62,7 @@ def make_app(only: str | None = None) -> typer.Typer:
         if only is None or name == only:
             module = importlib.import_module(f"rankcli.cli.{module_name}")
             new.command(name=module.NAME, help=_reflow(module.__doc__), short_help=module.SHORT_HELP,
-                        cls=UsageCommand)(module.command)
+                        cls=UsageCommand, context_settings=getattr(module, "CONTEXT_SETTINGS", None))(module.command)
     return new
 
 

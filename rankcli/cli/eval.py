@@ -49,6 +49,8 @@ from rankcli.cli.options import Gain, NoRelevant, Preset, Ties
 NAME = "eval"
 SHORT_HELP = "Evaluate a run: NDCG@k and other ranking metrics."
 DEFAULT_METRICS = ["ndcg@1,3,5,10"]
+#: Extra arguments reach the command, so that trec_eval's order (``eval QRELS RUN``) is told where to go.
+CONTEXT_SETTINGS = {"allow_extra_args": True}
 
 
 class Format(str, Enum):
@@ -60,6 +62,7 @@ class Format(str, Enum):
 
 
 def command(
+    ctx: typer.Context,
     run: Annotated[Path | None, typer.Argument(
         help="Parquet run (qid, label, score); with --model, the dataset to score; with --qrels, a TREC run.",
         show_default=False)] = None,
@@ -103,6 +106,7 @@ def command(
         show_default=False, metavar="PATH")] = None,
     overwrite: Annotated[bool, opt.overwrite("--per-query file")] = False,
 ) -> None:
+    _no_extra_arguments(run, ctx.args)
     run, trec_run = _inputs(run, trec_run, qrels, model, complete=complete, judged_only=judged_only,
                             max_docs=max_docs)
     fmt = _format(json_out, output_format, by_query)
@@ -114,10 +118,7 @@ def command(
 
     specs = parse_metrics(metric or (["official"] if fmt == Format.trec_eval else DEFAULT_METRICS))
     if run is not None and model is None and not evaluate.is_parquet(run):
-        from rankcli.errors import UsageError
-
-        raise UsageError(f"{run}: not a Parquet file; a TREC run needs --qrels QRELS: "
-                         f"rankcli eval --qrels QRELS --run {run}")
+        raise evaluate.not_parquet_error(run, f": rankcli eval --qrels QRELS --run {run}")
     conv = _convention(trec_run is not None, convention, gain, no_relevant, ties, threshold, max_grade)
     if per_query is not None:
         per_query = _per_query_path(per_query, overwrite, [run, qrels, trec_run], model)
@@ -130,6 +131,18 @@ def command(
     if per_query is not None:
         evaluate.write_per_query(per_query, report, overwrite=overwrite)
     _render(report, fmt, by_query)
+
+
+def _no_extra_arguments(run, extra: list[str]) -> None:
+    """One run only; two arguments are trec_eval's order (QRELS RUN), which has its own command."""
+    from rankcli.errors import UsageError
+
+    if len(extra) == 1:
+        raise UsageError(f"unexpected extra argument ({extra[0]}): rankcli eval takes one run. For trec_eval's order "
+                         f"QRELS RUN use rankcli trec_eval {run} {extra[0]} (or rankcli eval --qrels {run} --run "
+                         f"{extra[0]})")
+    if extra:
+        raise UsageError(f"unexpected extra arguments ({' '.join(extra)}): rankcli eval takes one run")
 
 
 def _inputs(run, trec_run, qrels, model, *, complete: bool, judged_only: bool, max_docs) -> tuple:

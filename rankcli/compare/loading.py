@@ -70,14 +70,14 @@ def load_input(path: Path | str, name: str, specs: Sequence, convention, *, qrel
     qrels : the qrels of a TREC run.
     """
     from rankcli.core.metrics import per_query
-    from rankcli.evaluate import is_parquet
+    from rankcli.evaluate import is_parquet, not_parquet_error
     from rankcli.formats import parquet
     from rankcli.formats.metric_file import is_metric_file
 
     path = Path(path)
     if not is_parquet(path):
         if qrels is None:
-            raise UsageError(f"{path}: not a Parquet file; a TREC run needs --qrels QRELS")
+            raise not_parquet_error(path)
         return _load_trec(path, name, specs, convention, Path(qrels))
     names = parquet.column_names(path)
     meta = parquet.read_metadata(path)

@@ -23,6 +23,7 @@ from rankcli.errors import InputError, SchemaError
 from rankcli.formats.arrow import array_from_numpy, column_to_numpy
 from rankcli.formats.atomic import atomic_path
 from rankcli.formats.inputs import unreadable_input
+from rankcli.formats.svmlight_text import SVMLIGHT_HINT, looks_like_svmlight
 
 META_PREFIX = "rankcli."
 FEATURE_COLUMN = re.compile(r"^f([1-9][0-9]*)$")
@@ -173,6 +174,8 @@ def open_parquet(path: Path | str) -> pq.ParquetFile:
     try:
         pf = pq.ParquetFile(str(path))
     except (pa.ArrowInvalid, OSError) as exc:
+        if looks_like_svmlight(path):
+            raise InputError(f"{path}: not Parquet; {SVMLIGHT_HINT}") from None
         raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
     names = pf.schema_arrow.names
     if len(set(names)) != len(names):

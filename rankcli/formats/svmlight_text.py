@@ -14,6 +14,7 @@ import bz2
 import gzip
 import itertools
 import lzma
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,6 +88,26 @@ def strip_compression(name: str) -> str:
         if name.lower().endswith(suffix):
             return name[: -len(suffix)]
     return name
+
+
+#: What a command that reads Parquet tells a user who gave it SVMlight text.
+SVMLIGHT_HINT = "looks like SVMlight text: run 'rankcli convert' first"
+_SVMLIGHT_LINE = re.compile(rb"^[ \t]*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+                            rb"(?:[ \t]+qid:[-+]?\d+)?(?:[ \t]+\d+:[^ \t#]+)*[ \t]*(?:#.*)?$")
+
+
+def looks_like_svmlight(path: str | Path, lines: int = 5) -> bool:
+    """Whether the first ``lines`` data lines of ``path`` (decompressed by extension) are SVMlight lines, with at least
+    one ``qid:`` or ``index:value``: for the hint that a command given text instead of Parquet prints. Never raises."""
+    try:
+        with open_binary(path) as fh:
+            head = fh.read(1 << 16)
+    except Exception:  # noqa: BLE001 - a hint only: whatever cannot be read is not said to be SVMlight
+        return False
+    data = [line.rstrip(b"\r") for line in head.split(b"\n")[:-1]]
+    data = [line for line in data if line.strip() and not line.lstrip().startswith(b"#")][:lines]
+    return bool(data) and all(_SVMLIGHT_LINE.match(line) for line in data) and \
+        any(b":" in line.split(b"#", 1)[0] for line in data)
 
 
 def sidecar_for(path: str | Path) -> Path | None:
