@@ -26,7 +26,7 @@ import numpy as np
 from rankcli.cpus import available_cpus
 from rankcli.errors import InputError, InputFormatError, RankcliError, UsageError
 from rankcli.formats import svmlight, svmlight_text
-from rankcli.formats.atomic import STDOUT, atomic_directory, atomic_path, check_not_input, check_target
+from rankcli.formats.atomic import STDOUT, atomic_directory, atomic_path, check_not_input, check_target, kinds
 from rankcli.formats.convert_writer import Chunk, ChunkWriter, sorted_by_qid
 from rankcli.formats.inputs import unreadable_input
 from rankcli.formats.parquet import ROW_GROUP_ROWS
@@ -421,10 +421,10 @@ def convert(inputs: list[str], output: Path | str, options: ConvertOptions | Non
     if not to_stdout:
         check_not_input(output, list(inputs) + expanded + [options.query_file]
                         + [svmlight_text.sidecar_for(s) for s in expanded])
-        check_target(output, overwrite, kind="converted" if directory else "file")
+        check_target(output, overwrite, kind="converted" if directory else "file", file_kind=kinds.DATASET)
     if directory:
         return _convert_to_directory(expanded, output, options, overwrite, progress, start)
-    with atomic_path(output, overwrite) as tmp:
+    with atomic_path(output, overwrite, file_kind=kinds.DATASET) as tmp:
         writer = _writer(tmp, options, _metadata(options, ",".join(map(svmlight_text.display_name, expanded))))
         try:
             conv = _read_into(writer, expanded, options, progress)

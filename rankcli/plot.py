@@ -12,6 +12,15 @@ INSTALL_HINT = 'pip install "rankcli[plot]"'
 _BLOCKS = "▁▂▃▄▅▆▇█"
 
 
+def _save_png(fig, path) -> None:
+    """The figure as a PNG whose ``Software`` text chunk says rankcli wrote it: ``--overwrite`` replaces only such a
+    plot (:mod:`rankcli.formats.atomic.kinds`)."""
+    from rankcli import __version__
+    from rankcli.formats.atomic.kinds import PLOT_SOFTWARE
+
+    fig.savefig(path, dpi=120, format="png", metadata={"Software": f"{PLOT_SOFTWARE} {__version__}"})
+
+
 def have_matplotlib() -> bool:
     """Whether matplotlib (the ``plot`` extra) can be imported; the plotting functions need it."""
     try:
@@ -83,7 +92,7 @@ def plot_convergence(curves: dict[str, dict], path: Path, metric: str, title: st
     """
     plt = _pyplot()
     fig = convergence_figure(curves, metric, title, unit)
-    fig.savefig(path, dpi=120)
+    _save_png(fig, path)
     plt.close(fig)
     return path
 
@@ -153,7 +162,7 @@ def plot_sweep(rows: list[dict], losses: list[str], path: Path, kind: str, metri
     if len(losses) > 1:
         bottom.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    _save_png(fig, path)
     plt.close(fig)
     return path
 
@@ -191,6 +200,6 @@ def plot_propensity(result: dict, path: Path) -> Path:
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120, format="png")
+    _save_png(fig, path)
     plt.close(fig)
     return path

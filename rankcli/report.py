@@ -93,6 +93,13 @@ def compare_summary(report) -> str:
     return "; ".join(parts)
 
 
+def compare_inputs(report) -> str:
+    """One line: each input's name, kind and path."""
+    from rankcli.compare.loading import KIND_NAMES
+
+    return "inputs: " + "; ".join(f"{r.name} = {KIND_NAMES.get(r.kind, r.kind)} {r.path}" for r in report.runs)
+
+
 def compare_notes(report) -> list[str]:
     """Lines that explain the markers and flag untestable comparisons."""
     notes = []
@@ -173,8 +180,8 @@ def compare_table(report):
         comps.add_column(h, justify="right" if 2 <= i <= 6 else "left")
     for row in _comparison_rows(report):
         comps.add_row(*[Text(x) for x in row])
-    return Group(Text(compare_summary(report)), Text(""), means, Text(""), comps, Text(""),
-                 *[Text(n) for n in compare_notes(report)])
+    return Group(Text(compare_summary(report)), Text(compare_inputs(report)), Text(""), means, Text(""), comps,
+                 Text(""), *[Text(n) for n in compare_notes(report)])
 
 
 def _md_escape(text: str) -> str:
@@ -186,7 +193,7 @@ def compare_markdown(report) -> str:
     marks = compare_markers(report)
     best = {m: max((report.means[n][m] for n in report.run_names if not math.isnan(report.means[n][m])),
                    default=None) for m in report.metrics}
-    lines = [compare_summary(report), "", "| run | " + " | ".join(report.metrics) + " |",
+    lines = [compare_summary(report), "", compare_inputs(report), "", "| run | " + " | ".join(report.metrics) + " |",
              "|---|" + "---:|" * len(report.metrics)]
     for n in report.run_names:
         cells = []

@@ -210,8 +210,8 @@ def _field_defaults(extra: str) -> dict[str, str]:
     return {name: "" for name in re.findall(r"task\.fields\[['\"]?(\w+)['\"]?\]", extra)}
 
 
-def prepare_output(text: str, *, overwrite: bool, kind: str = "file", inputs=(),
-                   binary: bool = False, option: str = "--output", final: bool = True, example: str = "output"):
+def prepare_output(text: str, *, overwrite: bool, kind: str = "file", inputs=(), binary: bool = False,
+                   option: str = "--output", final: bool = True, example: str = "output", file_kind: str | None = None):
     """Check a command's output option before any work; returns the :class:`~pathlib.Path` to write, or ``"-"``.
 
     ``kind``: ``"file"`` (one file; ``-`` is standard output, a trailing slash is a usage error saying which file
@@ -219,7 +219,8 @@ def prepare_output(text: str, *, overwrite: bool, kind: str = "file", inputs=(),
     paths (an output that is or holds one is exit 2; a model directory as :func:`rankcli.formats.atomic.model_files`).
     ``binary``: Parquet, refused on a terminal. ``final``: this output's rename
     completes the command (an interrupt after it is a success). ``example``: a file name the trailing-slash error
-    suggests."""
+    suggests. ``file_kind``: what a one-file output is (:mod:`rankcli.formats.atomic.kinds`); an existing file of
+    another kind is refused (exit 4), whatever ``overwrite`` says."""
     from rankcli.formats.atomic import (
         STDOUT,
         check_not_input,
@@ -238,7 +239,7 @@ def prepare_output(text: str, *, overwrite: bool, kind: str = "file", inputs=(),
         if kind == "experiment":  # an experiment directory is reopened (resumed) by its own rules
             resolve_target(path)
         else:
-            check_target(path, overwrite, kind=kind)
+            check_target(path, overwrite, kind=kind, file_kind=file_kind)
     if final:
         expect_final_output(path)
     return path

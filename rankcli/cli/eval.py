@@ -198,12 +198,12 @@ def _per_query_path(per_query: str, overwrite: bool, inputs: list, model) -> str
     """The checked --per-query output path (never standard output, never an input)."""
     from rankcli.cli._common import prepare_output
     from rankcli.errors import UsageError
-    from rankcli.formats.atomic import model_files
+    from rankcli.formats.atomic import kinds, model_files
 
     if per_query == "-":
         raise UsageError("--per-query -: standard output carries the table (or --json); give a file name")
     return prepare_output(per_query, overwrite=overwrite, inputs=[*inputs, *model_files(model)],
-                          option="--per-query", example="per-query.parquet")
+                          option="--per-query", example="per-query.parquet", file_kind=kinds.PER_QUERY)
 
 
 def _render(report, fmt: Format, by_query: bool) -> None:

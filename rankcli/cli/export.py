@@ -43,9 +43,11 @@ def command(
     import time
 
     from rankcli.cli._common import log, prepare_output, print_json, stdout_taken
+    from rankcli.formats.atomic import kinds
 
-    output = prepare_output(output, overwrite=overwrite, inputs=[data],
-                            example="data.txt" if format == Format.svmlight else "data.qrels")
+    svmlight = format == Format.svmlight
+    output = prepare_output(output, overwrite=overwrite, inputs=[data], file_kind=kinds.SVMLIGHT if svmlight else
+                            kinds.QRELS, example="data.txt" if svmlight else "data.qrels")
     stdout_taken(output, json_output)
     start = time.perf_counter()
     if format == Format.svmlight:

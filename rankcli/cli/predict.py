@@ -43,10 +43,12 @@ def command(
                                                     "name).", show_default=False)] = None,
 ) -> None:
     from rankcli.cli._common import log, prepare_output, print_json, stdout_taken
-    from rankcli.formats.atomic import model_files
+    from rankcli.formats.atomic import kinds, model_files
 
-    output = prepare_output(output, overwrite=overwrite, inputs=[data, *model_files(model_dir)],
-                            binary=fmt.value == "parquet", example="run.txt" if fmt.value == "trec" else "run.parquet")
+    trec = fmt.value == "trec"
+    output = prepare_output(output, overwrite=overwrite, inputs=[data, *model_files(model_dir)], binary=not trec,
+                            example="run.txt" if trec else "run.parquet",
+                            file_kind=kinds.TREC_RUN if trec else kinds.RUN)
     stdout_taken(output, json_out)
     from rankcli.startup import import_lightgbm_lean
 

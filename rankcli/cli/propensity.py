@@ -71,29 +71,31 @@ def command(
     import_numpy_single_threaded_blas()
     from rankcli.cli._common import prepare_output, print_json, stdout_taken
     from rankcli.errors import UsageError
+    from rankcli.formats.atomic import kinds
     from rankcli.formats.propensity import write_propensity
     from rankcli.propensity import estimate_logs
 
     harvest = _checked_options(clicks, bootstrap, confidence, min_clicks, fit, seed, method, policy)
+    if plot is not None and output is not None and str(plot) == str(output):
+        raise UsageError("--plot and --output name the same file")
     if plot is not None:
         from rankcli.plot import INSTALL_HINT, have_matplotlib
 
         if not have_matplotlib():
             raise UsageError(f"--plot needs matplotlib: {INSTALL_HINT}")
         plot = prepare_output(plot, overwrite=overwrite, inputs=clicks, binary=True, option="--plot",
-                              final=output is None, example="propensity.png")
+                              final=output is None, example="propensity.png", file_kind=kinds.PLOT)
     if output is not None:
-        output = prepare_output(output, overwrite=overwrite, inputs=clicks, example="propensity.json")
+        output = prepare_output(output, overwrite=overwrite, inputs=clicks, example="propensity.json",
+                                file_kind=kinds.PROPENSITY)
         stdout_taken(output, json_out)
-    if plot is not None and output is not None and str(plot) == str(output):
-        raise UsageError("--plot and --output name the same file")
     result = estimate_logs(clicks, harvest=harvest, policy=policy, bootstrap=bootstrap, confidence=confidence,
                            min_clicks=min_clicks, fit=fit, seed=seed)
     if plot is not None:
         from rankcli.formats.atomic import atomic_path
         from rankcli.plot import plot_propensity
 
-        with atomic_path(plot, overwrite, suffix=".png") as tmp:
+        with atomic_path(plot, overwrite, suffix=".png", file_kind=kinds.PLOT) as tmp:
             plot_propensity(result.as_dict(), tmp)
     if output is not None:
         write_propensity(output, result.as_dict(), overwrite=overwrite)

@@ -65,13 +65,13 @@ def command(
 
         import_numpy_single_threaded_blas()
     from rankcli.cli._common import log, prepare_output, print_json, stdout_taken
-    from rankcli.formats.atomic import model_files
+    from rankcli.formats.atomic import kinds, model_files
     from rankcli.simulate import RANKERS, simulate_file
 
     probs, policy = _checked_options(model, click_probs, impressions, max_rank, eta, seed, ranker, randomize)
     output = prepare_output(output, overwrite=overwrite,
                             inputs=[data, *(model_files(ranker) if ranker not in RANKERS else [])], binary=True,
-                            example="clicks.parquet")
+                            example="clicks.parquet", file_kind=kinds.CLICK_LOG)
     stdout_taken(output, json_out)
     if ranker not in RANKERS:  # as predict: without LightGBM's scikit-learn/pandas integrations (~1.5 s less)
         from rankcli.startup import import_lightgbm_lean

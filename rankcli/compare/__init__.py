@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rankcli.compare.loading import DEFAULT_METRICS, LoadedInput, align, check_conventions, load_input
+from rankcli.compare.loading import DEFAULT_METRICS, LoadedInput, align, check_conventions, check_kinds, load_input
 from rankcli.compare.paired import Comparison, PairedComparisons, compare_values, pairs_for
 from rankcli.errors import SchemaError, UsageError
 
@@ -188,6 +188,7 @@ def compare_inputs(paths: Sequence[Path | str], *, names: Sequence[str] | None =
     specs = parse_metrics(metrics) if metrics else None
 
     inputs = [load_input(p, n, specs, convention, qrels=qrels) for p, n in zip(paths, names)]
+    check_kinds(inputs)
     if specs is None:
         # Runs default to DEFAULT_METRICS; per-query files offer their own columns; compare what all have.
         metric_names = [m for m in inputs[0].values if all(m in i.values for i in inputs[1:])]

@@ -223,6 +223,21 @@ def align(inputs: Sequence[LoadedInput], *, intersect: bool = False) -> tuple[np
     return common, int(all_qids.shape[0] - common.shape[0])
 
 
+#: Each input kind as the report and the messages name it.
+KIND_NAMES = {"run": "Parquet run", "trec": "TREC run", "per-query": "per-query file"}
+
+
+def check_kinds(inputs: Sequence[LoadedInput]) -> None:
+    """Refuse per-query files together with runs: the files hold values rankcli eval computed earlier, the runs are
+    evaluated now, and nothing says the two were computed from the same judgments."""
+    files = [i for i in inputs if i.kind == "per-query"]
+    runs = [i for i in inputs if i.kind != "per-query"]
+    if files and runs:
+        raise UsageError(f"cannot compare per-query files with runs: {files[0].path} is a per-query file (values from "
+                         f"rankcli eval --per-query), {runs[0].path} a {KIND_NAMES[runs[0].kind]} (evaluated now); "
+                         "give runs only, or per-query files only (rankcli eval RUN --per-query FILE for each run)")
+
+
 def check_conventions(inputs: Sequence[LoadedInput], requested: dict | None = None) -> None:
     """Refuse inputs evaluated under different conventions, or a per-query file evaluated under another convention
     than the one ``requested`` (a :meth:`Convention.as_dict`; None when the convention options were not given)."""

@@ -26,7 +26,7 @@ from rankcli.compat import arrow_call_function
 from rankcli.dataset import Dataset, offsets_from_qids
 from rankcli.errors import InputError, SchemaError
 from rankcli.formats.arrow import array_from_numpy, column_to_numpy
-from rankcli.formats.atomic import atomic_path
+from rankcli.formats.atomic import atomic_path, kinds
 from rankcli.formats.parquet import (
     column_names,
     encode_metadata,
@@ -158,7 +158,7 @@ def write_click_log(output: Path | str, pieces: Iterator[pa.Table], metadata: di
     overwrite : bool
         Replace an existing file that rankcli wrote.
     """
-    with atomic_path(output, overwrite) as tmp:
+    with atomic_path(output, overwrite, file_kind=kinds.CLICK_LOG) as tmp:
         first = next(pieces)
         schema = first.schema.with_metadata(encode_metadata(metadata))
         # Impression ids and source rows ascend: delta encoding writes them 2-3x faster than plain and smaller.

@@ -21,7 +21,7 @@ from rankcli import __version__
 from rankcli.dataset import Dataset, offsets_from_qids
 from rankcli.errors import InputError, SchemaError
 from rankcli.formats.arrow import array_from_numpy, column_to_numpy
-from rankcli.formats.atomic import atomic_path
+from rankcli.formats.atomic import atomic_path, kinds
 from rankcli.formats.inputs import unreadable_input
 from rankcli.formats.svmlight_text import SVMLIGHT_HINT, looks_like_svmlight
 
@@ -125,8 +125,9 @@ class QueryAlignedWriter:
 def write_table(path: Path | str, table: pa.Table, *, metadata: dict[str, object] | None = None,
                 overwrite: bool = False, query_aligned: bool = True, use_dictionary: bool | list[str] = True) -> None:
     """Write a whole table atomically. With ``query_aligned`` the table must have a contiguous ``qid`` column.
-    ``use_dictionary`` as pyarrow's (``True``: every column)."""
-    with atomic_path(path, overwrite) as tmp:
+    ``use_dictionary`` as pyarrow's (``True``: every column). An existing file is replaced only when it is of the
+    kind the footer's ``kind`` names (:func:`rankcli.formats.atomic.kinds.parquet_kind`)."""
+    with atomic_path(path, overwrite, file_kind=kinds.parquet_kind(metadata or {})) as tmp:
         if query_aligned:
             with QueryAlignedWriter(tmp, table.schema, metadata, use_dictionary=use_dictionary) as writer:
                 writer.write(table)

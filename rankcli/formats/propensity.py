@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from rankcli.errors import InputError
-from rankcli.formats.atomic import atomic_path
+from rankcli.formats.atomic import atomic_path, kinds
 from rankcli.formats.inputs import unreadable_input
 
 
@@ -30,7 +30,7 @@ def write_propensity(path: Path | str, record: dict, overwrite: bool = False) ->
         Replace an existing file that rankcli wrote.
     """
     text = json.dumps(record, indent=2, allow_nan=False) + "\n"
-    with atomic_path(path, overwrite) as tmp:
+    with atomic_path(path, overwrite, file_kind=kinds.PROPENSITY) as tmp:
         Path(tmp).write_text(text)
 
 

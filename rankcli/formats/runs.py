@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from rankcli.errors import InputError, SchemaError
 from rankcli.formats import parquet
-from rankcli.formats.atomic import atomic_path
+from rankcli.formats.atomic import atomic_path, kinds
 
 #: The columns a Parquet run must have.
 RUN_COLUMNS = ("qid", "label", "score")
@@ -89,7 +89,7 @@ def write_trec_run(path: Path | str, qids: np.ndarray, scores: np.ndarray, order
 
     docs = np.array(document_names(qids, docids, source=source).to_pylist(), dtype=object)
     tag = "".join(tag.split()) or "rankcli"
-    with atomic_path(path, overwrite) as tmp, open(tmp, "w") as fh:
+    with atomic_path(path, overwrite, file_kind=kinds.TREC_RUN) as tmp, open(tmp, "w") as fh:
         for q, d, r, s in zip(np.asarray(qids)[order].tolist(), docs[order].tolist(), np.asarray(ranks).tolist(),
                               np.asarray(scores, dtype=np.float64)[order].tolist()):
             fh.write(f"{q} Q0 {d} {r} {s!r} {tag}\n")

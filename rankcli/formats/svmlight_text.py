@@ -104,6 +104,12 @@ def looks_like_svmlight(path: str | Path, lines: int = 5) -> bool:
             head = fh.read(1 << 16)
     except Exception:  # noqa: BLE001 - a hint only: whatever cannot be read is not said to be SVMlight
         return False
+    return svmlight_head(head, lines)
+
+
+def svmlight_head(head: bytes, lines: int = 5) -> bool:
+    """Whether the first ``lines`` data lines of the bytes ``head`` (a file's beginning) are SVMlight lines, with at
+    least one ``qid:`` or ``index:value``."""
     data = [line.rstrip(b"\r") for line in head.split(b"\n")[:-1]]
     data = [line for line in data if line.strip() and not line.lstrip().startswith(b"#")][:lines]
     return bool(data) and all(_SVMLIGHT_LINE.match(line) for line in data) and \

@@ -66,14 +66,14 @@ def write_svmlight(path: str | Path, dataset_path: str | Path, *, overwrite: boo
 
     ``qid:`` is written when the dataset has a qid column, ``# <comment>`` (or ``# docid = X``) when it has one.
     """
-    from rankcli.formats.atomic import atomic_path
+    from rankcli.formats.atomic import atomic_path, kinds
     from rankcli.formats.parquet import column_names, feature_columns, iter_row_groups, require_columns
 
     names = column_names(dataset_path)
     require_columns(dataset_path, names, ["label"])
     fcols = feature_columns(names)
     rows = 0
-    with atomic_path(path, overwrite) as tmp, open(tmp, "wb") as out:
+    with atomic_path(path, overwrite, file_kind=kinds.SVMLIGHT) as tmp, open(tmp, "wb") as out:
         for table in iter_row_groups(dataset_path):
             check_comment_text(table, dataset_path, rows)
             write_lines(out, svmlight_lines(table, fcols, force_width=rows == 0))

@@ -158,7 +158,7 @@ def write_qrels(path: Path | str, dataset_path: Path | str, *, overwrite: bool =
     overwrite : bool
         Replace an existing file that rankcli wrote.
     """
-    from rankcli.formats.atomic import atomic_path
+    from rankcli.formats.atomic import atomic_path, kinds
     from rankcli.formats.parquet import column_names, iter_row_groups, require_columns
     from rankcli.formats.svmlight_writer import write_lines
 
@@ -166,7 +166,7 @@ def write_qrels(path: Path | str, dataset_path: Path | str, *, overwrite: bool =
     require_columns(dataset_path, names, ["qid", "label"])
     wanted = ["qid", "label"] + (["docid"] if "docid" in names else [])
     rows = 0
-    with atomic_path(path, overwrite) as tmp, open(tmp, "wb") as out:
+    with atomic_path(path, overwrite, file_kind=kinds.QRELS) as tmp, open(tmp, "wb") as out:
         for table in iter_row_groups(dataset_path, wanted):
             n = table.num_rows
             docids = table.column("docid").combine_chunks() if "docid" in names else None

@@ -384,11 +384,28 @@ def test_per_query_files_written_by_eval(runs, capsys):
     a, b = json.loads(out_files), json.loads(out_runs)
     assert a["metrics"] == ["ndcg@5", "mrr"] and a["comparisons"][0]["p_value"] == b["comparisons"][0]["p_value"]
     assert a["convention"] == b["convention"]
-    # A per-query file next to a run computed under the same convention is fine; under another one it is refused.
-    status, _, err = _run(capsys, "compare", files["good", "paper"], bad, "-m", "mrr")
-    assert status == 0, err
+    # Per-query files under another convention are refused (a per-query file next to a run: test_kinds_are_not_mixed)
     status, _, err = _run(capsys, "compare", files["good", "paper"], files["bad", "lightgbm"])
     assert status == ExitStatus.INVALID_INPUT and "was evaluated under a different convention" in err
+
+
+def test_kinds_are_not_mixed_and_each_input_s_kind_is_shown(runs, capsys):
+    """Issue 21.16: a per-query file next to runs was compared without a word (an --overwrite had replaced a run with
+    a per-query file). The mix is refused, in either order; the report names each input's kind."""
+    from rankcli.evaluate import evaluate_path, write_per_query
+
+    tmp, _, _, good, bad = runs
+    per_query = tmp / "kinds-good.parquet"
+    write_per_query(per_query, evaluate_path(good, ["ndcg@5"], Convention.preset("paper")))
+    for args in ([per_query, bad], [bad, per_query], [good, bad, per_query]):
+        status, out, err = _run(capsys, "compare", *args, "-m", "ndcg@5")
+        assert (status, out) == (ExitStatus.USAGE, ""), err
+        assert err.startswith(f"Error: cannot compare per-query files with runs: {per_query} is a per-query file "), err
+    status, out, err = _run(capsys, "compare", good, bad)
+    assert status == 0, err
+    assert f"inputs: {good.stem} = Parquet run {good}; {bad.stem} = Parquet run {bad}" in " ".join(out.split())
+    status, out, _ = _run(capsys, "compare", good, bad, "--json")
+    assert [r["kind"] for r in json.loads(out)["runs"]] == ["run", "run"]
 
 
 def test_per_query_conventions_asked_for_missing_or_corrupt(runs, capsys):

@@ -84,11 +84,12 @@ def test_lightgbm_example_folder_converts_whatever_the_file_names(tmp_path, caps
 
 def test_existing_target_needs_overwrite(tmp_path, capsys):
     (tmp_path / "a.txt").write_text("1 qid:1 1:1\n")
-    (tmp_path / "a.parquet").write_text("keep me")
+    (tmp_path / "a.parquet").write_text("")  # empty (as mktemp leaves it): replaced, but only with --overwrite
     status, out, err = run(capsys, "convert", tmp_path / "a.txt", "-o", tmp_path / "a.parquet")
     assert status == ExitStatus.OUTPUT and err == f"Error: {tmp_path}/a.parquet: already exists; pass --overwrite " \
                                                   "to replace it\n"
-    assert (tmp_path / "a.parquet").read_text() == "keep me"
+    assert (tmp_path / "a.parquet").read_text() == ""
+    assert run(capsys, "convert", tmp_path / "a.txt", "-o", tmp_path / "a.parquet", "--overwrite")[0] == 0
     assert run(capsys, "convert", tmp_path / "a.txt", "-o", tmp_path / "a.parquet", "--overwrite")[0] == 0
 
 

@@ -140,6 +140,59 @@ def test_overwrite_replaces_a_previous_output_of_the_same_kind_only(capsys, tmp_
     assert (out / "NOTES.md").read_text() == "notes"
 
 
+#: Every one-file output: its kind and the command line writing it to ``{out}`` (``{data}``, ``{model}``, ``{run}``,
+#: ``{clicks}`` are inputs made once).
+ONE_FILE_OUTPUTS = {
+    "dataset": ["convert", str(LETOR / "test.txt"), "-o", "{out}"],
+    "click log": ["simulate-clicks", "{data}", "-o", "{out}", "--seed", "1"],
+    "run": ["predict", "{model}", "{data}", "-o", "{out}"],
+    "TREC run file": ["predict", "{model}", "{data}", "-o", "{out}", "--format", "trec"],
+    "per-query file": ["eval", "{run}", "--per-query", "{out}"],
+    "SVMlight text file": ["export", "{data}", "-o", "{out}"],
+    "TREC qrels file": ["export", "{data}", "-o", "{out}", "--format", "trec-qrels"],
+    "propensity file": ["propensity", "{clicks}", "-o", "{out}", "--bootstrap", "20"],
+    "plot": ["propensity", "{clicks}", "--plot", "{out}", "--bootstrap", "20"],
+}
+
+
+def test_overwrite_of_one_file_replaces_only_the_same_kind(capsys, tmp_path, dataset, model):
+    """Issue 21.16: `eval RUN --per-query other-run.parquet --overwrite` replaced a run with a per-query file. Every
+    one-file output replaces, with --overwrite, only an empty file or one of its own kind; any other file, rankcli's
+    or the user's, is refused whatever the flags and left as it was (the README's promise, for every output)."""
+    from rankcli.formats.atomic import kinds
+
+    inputs = {"data": dataset, "model": model, "run": tmp_path / "in-run.parquet", "clicks": tmp_path / "in-c.parquet"}
+    assert run(capsys, "predict", model, dataset, "-o", inputs["run"])[0] == 0
+    assert run(capsys, "simulate-clicks", dataset, "-o", inputs["clicks"], "--model", "pbm", "--ranker", "random",
+               "--keep-no-click", "--seed", "1")[0] == 0
+    written = {}
+    for kind, template in ONE_FILE_OUTPUTS.items():
+        written[kind] = tmp_path / f"{kind.replace(' ', '-')}.out"
+        args = [a.format(out=written[kind], **inputs) for a in template]
+        assert run(capsys, *args)[0] == 0, args
+        assert kinds.file_kind(written[kind]) == kind, kind
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    foreign = tmp_path / "foreign.parquet"
+    pq.write_table(pq.read_table(inputs["run"]).replace_schema_metadata({}), foreign)  # a run another tool wrote
+    order = list(ONE_FILE_OUTPUTS)
+    for i, (kind, template) in enumerate(ONE_FILE_OUTPUTS.items()):
+        other = order[(i + 1) % len(order)]
+        for target in (written[other], notes, foreign):
+            before = target.read_bytes()
+            status, _, err = run(capsys, *[a.format(out=target, **inputs) for a in template], "--overwrite")
+            assert status == ExitStatus.OUTPUT, (kind, target, err)
+            named = f"rankcli {kind}" if kind in kinds.MARKED else kind
+            assert f"not {'an' if named[0] in 'aeiouS' else 'a'} {named};" in err, (kind, target, err)
+            assert target.read_bytes() == before
+        status, _, err = run(capsys, *[a.format(out=written[kind], **inputs) for a in template])
+        assert status == ExitStatus.OUTPUT and err.endswith("already exists; pass --overwrite to replace it\n")
+        assert run(capsys, *[a.format(out=written[kind], **inputs) for a in template], "--overwrite")[0] == 0
+    readme = " ".join((REPO / "README.md").read_text().split())
+    assert "which replaces only an output of the same kind" in readme and "never an input, nor a file or directory " \
+        "of another kind" in readme
+
+
 def test_outputs_written_before_the_marker_are_still_recognised(capsys, tmp_path, dataset, model):
     out = tmp_path / "conv"
     assert run(capsys, "convert", LETOR, "-o", out)[0] == 0
@@ -180,7 +233,7 @@ def test_experiment_overwrite_needs_an_experiment_config(capsys, tmp_path, datas
 
 def test_symlinked_output_is_written_through_and_stays_a_link(capsys, tmp_path, dataset):
     target = tmp_path / "real.txt"
-    target.write_text("old")
+    target.write_text("1 qid:1 1:0.5\n")  # an SVMlight file: what export --overwrite may replace
     link = tmp_path / "link.txt"
     link.symlink_to(target)
     assert run(capsys, "export", dataset, "-o", link, "--overwrite")[0] == 0

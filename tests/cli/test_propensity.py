@@ -184,9 +184,16 @@ def test_usage_errors(run, logs, args, message):
 def test_existing_output_and_missing_input(run, logs, tmp_path):
     out = tmp_path / "p.json"
     out.write_text("keep me")
+    for flags in ([], ["--overwrite"]):  # not a propensity file: refused whatever the flags
+        status, _, err = run("propensity", logs["random"], "-o", out, *flags)
+        assert status == 4 and err == (f"Error: {out}: exists and is not a rankcli propensity file; rankcli replaces "
+                                       "only an output of the same kind, whatever the flags: choose a new path or "
+                                       "remove the file\n")
+    assert out.read_text() == "keep me"
+    out.unlink()
+    assert run("propensity", logs["random"], "-o", out, "--bootstrap", "20")[0] == 0
     status, _, err = run("propensity", logs["random"], "-o", out)
     assert status == 4 and err == f"Error: {out}: already exists; pass --overwrite to replace it\n"
-    assert out.read_text() == "keep me"
     status, _, err = run("propensity", logs["random"], "-o", out, "--overwrite", "--bootstrap", "20")
     assert status == 0, err and json.loads(out.read_text())["method"] == "click-rate"
     status, _, err = run("propensity", tmp_path / "nope.parquet")

@@ -154,9 +154,13 @@ def test_usage_errors(run, data, tmp_path, args, message):
 def test_existing_output_and_missing_input(run, data, tmp_path):
     out = tmp_path / "x.parquet"
     out.write_bytes(b"keep me")
+    status, _, err = run("simulate-clicks", data["train"], "-o", out, "--overwrite")
+    assert status == 4 and err.startswith(f"Error: {out}: exists and is not a rankcli click log; "), err
+    assert out.read_bytes() == b"keep me"
+    out.unlink()
+    assert run("simulate-clicks", data["train"], "-o", out)[0] == 0
     status, _, err = run("simulate-clicks", data["train"], "-o", out)
     assert status == 4 and err == f"Error: {out}: already exists; pass --overwrite to replace it\n"
-    assert out.read_bytes() == b"keep me"
     status, _, err = run("simulate-clicks", data["train"], "-o", out, "--overwrite", "--json")
     assert status == 0, err
     status, _, err = run("simulate-clicks", tmp_path / "nope.parquet", "-o", tmp_path / "y.parquet")

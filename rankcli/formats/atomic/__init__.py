@@ -9,16 +9,18 @@ The rules every command follows (docs/reliability.md is the user's version):
 - The temporary is fsynced before the rename and the directory after it, so a crash or power loss never leaves a
   truncated file under the final name.
 - Files are created ``0666 & ~umask`` and directories ``0777 & ~umask``, as any other Unix tool's.
-- ``--overwrite`` replaces a regular file, or a directory that is empty or holds exactly a previous rankcli output of
-  the same kind (recognised by rankcli's own files: ``rankcli.json`` of a model, the ``.rankcli-output.json`` marker of
-  a converted directory); any other directory is refused whatever the flags. An output that is, or contains, one of
-  the command's inputs is a usage error before any work (:func:`check_not_input`).
+- ``--overwrite`` replaces a file that is empty or an output of the same kind (:mod:`~rankcli.formats.atomic.kinds`),
+  or a directory that is empty or holds exactly a previous rankcli output of the same kind (recognised by rankcli's
+  own files: ``rankcli.json`` of a model, the ``.rankcli-output.json`` marker of a converted directory); any other
+  file or directory is refused whatever the flags. An output that is, or contains, one of the command's inputs is a
+  usage error before any work (:func:`check_not_input`).
 - A symlinked output is written through to its target (the link stays a link); a target that is a device, a FIFO or
   another special file is refused. ``-`` is standard output (:data:`STDOUT`): the output is built in a temporary file
   and copied to standard output once complete.
 
 The modules: :mod:`~rankcli.formats.atomic.temporaries` (temporaries, their owners, modes, fsync),
 :mod:`~rankcli.formats.atomic.targets` (checking a target, recognising rankcli's outputs),
+:mod:`~rankcli.formats.atomic.kinds` (the kind of a one-file output),
 :mod:`~rankcli.formats.atomic.writes` (the atomic writes and the final-output record),
 :mod:`~rankcli.formats.atomic.lock` (:class:`FileLock`).
 """

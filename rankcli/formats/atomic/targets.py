@@ -1,8 +1,9 @@
 """Checking an output target before any work, and recognising rankcli's own outputs.
 
-``--overwrite`` replaces a regular file, or a directory that is empty or holds exactly a previous rankcli output of the
-same kind (recognised by rankcli's own files: ``rankcli.json`` of a model, the :data:`MARKER` of a converted
-directory, ``config.json`` of an experiment); any other directory is refused whatever the flags. An output that is, or
+``--overwrite`` replaces a file that is empty or an output of the same kind (:mod:`~rankcli.formats.atomic.kinds`), or
+a directory that is empty or holds exactly a previous rankcli output of the same kind (recognised by rankcli's own
+files: ``rankcli.json`` of a model, the :data:`MARKER` of a converted directory, ``config.json`` of an experiment);
+any other file or directory is refused whatever the flags. An output that is, or
 contains, one of the command's inputs is a usage error (:func:`check_not_input`). A symlinked output is written
 through to its target; a device, FIFO or other special file is refused.
 """
@@ -18,7 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from rankcli.errors import OutputError, UsageError
-from rankcli.formats.atomic import temporaries
+from rankcli.formats.atomic import kinds, temporaries
 
 #: The output path meaning standard output.
 STDOUT = "-"
@@ -206,14 +207,16 @@ def _check_directory_target(path: Path, overwrite: bool, kind: str | None, displ
                       "directory")
 
 
-def check_target(path: Path | str, overwrite: bool, kind: str | None = None) -> Path:
+def check_target(path: Path | str, overwrite: bool, kind: str | None = None, file_kind: str | None = None) -> Path:
     """Check an output before any work starts; returns the path to write (symlinks followed).
 
     ``kind`` is ``"file"`` for a one-file output, a :data:`DIRECTORY_KINDS` value for a directory output,
     ``"directory"`` for a directory output of any of those kinds, or ``None`` (a directory output when ``path`` is an
-    existing directory, else a file). Refused with exit 4: an existing target
-    without ``overwrite``; a directory where a file goes; a directory rankcli did not write (whatever the flags); a
-    special file; a missing or unwritable parent directory.
+    existing directory, else a file). ``file_kind``: what a one-file output is (a :mod:`~rankcli.formats.atomic.kinds`
+    kind); an existing file of another kind is refused whatever the flags (None: not checked, for files inside an
+    output rankcli owns). Refused with exit 4: an existing target without ``overwrite``; a directory where a file
+    goes; a file or directory that is not a rankcli output of the same kind (whatever the flags); a special file; a
+    missing or unwritable parent directory.
     """
     display = Path(path)
     target = resolve_target(path)
@@ -221,6 +224,8 @@ def check_target(path: Path | str, overwrite: bool, kind: str | None = None) -> 
     if kind == "file" or (kind is None and not is_dir):  # one file
         if is_dir:
             raise OutputError(f"{display}: is a directory; give a file name, e.g. {display}/output")
+        if target.exists() and file_kind is not None:
+            _check_file_kind(target, file_kind, display)
         if target.exists() and not overwrite:
             raise OutputError(f"{display}: already exists; pass --overwrite to replace it")
     elif target.exists() or target.is_symlink():
@@ -236,6 +241,23 @@ def check_target(path: Path | str, overwrite: bool, kind: str | None = None) -> 
         raise OutputError(f"{display}: directory {parent} is not writable")
     _probe(parent, display)
     return target
+
+
+def _named(kind: str) -> str:
+    what = f"rankcli {kind}" if kind in kinds.MARKED else kind
+    return f"{'an' if what[0] in 'aeiouAEIOS' else 'a'} {what}"
+
+
+def _check_file_kind(target: Path, file_kind: str, display: Path) -> None:
+    """An existing one-file target is replaced only when it is empty or an output of the same kind."""
+    found = kinds.file_kind(target)
+    if found in ("empty", file_kind):
+        return
+    if found is not None:
+        raise OutputError(f"{display}: holds {_named(found)}, not {_named(file_kind)}; --overwrite replaces only an "
+                          "output of the same kind: choose a new path")
+    raise OutputError(f"{display}: exists and is not {_named(file_kind)}; rankcli replaces only an output of the same "
+                      "kind, whatever the flags: choose a new path or remove the file")
 
 
 def _probe(directory: Path, display: Path) -> None:

@@ -66,18 +66,21 @@ def _committed(*paths: Path | str) -> None:
 
 
 @contextmanager
-def atomic_path(path: Path | str, overwrite: bool = False, suffix: str = "") -> Iterator[Path]:
+def atomic_path(path: Path | str, overwrite: bool = False, suffix: str = "", *,
+                file_kind: str | None = None) -> Iterator[Path]:
     """Yield a temporary path in the target's directory; on success it replaces ``path``, on failure it is removed.
 
     ``path`` may be :data:`STDOUT`: the temporary then lives in the system's temporary directory and is copied to
-    standard output on success. See the module's docstring for modes, symlinks and durability.
+    standard output on success. ``file_kind``: what the output is (:mod:`~rankcli.formats.atomic.kinds`); an existing
+    file of another kind is refused (:func:`check_target`). See the module's docstring for modes, symlinks and
+    durability.
     """
     if str(path) == STDOUT:
         with _stdout_path(suffix) as tmp:
             yield tmp
         return
     display = Path(path)
-    path = check_target(path, overwrite, kind="file")
+    path = check_target(path, overwrite, kind="file", file_kind=file_kind)
     temporaries.remove_stale_temporaries(path.parent, path.name)
     try:
         tmp = temporaries.create_file(path.parent, path.name, suffix)
