@@ -27,7 +27,8 @@ trec_eval names and options are accepted as typed: -m P.5,10 -m ndcg_cut.10 -m o
 recip_rank, bpref, Rprec, ...; -q -c -l -J -M as in trec_eval; --format trec_eval prints its exact layout
 (docs/trec_eval.md). Sums (num_ret, num_rel, ...) and geometric means (gm_map) are summarised as trec_eval does.
 
-Output: a table of means with the number of queries evaluated and skipped; --json (--format json) prints
+Output: a table of means with the number of queries evaluated and skipped (sums and counts such as num_ret, and
+geometric means, are labelled as such); --json (--format json) prints
 {"convention": {...}, "queries": N, "skipped": K, "queries_without_judged": J, "metrics": {...}}, J counting the
 evaluated queries of a TREC run none of whose ranked documents is in the qrels (noted under the table too);
 --per-query OUT.parquet writes one row per query, a column per metric.

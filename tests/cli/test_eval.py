@@ -1,4 +1,5 @@
 import json
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -53,6 +54,25 @@ def test_table_states_counts_and_convention(cli, run_file):
     assert "ndcg@5" in text
     assert "queries: 40 evaluated, 0 skipped" in text
     assert "convention: gain=exponential no_relevant=one ties=input threshold=1 max_grade=4" in text
+
+
+def test_sums_and_counts_are_not_titled_mean(capsys, run_file):
+    """Issue 21.19: `eval -m official` showed num_ret 578.0000 in a column titled mean. Sums and counts are integers,
+    and each row says how its queries were summarised; a table of means alone keeps its title."""
+    from tests.conftest import run_main
+
+    path, (qids, labels, scores) = run_file
+    status, out, err = run_main(capsys, "eval", path, "-m", "num_q,num_ret,num_rel,map,gm_map", "--no-relevant",
+                                "zero")
+    assert status == 0, err
+    cells = [[c.strip() for c in re.split("[│┃]", line)[1:-1]] for line in out.splitlines() if line[:1] in "│┃"]
+    rows = {c[0]: c[1:] for c in cells}
+    assert rows["metric"] == ["value", "over queries"]
+    assert rows["num_q"] == ["40", "count"] and rows["num_ret"] == [str(qids.shape[0]), "sum"]
+    assert rows["num_rel"] == [str(int((labels >= 1).sum())), "sum"]
+    assert rows["map"][1] == "mean" and rows["gm_map"][1] == "geometric mean"
+    status, out, _ = run_main(capsys, "eval", path, "-m", "ndcg@5,map")
+    assert "mean" in out.splitlines()[2] and "value" not in out and "over queries" not in out
 
 
 def test_overrides_and_per_query_file(cli, run_file, tmp_path):
