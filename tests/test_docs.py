@@ -6,9 +6,12 @@
 - Every ``rankcli <command> ...`` written anywhere in the docs uses options that command has.
 - Every shell example (```bash, ```sh, ```console blocks) of README.md and docs/**/*.md runs: the blocks of one file
   run in order in one bash process, in a fresh temporary directory holding ``sample_data/`` and ``examples/``, with
-  ``rankcli`` on PATH, then its ```python blocks as one program; a non-zero exit fails the test. A block that cannot
-  run in a test says so on a line of its own: ``# doc-test: skip <reason>``, or ``# doc-test: needs <program>``
-  (skipped when the program is absent). The README's first block, the install commands, is what ``.ci/run`` runs.
+  ``rankcli`` on PATH, then its ```python blocks as one program; a non-zero exit fails the test. Where the docs use
+  data too large to ship (an MSLR-WEB download), the test builds a small stand-in under the same name
+  (:data:`STAND_INS`). A block runs unless it needs what a test cannot have: ``# doc-test: needs <program>`` (an
+  external program, skipped when absent) or ``# doc-test: skip <reason>`` naming a cluster. The README's first block,
+  the install commands, is what ``.ci/run`` runs.
+- User docs speak of the product only: no issue numbers, no history.
 """
 
 from __future__ import annotations
@@ -211,6 +214,8 @@ def _runnable(block: str) -> str | None:
     for marker in re.findall(r"^\s*# doc-test: (.*)$", block, re.M):
         kind, _, what = marker.partition(" ")
         assert kind in ("skip", "needs") and what.strip(), f"'# doc-test: {marker}': skip <reason> | needs <program>"
+        assert kind == "needs" or "cluster" in what, f"'# doc-test: {marker}': a block is skipped only when it needs " \
+            "a cluster (or, with 'needs <program>', an external program); give it a stand-in instead (STAND_INS)"
         if kind == "skip":
             return what
         if shutil.which(what.strip()) is None:
@@ -254,6 +259,31 @@ def _doc_line(starts: list[tuple[int, int]], script_line: int) -> int:
 FILES_WITH_EXAMPLES = [p for p in [README_PATH, *DOCS] if _blocks(p, SHELL_LANGUAGES | {"python"})]
 
 
+def _mslr_tree(root: Path) -> None:
+    """A stand-in for an MSLR-WEB10K/30K download: ``Fold1..5/{train,vali,test}.txt`` as the download lays them out
+    (136 features, ``qid:``, graded labels 0..4), two queries of 24 documents per file: the least LightGBM trains on
+    with its default ``min_data_in_leaf`` of 20."""
+    import numpy as np
+
+    rng = np.random.default_rng(10_000)
+    qid = 0
+    for fold in range(1, 6):
+        (root / f"Fold{fold}").mkdir(parents=True)
+        for part in ("train", "vali", "test"):
+            lines = []
+            for _ in range(2):
+                qid += 1
+                for label in rng.permutation(np.arange(24) % 5):
+                    features = " ".join(f"{j}:{v:.3f}" for j, v in enumerate(rng.random(136), 1))
+                    lines.append(f"{label} qid:{qid} {features}")
+            (root / f"Fold{fold}" / f"{part}.txt").write_text("\n".join(lines) + "\n")
+
+
+#: Data the docs use that is too large to ship, by the name the docs give it: built in the examples' directory when a
+#: file's examples mention the name.
+STAND_INS = {"MSLR-WEB10K": _mslr_tree, "MSLR-WEB30K": _mslr_tree}
+
+
 def _run_examples(path: Path, directory: Path) -> tuple[int, str, list[tuple[int, int]], list[str]]:
     """Run the file's examples in ``directory``: (exit status, stderr, block starts, notes)."""
     script, starts, notes = _script(path)
@@ -261,6 +291,9 @@ def _run_examples(path: Path, directory: Path) -> tuple[int, str, list[tuple[int
         return 0, "", starts, notes
     for name in ("sample_data", "examples"):
         (directory / name).symlink_to(REPO / name)
+    for name, build in STAND_INS.items():
+        if re.search(rf"(?<![\w/-]){re.escape(name)}\b", script):
+            build(directory / name)
     # One LightGBM thread: the examples are tiny, and idle OpenMP threads spinning would only burn CPU.
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
            "MPLBACKEND": "Agg", "COLUMNS": "120", "OMP_NUM_THREADS": "1"}
@@ -291,3 +324,34 @@ def test_shell_examples_run(path, example_results):
         line = _doc_line(starts, int(failed[-1])) if failed else 0
         where = f"{path.relative_to(REPO)}" + (f":{line}" if line > 0 else " (its Python blocks, or where unknown)")
         pytest.fail(f"{where}: an example exited with status {status}\n{stderr[-3000:]}")
+
+
+def test_only_a_cluster_or_an_external_program_keeps_a_block_from_running():
+    """Every shell block runs, on a stand-in where the real data is large; the markers that stop one are checked as
+    the blocks are read (:func:`_runnable`), here for every file whether its examples are selected or not."""
+    for path in [README_PATH, *DOCS]:
+        for _, block in _shell_blocks(path):
+            _runnable(block)
+
+
+def test_the_stand_in_is_laid_out_as_the_download():
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "MSLR-WEB10K"
+        _mslr_tree(root)
+        files = sorted(str(p.relative_to(root)) for p in root.rglob("*.txt"))
+        assert files == [f"Fold{k}/{part}.txt" for k in range(1, 6) for part in ("test", "train", "vali")]
+        first = (root / "Fold1" / "train.txt").read_text().splitlines()
+        assert len(first) == 48 and first[0].split()[1] == "qid:1" and first[0].split()[-1].startswith("136:")
+
+
+#: Words of a changelog, not of a manual.
+HISTORY = re.compile(r"\bissues? #?\d+|\bthe issue\b|\bbefore (?:issue|this change|the fix)\b|\bthe new default\b"
+                     r"|\bno longer\b|\bused to\b", re.I)
+
+
+@pytest.mark.parametrize("path", [README_PATH, *DOCS], ids=lambda p: str(p.relative_to(REPO)))
+def test_user_docs_speak_of_the_product_only(path):
+    found = [(n, m.group(0)) for n, line in enumerate(path.read_text().splitlines(), 1) for m in HISTORY.finditer(line)]
+    assert not found, f"{path.relative_to(REPO)}: history, not the product: {found}"

@@ -216,8 +216,8 @@ def test_a_usage_error_is_one_line(capsys, args):
 def test_the_readme_shows_a_usage_error_as_it_is(capsys):
     """The README's example of a usage error is the command's output, word for word."""
     readme = " ".join((REPO / "README.md").read_text().split())
-    found = re.search(r"`rankcli (info --bogus)` prints `(Error: [^`]+)`", readme)
+    found = re.search(r"`rankcli (\w+)` given `(--\w+)` prints `(Error: [^`]+)`", readme)
     assert found and "Errors are one line on stderr" in readme
     capsys.readouterr()
-    assert main(found.group(1).split()) == ExitStatus.USAGE
-    assert capsys.readouterr().err == found.group(2) + "\n"
+    assert main([found.group(1), found.group(2)]) == ExitStatus.USAGE
+    assert capsys.readouterr().err == found.group(3) + "\n"
