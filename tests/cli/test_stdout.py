@@ -24,8 +24,9 @@ from tests.conftest import REPO, SAMPLE
 
 LETOR = SAMPLE / "letor"
 
-#: Per command, argument lists (``{name}`` is a file of the ``files`` fixture, ``{tmp}`` the test's directory) whose
-#: run writes to standard output.
+#: Per command, argument lists (``{name}`` is a file of the ``files`` fixture: a LETOR text file, a dataset, a model,
+#: two Parquet runs, a click log, TREC qrels and a TREC run; ``{tmp}`` the test's directory) whose run writes to
+#: standard output. A new command adds its line here.
 STDOUT_CASES: dict[str, list[list[str]]] = {
     "convert": [["convert", "{letor}", "-o", "-"], ["convert", "{letor}", "-o", "{tmp}/c.parquet"]],
     "info": [["info", "{data}"], ["info", "{data}", "--json"]],
@@ -34,7 +35,8 @@ STDOUT_CASES: dict[str, list[list[str]]] = {
     "train": [["train", "{data}", "-o", "{tmp}/m", "--trees", "1", "--threads", "1"]],
     "predict": [["predict", "{model}", "{data}", "-o", "-"], ["predict", "{model}", "{data}", "-o", "-", "--format",
                                                               "trec"]],
-    "eval": [["eval", "{run}"], ["eval", "{run}", "--json"], ["eval", "{run}", "--format", "trec_eval"]],
+    "eval": [["eval", "{run}"], ["eval", "{run}", "--json"], ["eval", "{run}", "--format", "trec_eval"],
+             ["eval", "--qrels", "{qrels}", "--run", "{trec_run}", "-q", "--format", "trec_eval"]],
     "simulate-clicks": [["simulate-clicks", "{data}", "-o", "-", "--seed", "1"],
                         ["simulate-clicks", "{data}", "-o", "{tmp}/s.parquet", "--seed", "1"]],
     "propensity": [["propensity", "{clicks}"], ["propensity", "{clicks}", "--json"]],
@@ -48,14 +50,17 @@ STDOUT_CASES: dict[str, list[list[str]]] = {
 def files(tmp_path_factory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("stdout")
     out = {"letor": LETOR / "test.txt", "data": d / "data.parquet", "model": d / "model", "run": d / "run.parquet",
-           "run2": d / "run2.parquet", "clicks": d / "clicks.parquet"}
+           "run2": d / "run2.parquet", "clicks": d / "clicks.parquet", "qrels": d / "qrels.txt",
+           "trec_run": d / "run.trec"}
     steps = [["convert", out["letor"], "-o", out["data"]],
              ["train", out["data"], "-o", out["model"], "--trees", "2", "--threads", "1"],
              ["predict", out["model"], out["data"], "-o", out["run"]],
              ["train", out["data"], "-o", d / "model2", "--trees", "3", "--threads", "1", "--loss", "pointwise"],
              ["predict", d / "model2", out["data"], "-o", out["run2"]],
              ["simulate-clicks", out["data"], "-o", out["clicks"], "--model", "pbm", "--ranker", "random",
-              "--keep-no-click", "--seed", "1"]]
+              "--keep-no-click", "--seed", "1"],
+             ["export", out["data"], "-o", out["qrels"], "--format", "trec-qrels"],
+             ["predict", out["model"], out["data"], "-o", out["trec_run"], "--format", "trec"]]
     for args in steps:
         assert main([str(a) for a in args]) == 0, args
     return out
