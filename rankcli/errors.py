@@ -98,9 +98,10 @@ class Terminated(BaseException):
         super().__init__(signal.Signals(signum).name)
 
 
-class StdoutClosed(BaseException):
-    """The reader of standard output went away (a closed pipe, as ``rankcli ... | head -1`` makes): the command ends
-    quietly with exit 141, what a shell reports for a tool killed by SIGPIPE. A :class:`BaseException`, like
-    :class:`Terminated`, so that no ``except Exception`` swallows it on its way to the CLI's boundary."""
+class PipeClosed(BaseException):
+    """The reader of standard output (or of stderr, the log) went away: a closed pipe, as ``rankcli ... | head -1``
+    makes. The command ends quietly with exit 141, what a shell reports for a tool killed by SIGPIPE. A
+    :class:`BaseException`, like :class:`Terminated`, so that no ``except Exception`` swallows it on its way to the
+    CLI's boundary."""
 
     exit_status = ExitStatus.BROKEN_PIPE

@@ -183,9 +183,9 @@ def _run(command, args: list[str]) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    from rankcli.cli._common import guarded_stdout
+    from rankcli.cli._common import guarded_streams
     from rankcli.compat import DependencyChanged, click_exception_type
-    from rankcli.errors import StdoutClosed, Terminated
+    from rankcli.errors import PipeClosed, Terminated
 
     try:
         usage_error = click_exception_type()
@@ -203,10 +203,10 @@ def _main(argv: list[str] | None) -> int:
     # the subcommand alone when the command line names one (a typo, --help or --version get every command)
     command = typer.main.get_command(make_app(args[0]) if args and args[0] in COMMANDS else app)
     try:
-        # every write to stdout (results, --help, -o -) fails as StdoutClosed or StdoutError, handled below
-        with guarded_stdout():
+        # every write to stdout (results, --help, -o -) fails as PipeClosed or StdoutError, handled below; stderr too
+        with guarded_streams():
             return _run(command, args)
-    except StdoutClosed:
+    except PipeClosed:
         # The reader went away (`rankcli ... | head`): not our failure, nothing more to say; 141 as for SIGPIPE.
         return ExitStatus.BROKEN_PIPE
     except Terminated as exc:  # a second signal while the first was being handled

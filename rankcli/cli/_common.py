@@ -11,9 +11,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from rankcli.errors import PipeClosed, StdoutError
 
-class _NoStdout:
-    """Standard output when the process started with it closed (``rankcli ... >&-``): writing fails as on a closed
+
+class _Closed:
+    """A standard stream the process started without (``rankcli ... >&-``): writing fails as on a closed
     descriptor, and nothing is pending to flush."""
 
     encoding = "utf-8"
@@ -29,56 +31,62 @@ class _NoStdout:
         return False
 
     @property
-    def buffer(self) -> _NoStdout:
+    def buffer(self) -> _Closed:
         return self
 
 
-class GuardedStdout:
-    """Standard output for the length of a command (:func:`guarded_stdout` installs it as ``sys.stdout``): every write
-    and flush, through the text stream or its binary ``buffer``, by rankcli, typer's help or rich, turns an ``OSError``
-    into :class:`~rankcli.errors.StdoutClosed` (the reader went away: exit 141, quietly) or
-    :class:`~rankcli.errors.StdoutError` (``/dev/full``, ``ulimit -f``: exit 4). Rich would otherwise swallow a closed
-    pipe into ``SystemExit(1)``, and Python report a disk full as a traceback."""
+class GuardedStream:
+    """``sys.stdout`` or ``sys.stderr`` for the length of a command (:func:`guarded_streams` installs them): every
+    write and flush, through the text stream or its binary ``buffer``, by rankcli, typer's help or rich, turns an
+    ``OSError`` into :class:`~rankcli.errors.PipeClosed` when the reader went away (exit 141, quietly; typer would
+    exit 1, rich too) and, on standard output, into :class:`~rankcli.errors.StdoutError` for any other reason
+    (``/dev/full``, ``ulimit -f``: exit 4, where Python shows a traceback). On stderr (``log``) any other failure loses
+    the line and the command goes on: progress and logs are not its results."""
 
-    def __init__(self, stream, failed: list | None = None):
-        self._stream = _NoStdout() if stream is None else stream
-        self._failed = [] if failed is None else failed  # shared with the buffer's guard: the first failure
+    def __init__(self, stream, *, log: bool = False, failed: list | None = None):
+        self._stream = _Closed() if stream is None else stream
+        self._log = log
+        self._failed = [] if failed is None else failed  # shared with the buffer's guard: the failures met
 
-    def _guard(self, method, *args):
+    def _guard(self, method, data=None):
         try:
-            return method(*args)
+            return method() if data is None else method(data)
         except OSError as exc:
-            raise self._error(exc) from None
-
-    def _error(self, exc: OSError) -> BaseException:
-        from rankcli.errors import StdoutClosed, StdoutError
-
-        self._failed.append(exc)
-        return StdoutClosed() if exc.errno == errno.EPIPE else StdoutError(exc.strerror or str(exc))
+            self._failed.append(exc)
+            if exc.errno == errno.EPIPE:
+                raise PipeClosed() from None
+            if self._log:
+                return None  # a log line lost
+            raise StdoutError(exc.strerror or str(exc)) from None
 
     def write(self, data):
         written = self._guard(self._stream.write, data)
         if isinstance(data, str) or not isinstance(written, int):
-            return written
+            return len(data) if written is None else written
         # A binary write cut short (the reader left mid-write: CPython's BufferedWriter then returns the count
         # instead of raising) is continued, so that the failure is raised, not the rest of the output lost.
         view = memoryview(data).cast("B")
         while 0 <= written < len(view):
             more = self._guard(self._stream.write, view[written:])
-            if not more:
-                raise self._error(OSError(errno.EAGAIN, os.strerror(errno.EAGAIN)))
+            if more is None and self._log:
+                break
+            if not more:  # a non-blocking descriptor that takes nothing more
+                self._failed.append(OSError(errno.EAGAIN, os.strerror(errno.EAGAIN)))
+                raise StdoutError(os.strerror(errno.EAGAIN))
             written += more
-        return written
+        return len(view)
 
     def writelines(self, lines) -> None:
-        self._guard(self._stream.writelines, lines)
+        for line in lines:
+            self.write(line)
 
     def flush(self) -> None:
         self._guard(self._stream.flush)
 
     @property
-    def buffer(self) -> GuardedStdout:
-        return GuardedStdout(self._stream.buffer, self._failed)  # AttributeError (a text-only stream) is passed on
+    def buffer(self) -> GuardedStream:
+        # AttributeError (a text-only stream) is passed on
+        return GuardedStream(self._stream.buffer, log=self._log, failed=self._failed)
 
     @property
     def failed(self) -> bool:
@@ -89,30 +97,32 @@ class GuardedStdout:
 
 
 @contextmanager
-def guarded_stdout() -> Iterator[GuardedStdout]:
-    """``sys.stdout`` as a :class:`GuardedStdout` inside the block, flushed at its end (so that output still buffered
-    fails inside the block, not in the interpreter's exit). After a failure what is still buffered is dropped:
-    the descriptor is pointed at ``/dev/null``, as Python's documentation advises for SIGPIPE, so that the
-    interpreter's own flush at exit neither fails again nor prints "Exception ignored"."""
-    from rankcli.errors import StdoutClosed, StdoutError
-
-    original = sys.stdout
-    guard = GuardedStdout(original)
-    sys.stdout = guard
+def guarded_streams() -> Iterator[GuardedStream]:
+    """``sys.stdout`` and ``sys.stderr`` as :class:`GuardedStream` inside the block (yields standard output's); both
+    are flushed at its end, so that output still buffered fails inside the block, not in the interpreter's exit. After
+    a failure what is still buffered is dropped: the descriptor is pointed at ``/dev/null``, as Python's documentation
+    advises for SIGPIPE, so that the interpreter's own flush at exit neither fails again nor prints "Exception
+    ignored"."""
+    originals = sys.stdout, sys.stderr
+    out, err = GuardedStream(originals[0]), GuardedStream(originals[1], log=True)
+    sys.stdout, sys.stderr = out, err
     try:
-        yield guard
-        guard.flush()
+        yield out
+        err.flush()
+        out.flush()
     except BaseException:
-        if not guard.failed:  # the command failed: its partial output is still written out if the reader is there
-            try:
-                guard.flush()
-            except (StdoutClosed, StdoutError):
-                pass
+        for guard in (err, out):
+            if not guard.failed:  # the command failed: its partial output still goes out if the reader is there
+                try:
+                    guard.flush()
+                except (PipeClosed, StdoutError):
+                    pass
         raise
     finally:
-        sys.stdout = original
-        if guard.failed:
-            _drop_pending(original)
+        sys.stdout, sys.stderr = originals
+        for guard, stream in zip((out, err), originals):
+            if guard.failed:
+                _drop_pending(stream)
 
 
 def _drop_pending(stream) -> None:

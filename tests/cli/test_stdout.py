@@ -1,5 +1,6 @@
-"""Standard output and the shell: a closed pipe ends any command quietly with exit 141; a write that fails otherwise
-(``/dev/full``, ``ulimit -f``, a closed descriptor) is exit 4 with the system's reason; usage errors are one line.
+"""Standard output and the shell: a closed pipe (on stdout or on stderr, the log) ends any command quietly with exit
+141; a write to stdout that fails otherwise (``/dev/full``, ``ulimit -f``, a closed descriptor) is exit 4 with the
+system's reason; usage errors are one line.
 
 ``STDOUT_CASES`` holds, for every command in ``rankcli.cli.COMMANDS``, command lines that write to standard output;
 a command added to ``COMMANDS`` without one fails ``test_every_command_has_a_stdout_case``, and its ``--help`` is
@@ -190,6 +191,26 @@ def test_a_closed_standard_output_descriptor_is_exit_4(files):
     result = subprocess.run(["bash", "-c", f"exec '{sys.executable}' -m rankcli info '{files['data']}' >&-"],
                             stderr=subprocess.PIPE, env=env, timeout=120)
     assert (result.returncode, result.stderr) == (4, b"Error: cannot write standard output: Bad file descriptor\n")
+
+
+def test_the_log_s_reader_leaving_is_141_and_a_full_log_loses_only_the_log(files, tmp_path):
+    """stderr carries progress and logs: a closed pipe there ends the command as on stdout (typer made it exit 1 with
+    no output written); a log that cannot be written (/dev/full) loses its lines, not the command's results."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-m", "rankcli", "train", str(files["data"]), "-o", str(tmp_path / "m"), "--trees",
+               "2", "--threads", "1"]
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        result = subprocess.run(command, stdout=subprocess.PIPE, stderr=write, env=env, timeout=120)
+    finally:
+        os.close(write)
+    assert (result.returncode, result.stdout) == (141, b"")
+    assert not (tmp_path / "m").exists() and _temporaries(tmp_path) == []
+    with open("/dev/full", "wb") as full:
+        result = subprocess.run(command, stdout=subprocess.PIPE, stderr=full, env=env, timeout=120)
+    assert result.returncode == 0 and result.stdout.startswith(f"{tmp_path / 'm'}: xendcg, 2 trees".encode())
+    assert sorted(p.name for p in (tmp_path / "m").iterdir()) == ["model.txt", "rankcli.json"]
 
 
 def test_141_is_in_every_exit_table():
