@@ -164,11 +164,29 @@ def check_threads(threads: int | None) -> int | None:
     return threads
 
 
-def default_threads(threads: int | None = None) -> int:
-    """``threads`` when given (``--threads``, checked by :func:`check_threads`), else :func:`available_cpus`: the
-    one rule for every command."""
-    return int(check_threads(threads)) if threads else available_cpus()
+#: Rows per LightGBM thread in the default thread count for training: a training set of fewer than twice this many
+#: rows trains on one thread. LightGBM's advice ("do not set it too large if your dataset is small, for instance, do
+#: not use 64 threads for a dataset with 10,000 rows"): its threads meet at a barrier after every histogram and split,
+#: so with little data per thread they wait more than they work, and on a busy machine a thread that is not running
+#: holds the others up (bench/threads.py, BENCHMARKS.md "train: default threads").
+ROWS_PER_THREAD = 20_000
 
 
-__all__ = ["affinity_cpus", "available_cpus", "cgroup_cpu_limit", "check_threads", "default_threads", "max_threads",
-           "omp_num_threads"]
+def threads_for_rows(rows: int) -> int:
+    """The most threads ``rows`` training rows are given by default: one per :data:`ROWS_PER_THREAD`, at least 1."""
+    return max(1, int(rows) // ROWS_PER_THREAD)
+
+
+def default_threads(threads: int | None = None, rows: int | None = None) -> int:
+    """``threads`` when given (``--threads``, checked by :func:`check_threads`), else :func:`available_cpus`, and with
+    ``rows`` (training) at most :func:`threads_for_rows`: the one rule for every command. It depends only on the CPUs
+    this process may use and on the data, so the same job on the same machine gets the same count (a model is
+    byte-identical only for the same count; ``rankcli.json`` records it)."""
+    if threads:
+        return int(check_threads(threads))
+    cpus = available_cpus()
+    return cpus if rows is None else min(cpus, threads_for_rows(rows))
+
+
+__all__ = ["ROWS_PER_THREAD", "affinity_cpus", "available_cpus", "cgroup_cpu_limit", "check_threads",
+           "default_threads", "max_threads", "omp_num_threads", "threads_for_rows"]

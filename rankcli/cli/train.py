@@ -31,6 +31,9 @@ SHORT_HELP = "Train a LightGBM ranker with a chosen loss."
 # the two equal).
 LOSS_NAMES = ("lambdamart", "xendcg", "xendcg-native", "listnet", "ranknet", "pointwise")
 
+#: ``--threads``' default, as the help says it (rankcli.cpus.default_threads).
+THREADS_DEFAULT = ("the CPUs this process may use (its CPU affinity, cgroup CPU quota and OMP_NUM_THREADS), at most "
+                   "one per 20,000 training rows")
 
 def command(
     train: Annotated[Path, typer.Argument(help="Training data (Parquet).", show_default=False)],
@@ -56,8 +59,7 @@ def command(
         "--min-data-in-leaf", help="Minimum documents per leaf (default: 20, or the preset's).",
         show_default=False)] = None,
     param: Annotated[list[str] | None, opt.param()] = None,
-    threads: Annotated[int | None, opt.threads(default="the CPUs this process may use: its CPU affinity, cgroup CPU "
-                                                       "quota and OMP_NUM_THREADS")] = None,
+    threads: Annotated[int | None, opt.threads(default=THREADS_DEFAULT)] = None,
     seed: Annotated[int, opt.seed("every random step", result="model bytes")] = 0,
     preset: Annotated[str | None, typer.Option(help="paper-web30k | paper-yahoo: the paper's LightGBM "
                                                     "hyperparameters.", show_default=False,
@@ -136,4 +138,7 @@ def _render(info: dict, output: Path, loss: str, *, validated: bool, json_out: b
         line += (f" (of {info['trees_trained']} trained), validation {info['select_by']} "
                  f"{'n/a' if best is None else f'{best:.4f}'}")
     line += f", {info['seconds']:.1f} s"
+    threads = info.get("params", {}).get("num_threads")
+    if threads is not None:  # models are byte-identical only for the same count: say which one this is
+        line += f", {threads} thread{'s' if threads != 1 else ''}"
     typer.echo(line)

@@ -187,7 +187,7 @@ class TrainConfig:
         return dataclasses.replace(config, params=params) if params else config
 
 
-def resolve_params(config: TrainConfig, max_grade: int | None = None) -> dict[str, Any]:
+def resolve_params(config: TrainConfig, max_grade: int | None = None, rows: int | None = None) -> dict[str, Any]:
     """The LightGBM parameters for ``config`` (a library loss's objective as ``"none"``; the callable is added by
     :func:`rankcli.train.training.train_model`).
 
@@ -195,6 +195,7 @@ def resolve_params(config: TrainConfig, max_grade: int | None = None) -> dict[st
     ----------
     config : the training configuration.
     max_grade : the largest training grade of ``lambdamart`` (LightGBM's default ``label_gain`` stops at 30).
+    rows : the training rows, which bound the default thread count (:func:`rankcli.cpus.default_threads`).
     """
     check_loss(config.loss)
     preset = PRESETS[check_preset(config.preset)] if config.preset else {}
@@ -213,7 +214,8 @@ def resolve_params(config: TrainConfig, max_grade: int | None = None) -> dict[st
         "force_row_wise": True,
         "verbosity": -1,
         "metric": "None",
-        "num_threads": default_threads(config.threads),  # not 0 (every core of the node): the CPUs we may use
+        # not 0 (every core of the node): the CPUs we may use, and no more than the training rows can keep busy
+        "num_threads": default_threads(config.threads, rows),
     }
     params.update(preset.get("params", {}))
     if config.preset and config.loss == "lambdamart":

@@ -220,7 +220,7 @@ def train_model(train: Dataset, valid: Dataset | None, config: TrainConfig, on_i
         position = _check_position(train, config, position)
     prepared = check_inputs(train, valid, config)
     labels = prepared.labels
-    params = resolve_params(config, int(labels.max()) if config.loss == "lambdamart" else None)
+    params = resolve_params(config, int(labels.max()) if config.loss == "lambdamart" else None, rows=train.n_rows)
     selection, feval, callbacks = _callbacks(valid, config, prepared, on_iteration)
     run_params = dict(params)
     native = LOSSES[config.loss].native

@@ -372,8 +372,8 @@ def test_default_threads_recorded_from_omp_num_threads(cli, data, tmp_path):
     assert r.returncode == 0, r.stderr
     assert json.loads((tmp_path / "m" / "rankcli.json").read_text())["params"]["num_threads"] == 1
     r = cli("train", "--help", env={"COLUMNS": "400", "TERM": "dumb"})
-    assert "default: the CPUs this process may use: its CPU affinity, cgroup CPU quota and OMP_NUM_THREADS" in \
-        r.stdout.decode()
+    assert "default: the CPUs this process may use (its CPU affinity, cgroup CPU quota and OMP_NUM_THREADS), at most " \
+        "one per 20,000 training rows" in r.stdout.decode()
 
 
 def test_loss_option_shows_every_loss_of_the_registry_in_its_order():
