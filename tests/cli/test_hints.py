@@ -28,6 +28,7 @@ def model(tmp_path_factory):
     ["info", "{text}"], ["train", "{text}", "-o", "{tmp}/m"], ["predict", "{model}", "{text}", "-o", "{tmp}/r.parquet"],
     ["eval", "{text}"], ["eval", "{text}", "--model", "{model}"], ["compare", "{text}", "{text2}"],
     ["export", "{text}", "-o", "{tmp}/e.txt"], ["simulate-clicks", "{text}", "-o", "{tmp}/c.parquet"],
+    ["split", "{text}", "-o", "{tmp}/folds", "--folds", "3"],
     ["propensity", "{text}"], ["experiment", "{text}", "-o", "{tmp}/x", "--trials", "1", "--trees", "1"],
 ], ids=lambda a: " ".join(a[:2] if a[0] != "predict" else a[:1]))
 def test_svmlight_text_where_parquet_is_read_is_told_to_convert(capsys, tmp_path, model, args):

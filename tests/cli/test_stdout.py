@@ -33,6 +33,8 @@ STDOUT_CASES: dict[str, list[list[str]]] = {
     "info": [["info", "{data}"], ["info", "{data}", "--json"]],
     "export": [["export", "{data}", "-o", "-"], ["export", "{data}", "-o", "-", "--format", "trec-qrels"],
                ["export", "{data}", "-o", "{tmp}/e.txt", "--json"]],
+    "split": [["split", "{data}", "-o", "{tmp}/folds", "--folds", "3"],
+              ["split", "{data}", "-o", "{tmp}/s", "--split", "0.6,0.2,0.2", "--json"]],
     "train": [["train", "{data}", "-o", "{tmp}/m", "--trees", "1", "--threads", "1"]],
     "predict": [["predict", "{model}", "{data}", "-o", "-"], ["predict", "{model}", "{data}", "-o", "-", "--format",
                                                               "trec"]],
