@@ -203,3 +203,32 @@ def plot_propensity(result: dict, path: Path) -> Path:
     _save_png(fig, path)
     plt.close(fig)
     return path
+
+
+def plot_best_so_far(curves: dict[str, list[float]], path: Path, metric: str, budget: int) -> Path:
+    """The best validation value after each finished trial, one line per loss: whether the budget was enough (a
+    curve still rising at the end was not), written as a PNG.
+
+    Parameters
+    ----------
+    curves : loss -> best validation value after trial 1, 2, ... (finished trials in number order).
+    path : the PNG file written (returned).
+    metric : the validation metric's name, for the axis.
+    budget : the trials each loss was given, for the axis and the title.
+    """
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    for i, (loss, values) in enumerate(curves.items()):
+        if values:
+            ax.step(range(1, len(values) + 1), values, where="post", marker="o", markersize=3, label=loss,
+                    color=f"C{i}")
+    ax.set_xlabel("finished trials")
+    ax.set_ylabel(f"best validation {metric} so far")
+    ax.set_xlim(0.5, max(budget, max((len(v) for v in curves.values()), default=1)) + 0.5)
+    ax.set_title(f"tuning: best so far, budget {budget} trials per loss (trial 1: train's parameters)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, format="png")
+    plt.close(fig)
+    return path

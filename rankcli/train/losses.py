@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -43,6 +43,8 @@ class Loss:
     step : the boosting step of a library loss (:data:`StepFactory`).
     takes_gamma : XE-NDCG's gamma is drawn for it (``--gamma``).
     max_grade : for ``grades`` losses, the largest grade LightGBM can take and why (``None``: no limit).
+    search : the loss's own parameters that ``rankcli tune`` searches, name -> range (:mod:`rankcli.tune.space`
+        reads it: ``low``/``high``/``log``/``int`` or ``choices``, and ``default``, the value ``train`` uses).
     """
 
     name: str
@@ -53,6 +55,7 @@ class Loss:
     step: StepFactory | None = None
     takes_gamma: bool = False
     max_grade: tuple[int, str] | None = None
+    search: dict[str, dict] = field(default_factory=dict, compare=False)
 
     @property
     def native(self) -> bool:
@@ -84,11 +87,15 @@ _LOSSES = (
          # lambdamart's gain table 2^g - 1 must stay finite in the sums of DCG over a query (2^1000 times any query
          # size below 2^23 documents is within float64's range)
          max_grade=(1000, "its gains 2^grade - 1 overflow the DCG sums beyond that"),
+         # LightGBM's defaults (truncation 30, sigma 1) inside ranges around them (LightGBM's parameter docs)
+         search={"lambdarank_truncation_level": {"low": 5, "high": 100, "log": True, "int": True, "default": 30},
+                 "sigmoid": {"low": 0.5, "high": 4.0, "log": True, "default": 1.0}},
          doc="LambdaMART: boosted trees on the RankNet gradient of each pair (i, j) with y_i > y_j, "
              "lambda_ij = -sigma / (1 + exp(sigma (s_i - s_j))), scaled by |delta NDCG_ij|, the change of NDCG when "
              "the two documents swap places (LightGBM's lambdarank). C. J. C. Burges, From RankNet to LambdaRank to "
              "LambdaMART: An Overview, Microsoft Research Technical Report MSR-TR-2010-82, 2010."),
     Loss("xendcg", labels="non-negative", value=core.xendcg_value, step=_xendcg_step, takes_gamma=True,
+         search={"gamma": {"choices": ["uniform", "mean"], "default": "uniform"}},
          doc="XE-NDCG: per query -sum_i phi_i log rho_i with rho = softmax(s) and phi_i = (2^y_i - gamma_i) / "
              "sum_j (2^y_j - gamma_j), gamma drawn uniformly per document and tree; boosted with the paper's "
              "Newton-corrected step (rankcli.core.losses.xendcg_grad_hess), real-valued labels allowed. S. Bruch, An "

@@ -1,0 +1,153 @@
+"""The output directory of ``rankcli tune`` as a file format: its layout, and every file rankcli writes there.
+
+- ``tune.json``: says the directory is a tune output (``format``) and which losses it holds;
+- ``<loss>/study.json``: the study's identity (data, training options, seed, search space); a rerun with another
+  identity is refused unless ``--overwrite``;
+- ``<loss>/study.journal``: Optuna's journal (every trial, appended; shared by concurrent processes);
+- ``<loss>/trials.csv``: one row per trial: number, state, validation value, trees, seconds, parameters;
+- ``<loss>/best.json`` and ``best.json``: the best parameters of one loss and of every loss, as parameter files
+  (:mod:`rankcli.train.params_file`) that ``train --params-file`` and ``experiment --params-file`` read;
+- ``best-so-far.csv`` (and ``best-so-far.png`` with the plot extra): the best validation value after each finished
+  trial, per loss;
+- ``.workers/``, ``<loss>/.claim.lock``: the locks of concurrent processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from rankcli.errors import OutputError
+from rankcli.formats.jsonable import jsonable
+
+TUNE_FORMAT = "rankcli-tune/1"
+MARKER_FILE = "tune.json"
+STUDY_FILE = "study.json"
+TRIALS_FILE = "trials.csv"
+BEST_FILE = "best.json"
+CURVE_FILE = "best-so-far.csv"
+PLOT_FILE = "best-so-far.png"
+PARAMS_FORMAT = "rankcli-params/1"
+
+
+def write_text(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` atomically (replacing an earlier version); returns ``path``."""
+    from rankcli.formats.atomic import atomic_path
+
+    try:
+        with atomic_path(path, overwrite=True) as tmp:
+            tmp.write_text(text)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    return path
+
+
+def write_json(path: Path, document: Any) -> Path:
+    """Write ``document`` as indented JSON (NaN and infinity as null) to ``path`` atomically."""
+    return write_text(path, json.dumps(jsonable(document), indent=2) + "\n")
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+
+
+def is_tune_directory(path: Path) -> bool:
+    """Whether ``path`` holds a rankcli tune output (its ``tune.json``)."""
+    doc = _read_json(path / MARKER_FILE)
+    return isinstance(doc, dict) and doc.get("format") == TUNE_FORMAT
+
+
+def prepare_directory(out_dir: Path, losses: list[str], overwrite: bool) -> None:
+    """Create ``out_dir`` or reopen a tune output there; with ``overwrite`` the studies of ``losses`` (and the files
+    about every loss) are removed, to start over. A non-empty directory that is not a tune output is refused."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise OutputError(f"{out_dir}: exists and is not a directory")
+    parent = out_dir.parent if str(out_dir.parent) else Path(".")
+    if not parent.is_dir():
+        raise OutputError(f"{out_dir}: directory {parent} does not exist")
+    if out_dir.is_dir() and any(not p.name.startswith(".") for p in out_dir.iterdir()) \
+            and not is_tune_directory(out_dir):
+        raise OutputError(f"{out_dir}: is not empty and holds no rankcli tune output ({MARKER_FILE} missing); "
+                          "rankcli replaces only its own outputs, whatever the flags: choose a new or empty directory")
+    try:
+        out_dir.mkdir(exist_ok=True)
+        known = (_read_json(out_dir / MARKER_FILE) or {}).get("losses") or []
+        if overwrite:
+            for loss in losses:
+                if (out_dir / loss).is_dir():
+                    shutil.rmtree(out_dir / loss)
+            for name in (BEST_FILE, CURVE_FILE, PLOT_FILE):
+                if (out_dir / name).exists():
+                    os.unlink(out_dir / name)
+        for loss in losses:
+            (out_dir / loss).mkdir(exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"{out_dir}: cannot write ({exc.strerror or exc})") from None
+    write_json(out_dir / MARKER_FILE, {"format": TUNE_FORMAT,
+                                       "losses": list(dict.fromkeys([*known, *losses]))})
+
+
+def _difference(old: Any, new: Any, prefix: str = "") -> list[str]:
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = []
+        for k in sorted(set(old) | set(new)):
+            out += _difference(old.get(k), new.get(k), f"{prefix}{k}.")
+        return out
+    if old != new:
+        return [f"{prefix.rstrip('.')}: {json.dumps(old)[:60]} before, {json.dumps(new)[:60]} now"]
+    return []
+
+
+def check_study_identity(loss_dir: Path, identity: dict) -> bool:
+    """Record ``identity`` in ``loss_dir/study.json``, or check it against the one recorded; True when a study was
+    there already (resumed). Another identity is an :class:`OutputError` saying what differs."""
+    path = loss_dir / STUDY_FILE
+    stored = _read_json(path)
+    new = json.loads(json.dumps(jsonable(identity), sort_keys=True))
+    if isinstance(stored, dict) and "identity" in stored:
+        if stored["identity"] == new:
+            return True
+        diffs = _difference(stored["identity"], new)
+        raise OutputError(f"{loss_dir}: holds a study with another configuration ({'; '.join(diffs[:3])}"
+                          f"{'; ...' if len(diffs) > 3 else ''}); rerun with the same data, options and --space to "
+                          "resume it, or pass --overwrite to start over")
+    write_json(path, {"format": TUNE_FORMAT, "identity": new})
+    return False
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(value)
+    text = str(value)
+    return f'"{text}"' if any(c in text for c in ',"\n') else text
+
+
+def write_trials(loss_dir: Path, rows: list[dict], names: list[str]) -> Path:
+    """``loss_dir/trials.csv``: ``trial, state, value, trees, trees_trained, seconds, retry_of`` and one column per
+    parameter of ``names``, one row per trial of ``rows``."""
+    head = ["trial", "state", "value", "trees", "trees_trained", "seconds", "retry_of", *names]
+    lines = [",".join(head)]
+    for r in rows:
+        lines.append(",".join(_cell(r.get(k) if k in head[:7] else r["params"].get(k)) for k in head))
+    return write_text(loss_dir / TRIALS_FILE, "\n".join(lines) + "\n")
+
+
+def params_document(entries: dict[str, dict]) -> dict:
+    """A parameter file's content: ``{"format", "losses": {loss: entry}}`` (each entry holds ``params``)."""
+    return {"format": PARAMS_FORMAT, "losses": entries}
+
+
+def write_curves(out_dir: Path, curves: dict[str, list[float]]) -> Path:
+    """``best-so-far.csv``: ``loss, trials, best`` (the best validation value after each finished trial)."""
+    lines = ["loss,trials,best"]
+    for loss, values in curves.items():
+        lines += [f"{loss},{i + 1},{v!r}" for i, v in enumerate(values)]
+    return write_text(out_dir / CURVE_FILE, "\n".join(lines) + "\n")

@@ -1,0 +1,63 @@
+"""What ``rankcli tune`` runs: the losses, the budget, the training options every trial shares and the space."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from rankcli.errors import UsageError
+from rankcli.tune.space import Space, loss_space
+
+
+@dataclass
+class TuneConfig:
+    """What ``rankcli tune`` runs.
+
+    Parameters
+    ----------
+    losses : the losses tuned, each on its own study with the same budget.
+    budget : the trainings each loss gets (finished trials, trial 0 included).
+    train : the training options every trial shares (a :class:`~rankcli.train.TrainConfig`; its ``loss`` is each
+        loss in turn; ``params`` holds ``--param``, which fixes those parameters for every trial).
+    space : a ``--space`` file read by :func:`rankcli.tune.space.read_space_file`, or ``None``.
+    """
+
+    losses: list[str]
+    budget: int
+    train: Any
+    space: dict | None = None
+
+    def validate(self) -> None:
+        """:class:`UsageError` for an option out of range (the message names the option)."""
+        from rankcli.train import check_loss
+
+        if not self.losses:
+            raise UsageError("--loss: give at least one loss")
+        if len(set(self.losses)) != len(self.losses):
+            raise UsageError(f"--loss: a loss is given twice, got {', '.join(self.losses)}")
+        for loss in self.losses:
+            check_loss(loss)
+        if self.budget < 1:
+            raise UsageError(f"--budget must be at least 1 (trial 0 is train's own parameters), got {self.budget}")
+        self.train.validate()
+
+    def loss_config(self, loss: str):
+        """The base training configuration of ``loss`` (every trial's parameters are applied to it)."""
+        return dataclasses.replace(self.train, loss=loss, params=dict(self.train.params))
+
+    def space_of(self, loss: str) -> Space:
+        """The search space of ``loss`` under these options (each default is what ``train`` uses)."""
+        from rankcli.train import resolve_params
+
+        base = self.loss_config(loss)
+        defaults = {**resolve_params(base), "gamma": base.gamma}
+        return loss_space(loss, defaults, self.space, fixed_by_param=set(base.params))
+
+    def identity(self, loss: str, data: dict) -> dict:
+        """What decides the trials of ``loss``: the data, every training option and the space (not the budget)."""
+        t = self.train
+        return {"loss": loss, "data": data, "space": self.space_of(loss).identity(),
+                "train": {"select_by": t.select_by, "convention": t.convention, "trees": t.trees,
+                          "early_stopping": t.early_stopping, "preset": t.preset, "params": t.params,
+                          "threads": t.threads, "seed": t.seed, "label_grades": t.label_grades}}

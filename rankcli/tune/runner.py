@@ -1,0 +1,129 @@
+"""Running ``rankcli tune``: check the options, prepare the output directory, run the trials of every loss (here, in
+``--jobs`` processes or as Dask tasks, all sharing each loss's study) and collect the results.
+
+Tuning reads the training and validation files only, through ``rankcli train``'s own loading
+(:func:`rankcli.train.load_training_data`): no test data is ever opened, and a trial with ``train``'s parameters
+trains ``train``'s model.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from rankcli.errors import InputError, UsageError
+from rankcli.tune.config import TuneConfig
+from rankcli.tune.results import LossResult, TuneResult, trial_record, write_results
+from rankcli.tune.study import startup_trials
+from rankcli.tune.worker import OnTrial, show_params, tune_losses
+
+
+def _data_identity(train_path: Path, valid_path: Path) -> dict:
+    from rankcli.train import file_sha256
+
+    return {"train_sha256": file_sha256(train_path), "valid_sha256": file_sha256(valid_path)}
+
+
+def collect(out_dir: Path, config: TuneConfig) -> dict[str, LossResult]:
+    """Every loss's trials as the journals hold them now."""
+    from rankcli.tune.study import quiet_optuna
+
+    quiet_optuna()
+    return {loss: LossResult(loss, collect_one(out_dir, loss), config.space_of(loss)) for loss in config.losses}
+
+
+def check_inputs(train_path: Path, valid_path: Path | None, config: TuneConfig) -> None:
+    """:class:`UsageError` without a validation set (every trial is scored on it)."""
+    if valid_path is None:
+        raise UsageError("tune needs --valid VALID.parquet: every trial is scored on the validation set")
+    for p in (train_path, valid_path):
+        if not Path(p).is_file():
+            raise InputError(f"{p}: no such file")
+
+
+def run_tune(train_path: Path | str, valid_path: Path | str, out_dir: Path | str, config: TuneConfig, *,
+             overwrite: bool = False, jobs: int = 1, dask: str | None = None,
+             on_trial: OnTrial | None = None, log: Callable[[str], None] | None = None) -> TuneResult:
+    """Tune every loss of ``config`` on the same budget (or resume, or extend, a tune in ``out_dir``).
+
+    Parameters
+    ----------
+    train_path, valid_path : the training and validation data (Parquet); nothing else is read.
+    out_dir : the output directory (new, empty, or an earlier tune of the same data, options and space).
+    config : the losses, the budget, the shared training options and the space.
+    overwrite : start the studies of ``config.losses`` over.
+    jobs : processes on this machine sharing the studies (results of a parallel run are not reproducible).
+    dask : run the processes' work as tasks on a Dask cluster (``local:N`` or a scheduler address).
+    on_trial : called in this process after each trial it trained.
+    log : receives a line per loss before it starts.
+    """
+    from rankcli.formats.tune_store import check_study_identity, prepare_directory
+
+    started = time.perf_counter()
+    config.validate()
+    if jobs < 1:
+        raise UsageError(f"--jobs must be >= 1, got {jobs}")
+    check_inputs(Path(train_path), Path(valid_path), config)
+    out = Path(out_dir)
+    data = _data_identity(Path(train_path), Path(valid_path))
+    spaces = {loss: config.space_of(loss) for loss in config.losses}  # a bad space fails before any directory
+    prepare_directory(out, config.losses, overwrite)
+    for loss in config.losses:
+        resumed = check_study_identity(out / loss, config.identity(loss, data))
+        _check_budget(out, loss, config.budget, resumed)
+        if log is not None:
+            s = spaces[loss]
+            log(f"tune {loss}: budget {config.budget} trials ({startup_trials(config.budget)} random start-up, trial 0 "
+                f"train's parameters{'' if not s.clipped else ' clipped into the space: ' + ', '.join(s.clipped)}), "
+                f"searching {', '.join(d.name for d in s.searched) or 'nothing'}"
+                + (f"; fixed {show_params(s.fixed)}" if s.fixed else "") + ("; resuming" if resumed else ""))
+    ran = _run_workers(str(train_path), str(valid_path), str(out), config, jobs, dask, on_trial)
+    results = collect(out, config)
+    for loss, n in ran.items():
+        results[loss].ran = n
+    result = TuneResult(out, config, results)
+    result.files = write_results(result)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _check_budget(out: Path, loss: str, budget: int, resumed: bool) -> None:
+    if not resumed:
+        return
+    done = sum(t["state"] == "COMPLETE" for t in collect_one(out, loss))
+    if done > budget:
+        raise UsageError(f"{out / loss}: the study already has {done} finished trials, more than --budget {budget}; "
+                         f"give --budget {done} or more to extend it (or --overwrite to start over)")
+
+
+def collect_one(out: Path, loss: str) -> list[dict]:
+    """The trials of ``loss``'s study in ``out`` (none when it has no journal yet)."""
+    from rankcli.tune.study import JOURNAL_FILE
+
+    if not (out / loss / JOURNAL_FILE).is_file():
+        return []
+    import optuna
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    try:
+        study = optuna.load_study(study_name=loss,
+                                  storage=JournalStorage(JournalFileBackend(str(out / loss / JOURNAL_FILE))))
+    except KeyError:  # a journal without the study (its creation was interrupted)
+        return []
+    return [trial_record(t) for t in study.get_trials(deepcopy=False)]
+
+
+def _run_workers(train_path: str, valid_path: str, out: str, config: TuneConfig, jobs: int, dask: str | None,
+                 on_trial: OnTrial | None) -> dict[str, int]:
+    """This process's trials (and, with ``jobs``, those of ``jobs - 1`` helper processes, or Dask tasks)."""
+    if dask is not None:
+        from rankcli.tune.parallel import run_on_dask
+
+        return run_on_dask(dask, train_path, valid_path, out, config, jobs)
+    if jobs == 1:
+        return tune_losses(train_path, valid_path, out, config, on_trial)
+    from rankcli.tune.parallel import run_in_processes
+
+    return run_in_processes(train_path, valid_path, out, config, jobs, on_trial)

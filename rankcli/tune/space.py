@@ -1,0 +1,317 @@
+"""The search space of ``rankcli tune``, declared in one place: the ranges every loss shares (:data:`GENERAL`), each
+loss's own parameters (``search`` of its record in :mod:`rankcli.train.losses`), and a ``--space`` file that
+narrows, widens, fixes or adds dimensions.
+
+The defaults follow published LightGBM ranking practice: a log-scaled learning rate around LightGBM's and the
+paper's (0.05; 0.02 in the paper presets), leaves from 8 to 512 (the paper presets use 200 and 400), at least 5 to
+200 documents per leaf, L2 regularisation from none to 10 in decades, and feature subsampling down to half. Each
+range holds ``rankcli train``'s value (under ``--preset``, the preset's), so trial 0 can be exactly ``train``'s
+model. Binning parameters (``max_bin`` and the like) stay out of the default space: changing them rebuilds the
+binned dataset, and a ``--space`` file that adds them pays for that.
+
+A space file is TOML (Python 3.11+, or ``tomli`` installed on 3.10) or JSON; each entry names a parameter::
+
+    [num_leaves]            # narrow (or widen) a range
+    low = 16
+    high = 128
+    [feature_fraction]      # fix a parameter
+    value = 0.8
+    [bagging_fraction]      # add one: its default is what train uses (LightGBM's own default)
+    low = 0.5
+    high = 1.0
+    default = 1.0
+    [xendcg.gamma]          # a table named after a loss applies to that loss only
+    choices = ["uniform", "mean", "fixed:0.5"]
+
+An entry naming a loss's own parameter (``gamma``, ``sigmoid``, ...) at the top level applies to the losses that have
+it; any other top-level entry applies to every loss.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rankcli.errors import InputError, UsageError
+
+#: The dimensions every loss searches: name -> range and LightGBM's (or rankcli's) default.
+GENERAL: dict[str, dict[str, Any]] = {
+    "learning_rate": {"low": 0.01, "high": 0.2, "log": True, "default": 0.05},
+    "num_leaves": {"low": 8, "high": 512, "log": True, "int": True, "default": 31},
+    "min_data_in_leaf": {"low": 5, "high": 200, "log": True, "int": True, "default": 20},
+    # a log scale cannot hold LightGBM's default of 0: decades, with 0 among them
+    "lambda_l2": {"choices": [0.0, 0.01, 0.1, 1.0, 10.0], "default": 0.0},
+    "feature_fraction": {"low": 0.5, "high": 1.0, "default": 1.0},
+}
+#: Parameters that decide the binned dataset: never searched by default (a space that adds them rebuilds it).
+BINNING = ("max_bin", "max_bin_by_feature", "min_data_in_bin", "bin_construct_sample_cnt", "use_missing",
+           "zero_as_missing", "feature_pre_filter", "linear_tree")
+_KEYS = {"low", "high", "log", "int", "choices", "value", "default"}
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One searched (or fixed) parameter.
+
+    Attributes
+    ----------
+    name : a field of TrainConfig (``learning_rate``, ``num_leaves``, ``min_data_in_leaf``, ``gamma``) or a
+        LightGBM parameter.
+    default : what ``rankcli train`` uses (trial 0's value).
+    low, high, log, integer : a numeric range (inclusive), log-scaled or not, of integers or not.
+    choices : the values of a categorical dimension (instead of a range).
+    value : a fixed value: not searched, every trial uses it.
+    """
+
+    name: str
+    default: Any
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    integer: bool = False
+    choices: tuple | None = None
+    value: Any = None
+
+    @property
+    def fixed(self) -> bool:
+        """Whether every trial uses one value (:attr:`value`)."""
+        return self.value is not None
+
+    def contains(self, x: Any) -> bool:
+        """Whether ``x`` is a value of the dimension."""
+        if self.fixed:
+            return x == self.value
+        if self.choices is not None:
+            return x in self.choices
+        return self.low <= x <= self.high
+
+    def clip(self, x: Any) -> Any:
+        """``x`` if the dimension holds it, else the nearest value it holds."""
+        if self.contains(x):
+            return x
+        if self.fixed:
+            return self.value
+        if self.choices is not None:
+            numeric = [c for c in self.choices if isinstance(c, (int, float)) and not isinstance(c, bool)]
+            if numeric and isinstance(x, (int, float)):
+                return min(numeric, key=lambda c: abs(c - x))
+            return self.choices[0]
+        return min(max(x, self.low), self.high)
+
+    def suggest(self, trial: Any) -> Any:
+        """The value Optuna's ``trial`` suggests (the fixed value, without asking it)."""
+        if self.fixed:
+            return self.value
+        if self.choices is not None:
+            return trial.suggest_categorical(self.name, list(self.choices))
+        if self.integer:
+            return trial.suggest_int(self.name, int(self.low), int(self.high), log=self.log)
+        return trial.suggest_float(self.name, float(self.low), float(self.high), log=self.log)
+
+    def describe(self) -> dict[str, Any]:
+        """The dimension as JSON (the study's identity, the reports)."""
+        if self.fixed:
+            return {"value": self.value}
+        if self.choices is not None:
+            return {"choices": list(self.choices), "default": self.default}
+        return {"low": self.low, "high": self.high, "log": self.log, "int": self.integer, "default": self.default}
+
+
+@dataclass(frozen=True)
+class Space:
+    """One loss's search space: its dimensions in a fixed order, and trial 0's parameters."""
+
+    loss: str
+    dimensions: tuple[Dimension, ...]
+    clipped: tuple[str, ...] = field(default=())  # defaults outside a narrowed range, moved into it for trial 0
+
+    @property
+    def searched(self) -> list[Dimension]:
+        """The dimensions Optuna samples."""
+        return [d for d in self.dimensions if not d.fixed]
+
+    @property
+    def fixed(self) -> dict[str, Any]:
+        """The fixed dimensions' values."""
+        return {d.name: d.value for d in self.dimensions if d.fixed}
+
+    def defaults(self) -> dict[str, Any]:
+        """Trial 0's parameters: ``train``'s values (clipped into a range that excludes them, see :attr:`clipped`)."""
+        return {d.name: d.clip(d.default) for d in self.searched}
+
+    def suggest(self, trial: Any) -> dict[str, Any]:
+        """Every parameter of one trial: Optuna's suggestions and the fixed values."""
+        return {d.name: d.suggest(trial) for d in self.dimensions}
+
+    def identity(self) -> list[dict[str, Any]]:
+        """The space as JSON, for the study's identity (a rerun with another space is refused)."""
+        return [{"name": d.name, **d.describe()} for d in self.dimensions]
+
+
+# ------------------------------------------------------------------------------------------------- the space file
+def _read_toml(path: Path, data: bytes) -> dict:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        try:
+            import tomli as tomllib
+        except ImportError:
+            raise UsageError(f"--space {path}: TOML needs Python 3.11 or the tomli package (pip install tomli); or "
+                             "write the space as JSON (a .json file)") from None
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not valid TOML ({exc})") from None
+
+
+def read_space_file(path: Path | str) -> dict[str, Any]:
+    """A ``--space`` file (``.toml`` or ``.json``) as a dictionary of entries (checked by :func:`loss_space`)."""
+    path = Path(path)
+    if path.suffix.lower() not in (".toml", ".json"):
+        raise UsageError(f"--space {path}: give a .toml or .json file")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    if path.suffix.lower() == ".toml":
+        doc = _read_toml(path, data)
+    else:
+        try:
+            doc = json.loads(data.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            raise InputError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: expected a table of parameters, got {type(doc).__name__}")
+    return {"path": str(path), "entries": doc}
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _check_entry(name: str, entry: Any, where: str) -> dict[str, Any]:
+    if not isinstance(entry, dict):
+        raise InputError(f"{where}: {name}: expected a table (low/high, choices or value), got {entry!r}")
+    unknown = sorted(set(entry) - _KEYS)
+    if unknown:
+        raise InputError(f"{where}: {name}: unknown key {unknown[0]!r} (a dimension has low, high, log, int, "
+                         "choices, value, default)")
+    if "value" in entry:
+        if len(set(entry) - {"value", "default"}) or not isinstance(entry["value"], (int, float, str, bool)):
+            raise InputError(f"{where}: {name}: a fixed value is a number or a word, alone (got {entry!r})")
+        return entry
+    if "choices" in entry:
+        ch = entry["choices"]
+        if not isinstance(ch, list) or not ch or not all(isinstance(c, (int, float, str, bool)) for c in ch) \
+                or set(entry) - {"choices", "default"}:
+            raise InputError(f"{where}: {name}: choices is a non-empty list of numbers or words, alone (got {entry!r})")
+        return entry
+    if {"low", "high"} - set(entry):
+        raise InputError(f"{where}: {name}: give low and high, choices, or value (got {entry!r})")
+    low, high = entry["low"], entry["high"]
+    if not (_number(low) and _number(high)) or low >= high:
+        raise InputError(f"{where}: {name}: low must be a number below high, got low={low!r}, high={high!r}")
+    if entry.get("log") and low <= 0:
+        raise InputError(f"{where}: {name}: a log scale needs low > 0, got low={low!r}")
+    if entry.get("int") and (low != int(low) or high != int(high)):
+        raise InputError(f"{where}: {name}: an integer range needs whole bounds, got low={low!r}, high={high!r}")
+    return entry
+
+
+def _own_parameters() -> dict[str, set[str]]:
+    from rankcli.train.losses import LOSSES
+
+    return {name: set(loss.search) for name, loss in LOSSES.items()}
+
+
+def _entries_for(loss: str, spec: dict | None) -> dict[str, dict]:
+    """The entries of a space file that apply to ``loss``: top-level ones (a loss's own parameter only to the losses
+    having it), then the loss's own table."""
+    if not spec:
+        return {}
+    from rankcli.train.losses import LOSSES
+
+    where, doc = spec["path"], spec["entries"]
+    own = _own_parameters()
+    anyone_own = set().union(*own.values())
+    out: dict[str, dict] = {}
+    for name, entry in doc.items():
+        if name in LOSSES:
+            continue
+        if name in anyone_own and name not in own[loss]:
+            continue
+        out[name] = _check_entry(name, entry, where)
+    table = doc.get(loss, {})
+    if not isinstance(table, dict):
+        raise InputError(f"{where}: {loss}: expected a table of that loss's parameters, got {table!r}")
+    for name, entry in table.items():
+        out[name] = _check_entry(name, entry, where)
+    return out
+
+
+def _check_name(name: str, where: str) -> None:
+    from rankcli.train.params import check_params
+    from rankcli.train.params_file import FIELD_PARAMS
+
+    if name in FIELD_PARAMS:
+        return
+    try:
+        main = next(iter(check_params({name: 1})))
+    except UsageError as exc:
+        raise UsageError(f"--space {where}: {str(exc).removeprefix('--param ')}") from None
+    if main != name:
+        raise UsageError(f"--space {where}: {name} is LightGBM's alias of {main}: name it {main}")
+
+
+def _dimension(name: str, declared: dict | None, entry: dict | None, default: Any, where: str) -> Dimension:
+    merged = {**(declared or {}), **(entry or {})}
+    if entry and ("choices" in entry or "value" in entry):  # a new kind of dimension replaces the declared range
+        merged = {**entry, "default": merged.get("default")}
+    if "value" in merged:
+        return Dimension(name, merged["value"], value=merged["value"])
+    if default is None:  # a declared parameter keeps its declared default: trial 0 stays train's model
+        default = (declared if declared is not None else merged).get("default")
+    if default is None:
+        raise InputError(f"{where}: {name}: a parameter rankcli does not search by default needs its default (the "
+                         "value train uses: LightGBM's own default), e.g. default = 1.0")
+    if "choices" in merged:
+        return Dimension(name, default, choices=tuple(merged["choices"]))
+    integer = bool(merged.get("int"))
+    cast = int if integer else float
+    return Dimension(name, default, cast(merged["low"]), cast(merged["high"]), bool(merged.get("log")), integer)
+
+
+def loss_space(loss: str, base_defaults: dict[str, Any], spec: dict | None = None,
+               fixed_by_param: set[str] | frozenset = frozenset()) -> Space:
+    """The search space of ``loss``.
+
+    Parameters
+    ----------
+    loss : a loss of :data:`rankcli.train.LOSSES`.
+    base_defaults : what ``rankcli train`` uses under the same options, by parameter name (the resolved LightGBM
+        parameters and ``gamma``): each dimension's default, so that trial 0 is ``train``'s model.
+    spec : a space file (:func:`read_space_file`), or ``None``.
+    fixed_by_param : parameters ``--param`` sets: not searched (``--param`` fixes them for every trial).
+    """
+    from rankcli.train.losses import LOSSES
+
+    where = spec["path"] if spec else "the default space"
+    declared = {**GENERAL, **LOSSES[loss].search}
+    entries = _entries_for(loss, spec)
+    dims, clipped = [], []
+    for name in list(declared) + [n for n in entries if n not in declared]:
+        if name in fixed_by_param:
+            if name in entries:
+                raise UsageError(f"--space {where}: {name} is also set by --param; give it in one place")
+            continue
+        if name not in declared:
+            _check_name(name, where)
+        dim = _dimension(name, declared.get(name), entries.get(name), base_defaults.get(name), where)
+        if not dim.fixed and not dim.contains(dim.default):
+            clipped.append(name)
+        dims.append(dim)
+    return Space(loss, tuple(dims), tuple(clipped))

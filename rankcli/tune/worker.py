@@ -1,0 +1,71 @@
+"""The work of one tuning process: take trials of each loss in turn and train them, until every loss's budget is
+finished or running. Any number of processes run it at once on one output directory (:mod:`rankcli.tune.study`
+keeps the budget exact)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rankcli.errors import InputError, UsageError
+from rankcli.tune.study import Claimed, LossStudy, Worker
+
+#: ``on_trial(loss, record, best)`` after each trial this process finished.
+OnTrial = Callable[[str, dict, "float | None"], None]
+
+
+def _train_one(study: LossStudy, claimed: Claimed, base: Any, data: Any) -> dict:
+    """Train one claimed trial and record it; returns its record."""
+    from rankcli.train.params_file import apply_params
+    from rankcli.tune.trial import train_trial
+
+    try:
+        config = apply_params(base, claimed.params, where=f"trial {claimed.trial.number} of {base.loss}")
+        outcome = train_trial(data, config)
+    except (InputError, UsageError) as exc:
+        study.fail(claimed, str(exc))
+        raise type(exc)(f"--loss {base.loss}, trial {claimed.trial.number} ({show_params(claimed.params)}): {exc}") \
+            from None
+    attrs = {"trees": outcome.trees, "trees_trained": outcome.trees_trained, "seconds": round(outcome.seconds, 3),
+             "fixed": study.space.fixed}
+    study.finish(claimed, outcome.value, attrs)
+    return {"trial": claimed.trial.number, "state": "COMPLETE", "value": outcome.value, **attrs,
+            "retry_of": claimed.retry_of, "params": claimed.params}
+
+
+def show_params(params: dict) -> str:
+    """``name=value, ...`` for messages and logs."""
+    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
+
+
+def tune_losses(train_path: str, valid_path: str, out_dir: str, config: Any,
+                on_trial: OnTrial | None = None) -> dict[str, int]:
+    """The work of one process: take and train trials of every loss in turn until each loss's budget is finished or
+    running. Any number of processes may run it at once on one ``out_dir`` (prepared by :func:`run_tune`).
+    Returns the trials this process trained, per loss."""
+    from rankcli.startup import import_lightgbm_lean
+    from rankcli.train import load_training_data
+
+    import_lightgbm_lean()
+    out = Path(out_dir)
+    worker = Worker(out)
+    ran: dict[str, int] = {}
+    try:
+        for loss in config.losses:
+            base = config.loss_config(loss)
+            study = LossStudy(out / loss, config.space_of(loss), base.seed, config.budget, worker)
+            ran[loss] = 0
+            data = None
+            while (claimed := study.claim()) is not None:
+                if data is None:  # train's own loading (and its checks), once per loss and process
+                    data = load_training_data(Path(train_path), Path(valid_path), base)
+                record = _train_one(study, claimed, base, data)
+                ran[loss] += 1
+                if on_trial is not None:
+                    best = max((t.value for t in study.trials() if t.value is not None), default=None)
+                    on_trial(loss, record, best)
+            del data
+    finally:
+        worker.close()
+    return ran
