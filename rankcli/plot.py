@@ -222,10 +222,10 @@ def plot_best_so_far(curves: dict[str, list[float]], path: Path, metric: str, bu
         if values:
             ax.step(range(1, len(values) + 1), values, where="post", marker="o", markersize=3, label=loss,
                     color=f"C{i}")
-    ax.set_xlabel("finished trials")
+    ax.set_xlabel("finished trials (the first: train's parameters)")
     ax.set_ylabel(f"best validation {metric} so far")
     ax.set_xlim(0.5, max(budget, max((len(v) for v in curves.values()), default=1)) + 0.5)
-    ax.set_title(f"tuning: best so far, budget {budget} trials per loss (trial 1: train's parameters)")
+    ax.set_title(f"tuning: best so far ({budget} trials per loss)")
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()

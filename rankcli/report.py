@@ -402,6 +402,25 @@ def protocol_note(config, summary: dict | None = None) -> str:
             "(n = trials, one test mean per trial)")
 
 
+def _hyperparameter_markdown(h: dict | None) -> list[str]:
+    """The sentence saying which hyperparameters the units used and, when tuned, the table of each unit's."""
+    from rankcli.experiment.summary import hyperparameter_note
+
+    if h is None:
+        return []
+    note = hyperparameter_note(h)
+    lines = [f"{note[0].upper()}{note[1:]}.", ""]
+    if h["source"] == "tuned" and h["units"]:
+        lines += ["| setting | trial | loss | validation (tuned) | validation (train's) | parameters |",
+                  "|---|---:|---|---:|---:|---|"]
+        for u in h["units"]:
+            shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in u["params"].items())
+            lines.append(f"| {u['setting']} | {u['trial']} | {u['loss']} | {number_cell(u['validation'])} | "
+                         f"{number_cell(u['default_validation'])} | {shown} |")
+        lines.append("")
+    return lines
+
+
 def _setting_markdown(result, s: dict) -> list[str]:
     from rankcli.experiment.config import setting_losses
     from rankcli.experiment.summary import difference_label
@@ -466,6 +485,7 @@ def experiment_markdown(result, sweep_tables: dict[str, list[dict]]) -> str:
              "mean(b) - mean(a); `n` counts the units a number is computed over.", ""]
     lines += [f"Overlap allowed (`--allow-overlap`): {note}." for note in result.summary.get("overlap", [])]
     lines += [""] if result.summary.get("overlap") else []
+    lines += _hyperparameter_markdown(result.summary.get("hyperparameters"))
     for s in result.summary["settings"]:
         lines += _setting_markdown(result, s)
     for kind, rows in sweep_tables.items():

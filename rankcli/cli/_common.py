@@ -246,7 +246,7 @@ def prepare_output(text: str, *, overwrite: bool, kind: str = "file", inputs=(),
         check_stdout(binary)
     else:
         check_not_input(path, inputs)
-        if kind == "experiment":  # an experiment directory is reopened (resumed) by its own rules
+        if kind in ("experiment", "tune"):  # reopened (resumed) by their own rules
             resolve_target(path)
         else:
             check_target(path, overwrite, kind=kind, file_kind=file_kind)

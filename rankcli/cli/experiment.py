@@ -96,6 +96,11 @@ def command(
     min_data_in_leaf: Annotated[int | None, typer.Option("--min-data-in-leaf", help="Minimum documents per leaf "
                                                                                     "(default: train's).")] = None,
     param: Annotated[list[str] | None, opt.param(overrides="the preset")] = None,
+    params_file: Annotated[Path | None, opt.params_file()] = None,
+    tune: Annotated[int | None, typer.Option(
+        "--tune", help="Tune each loss on each trial's own training and validation data with this budget of "
+                       "trainings (as rankcli tune) before testing it; the summary lists the parameters chosen. "
+                       "Needs pip install \"rankcli\\[tune]\".", show_default=False, metavar="N")] = None,
     preset: Annotated[str | None, typer.Option("--preset", help="Hyperparameter preset of `train` "
                                                                "(paper-web30k, paper-yahoo).",
                                                                metavar="<paper-web30k|paper-yahoo>")] = None,
@@ -180,7 +185,8 @@ def _config(o: dict):
     config = ExperimentConfig(
         losses=loss_list, trials=o["trials"], split=split, folds=folds, metrics=[o["metric"]], train=train,
         seed=o["seed"], **sweeps, logging_fraction=0.01 if o["logging_fraction"] is None else o["logging_fraction"],
-        correction=o["correction"], allow_overlap=o["allow_overlap"])
+        correction=o["correction"], allow_overlap=o["allow_overlap"],
+        params_file=_params_file(o["params_file"], loss_list), tune=o["tune"])
     if o["logging_fraction"] is not None and not o["position_bias"]:
         raise UsageError("--logging-fraction sets the logging ranker of the --position-bias sweep; give "
                          "--position-bias ETA[,ETA...] or drop it")
@@ -189,6 +195,16 @@ def _config(o: dict):
     for level in config.augment_negatives:  # before any unit runs: a level of 1e9 ended in MemoryError
         check_augment_fraction(level)
     return config
+
+
+def _params_file(path: Path | None, losses: list[str]) -> dict | None:
+    """Per loss, what ``--params-file`` gives it (path, SHA-256, parameters); ``None`` without the option."""
+    if path is None:
+        return None
+    from rankcli.train.params_file import read_params_file
+
+    pf = read_params_file(path)
+    return {loss: pf.record(loss) for loss in losses}
 
 
 def _check_dask(dask: str | None, jobs: int) -> None:
@@ -245,6 +261,9 @@ def _report(result, output, *, plots: bool, json_out: bool, seconds: float, tota
     if json_out:
         print_json(json_shape(result.summary))
     _render_text(result, to_stderr=json_out)
+    from rankcli.experiment.summary import hyperparameter_note
+
+    log(f"experiment: {hyperparameter_note(result.summary['hyperparameters'])}")
     others = total - result.ran_units - result.resumed_units
     log(f"experiment: {result.ran_units} units trained, {result.resumed_units} resumed"
         + (f", {others} trained by a concurrent run on {output}" if others > 0 else "") + f", {seconds:.1f} s; "

@@ -183,6 +183,13 @@ def param(*, overrides: str = "the preset") -> typer.models.OptionInfo:
     return typer.Option("--param", help=text, show_default=False, metavar="KEY=VALUE")
 
 
+def params_file() -> typer.models.OptionInfo:
+    """``--params-file``: hyperparameters from a file (rankcli tune's ``best.json``), below the options and --param."""
+    return typer.Option("--params-file", help="Hyperparameters from a file: rankcli tune's best.json (or its output "
+                        "directory), or {\"params\": {...}}. Options given and --param win over it; it wins over "
+                        "--preset. Recorded in the output.", show_default=False, metavar="FILE")
+
+
 def seed(of: str, *, result: str = "output bytes") -> typer.models.OptionInfo:
     """``--seed``: the seed of every random step of ``of``; the same inputs and seed give the same ``result``."""
     return typer.Option("--seed", help=f"Seed of {of} (same seed, same {result}).")

@@ -36,6 +36,7 @@ THREADS_DEFAULT = ("the CPUs this process may use (its CPU affinity, cgroup CPU 
                    "one per 20,000 training rows")
 
 def command(
+    ctx: typer.Context,
     train: Annotated[Path, typer.Argument(help="Training data (Parquet).", show_default=False)],
     output: Annotated[str, opt.output("Model directory to write (new, empty, or a previous model with --overwrite).",
                                       metavar="DIR")],
@@ -59,6 +60,7 @@ def command(
         "--min-data-in-leaf", help="Minimum documents per leaf (default: 20, or the preset's).",
         show_default=False)] = None,
     param: Annotated[list[str] | None, opt.param()] = None,
+    params_file: Annotated[Path | None, opt.params_file()] = None,
     threads: Annotated[int | None, opt.threads(default=THREADS_DEFAULT)] = None,
     seed: Annotated[int, opt.seed("every random step", result="model bytes")] = 0,
     preset: Annotated[str | None, typer.Option(help="paper-web30k | paper-yahoo: the paper's LightGBM "
@@ -94,6 +96,7 @@ def command(
         validating=valid is not None, trees=trees, early_stopping=early_stopping, param=param or [], loss=loss,
         gamma=gamma, select_by=select_by, convention=convention, learning_rate=learning_rate, num_leaves=num_leaves,
         min_data_in_leaf=min_data_in_leaf, threads=threads, seed=seed, label_grades=label_grades, preset=preset)
+    config, extra = _with_params_file(ctx, config, params_file)
     ips = ips_options(propensity, pool_impressions, propensity_clip, allow_graded, loss=loss, dask=dask,
                       params=config.params)
     # Fail before a long training, not after: an output holding an input, a directory that is not a model.
@@ -112,8 +115,23 @@ def command(
                                  objective=data.objective, position=data.position)
             bar.update(total=result.trees_trained, completed=result.trees_trained)  # early stopping: end the bar full
         info = save_model(result, config, output, train_path=train, valid_path=valid,
-                          feature_names=data.train.feature_names, overwrite=overwrite, extra=data.record(result))
+                          feature_names=data.train.feature_names, overwrite=overwrite,
+                          extra={**extra, **data.record(result)})
     _render(info, output, loss, validated=valid is not None, json_out=json_out)
+
+
+def _with_params_file(ctx: typer.Context, config, path: Path | None):
+    """``config`` with the parameters of ``--params-file`` below the options given and ``--param``, and what
+    rankcli.json records of the file (``params_file``)."""
+    if path is None:
+        return config, {}
+    from rankcli.train.params_file import apply_params, read_params_file
+
+    pf = read_params_file(path)
+    given = {name for name in ("learning_rate", "num_leaves", "min_data_in_leaf", "gamma")
+             if ctx.get_parameter_source(name).name not in ("DEFAULT", "DEFAULT_MAP")}
+    config = apply_params(config, pf.params_for(config.loss), explicit=given, where=f"--params-file {pf.path}")
+    return config, {"params_file": pf.record(config.loss)}
 
 
 def _progress(bar, select_by: str):

@@ -56,6 +56,10 @@ class ExperimentConfig:
     correction : the multiple-testing correction within a setting.
     allow_overlap : folds: accept test queries (by qid) in two folds' test sets, or in their fold's train or
         validation file, which are refused otherwise; the summary then says so. Not part of the identity.
+    params_file : per loss, the parameters a parameter file gives it (``{loss: {"path", "sha256", "params"}}``,
+        :meth:`rankcli.train.params_file.ParamsFile.record`), applied to every unit of that loss below the options.
+    tune : tune each loss on each trial's own training and validation data with this budget before training it
+        (``None``: no tuning).
     hyperparameters : :data:`HYPERPARAMETERS` by name (``trees=100``), set on ``train`` (checked as it checks them).
     """
 
@@ -74,6 +78,8 @@ class ExperimentConfig:
     logging_fraction: float
     correction: str
     allow_overlap: bool
+    params_file: dict | None
+    tune: int | None
 
     def __init__(self, losses: list[str] | None = None, trials: int | None = None,
                  split: tuple[float, float, float] = (0.6, 0.2, 0.2), folds: bool = False,
@@ -81,7 +87,8 @@ class ExperimentConfig:
                  augment_negatives: list[float] | None = None, label_noise: list[float] | None = None,
                  click_noise: list[float] | None = None, click_impressions: int = 10,
                  position_bias: list[float] | None = None, logging_fraction: float = 0.01, correction: str = "holm",
-                 allow_overlap: bool = False, **hyperparameters) -> None:
+                 allow_overlap: bool = False, params_file: dict | None = None, tune: int | None = None,
+                 **hyperparameters) -> None:
         import dataclasses
 
         from rankcli.train import TrainConfig
@@ -104,6 +111,7 @@ class ExperimentConfig:
         self.position_bias = [] if position_bias is None else position_bias
         self.logging_fraction, self.correction = logging_fraction, correction
         self.allow_overlap = allow_overlap
+        self.params_file, self.tune = params_file, tune
 
     def identity(self) -> dict:
         """Everything that decides a unit's result: every field and the training hyperparameters, in one flat
@@ -112,6 +120,11 @@ class ExperimentConfig:
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
         d.update({name: getattr(self.train, name) for name in HYPERPARAMETERS})
         d["split"] = list(d["split"])
+        for key in ("params_file", "tune"):
+            if d[key] is None:  # as written before they existed, so that earlier experiment directories still resume
+                del d[key]
+        if "params_file" in d:  # the parameters decide the results, not where the file was
+            d["params_file"] = {loss: entry["params"] for loss, entry in d["params_file"].items()}
         if not d["position_bias"]:
             # as written before the position-bias sweep existed, so that earlier experiment directories still resume
             del d["position_bias"], d["logging_fraction"]
@@ -138,6 +151,21 @@ class ExperimentConfig:
 
             check_boosting(check_params(self.train.params), self.train.early_stopping, validating=True)
         self._validate_sweeps()
+        self._validate_tuning()
+
+    def _validate_tuning(self) -> None:
+        if self.tune is not None and self.params_file is not None:
+            raise UsageError("--tune and --params-file do not combine: tune each unit, or take one tune result for "
+                             "all of them")
+        if self.tune is not None and self.tune < 1:
+            raise UsageError(f"--tune must be a budget of at least 1 training per loss and trial, got {self.tune}")
+        if self.tune is not None and not self.folds and self.split[1] <= 0:
+            raise UsageError("--tune scores every trial on the validation part: give --split with a validation "
+                             "fraction above 0")
+        if self.tune is not None:
+            from rankcli.tune import require_optuna
+
+            require_optuna("experiment --tune")
 
     def _validate_sweeps(self) -> None:
         for lv in self.augment_negatives:
@@ -274,10 +302,18 @@ def iter_levels(text: str, option: str) -> list[float]:
 
 
 def train_config(config: ExperimentConfig, loss: str, seed: int):
-    """The :class:`rankcli.train.TrainConfig` of one unit: ``config.train`` with ``loss`` and ``seed``."""
+    """The :class:`rankcli.train.TrainConfig` of one unit: ``config.train`` with ``loss`` and ``seed``, and the
+    parameters ``config.params_file`` gives ``loss`` below the options given (those not ``None``) and ``--param``."""
     import dataclasses
 
-    return dataclasses.replace(config.train, loss=loss, seed=seed, params=dict(config.train.params))
+    train = dataclasses.replace(config.train, loss=loss, seed=seed, params=dict(config.train.params))
+    if config.params_file and loss in config.params_file:
+        from rankcli.train.params_file import apply_params
+
+        entry = config.params_file[loss]
+        given = [k for k in ("learning_rate", "num_leaves", "min_data_in_leaf") if getattr(train, k) is not None]
+        train = apply_params(train, entry["params"], explicit=given, where=f"--params-file {entry['path']}")
+    return train
 
 
 # Seeds: everything random in a unit comes from (seed, stream, trial[, setting]) through numpy's SeedSequence, never

@@ -19,7 +19,7 @@ from rankcli.experiment.config import (
 )
 from rankcli.experiment.convergence import convergence
 from rankcli.experiment.data import ExperimentData, check_data, load_data
-from rankcli.experiment.summary import pooled_queries, summarize, sweep_rows
+from rankcli.experiment.summary import hyperparameters, pooled_queries, summarize, sweep_rows
 from rankcli.experiment.unit import UnitResult, plan_units, run_pool, run_unit
 from rankcli.formats.experiment_store import ResultStore, lock_path, queries_path, remove_locks
 
@@ -159,8 +159,10 @@ def run_experiment(data_path: Path | str, exp_dir: Path | str, config: Experimen
     started = time.perf_counter()
     data = _load(data_path, config)
     identity = {"config": config.identity(), "data_fingerprint": data.fingerprint()}
-    resumed = prepare_directory(exp_dir, identity, {"trials": config.trials, "correction": config.correction},
-                                overwrite)
+    extra = {"trials": config.trials, "correction": config.correction}
+    if config.params_file:  # where the parameters came from (the identity holds the parameters themselves)
+        extra["params_file"] = config.params_file
+    resumed = prepare_directory(exp_dir, identity, extra, overwrite)
     settings, sweeps = plan_settings(config)
     store = ResultStore(exp_dir, [s.name for s in settings], all_loss_names(config), config.metrics,
                         Convention.preset(config.train.convention).as_dict())
@@ -222,13 +224,21 @@ def finalize(exp_dir: Path, config: ExperimentConfig, settings: list[Setting], s
     """Summarise what ``store`` holds for the experiment ``config`` (its ``settings`` and ``sweeps``) and write
     summary.json, summary.md, convergence.csv and the sweep CSVs into ``exp_dir``. ``notes``: what the summary must
     say about the data (overlapping folds allowed), as ``summary["overlap"]``."""
-    from rankcli.formats.experiment_store import load_curves, write_convergence, write_json, write_sweep, write_text
+    from rankcli.formats.experiment_store import (
+        load_curves,
+        load_tuned,
+        write_convergence,
+        write_json,
+        write_sweep,
+        write_text,
+    )
     from rankcli.report import experiment_markdown
 
     pooled = pooled_queries(exp_dir, config, settings) if config.folds else None
     summary = summarize(store.rows, config, settings, pooled)
     if notes:
         summary["overlap"] = list(notes)
+    summary["hyperparameters"] = hyperparameters(config, load_tuned(exp_dir) if config.tune else {})
     conv = convergence(load_curves(exp_dir), config, settings, store.kept_trees())
     result = ExperimentResult(exp_dir, config, settings, sweeps, summary, conv, 0, 0, 0.0, [])
     tables = sweep_rows(summary, config, sweeps)

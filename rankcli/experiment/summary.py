@@ -163,6 +163,32 @@ def summarize(rows: list[dict], config: ExperimentConfig, settings: list[Setting
     return {"settings": out}
 
 
+def hyperparameters(config: ExperimentConfig, tuned: dict[tuple[str, int, str], dict]) -> dict:
+    """Which hyperparameters the units trained with: ``{"source": "tuned" | "params-file" | "options", ...}``; with
+    ``--tune`` the budget and, per unit, the parameters chosen (``tuned``, the records of
+    :func:`rankcli.formats.experiment_store.load_tuned`); with ``--params-file`` the file and its parameters per
+    loss."""
+    if config.tune:
+        units = [{"setting": k[0], "trial": k[1], "loss": k[2],
+                  **{f: r.get(f) for f in ("params", "validation", "default_validation", "trials")}}
+                 for k, r in sorted(tuned.items())]
+        return {"source": "tuned", "budget": config.tune, "units": units}
+    if config.params_file:
+        return {"source": "params-file", "params_file": config.params_file}
+    return {"source": "options"}
+
+
+def hyperparameter_note(h: dict) -> str:
+    """One sentence saying which hyperparameters the units trained with."""
+    if h["source"] == "tuned":
+        return (f"hyperparameters tuned per loss and trial on that trial's own training and validation data, "
+                f"{h['budget']} trainings each (trial 0: train's parameters), with rankcli tune's search space")
+    if h["source"] == "params-file":
+        files = sorted({e["path"] for e in h["params_file"].values()})
+        return f"hyperparameters from {', '.join(files)} for every trial (below the options given)"
+    return "hyperparameters from the options, the same for every loss and trial"
+
+
 def json_shape(summary: dict) -> dict:
     """The ``--json`` document: the issue's shape, each test with ``n`` and ``difference`` = mean(b) - mean(a) (the
     other fields live in ``summary.json``), and ``overlap`` when overlapping folds were allowed."""
@@ -172,7 +198,8 @@ def json_shape(summary: dict) -> dict:
                     for loss, ms in s["losses"].items()},
          "tests": [{k: t[k] for k in ("a", "b", "metric", "n", "difference", "p_value", "p_adjusted")}
                    for t in s["tests"]]}
-        for s in summary["settings"]]}
+        for s in summary["settings"]], **({"hyperparameters": summary["hyperparameters"]}
+                                          if "hyperparameters" in summary else {})}
 
 
 def sweep_rows(summary: dict, config: ExperimentConfig, sweeps: dict[str, list[SweepLevel]]) -> dict[str, list[dict]]:

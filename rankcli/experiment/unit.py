@@ -52,6 +52,7 @@ class UnitResult:
     curve: list[float]           # validation select_by per tree
     qids: np.ndarray | None = None                          # the test queries, in test-file order
     per_query: dict[str, np.ndarray] = field(default_factory=dict)  # test metric -> value per test query (NaN: skipped)
+    params: dict | None = None   # with --tune: the parameters tuning chose (and what it saw), else None
 
 
 def plan_units(config: ExperimentConfig, settings: list[Setting]) -> list[Unit]:
@@ -61,7 +62,7 @@ def plan_units(config: ExperimentConfig, settings: list[Setting]) -> list[Unit]:
 
 
 def _train(data: ExperimentData, config: ExperimentConfig, setting: Setting, trial: int, loss: str):
-    """The trained model of one unit and its test queries."""
+    """The trained model of one unit, what tuning chose (``None`` without ``--tune``) and the unit's test queries."""
     from rankcli.train import train_model
 
     train, valid, test = trial_split(data, config, trial)
@@ -74,12 +75,26 @@ def _train(data: ExperimentData, config: ExperimentConfig, setting: Setting, tri
             logs = position_bias_logs(train, valid, config, setting, trial,
                                       key=(id(data), data.fingerprint(), json.dumps(config.identity(), sort_keys=True)))
             train, valid, objective = variant_data(logs, loss, config)
-        result = train_model(train, valid, train_config(config, base_loss,
-                                                        model_seed(config.seed, trial, setting.name)),
-                             objective=objective)
+        unit_config = train_config(config, base_loss, model_seed(config.seed, trial, setting.name))
+        if config.tune:  # tuned on this unit's training and validation data only: the test part is not passed on
+            return _tuned(train, valid, unit_config, objective, config.tune) + (test,)
+        result = train_model(train, valid, unit_config, objective=objective)
     except InputError as exc:  # say which unit: a random split can leave, e.g., a validation part without relevance
         raise InputError(f"{setting.name}, {'fold' if config.folds else 'trial'} {trial}, {loss}: {exc}") from None
-    return result, test
+    return result, None, test
+
+
+def _tuned(train, valid, config, objective, budget: int) -> tuple:
+    """The best model of ``budget`` tuning trials on ``train`` and ``valid``, and what the summary reports of it."""
+    from rankcli.train import TrainingData
+    from rankcli.tune.inline import tune_in_memory
+
+    if valid is None:
+        raise InputError("--tune scores every tuning trial on the validation set, and this unit has none (give each "
+                         "fold a vali.parquet)")
+    tuned = tune_in_memory(TrainingData(train, valid, objective=objective), config, budget)
+    return tuned.best.result, {"params": tuned.params, "validation": tuned.best.value,
+                               "default_validation": tuned.default_value, "trials": tuned.trials}
 
 
 def run_unit(data: ExperimentData, config: ExperimentConfig, setting: Setting, trial: int, loss: str) -> UnitResult:
@@ -88,7 +103,7 @@ def run_unit(data: ExperimentData, config: ExperimentConfig, setting: Setting, t
     from rankcli.core.metrics import Convention, evaluate, parse_metrics
 
     start = time.perf_counter()
-    result, test = _train(data, config, setting, trial, loss)
+    result, params, test = _train(data, config, setting, trial, loss)
     booster = result.booster
     trees = int(result.best_iteration) if result.best_iteration and result.best_iteration > 0 \
         else int(booster.current_iteration())
@@ -99,7 +114,7 @@ def run_unit(data: ExperimentData, config: ExperimentConfig, setting: Setting, t
     per_query = {str(s): np.asarray(ev.per_query[str(s)], dtype=np.float64) for s in specs} if config.folds else {}
     return UnitResult(setting.name, trial, loss, values, trees, time.perf_counter() - start,
                       [float(v) for v in result.curve], test.qids[test.offsets[:-1]].copy() if config.folds else None,
-                      per_query)
+                      per_query, params)
 
 
 # Worker processes load the data once (initializer) and then run units by key.

@@ -7,6 +7,8 @@
 - ``queries/<setting>__<fold>__<loss>.parquet`` (folds protocol): ``qid`` and one float64 column per test metric, a
   per-query metric file (:mod:`rankcli.formats.metric_file`, as ``rankcli eval --per-query`` writes it) whose footer
   adds the unit's ``setting``, ``fold`` and ``loss``;
+- ``tuned/<setting>__<trial>__<loss>.json`` (``experiment --tune``): the parameters tuning chose for the unit, its
+  best and default validation values and the trials run, written before the unit's rows reach ``trials.parquet``;
 - ``summary.json``, ``summary.md``, ``convergence.csv``, ``sweep-<kind>.csv``: text written by
   :func:`write_text`;
 - ``.trials.lock`` and ``.locks/``: the locks of concurrent runs on one directory, removed when a run finishes
@@ -33,11 +35,13 @@ CONFIG_FILE = "config.json"
 TRIALS_FILE = "trials.parquet"
 CURVES_DIR = "curves"
 QUERIES_DIR = "queries"
+TUNED_DIR = "tuned"
 #: Lock files of concurrent runs on one EXP_DIR: the store's read-merge-write, and one per unit being trained.
 STORE_LOCK = ".trials.lock"
 LOCKS_DIR = ".locks"
 TRIAL_COLUMNS = ("trial", "setting", "loss", "metric", "value", "trees", "seconds")
-_OUTPUT_NAMES = (CONFIG_FILE, TRIALS_FILE, CURVES_DIR, QUERIES_DIR, "summary.json", "summary.md", "convergence.csv",
+_OUTPUT_NAMES = (CONFIG_FILE, TRIALS_FILE, CURVES_DIR, QUERIES_DIR, TUNED_DIR, "summary.json", "summary.md",
+                 "convergence.csv",
                  "convergence.png")
 
 
@@ -83,6 +87,23 @@ def _write_curve(exp_dir: Path, u) -> None:
     (exp_dir / CURVES_DIR).mkdir(exist_ok=True)
     write_table(curve_path(exp_dir, u.setting, u.trial, u.loss), curve, overwrite=True, query_aligned=False,
                 metadata={"kind": "experiment-curve"})
+
+
+def tuned_path(exp_dir: Path, setting: str, trial: int, loss: str) -> Path:
+    """What tuning chose for the unit ``(setting, trial, loss)`` in ``exp_dir`` (``experiment --tune``)."""
+    return exp_dir / TUNED_DIR / f"{unit_name(setting, trial, loss)}.json"
+
+
+def load_tuned(exp_dir: Path) -> dict[tuple[str, int, str], dict]:
+    """Every unit's tuning record in ``exp_dir``, by ``(setting, trial, loss)``."""
+    out = {}
+    for p in sorted((exp_dir / TUNED_DIR).glob("*.json")) if (exp_dir / TUNED_DIR).is_dir() else []:
+        try:
+            doc = json.loads(p.read_text())
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{p}: unreadable ({exc}); rerun with --overwrite") from None
+        out[(doc["setting"], int(doc["trial"]), doc["loss"])] = doc
+    return out
 
 
 def _write_per_query(exp_dir: Path, u, convention: dict | None) -> None:
@@ -147,6 +168,11 @@ class ResultStore:
         from rankcli.formats.parquet import write_table
 
         _write_curve(self.exp_dir, u)
+        if getattr(u, "params", None) is not None:
+            (self.exp_dir / TUNED_DIR).mkdir(exist_ok=True)
+            write_text(self.exp_dir / TUNED_DIR, tuned_path(self.exp_dir, u.setting, u.trial, u.loss).name,
+                       json.dumps(jsonable({"setting": u.setting, "trial": u.trial, "loss": u.loss, **u.params}),
+                                  indent=2) + "\n")
         if u.qids is not None:
             _write_per_query(self.exp_dir, u, self.convention)
         key = (u.setting, u.trial, u.loss)
