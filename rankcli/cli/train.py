@@ -89,8 +89,7 @@ def command(
         "--allow-graded", help="With --propensity: weight graded labels as if they were clicks.")] = False,
 ) -> None:
     from rankcli.cli._common import log, prepare_output, progress_bar
-    from rankcli.startup import import_lightgbm_lean
-    from rankcli.train import TrainConfig, ips_options, load_training_data, save_model, train_model
+    from rankcli.train import TrainConfig, ips_options
 
     config = TrainConfig.from_options(
         validating=valid is not None, trees=trees, early_stopping=early_stopping, param=param or [], loss=loss,
@@ -108,16 +107,25 @@ def command(
             info = train_command(dask, train, valid, config, output, overwrite=overwrite, log=log,
                                  on_iteration=_progress(bar, select_by))
     else:
-        data = load_training_data(train, valid, config, ips=ips, log=log)
-        import_lightgbm_lean()
-        with progress_bar(config.trees, f"train {loss}", extra="{task.fields[metric]}") as bar:
-            result = train_model(data.train, data.valid, config, on_iteration=_progress(bar, select_by),
-                                 objective=data.objective, position=data.position)
-            bar.update(total=result.trees_trained, completed=result.trees_trained)  # early stopping: end the bar full
-        info = save_model(result, config, output, train_path=train, valid_path=valid,
-                          feature_names=data.train.feature_names, overwrite=overwrite,
-                          extra={**extra, **data.record(result)})
+        info = _train_here(train, valid, config, output, ips=ips, overwrite=overwrite, extra=extra)
     _render(info, output, loss, validated=valid is not None, json_out=json_out)
+
+
+def _train_here(train: Path, valid: Path | None, config, output: Path, *, ips, overwrite: bool, extra: dict) -> dict:
+    """Train on this machine and write the model directory; returns its rankcli.json."""
+    from rankcli.cli._common import log, progress_bar
+    from rankcli.startup import import_lightgbm_lean
+    from rankcli.train import load_training_data, save_model, train_model
+
+    data = load_training_data(train, valid, config, ips=ips, log=log)
+    import_lightgbm_lean()
+    with progress_bar(config.trees, f"train {config.loss}", extra="{task.fields[metric]}") as bar:
+        result = train_model(data.train, data.valid, config, on_iteration=_progress(bar, config.select_by),
+                             objective=data.objective, position=data.position)
+        bar.update(total=result.trees_trained, completed=result.trees_trained)  # early stopping: end the bar full
+    return save_model(result, config, output, train_path=train, valid_path=valid,
+                      feature_names=data.train.feature_names, overwrite=overwrite,
+                      extra={**extra, **data.record(result)})
 
 
 def _with_params_file(ctx: typer.Context, config, path: Path | None):

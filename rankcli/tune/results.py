@@ -56,10 +56,11 @@ class TuneResult:
 
 def trial_record(t: Any) -> dict:
     """A frozen Optuna trial as a plain record."""
-    return {"trial": t.number, "state": t.state.name, "value": t.value, "trees": t.user_attrs.get("trees"),
-            "trees_trained": t.user_attrs.get("trees_trained"), "seconds": t.user_attrs.get("seconds"),
+    outcome = t.user_attrs.get("outcome") or {}
+    return {"trial": t.number, "state": t.state.name, "value": t.value, "trees": outcome.get("trees"),
+            "trees_trained": outcome.get("trees_trained"), "seconds": outcome.get("seconds"),
             "retry_of": t.user_attrs.get("retry_of"), "defaults": bool(t.user_attrs.get("defaults")),
-            "params": {**dict(t.params), **(t.user_attrs.get("fixed") or {})}}
+            "params": {**dict(t.params), **(outcome.get("fixed") or {})}}
 
 
 def best_entry(r: LossResult, config: Any) -> dict | None:

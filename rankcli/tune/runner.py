@@ -104,12 +104,11 @@ def collect_one(out: Path, loss: str) -> list[dict]:
     if not (out / loss / JOURNAL_FILE).is_file():
         return []
     import optuna
-    from optuna.storages import JournalStorage
-    from optuna.storages.journal import JournalFileBackend
+
+    from rankcli.tune.study import journal_storage
 
     try:
-        study = optuna.load_study(study_name=loss,
-                                  storage=JournalStorage(JournalFileBackend(str(out / loss / JOURNAL_FILE))))
+        study = optuna.load_study(study_name=loss, storage=journal_storage(out / loss / JOURNAL_FILE))
     except KeyError:  # a journal without the study (its creation was interrupted)
         return []
     return [trial_record(t) for t in study.get_trials(deepcopy=False)]

@@ -259,12 +259,17 @@ def _check_name(name: str, where: str) -> None:
 
     if name in FIELD_PARAMS:
         return
+    from rankcli.compat import lightgbm_parameter_aliases
+    from rankcli.startup import import_lightgbm_lean
+
+    import_lightgbm_lean()
+    main = next((m for m, aliases in lightgbm_parameter_aliases().items() if name in aliases), None)
+    if main is not None and main != name:
+        raise UsageError(f"--space {where}: {name} is LightGBM's alias of {main}: name it {main}")
     try:
-        main = next(iter(check_params({name: 1})))
+        check_params({name: 1})
     except UsageError as exc:
         raise UsageError(f"--space {where}: {str(exc).removeprefix('--param ')}") from None
-    if main != name:
-        raise UsageError(f"--space {where}: {name} is LightGBM's alias of {main}: name it {main}")
 
 
 def _dimension(name: str, declared: dict | None, entry: dict | None, default: Any, where: str) -> Dimension:

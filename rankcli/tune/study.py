@@ -2,7 +2,7 @@
 its budget exact, and what happens to a trial whose process died.
 
 **Storage.** ``JournalStorage(JournalFileBackend(DIR/<loss>/study.journal))``: an append-only log that needs no
-server; every process reads what the others appended.
+server; every process reads what the others appended. Appends are serialised by an ``flock`` (:class:`JournalLock`).
 
 **An exact budget.** Optuna's ``MaxTrialsCallback`` counts trials after each one ends, so two workers that both see
 ``N - 1`` finished trials both start one and finish ``N + 1``. Here a worker takes a trial only inside an exclusive
@@ -110,6 +110,34 @@ class Worker:
         return False
 
 
+class JournalLock:
+    """The journal's lock as an exclusive ``flock`` on ``<journal>.lock``: Optuna's default (a symbolic link, waited
+    for with sleeps growing to a second, broken after 30 s of silence) made two workers wait on each other for most
+    of their time, and a killed process left it behind; the kernel drops a dead holder's ``flock`` at once. Optuna's
+    backend calls ``acquire`` and ``release`` around every append."""
+
+    def __init__(self, journal: Path):
+        from rankcli.formats.atomic import FileLock
+
+        self._lock = FileLock(str(journal) + ".lock")
+
+    def acquire(self) -> bool:
+        """Wait for the lock."""
+        return self._lock.acquire()
+
+    def release(self) -> None:
+        """Give the lock up."""
+        self._lock.release()
+
+
+def journal_storage(journal: Path):
+    """Optuna's journal storage on the file ``journal``, locked by :class:`JournalLock`."""
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    return JournalStorage(JournalFileBackend(str(journal), lock_obj=JournalLock(journal)))
+
+
 def quiet_optuna() -> None:
     """Optuna logs every trial at INFO level on stderr; rankcli says what it wants to say itself."""
     import optuna
@@ -131,12 +159,10 @@ class LossStudy:
 
     def __init__(self, loss_dir: Path, space: Space, seed: int, budget: int, worker: Worker):
         import optuna
-        from optuna.storages import JournalStorage
-        from optuna.storages.journal import JournalFileBackend
 
         quiet_optuna()
         self.dir, self.space, self.seed, self.budget, self.worker = loss_dir, space, seed, budget, worker
-        storage = JournalStorage(JournalFileBackend(str(loss_dir / JOURNAL_FILE)))
+        storage = journal_storage(loss_dir / JOURNAL_FILE)
         with self._claim_lock():
             self.study = optuna.create_study(study_name=space.loss, storage=storage, direction="maximize",
                                              load_if_exists=True)
@@ -188,8 +214,7 @@ class LossStudy:
         """Record a trained trial: its validation ``value`` and ``attrs`` (trees, seconds, ...)."""
         from optuna.trial import TrialState
 
-        for k, v in attrs.items():
-            claimed.trial.set_user_attr(k, v)
+        claimed.trial.set_user_attr("outcome", attrs)  # one journal entry
         if value is None or not math.isfinite(value):
             self.study.tell(claimed.trial, state=TrialState.FAIL)
         else:

@@ -1,0 +1,222 @@
+"""rankcli tune: trial 0 is train's model, the budget is exact (extended, resumed, shared by processes), seeded runs
+repeat, a --space narrows, only training and validation data are read, and the parameter files it writes are read by
+train and experiment with their documented precedence."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("optuna")
+pytest.importorskip("sklearn")
+
+from tests.conftest import REPO  # noqa: E402
+from tests.letor_sample import write_letor  # noqa: E402
+
+FAST = ("--trees", "15", "--early-stopping", "5", "--threads", "1")
+
+
+@pytest.fixture(scope="module")
+def letor(tmp_path_factory) -> dict[str, Path]:
+    return write_letor(tmp_path_factory.mktemp("letor"))
+
+
+def tune_args(letor, out, *extra, budget=4, losses=("lambdamart", "xendcg")):
+    args = ["tune", letor["train"], "--valid", letor["vali"], "-o", out, "--budget", str(budget), *FAST]
+    for loss in losses:
+        args += ["--loss", loss]
+    return [*args, *extra]
+
+
+def trials_of(out: Path, loss: str) -> list[dict]:
+    from rankcli.tune.runner import collect_one
+
+    return collect_one(out, loss)
+
+
+def finished(out: Path, loss: str) -> list[dict]:
+    return [t for t in trials_of(out, loss) if t["state"] == "COMPLETE"]
+
+
+def test_trial_0_is_trains_model_and_the_outputs_are_written(run, letor, tmp_path):
+    out = tmp_path / "t"
+    status, stdout, err = run(*tune_args(letor, out, "--json"))
+    assert status == 0, err
+    doc = json.loads(stdout)
+    for loss in ("lambdamart", "xendcg"):
+        s = doc["losses"][loss]
+        assert s["trials"] == 4 and s["best_value"] >= s["default_value"]
+        status, model_json, err = run("train", letor["train"], "--valid", letor["vali"], "-o", tmp_path / loss,
+                                      "--loss", loss, *FAST, "--json")
+        assert status == 0, err
+        assert json.loads(model_json)["best_valid_metric"] == s["default_value"]  # exactly train's value
+        rows = (out / loss / "trials.csv").read_text().splitlines()
+        assert rows[0].startswith("trial,state,value,trees,trees_trained,seconds,retry_of,learning_rate")
+        assert len(rows) == 5
+        best = json.loads((out / loss / "best.json").read_text())
+        assert best["losses"][loss]["params"] == s["best_params"]
+    assert set(json.loads((out / "best.json").read_text())["losses"]) == {"lambdamart", "xendcg"}
+    curve = (out / "best-so-far.csv").read_text().splitlines()
+    assert curve[0] == "loss,trials,best" and len(curve) == 9
+    assert (out / "best-so-far.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_larger_budget_extends_and_a_seeded_rerun_repeats(run, letor, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert run(*tune_args(letor, a, budget=3, losses=("xendcg",)))[0] == 0
+    first = finished(a, "xendcg")
+    status, _, err = run(*tune_args(letor, a, budget=5, losses=("xendcg",)))
+    assert status == 0, err
+    extended = finished(a, "xendcg")
+    assert len(extended) == 5 and extended[:3] == first
+    assert run(*tune_args(letor, b, budget=5, losses=("xendcg",)))[0] == 0
+    again = finished(b, "xendcg")
+    # budgets 3 and 5 both give 2 random start-up trials: the extended study is the fresh one
+    assert [(t["params"], t["value"]) for t in again] == [(t["params"], t["value"]) for t in extended]
+    status, _, err = run(*tune_args(letor, a, budget=4, losses=("xendcg",)))
+    assert status == 2 and "already has 5 finished trials, more than --budget 4" in err
+
+
+def test_another_configuration_is_refused_unless_overwrite(run, letor, tmp_path):
+    out = tmp_path / "t"
+    assert run(*tune_args(letor, out, budget=2, losses=("xendcg",)))[0] == 0
+    status, _, err = run(*tune_args(letor, out, "--seed", "3", budget=2, losses=("xendcg",)))
+    assert status == 4 and "holds a study with another configuration (train.seed: 0 before, 3 now)" in err
+    status, _, err = run(*tune_args(letor, out, "--seed", "3", "--overwrite", budget=2, losses=("xendcg",)))
+    assert status == 0, err
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    status, _, err = run(*tune_args(letor, foreign, "--overwrite", budget=2, losses=("xendcg",)))
+    assert status == 4 and "holds no rankcli tune output" in err
+
+
+def test_space_file_narrows_fixes_and_adds(run, letor, tmp_path):
+    space = tmp_path / "space.toml"
+    space.write_text('[num_leaves]\nlow = 40\nhigh = 48\n[feature_fraction]\nvalue = 0.75\n'
+                     '[bagging_fraction]\nlow = 0.5\nhigh = 1.0\ndefault = 1.0\n'
+                     '[xendcg.gamma]\nchoices = ["mean"]\n')
+    out = tmp_path / "t"
+    status, stdout, err = run(*tune_args(letor, out, "--space", space, "--param", "lambda_l2=0.5", "--json",
+                                         budget=5, losses=("xendcg",)))
+    assert status == 0, err
+    s = json.loads(stdout)["losses"]["xendcg"]
+    assert s["clipped"] == ["num_leaves", "gamma"] and s["default_value"] is None  # train's 31 is outside 40..48
+    assert s["fixed"] == {"feature_fraction": 0.75} and "lambda_l2" not in s["searched"]
+    for t in finished(out, "xendcg"):
+        p = t["params"]
+        assert 40 <= p["num_leaves"] <= 48 and p["feature_fraction"] == 0.75 and p["gamma"] == "mean"
+        assert 0.5 <= p["bagging_fraction"] <= 1.0 and "lambda_l2" not in p
+    assert finished(out, "xendcg")[0]["params"]["num_leaves"] == 40  # trial 0: train's value clipped into the range
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[num_leaves]\nlow = 50\nhigh = 10\n", "num_leaves: low must be a number below high, got low=50, high=10"),
+    ("[num_leaves]\nlow = 1\nhigh = 10\nstep = 2\n", "num_leaves: unknown key 'step'"),
+    ("[learning_rate]\nlow = 0\nhigh = 1\nlog = true\n", "learning_rate: a log scale needs low > 0"),
+    ("[bagging_fraction]\nlow = 0.5\nhigh = 1.0\n", "bagging_fraction: a parameter rankcli does not search by "
+                                                     "default needs its default"),
+    ("[num_leafs]\nlow = 2\nhigh = 9\ndefault = 3\n", "LightGBM has no parameter 'num_leafs'"),
+    ("[num_leaf]\nlow = 2\nhigh = 9\n", "num_leaf is LightGBM's alias of num_leaves: name it num_leaves"),
+    ("[seed]\nvalue = 3\n", "seed cannot be set with --param"),
+    ("num_leaves = [", "not valid TOML"),
+])
+def test_bad_space_files_are_named(run, letor, tmp_path, text, message):
+    space = tmp_path / "space.toml"
+    space.write_text(text)
+    status, _, err = run(*tune_args(letor, tmp_path / "t", "--space", space, budget=2, losses=("xendcg",)))
+    assert status in (2, 3) and message in err, err
+    assert not (tmp_path / "t").exists()  # refused before any output
+
+
+def test_missing_optuna_is_exit_2_with_the_pip_line(run, letor, tmp_path, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "optuna" else real(name, *a))
+    status, _, err = run(*tune_args(letor, tmp_path / "t"))
+    assert status == 2 and 'pip install "rankcli[tune]"' in err
+
+
+def test_tune_reads_only_the_training_and_validation_files(run, letor, tmp_path, monkeypatch):
+    from rankcli.formats import parquet
+
+    read = []
+    real = parquet.read_dataset
+    monkeypatch.setattr(parquet, "read_dataset", lambda path, *a, **k: read.append(Path(path)) or real(path, *a, **k))
+    assert run(*tune_args(letor, tmp_path / "t", budget=2))[0] == 0
+    assert read and set(read) <= {letor["train"], letor["vali"]}
+
+
+def test_a_trial_left_running_by_a_dead_process_is_failed_and_run_again(letor, tmp_path):
+    from rankcli.train import TrainConfig
+    from rankcli.tune.config import TuneConfig
+    from rankcli.tune.runner import run_tune
+    from rankcli.tune.study import LossStudy, Worker
+
+    config = TuneConfig(["xendcg"], 3, TrainConfig(trees=15, early_stopping=5, threads=1))
+    out = tmp_path / "t"
+    run_tune(letor["train"], letor["vali"], out, TuneConfig(["xendcg"], 1, config.train))
+    dead = Worker(out)  # a process that takes trial 1 and dies
+    claimed = LossStudy(out / "xendcg", config.space_of("xendcg"), 0, 3, dead).claim()
+    dead.close()
+    result = run_tune(letor["train"], letor["vali"], out, config)
+    trials = result.losses["xendcg"].trials
+    assert [t["state"] for t in trials] == ["COMPLETE", "FAIL", "COMPLETE", "COMPLETE"]
+    assert trials[2]["retry_of"] == claimed.trial.number == 1 and trials[2]["params"] == claimed.params
+    fresh = run_tune(letor["train"], letor["vali"], tmp_path / "fresh", config).losses["xendcg"].finished
+    assert [(t["params"], t["value"]) for t in fresh] == [(t["params"], t["value"]) for t in result.losses[
+        "xendcg"].finished]  # the resumed study is the uninterrupted one
+
+
+def _cli(*args, **kw) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.Popen([sys.executable, "-m", "rankcli", *map(str, args)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, **kw)
+
+
+@pytest.mark.slow
+def test_sigint_mid_run_and_a_rerun_lose_no_finished_trial(letor, tmp_path):
+    out = tmp_path / "t"
+    args = tune_args(letor, out, budget=8, losses=("xendcg",))
+    args[args.index("15")] = "60"  # slower trials, so that the signal lands in one
+    proc = _cli(*args)
+    deadline = time.time() + 60
+    while time.time() < deadline and len(finished(out, "xendcg") if (out / "xendcg" / "study.journal").exists()
+                                         else []) < 2:
+        time.sleep(0.05)
+    before = finished(out, "xendcg")
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    after_signal = finished(out, "xendcg")
+    assert len(after_signal) >= len(before) >= 2 and len(after_signal) < 8
+    rerun = _cli(*args)
+    _, err = rerun.communicate(timeout=120)
+    assert rerun.returncode == 0, err
+    done = finished(out, "xendcg")
+    assert len(done) == 8 and done[:len(after_signal)] == after_signal
+
+
+@pytest.mark.slow
+def test_two_processes_finish_exactly_the_budget(letor, tmp_path):
+    out = tmp_path / "t"
+    args = tune_args(letor, out, budget=6, losses=("xendcg",))
+    procs = [_cli(*args), _cli(*args)]
+    for p in procs:
+        _, err = p.communicate(timeout=180)
+        assert p.returncode == 0, err
+    assert len(finished(out, "xendcg")) == 6
+    assert all(t["state"] == "COMPLETE" for t in trials_of(out, "xendcg"))
+    jobs = tune_args(letor, out, "--jobs", "2", budget=8, losses=("xendcg",))
+    status = subprocess.run([sys.executable, "-m", "rankcli", *map(str, jobs)],
+                            env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, timeout=180)
+    assert status.returncode == 0, status.stderr
+    assert len(finished(out, "xendcg")) == 8
