@@ -220,3 +220,98 @@ def test_two_processes_finish_exactly_the_budget(letor, tmp_path):
                             env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, timeout=180)
     assert status.returncode == 0, status.stderr
     assert len(finished(out, "xendcg")) == 8
+
+
+# ------------------------------------------------------------------------------------- parameter files
+def _model(run, letor, out, *args) -> dict:
+    status, stdout, err = run("train", letor["train"], "--valid", letor["vali"], "-o", out, *FAST, "--json", *args)
+    assert status == 0, err
+    return json.loads(stdout)
+
+
+def test_train_params_file_precedence_explicit_then_param_then_file_then_preset(run, letor, tmp_path):
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps({"params": {"learning_rate": 0.1, "num_leaves": 7, "min_data_in_leaf": 3,
+                                        "lambda_l2": 2.0, "gamma": "mean"}}))
+    info = _model(run, letor, tmp_path / "m", "--preset", "paper-yahoo", "--params-file", f, "--num-leaves", "9",
+                  "--param", "lambda_l2=3")
+    p = info["params"]
+    assert (p["learning_rate"], p["num_leaves"], p["min_data_in_leaf"], p["lambda_l2"], p["max_bin"]) == \
+        (0.1, 9, 3, 3, 255)  # file > preset; explicit > file; --param > file; the preset where the file is silent
+    assert info["loss"]["gamma"] == "fixed:0.5"  # the file's mean (gamma 0.5)
+    assert info["params_file"]["params"]["num_leaves"] == 7 and info["params_file"]["path"] == str(f)
+    explicit = _model(run, letor, tmp_path / "m2", "--params-file", f, "--gamma", "fixed:0.2")
+    assert explicit["loss"]["gamma"] == "fixed:0.2"
+
+
+def test_train_params_file_from_tune_reproduces_the_best_trial(run, letor, tmp_path):
+    out = tmp_path / "t"
+    status, stdout, err = run(*tune_args(letor, out, "--json", budget=3, losses=("lambdamart",)))
+    assert status == 0, err
+    best = json.loads(stdout)["losses"]["lambdamart"]["best_value"]
+    for source in (out, out / "best.json", out / "lambdamart" / "best.json"):
+        info = _model(run, letor, tmp_path / "m", "--loss", "lambdamart", "--params-file", source, "--overwrite")
+        assert info["best_valid_metric"] == best
+    status, _, err = run("train", letor["train"], "--valid", letor["vali"], "-o", tmp_path / "x", "--loss", "xendcg",
+                         "--params-file", out / "lambdamart" / "best.json")
+    assert status == 2 and "has parameters for lambdamart, not for --loss xendcg" in err
+
+
+@pytest.mark.parametrize("content, status, message", [
+    ('{"params": {"seed": 3}}', 2, "--params-file"),
+    ('{"params": {"num_leaves": 7.5}}', 2, "num_leaves must be a whole number, got 7.5"),
+    ("{not json", 3, "not valid JSON"),
+    ('{"model": 1}', 3, "not a parameter file"),
+    ('{"params": {"x": [1]}}', 3, "parameter 'x' must be a number, a word or true/false"),
+])
+def test_bad_params_files(run, letor, tmp_path, content, status, message):
+    f = tmp_path / "p.json"
+    f.write_text(content)
+    got, _, err = run("train", letor["train"], "--valid", letor["vali"], "-o", tmp_path / "m", "--params-file", f)
+    assert got == status and message in err, err
+
+
+def test_experiment_params_file_applies_per_loss_and_is_recorded(run, letor, tmp_path):
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps({"losses": {"xendcg": {"params": {"num_leaves": 5, "lambda_l2": 1.0}},
+                                        "lambdamart": {"params": {"num_leaves": 6}}}}))
+    exp = tmp_path / "e"
+    status, stdout, err = run("experiment", letor["train"], "-o", exp, "--trials", "2", "--losses",
+                              "lambdamart,xendcg", "--trees", "10", "--no-plots", "--json", "--params-file", f)
+    assert status == 0, err
+    h = json.loads(stdout)["hyperparameters"]
+    assert h["source"] == "params-file" and h["params_file"]["xendcg"]["params"]["num_leaves"] == 5
+    config = json.loads((exp / "config.json").read_text())
+    assert config["config"]["params_file"] == {"lambdamart": {"num_leaves": 6},
+                                               "xendcg": {"num_leaves": 5, "lambda_l2": 1.0}}
+    assert "from " + str(f) in (exp / "summary.md").read_text()
+    status, _, err = run("experiment", letor["train"], "-o", tmp_path / "e2", "--params-file", f, "--tune", "2",
+                         "--losses", "xendcg")
+    assert status == 2 and "--tune and --params-file do not combine" in err
+
+
+def test_experiment_tune_tunes_each_unit_on_its_own_training_and_validation_data(letor, tmp_path, monkeypatch):
+    import numpy as np
+
+    from rankcli.experiment import ExperimentConfig, load_data, run_experiment, trial_split
+    from rankcli.tune import inline
+
+    seen = []
+    real = inline.train_trial
+    monkeypatch.setattr(inline, "train_trial", lambda data, config: seen.append(
+        (set(data.train.qids.tolist()), set(data.valid.qids.tolist()))) or real(data, config))
+    config = ExperimentConfig(losses=["lambdamart", "xendcg"], trials=2, tune=3, trees=10, early_stopping=5)
+    result = run_experiment(letor["train"], tmp_path / "e", config)
+    assert len(seen) == 2 * 2 * 3
+    splits = [trial_split(load_data(letor["train"]), config, t) for t in (0, 1)]
+    for train_q, valid_q in seen:
+        split = next(s for s in splits if set(s.train.qids.tolist()) == train_q)
+        assert valid_q == set(split.valid.qids.tolist())
+        assert not (train_q | valid_q) & set(split.test.qids.tolist())  # no test query reached tuning
+    h = result.summary["hyperparameters"]
+    assert h["source"] == "tuned" and h["budget"] == 3 and len(h["units"]) == 4
+    for u in h["units"]:
+        assert u["trials"] == 3 and u["validation"] >= u["default_validation"]
+        assert set(u["params"]) >= {"learning_rate", "num_leaves", "min_data_in_leaf", "lambda_l2"}
+    assert "| baseline | 0 | lambdamart |" in (tmp_path / "e" / "summary.md").read_text()
+    assert np.isfinite(result.summary["settings"][0]["losses"]["xendcg"]["ndcg@5"]["mean"])

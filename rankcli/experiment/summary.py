@@ -198,8 +198,10 @@ def json_shape(summary: dict) -> dict:
                     for loss, ms in s["losses"].items()},
          "tests": [{k: t[k] for k in ("a", "b", "metric", "n", "difference", "p_value", "p_adjusted")}
                    for t in s["tests"]]}
-        for s in summary["settings"]], **({"hyperparameters": summary["hyperparameters"]}
-                                          if "hyperparameters" in summary else {})}
+        for s in summary["settings"]],
+        # which hyperparameters the units used, when they are not the options alone
+        **({"hyperparameters": summary["hyperparameters"]}
+           if summary.get("hyperparameters", {}).get("source", "options") != "options" else {})}
 
 
 def sweep_rows(summary: dict, config: ExperimentConfig, sweeps: dict[str, list[SweepLevel]]) -> dict[str, list[dict]]:
