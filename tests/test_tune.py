@@ -161,15 +161,15 @@ def test_a_trial_left_running_by_a_dead_process_is_failed_and_run_again(letor, t
     from rankcli.tune.runner import run_tune
     from rankcli.tune.study import LossStudy, Worker
 
-    config = TuneConfig(["xendcg"], 3, TrainConfig(trees=15, early_stopping=5, threads=1))
+    config = TuneConfig(["xendcg"], 2, TrainConfig(trees=15, early_stopping=5, threads=1))
     out = tmp_path / "t"
     run_tune(letor["train"], letor["vali"], out, TuneConfig(["xendcg"], 1, config.train))
-    dead = Worker(out)  # a process that takes trial 1 and dies
-    claimed = LossStudy(out / "xendcg", config.space_of("xendcg"), 0, 3, dead).claim()
+    dead = Worker(out)  # a process that takes trial 1, the last of the budget, and dies
+    claimed = LossStudy(out / "xendcg", config.space_of("xendcg"), 0, 2, dead).claim()
     dead.close()
     result = run_tune(letor["train"], letor["vali"], out, config)
     trials = result.losses["xendcg"].trials
-    assert [t["state"] for t in trials] == ["COMPLETE", "FAIL", "COMPLETE", "COMPLETE"]
+    assert [t["state"] for t in trials] == ["COMPLETE", "FAIL", "COMPLETE"]
     assert trials[2]["retry_of"] == claimed.trial.number == 1 and trials[2]["params"] == claimed.params
     fresh = run_tune(letor["train"], letor["vali"], tmp_path / "fresh", config).losses["xendcg"].finished
     assert [(t["params"], t["value"]) for t in fresh] == [(t["params"], t["value"]) for t in result.losses[

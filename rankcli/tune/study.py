@@ -191,6 +191,15 @@ class LossStudy:
                 attrs = {k: v for k, v in t.user_attrs.items() if k in ("defaults",)}
                 self.study.enqueue_trial(dict(t.params), user_attrs={**attrs, "retry_of": t.number})
 
+    def open_slots(self) -> int:
+        """Trials still to take (the budget less the trials finished or running in a live process), without the lock:
+        a hint only."""
+        from optuna.trial import TrialState
+
+        return self.budget - sum(t.state == TrialState.COMPLETE or (t.state == TrialState.RUNNING and
+                                                                     self.worker.alive(t.user_attrs.get("worker")))
+                                 for t in self.trials())
+
     def claim(self) -> Claimed | None:
         """Take the next trial, with its parameters; ``None`` once the budget is finished or running."""
         import optuna

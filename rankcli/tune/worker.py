@@ -56,10 +56,11 @@ def tune_losses(train_path: str, valid_path: str, out_dir: str, config: Any,
             base = config.loss_config(loss)
             study = LossStudy(out / loss, config.space_of(loss), base.seed, config.budget, worker)
             ran[loss] = 0
-            data = None
+            if study.open_slots() <= 0:  # nothing left to take: the data need not be read
+                continue
+            # train's own loading (and its checks), once per loss and process, before any trial is taken
+            data = load_training_data(Path(train_path), Path(valid_path), base)
             while (claimed := study.claim()) is not None:
-                if data is None:  # train's own loading (and its checks), once per loss and process
-                    data = load_training_data(Path(train_path), Path(valid_path), base)
                 record = _train_one(study, claimed, base, data)
                 ran[loss] += 1
                 if on_trial is not None:
