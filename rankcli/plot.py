@@ -197,6 +197,11 @@ def plot_propensity(result: dict, path: Path) -> Path:
     ax.set_ylabel("examination propensity (position 1 = 1)")
     ax.set_title(f"propensity from {Path(result.get('source', '')).name} (policy {result.get('policy')})")
     ax.set_ylim(0, max(1.05, max(hi) * 1.05))
+    return _finish(plt, fig, ax, path)
+
+
+def _finish(plt, fig, ax, path: Path) -> Path:
+    """Grid, legend and layout of a one-axes figure, written to ``path`` as a PNG and closed."""
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
@@ -226,9 +231,4 @@ def plot_best_so_far(curves: dict[str, list[float]], path: Path, metric: str, bu
     ax.set_ylabel(f"best validation {metric} so far")
     ax.set_xlim(0.5, max(budget, max((len(v) for v in curves.values()), default=1)) + 0.5)
     ax.set_title(f"tuning: best so far ({budget} trials per loss)")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120, format="png")
-    plt.close(fig)
-    return path
+    return _finish(plt, fig, ax, path)
