@@ -315,3 +315,26 @@ def test_experiment_tune_tunes_each_unit_on_its_own_training_and_validation_data
         assert set(u["params"]) >= {"learning_rate", "num_leaves", "min_data_in_leaf", "lambda_l2"}
     assert "| baseline | 0 | lambdamart |" in (tmp_path / "e" / "summary.md").read_text()
     assert np.isfinite(result.summary["settings"][0]["losses"]["xendcg"]["ndcg@5"]["mean"])
+
+
+def test_a_first_run_stopped_by_bad_data_leaves_nothing_that_blocks_the_next(run, letor, tmp_path):
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"junk")
+    out = tmp_path / "t"
+    status, _, err = run(*tune_args(letor, out, budget=2, losses=("xendcg",))[:3], bad,
+                         *tune_args(letor, out, budget=2, losses=("xendcg",))[4:])
+    assert status == 3 and "not a readable Parquet file" in err
+    status, _, err = run(*tune_args(letor, out, budget=2, losses=("xendcg",)))
+    assert status == 0, err
+    assert len(finished(out, "xendcg")) == 2
+
+
+@pytest.mark.slow
+def test_dask_workers_share_the_study(letor, tmp_path):
+    pytest.importorskip("distributed")
+    out = tmp_path / "t"
+    done = subprocess.run([sys.executable, "-m", "rankcli", *map(str, tune_args(letor, out, "--dask", "local:2",
+                                                                                budget=3, losses=("xendcg",)))],
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert len(finished(out, "xendcg")) == 3

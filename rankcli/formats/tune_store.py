@@ -104,15 +104,22 @@ def _difference(old: Any, new: Any, prefix: str = "") -> list[str]:
     return []
 
 
-def check_study_identity(loss_dir: Path, identity: dict) -> bool:
+def check_study_identity(loss_dir: Path, identity: dict, untried: bool = False) -> bool:
     """Record ``identity`` in ``loss_dir/study.json``, or check it against the one recorded; True when a study was
-    there already (resumed). Another identity is an :class:`OutputError` saying what differs."""
+    there already (resumed). Another identity is an :class:`OutputError` saying what differs, unless ``untried``
+    (no trial of the study ever started, e.g. its first run stopped on bad data): the study is then started anew."""
     path = loss_dir / STUDY_FILE
     stored = _read_json(path)
     new = json.loads(json.dumps(jsonable(identity), sort_keys=True))
     if isinstance(stored, dict) and "identity" in stored:
         if stored["identity"] == new:
             return True
+        if untried:
+            for p in loss_dir.iterdir():
+                if p.is_file():
+                    p.unlink()
+            write_json(path, {"format": TUNE_FORMAT, "identity": new})
+            return False
         diffs = _difference(stored["identity"], new)
         raise OutputError(f"{loss_dir}: holds a study with another configuration ({'; '.join(diffs[:3])}"
                           f"{'; ...' if len(diffs) > 3 else ''}); rerun with the same data, options and --space to "

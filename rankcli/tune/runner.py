@@ -70,7 +70,8 @@ def run_tune(train_path: Path | str, valid_path: Path | str, out_dir: Path | str
     spaces = {loss: config.space_of(loss) for loss in config.losses}  # a bad space fails before any directory
     prepare_directory(out, config.losses, overwrite)
     for loss in config.losses:
-        resumed = check_study_identity(out / loss, config.identity(loss, data))
+        untried = all(t["state"] == "WAITING" for t in collect_one(out, loss))
+        resumed = check_study_identity(out / loss, config.identity(loss, data), untried)
         _check_budget(out, loss, config.budget, resumed)
         if log is not None:
             s = spaces[loss]
