@@ -35,7 +35,7 @@ SHORT_HELP = "Tune each loss's hyperparameters on the same budget (Optuna TPE)."
 
 
 def command(
-    train: Annotated[Path, typer.Argument(help="Training data (Parquet).", show_default=False)],
+    train: Annotated[Path, typer.Argument(help="Training data (Parquet).", show_default=False, metavar="DATA")],
     valid: Annotated[Path, typer.Option(help="Validation data (Parquet): every trial is scored on it.",
                                         show_default=False)],
     output: Annotated[str, opt.output("Output directory (new, empty, or an earlier tune to resume or extend).",
