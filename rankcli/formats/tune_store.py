@@ -9,7 +9,7 @@
   (:mod:`rankcli.train.params_file`) that ``train --params-file`` and ``experiment --params-file`` read;
 - ``best-so-far.csv`` (and ``best-so-far.png`` with the plot extra): the best validation value after each finished
   trial, per loss;
-- ``.workers/``, ``<loss>/.claim.lock``: the locks of concurrent processes.
+- ``.tune.lock``, ``.workers/``, ``<loss>/.claim.lock``: the locks of concurrent processes.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,7 @@ BEST_FILE = "best.json"
 CURVE_FILE = "best-so-far.csv"
 PLOT_FILE = "best-so-far.png"
 PARAMS_FORMAT = "rankcli-params/1"
+LOCK_FILE = ".tune.lock"
 
 
 def write_text(path: Path, text: str) -> Path:
@@ -63,20 +66,40 @@ def is_tune_directory(path: Path) -> bool:
     return isinstance(doc, dict) and doc.get("format") == TUNE_FORMAT
 
 
-def prepare_directory(out_dir: Path, losses: list[str], overwrite: bool) -> None:
-    """Create ``out_dir`` or reopen a tune output there; with ``overwrite`` the studies of ``losses`` (and the files
-    about every loss) are removed, to start over. A non-empty directory that is not a tune output is refused."""
+@contextmanager
+def directory_lock(out_dir: Path) -> Iterator[None]:
+    """Hold ``out_dir/.tune.lock`` (creating ``out_dir``): processes starting on one directory at once prepare it
+    and check its studies one at a time. Removed again when the directory turns out not to be a tune output."""
+    from rankcli.formats.atomic import FileLock
+
     if out_dir.exists() and not out_dir.is_dir():
         raise OutputError(f"{out_dir}: exists and is not a directory")
     parent = out_dir.parent if str(out_dir.parent) else Path(".")
     if not parent.is_dir():
         raise OutputError(f"{out_dir}: directory {parent} does not exist")
-    if out_dir.is_dir() and any(not p.name.startswith(".") for p in out_dir.iterdir()) \
-            and not is_tune_directory(out_dir):
+    try:
+        out_dir.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"{out_dir}: cannot create it ({exc.strerror or exc})") from None
+    lock_path = out_dir / LOCK_FILE
+    existed = lock_path.exists()
+    try:
+        with FileLock(lock_path):
+            yield
+    except OutputError:
+        if not existed and not is_tune_directory(out_dir):
+            lock_path.unlink(missing_ok=True)  # leave a directory that is not ours as it was
+        raise
+
+
+def prepare_directory(out_dir: Path, losses: list[str], overwrite: bool) -> None:
+    """Reopen the tune output in ``out_dir`` (created by :func:`directory_lock`, whose lock the caller holds); with
+    ``overwrite`` the studies of ``losses`` (and the files about every loss) are removed, to start over. A non-empty
+    directory that is not a tune output is refused."""
+    if any(not p.name.startswith(".") for p in out_dir.iterdir()) and not is_tune_directory(out_dir):
         raise OutputError(f"{out_dir}: is not empty and holds no rankcli tune output ({MARKER_FILE} missing); "
                           "rankcli replaces only its own outputs, whatever the flags: choose a new or empty directory")
     try:
-        out_dir.mkdir(exist_ok=True)
         known = (_read_json(out_dir / MARKER_FILE) or {}).get("losses") or []
         if overwrite:
             for loss in losses:
@@ -85,12 +108,12 @@ def prepare_directory(out_dir: Path, losses: list[str], overwrite: bool) -> None
             for name in (BEST_FILE, CURVE_FILE, PLOT_FILE):
                 if (out_dir / name).exists():
                     os.unlink(out_dir / name)
+        # the marker first: a directory holding loss directories is always recognised as a tune output
+        write_json(out_dir / MARKER_FILE, {"format": TUNE_FORMAT, "losses": list(dict.fromkeys([*known, *losses]))})
         for loss in losses:
             (out_dir / loss).mkdir(exist_ok=True)
     except OSError as exc:
         raise OutputError(f"{out_dir}: cannot write ({exc.strerror or exc})") from None
-    write_json(out_dir / MARKER_FILE, {"format": TUNE_FORMAT,
-                                       "losses": list(dict.fromkeys([*known, *losses]))})
 
 
 def _difference(old: Any, new: Any, prefix: str = "") -> list[str]:

@@ -58,7 +58,7 @@ def run_tune(train_path: Path | str, valid_path: Path | str, out_dir: Path | str
     on_trial : called in this process after each trial it trained.
     log : receives a line per loss before it starts.
     """
-    from rankcli.formats.tune_store import check_study_identity, prepare_directory
+    from rankcli.formats.tune_store import check_study_identity, directory_lock, prepare_directory
 
     started = time.perf_counter()
     config.validate()
@@ -68,17 +68,14 @@ def run_tune(train_path: Path | str, valid_path: Path | str, out_dir: Path | str
     out = Path(out_dir)
     data = _data_identity(Path(train_path), Path(valid_path))
     spaces = {loss: config.space_of(loss) for loss in config.losses}  # a bad space fails before any directory
-    prepare_directory(out, config.losses, overwrite)
-    for loss in config.losses:
-        untried = all(t["state"] == "WAITING" for t in collect_one(out, loss))
-        resumed = check_study_identity(out / loss, config.identity(loss, data), untried)
-        _check_budget(out, loss, config.budget, resumed)
-        if log is not None:
-            s = spaces[loss]
-            log(f"tune {loss}: budget {config.budget} trials ({startup_trials(config.budget)} random start-up, trial 0 "
-                f"train's parameters{'' if not s.clipped else ' clipped into the space: ' + ', '.join(s.clipped)}), "
-                f"searching {', '.join(d.name for d in s.searched) or 'nothing'}"
-                + (f"; fixed {show_params(s.fixed)}" if s.fixed else "") + ("; resuming" if resumed else ""))
+    with directory_lock(out):  # processes starting at once prepare the directory one at a time
+        prepare_directory(out, config.losses, overwrite)
+        for loss in config.losses:
+            untried = all(t["state"] == "WAITING" for t in collect_one(out, loss))
+            resumed = check_study_identity(out / loss, config.identity(loss, data), untried)
+            _check_budget(out, loss, config.budget, resumed)
+            if log is not None:
+                log(_plan_line(loss, spaces[loss], config.budget, resumed))
     ran = _run_workers(str(train_path), str(valid_path), str(out), config, jobs, dask, on_trial)
     results = collect(out, config)
     for loss, n in ran.items():
@@ -87,6 +84,13 @@ def run_tune(train_path: Path | str, valid_path: Path | str, out_dir: Path | str
     result.files = write_results(result)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _plan_line(loss: str, s, budget: int, resumed: bool) -> str:
+    return (f"tune {loss}: budget {budget} trials ({startup_trials(budget)} random start-up, trial 0 train's "
+            f"parameters{'' if not s.clipped else ' clipped into the space: ' + ', '.join(s.clipped)}), searching "
+            f"{', '.join(d.name for d in s.searched) or 'nothing'}" + (f"; fixed {show_params(s.fixed)}" if s.fixed
+                                                                      else "") + ("; resuming" if resumed else ""))
 
 
 def _check_budget(out: Path, loss: str, budget: int, resumed: bool) -> None:
