@@ -60,7 +60,8 @@ def command(
                                                metavar="<paper-web30k|paper-yahoo>")] = None,
     label_grades: Annotated[bool, typer.Option("--label-grades", help="Map the distinct label values to grades "
                                                                       "0..n-1 in increasing order.")] = False,
-    threads: Annotated[int | None, opt.threads(default="as train: the CPUs this process may use")] = None,
+    threads: Annotated[int | None, opt.threads(default="as train: the CPUs this process may use, at most one per "
+                                                       "20,000 training rows")] = None,
     seed: Annotated[int, opt.seed("the sampler and LightGBM", result="trials (sequential runs)")] = 0,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Processes sharing the studies (parallel trials are not "
                                                            "reproducible).")] = 1,
