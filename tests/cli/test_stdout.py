@@ -46,6 +46,10 @@ STDOUT_CASES: dict[str, list[list[str]]] = {
     "compare": [["compare", "{run}", "{run2}"], ["compare", "{run}", "{run2}", "--json"]],
     "experiment": [["experiment", "{data}", "-o", "{tmp}/x", "--trials", "1", "--trees", "1", "--losses",
                     "lambdamart", "--no-plots"]],
+    "tune": [["tune", "{data}", "--valid", "{data}", "-o", "{tmp}/t", "--loss", "xendcg", "--budget", "1", "--trees",
+              "1", "--threads", "1"],
+             ["tune", "{data}", "--valid", "{data}", "-o", "{tmp}/t2", "--loss", "xendcg", "--budget", "1", "--trees",
+              "1", "--threads", "1", "--json"]],
 }
 
 
