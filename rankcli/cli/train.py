@@ -88,7 +88,7 @@ def command(
 ) -> None:
     from rankcli.cli._common import log, prepare_output, progress_bar
     from rankcli.startup import import_lightgbm_lean
-    from rankcli.train import TrainConfig, ips_options, load_training_data, save_model, train_model
+    from rankcli.train import TrainConfig, ips_options, load_training_data, save_model, train_prepared
 
     config = TrainConfig.from_options(
         validating=valid is not None, trees=trees, early_stopping=early_stopping, param=param or [], loss=loss,
@@ -108,8 +108,8 @@ def command(
         data = load_training_data(train, valid, config, ips=ips, log=log)
         import_lightgbm_lean()
         with progress_bar(config.trees, f"train {loss}", extra="{task.fields[metric]}") as bar:
-            result = train_model(data.train, data.valid, config, on_iteration=_progress(bar, select_by),
-                                 objective=data.objective, position=data.position)
+            result = train_prepared(data.prepare(), config, on_iteration=_progress(bar, select_by),
+                                    objective=data.objective)
             bar.update(total=result.trees_trained, completed=result.trees_trained)  # early stopping: end the bar full
         info = save_model(result, config, output, train_path=train, valid_path=valid,
                           feature_names=data.train.feature_names, overwrite=overwrite, extra=data.record(result))
