@@ -35,7 +35,7 @@ from rankcli.train.config import (
     resolve_params,
 )
 from rankcli.train.data import IpsOptions, TrainingData, ips_options, load_training_data
-from rankcli.train.datasets import MatrixRows, PreparedData, binning_params, prepare
+from rankcli.train.datasets import MatrixRows, PreparedData, binning_params, predict_rows, prepare
 from rankcli.train.losses import (
     LOSSES,
     REAL_LABEL_HINT,
@@ -70,6 +70,6 @@ __all__ = [
     "check_grade_range", "check_inputs", "check_loss", "check_params", "check_position_bias_support", "check_preset",
     "check_seed", "check_training_labels", "check_valid_rows", "check_validation", "feature_difference", "file_sha256",
     "ips_options", "lightgbm_resolved_params", "load_model", "load_training_data", "metric_function", "model_info",
-    "parse_param", "binning_params", "parse_params", "prepare", "resolve_params", "save_model", "train_model",
-    "train_prepared", "trainable_labels", "validate_model_info", "write_model_dir",
+    "parse_param", "binning_params", "parse_params", "predict_rows", "prepare", "resolve_params", "save_model",
+    "train_model", "train_prepared", "trainable_labels", "validate_model_info", "write_model_dir",
 ]

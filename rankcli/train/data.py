@@ -17,7 +17,7 @@ from rankcli.errors import UsageError
 from rankcli.train.config import TrainConfig
 from rankcli.train.datasets import PreparedData, prepare
 from rankcli.train.model import TrainResult, lightgbm_resolved_params
-from rankcli.train.training import check_inputs
+from rankcli.train.training import check_inputs, check_splittable
 
 #: The LightGBM parameter that regularises its position-bias model.
 POSITION_BIAS_REGULARIZATION = "lambdarank_position_bias_regularization"
@@ -170,6 +170,7 @@ def load_training_data(train_path: Path, valid_path: Path | None, config: TrainC
         data.valid = read_dataset(valid_path, features=False, docids=False)
         data.valid_rows = _features_by_row(valid_path, data.valid)
     check_inputs(data.train, data.valid, config, names=(str(train_path), str(valid_path)))
+    check_splittable(data.train.n_rows, config)
     if log is not None:
         ds, valid = data.train, data.valid
         log(f"training {config.loss} on {train_path}: {ds.n_rows} rows, {ds.n_queries} queries, {ds.n_features} "

@@ -220,3 +220,14 @@ def prepare(train: Dataset, valid: Dataset | None = None, *, train_rows: Feature
     position : each training row's displayed position (``lambdamart`` with LightGBM's position-bias model).
     """
     return PreparedData(train, valid, train_rows=train_rows, valid_rows=valid_rows, position=position)
+
+
+def predict_rows(booster: Any, rows: FeatureRows, num_iteration: int | None = None,
+                 batch_rows: int = SEQUENCE_BATCH_ROWS) -> np.ndarray:
+    """``booster``'s float64 scores of the feature rows ``rows``, ``batch_rows`` rows at a time (the same scores as
+    one call on the whole matrix: each row is scored alone)."""
+    n = len(rows)
+    out = np.empty(n, dtype=np.float64)
+    for at in range(0, n, max(1, int(batch_rows))):
+        out[at:at + batch_rows] = booster.predict(rows[at:at + batch_rows], num_iteration=num_iteration)
+    return out

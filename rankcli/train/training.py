@@ -228,11 +228,11 @@ def train_model(train: Dataset, valid: Dataset | None, config: TrainConfig, on_i
     return train_prepared(prepare(train, valid, position=position), config, on_iteration, objective)
 
 
-def _check_splittable(rows: int, params: dict) -> None:
-    """:class:`InputError` when no tree could split ``rows`` training rows (two leaves of ``min_data_in_leaf`` rows
-    each): every tree would be a constant. (The Datasets are built with ``feature_pre_filter=False``, so LightGBM
-    no longer refuses such data by dropping every feature.)"""
-    least = int(params.get("min_data_in_leaf", 20))
+def check_splittable(rows: int, config: TrainConfig) -> None:
+    """:class:`InputError` when no tree could split ``rows`` training rows into two leaves of ``min_data_in_leaf``
+    rows each under ``config``: every tree would be a constant (``rankcli train`` refuses such data; the Datasets are
+    built with ``feature_pre_filter=False``, so LightGBM no longer refuses it by dropping every feature)."""
+    least = int(resolve_params(config).get("min_data_in_leaf", 20))
     if rows < 2 * max(least, 1):
         raise InputError(f"{rows} training rows: no tree can split them into two leaves of at least "
                          f"min_data_in_leaf={least} rows, so every tree would be a constant; train on more data, or "
@@ -277,7 +277,6 @@ def train_prepared(data: PreparedData, config: TrainConfig, on_iteration: OnIter
     # rankcli scores validation itself. LightGBM keeps labels as float32, where labels beyond 3.4e38 (which xendcg,
     # listnet and ranknet take) would become inf with a numpy warning: give it zeros where it does not read them.
     lgb_labels = labels if native else np.zeros(train.n_rows, dtype=np.float32)
-    _check_splittable(train.n_rows, params)
     start = time.perf_counter()  # binning included when this training builds the Datasets
     train_set, valid_sets = _lightgbm_sets(data, params, lgb_labels)
     booster, log_lines = _run_lightgbm(run_params, params, train_set, valid_sets, config.trees, feval, callbacks,
