@@ -112,6 +112,12 @@ class QueryAlignedWriter:
             self._writer.write_table(chunk, row_group_size=max(chunk.num_rows, 1))
         self.rows += table.num_rows
 
+    def write_group(self, table: pa.Table) -> None:
+        """Write ``table`` (whole queries) as one row group, as it is."""
+        table = table.cast(self._schema.remove_metadata()) if table.schema != self._schema.remove_metadata() else table
+        self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
+        self.rows += table.num_rows
+
     def close(self) -> None:
         self._writer.close()
 
