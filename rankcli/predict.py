@@ -87,10 +87,12 @@ def predict_file(model_dir: Path | str, data: Path | str, output: Path | str, *,
     dict
         The summary ``{"run", "format", "rows", "queries", "model"}`` that ``predict --json`` prints.
     """
+    from rankcli.formats.parquet import labels_all_missing
     from rankcli.scoring import open_scoring, score_batches
 
-    source = open_scoring(model_dir, data)
+    source = open_scoring(model_dir, data, by_batch=True)
     ds, model = source.index, source.model
+    docids = "docid" in source.rows.columns
     if fmt == "trec":
         from rankcli.core.groups import broadcast, order_within
         from rankcli.formats.runs import stream_trec_run, trec_run_lines
@@ -105,9 +107,9 @@ def predict_file(model_dir: Path | str, data: Path | str, output: Path | str, *,
     else:
         from rankcli.formats.runs import stream_run
 
-        labels = ds.labels is not None and not np.all(np.isnan(ds.labels))
+        labels = not labels_all_missing(data)
         metadata = {"model": str(model_dir), "loss": model.info.get("loss", {}).get("name"), "data": str(data)}
-        with stream_run(output, ds.offsets, docids=ds.docids is not None, labels=labels, metadata=metadata,
+        with stream_run(output, ds.offsets, docids=docids, labels=labels, metadata=metadata,
                         overwrite=overwrite) as run:
             for b in score_batches(source, batch_rows):
                 run.write(b.qids, b.scores, docids=b.docids, labels=b.labels if labels else None)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rankcli.formats.arrow import column_to_numpy
 from rankcli.formats.parquet import open_parquet, read_row_group_features
 
 
@@ -35,6 +36,7 @@ class ParquetFeatureRows:
         self.path = Path(path)
         self.names = list(names)
         self._file = open_parquet(self.path)
+        self.columns = list(self._file.schema_arrow.names)  # every column of the file
         meta = self._file.metadata
         sizes = np.array([meta.row_group(i).num_rows for i in range(meta.num_row_groups)], dtype=np.int64)
         self.starts = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
@@ -62,6 +64,26 @@ class ParquetFeatureRows:
             self._group, self._matrix = group, out
             self.decoded += 1
         return self._matrix
+
+    def labels_and_docids(self, start: int, stop: int, *, labels: bool, docids: bool):
+        """``(labels, docids)`` of rows ``start:stop`` read from the file (float64, object array of str), each
+        ``None`` when not asked for or when the file has no such column (labels: NaN then)."""
+        wanted = [c for c, on in (("label", labels), ("docid", docids)) if on and c in self.columns]
+        parts: dict[str, list] = {c: [] for c in wanted}
+        first, last = self._group_of(start), self._group_of(max(start, stop - 1))
+        for group in range(first, last + 1) if wanted and stop > start else ():
+            table = self._file.read_row_group(group, columns=wanted)
+            lo, hi = max(start, int(self.starts[group])), min(stop, int(self.starts[group + 1]))
+            table = table.slice(lo - int(self.starts[group]), hi - lo)
+            for c in wanted:
+                parts[c].append(column_to_numpy(table.column(c)).astype(np.float64) if c == "label"
+                                else table.column(c).to_numpy(zero_copy_only=False))
+        out = {c: np.concatenate(v) if v else np.zeros(0, dtype=np.float64 if c == "label" else object)
+               for c, v in parts.items()}
+        label_values = out.get("label")
+        if labels and label_values is None:
+            label_values = np.full(stop - start, np.nan)
+        return label_values, out.get("docid")
 
     def release(self) -> None:
         """Drop the decoded row group (the next read decodes again)."""

@@ -322,6 +322,32 @@ def read_dataset(path: Path | str, *, features: bool = True, label_required: boo
     )
 
 
+def read_query_index(path: Path | str) -> tuple[np.ndarray, np.ndarray, list[str], bool]:
+    """``(qids, offsets, feature names, has labels)`` of a dataset file, its ``qid`` column checked as
+    :func:`read_dataset` checks it (the same errors); nothing else is read: what a reader that streams the rest
+    needs."""
+    names = column_names(path)
+    require_columns(path, names, ["qid"])
+    qids = np.array(qids_as_int64(path, read_table(path, ["qid"]).column("qid")))
+    try:
+        offsets = offsets_from_qids(qids)
+    except InputError as exc:
+        raise SchemaError(f"{path}: {exc}") from None
+    return qids, offsets, feature_columns(names), "label" in names
+
+
+def labels_all_missing(path: Path | str) -> bool:
+    """Whether a dataset file has no ``label`` column or only NaN labels (read a row group at a time)."""
+    pf = open_parquet(path)
+    if "label" not in pf.schema_arrow.names:
+        return True
+    for group in range(pf.num_row_groups):
+        values = column_to_numpy(pf.read_row_group(group, columns=["label"]).column("label")).astype(np.float64)
+        if not np.all(np.isnan(values)):
+            return False
+    return True
+
+
 def check_query_aligned(path: Path | str) -> None:
     """Refuse a file in which some query spans two row groups (a distributed reader could split it)."""
     pf = open_parquet(path)
