@@ -97,11 +97,12 @@ def main() -> None:
     ap.add_argument("--trees", type=int, default=30)
     ap.add_argument("--only", nargs="*", default=["train", "experiment", "predict", "eval", "trials"])
     ap.add_argument("--trials", type=int, default=3)
+    ap.add_argument("--model", type=Path, help="score with this model directory instead of the one trained here")
     args = ap.parse_args()
     out: dict = {"data": str(args.data), "load": os.getloadavg()}
     with tempfile.TemporaryDirectory(dir="/tmp") as tmp:
         tmp = Path(tmp)
-        model = tmp / "model"
+        model = args.model or tmp / "model"
         for r in range(args.rounds):
             if "train" in args.only:
                 out.setdefault("train", []).append(measured(rankcli(
