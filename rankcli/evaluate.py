@@ -273,11 +273,27 @@ def evaluate_input(path: Path | str, metrics: Sequence[MetricSpec | str], conven
 
 
 def evaluate_model(data_path: Path | str, model_dir: Path | str, metrics: Sequence[MetricSpec | str],
-                   convention: Convention = Convention()) -> EvalReport:
+                   convention: Convention = Convention(), *, batch_rows: int | None = None) -> EvalReport:
     """Score the dataset at ``data_path`` with the model directory ``model_dir`` and evaluate the scores against
     the dataset's labels (``rankcli eval DATA --model MODEL``); ``metrics`` and ``convention`` as in
-    :func:`evaluate_path`."""
-    return evaluate_run(model_run(data_path, model_dir, docids=convention.ties == "docid-desc"), metrics, convention)
+    :func:`evaluate_path`.
+
+    The features are read and scored in batches of whole queries of at most ``batch_rows`` rows
+    (:func:`rankcli.scoring.score_batches`), never whole; the labels and scores of every row (16 bytes a row) are
+    then evaluated at once, exactly as :func:`model_run` and :func:`evaluate_run` evaluate them."""
+    from rankcli.scoring import DEFAULT_BATCH_ROWS, open_scoring, score_batches
+
+    by_docid = convention.ties == "docid-desc"
+    source = open_scoring(model_dir, data_path, label_required=True, docids=by_docid)
+    ds = source.index
+    scores = np.empty(ds.n_rows, dtype=np.float64)
+    for b in score_batches(source, DEFAULT_BATCH_ROWS if batch_rows is None else batch_rows):
+        scores[b.start:b.stop] = b.scores
+    run = run_from_arrays(ds.qids, ds.labels, scores, str(data_path))
+    run.source = f"{data_path} scored by {model_dir}"
+    if by_docid:
+        run.docids = row_names(ds.qids, ds.docids, None, data_path)
+    return evaluate_run(run, metrics, convention)
 
 
 def write_per_query(path: Path | str, report: EvalReport, *, overwrite: bool = False) -> None:

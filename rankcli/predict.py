@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from rankcli.dataset import Dataset
+from rankcli.scoring import DEFAULT_BATCH_ROWS
 
 
 def predict_dataset(model_dir: Path | str, data: Path | str):
@@ -61,29 +62,55 @@ def write_run(path: Path | str, ds: Dataset, scores: np.ndarray, *, fmt: str = "
 
 
 def predict_file(model_dir: Path | str, data: Path | str, output: Path | str, *, fmt: str = "parquet",
-                 tag: str | None = None, overwrite: bool = False) -> dict:
-    """Score the dataset at ``data`` with the model directory ``model_dir`` and write the run to ``output``.
+                 tag: str | None = None, overwrite: bool = False, batch_rows: int = DEFAULT_BATCH_ROWS) -> dict:
+    """Score the dataset at ``data`` with the model directory ``model_dir`` and write the run to ``output``, batch by
+    batch (:func:`rankcli.scoring.score_batches`: the feature matrix is never whole in memory); the run is the one
+    :func:`write_run` writes for the whole dataset, byte for byte.
 
     Parameters
     ----------
     model_dir, data : path
         As :func:`predict_dataset` takes them.
     output : path
-        The run file, see :func:`write_run`.
+        The run file, see :func:`write_run`; written atomically.
     fmt : "parquet" or "trec"
         The run's format.
     tag : str, optional
         The TREC run tag (default: the model directory's name).
     overwrite : bool
         Replace an existing file that rankcli wrote.
+    batch_rows : int
+        The largest batch of rows scored at once (whole queries; a longer query is scored alone).
 
     Returns
     -------
     dict
         The summary ``{"run", "format", "rows", "queries", "model"}`` that ``predict --json`` prints.
     """
-    ds, scores, model = predict_dataset(model_dir, data)
-    write_run(output, ds, scores, fmt=fmt, tag=tag or Path(model_dir).resolve().name, overwrite=overwrite,
-              source=str(data),
-              metadata={"model": str(model_dir), "loss": model.info.get("loss", {}).get("name"), "data": str(data)})
+    from rankcli.formats.parquet import labels_all_missing
+    from rankcli.scoring import open_scoring, score_batches
+
+    source = open_scoring(model_dir, data, by_batch=True)
+    ds, model = source.index, source.model
+    docids = "docid" in source.rows.columns
+    if fmt == "trec":
+        from rankcli.core.groups import broadcast, order_within
+        from rankcli.formats.runs import stream_trec_run, trec_run_lines
+
+        with stream_trec_run(output, overwrite=overwrite) as write:
+            for b in score_batches(source, batch_rows):
+                order = order_within(b.scores, b.offsets)
+                ranks = np.arange(order.shape[0], dtype=np.int64) - broadcast(b.offsets[:-1], b.offsets) + 1
+                write(trec_run_lines(b.qids, b.scores, order, ranks, docids=b.docids,
+                                     rows=np.arange(b.start, b.stop), tag=tag or Path(model_dir).resolve().name,
+                                     source=str(data)))
+    else:
+        from rankcli.formats.runs import stream_run
+
+        labels = not labels_all_missing(data)
+        metadata = {"model": str(model_dir), "loss": model.info.get("loss", {}).get("name"), "data": str(data)}
+        with stream_run(output, ds.offsets, docids=docids, labels=labels, metadata=metadata,
+                        overwrite=overwrite) as run:
+            for b in score_batches(source, batch_rows):
+                run.write(b.qids, b.scores, docids=b.docids, labels=b.labels if labels else None)
     return {"run": str(output), "format": fmt, "rows": ds.n_rows, "queries": ds.n_queries, "model": str(model_dir)}

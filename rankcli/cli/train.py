@@ -115,13 +115,13 @@ def _train_here(train: Path, valid: Path | None, config, output: Path, *, ips, o
     """Train on this machine and write the model directory; returns its rankcli.json."""
     from rankcli.cli._common import log, progress_bar
     from rankcli.startup import import_lightgbm_lean
-    from rankcli.train import load_training_data, save_model, train_model
+    from rankcli.train import load_training_data, save_model, train_prepared
 
     data = load_training_data(train, valid, config, ips=ips, log=log)
     import_lightgbm_lean()
     with progress_bar(config.trees, f"train {config.loss}", extra="{task.fields[metric]}") as bar:
-        result = train_model(data.train, data.valid, config, on_iteration=_progress(bar, config.select_by),
-                             objective=data.objective, position=data.position)
+        result = train_prepared(data.prepare(), config, on_iteration=_progress(bar, config.select_by),
+                                objective=data.objective)
         bar.update(total=result.trees_trained, completed=result.trees_trained)  # early stopping: end the bar full
     return save_model(result, config, output, train_path=train, valid_path=valid,
                       feature_names=data.train.feature_names, overwrite=overwrite,

@@ -74,7 +74,16 @@ from rankcli.experiment.config import (
     trial_rng,
 )
 from rankcli.experiment.convergence import convergence
-from rankcli.experiment.data import ExperimentData, Fold, TrialData, find_folds, load_data, trial_split
+from rankcli.experiment.data import (
+    ExperimentData,
+    Fold,
+    TrialData,
+    TrialParts,
+    find_folds,
+    load_data,
+    trial_parts,
+    trial_split,
+)
 from rankcli.experiment.runner import ExperimentResult, UnitClaims, run_experiment
 from rankcli.experiment.summary import (
     difference_label,
@@ -96,10 +105,10 @@ from rankcli.experiment.unit import Unit, UnitResult, run_unit
 
 __all__ = [
     "BASELINE", "ClickLogs", "DEFAULT_TRIALS", "DISPLAYED_POSITIONS", "ExperimentConfig", "ExperimentData",
-    "ExperimentResult", "Fold", "IPS_SUFFIX", "SWEEP_KINDS", "Setting", "SweepLevel", "TrialData", "Unit",
+    "ExperimentResult", "Fold", "IPS_SUFFIX", "SWEEP_KINDS", "Setting", "SweepLevel", "TrialData", "TrialParts", "Unit",
     "UnitClaims", "UnitResult", "all_loss_names", "click_dataset", "convergence", "difference_label", "find_folds",
     "format_level", "iter_levels", "json_shape", "load_data", "logging_query_count", "model_seed", "perturb",
     "perturbation_rng", "plan_settings", "pooled_queries", "position_bias_logs", "primary_metric", "run_experiment",
     "run_unit", "setting_for", "setting_losses", "setting_pairs", "summarize", "sweep_columns", "sweep_rows",
-    "trial_ids", "trial_rng", "trial_split", "variant_data",
+    "trial_ids", "trial_parts", "trial_rng", "trial_split", "variant_data",
 ]

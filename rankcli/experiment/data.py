@@ -44,13 +44,67 @@ class TrialData(NamedTuple):
     test: Dataset
 
 
-def hash_datasets(h, parts: list[Dataset]) -> None:
-    """Feed the offsets, labels and features of ``parts`` (dtype, shape and bytes) to the hash object ``h``."""
-    for ds in parts:
-        for arr in (ds.offsets, ds.labels, ds.features):
-            arr = np.ascontiguousarray(arr)
-            h.update(str((arr.dtype.str, arr.shape)).encode())
-            h.update(memoryview(arr.reshape(-1)).cast("B"))  # flat: a (0, n) array has no 2-D byte view
+#: The :attr:`Dataset.extra` column of a trial part read without its features: each row's row in its part's feature
+#: rows (:attr:`TrialParts.features`). Perturbations that take rows (``take_rows``) carry it along.
+SOURCE_ROW = "source_row"
+#: Rows per block when features are hashed or scored block by block.
+BLOCK_ROWS = 65_536
+
+
+class TrialParts(NamedTuple):
+    """One trial's queries without their feature matrices: what a trial trains on without copying any feature.
+
+    ``train``, ``valid`` (or None) and ``test`` carry their rows' numbers in ``extra[SOURCE_ROW]``, rows of the feature
+    rows ``features[part]`` (the pooled matrix, or a fold file's features read by row). :func:`part_rows` gives a
+    part's features by row, :func:`with_features` a part with its feature matrix.
+    """
+
+    train: Dataset
+    valid: Dataset | None
+    test: Dataset
+    features: dict
+
+
+def part_rows(parts: TrialParts, part: str, ds: Dataset | None = None):
+    """The features of ``ds`` (default: the part ``part`` of ``parts``; a perturbed copy of it keeps its source rows)
+    by row, without copying them (:class:`rankcli.train.MatrixRows`)."""
+    from rankcli.train.datasets import MatrixRows
+
+    ds = getattr(parts, part) if ds is None else ds
+    return MatrixRows(parts.features[part], ds.extra[SOURCE_ROW])
+
+
+def with_features(parts: TrialParts, part: str, ds: Dataset | None = None) -> Dataset | None:
+    """``ds`` (default: the part ``part``) with its feature matrix read, as an in-memory dataset."""
+    ds = getattr(parts, part) if ds is None else ds
+    if ds is None:
+        return None
+    rows = part_rows(parts, part, ds)
+    out = ds.take_rows(np.arange(ds.n_rows), ds.offsets)
+    out.features = rows[np.arange(ds.n_rows)] if ds.n_rows else np.zeros((0, len(ds.feature_names)), np.float32)
+    out.extra.pop(SOURCE_ROW, None)
+    return out
+
+
+def _hash_array(h, arr: np.ndarray) -> None:
+    arr = np.ascontiguousarray(arr)
+    h.update(str((arr.dtype.str, arr.shape)).encode())
+    h.update(memoryview(arr.reshape(-1)).cast("B"))  # flat: a (0, n) array has no 2-D byte view
+
+
+def hash_datasets(h, parts: list[Dataset], features: list | None = None) -> None:
+    """Feed the offsets, labels and features of ``parts`` (dtype, shape and bytes) to the hash object ``h``; the
+    features from ``features[i]`` (rows read in blocks, C order: the same bytes) when ``parts[i]`` has none."""
+    for i, ds in enumerate(parts):
+        _hash_array(h, ds.offsets)
+        _hash_array(h, ds.labels)
+        rows = ds.features if ds.features is not None else features[i]
+        dtype = rows.dtype if ds.features is not None else np.dtype(np.float32)
+        shape = (len(rows), len(ds.feature_names) if ds.features is None else ds.features.shape[1])
+        h.update(str((dtype.str, shape)).encode())
+        for at in range(0, shape[0], BLOCK_ROWS):  # a C-ordered copy of one block at a time
+            block = np.ascontiguousarray(rows[at:at + BLOCK_ROWS], dtype=dtype)
+            h.update(memoryview(block.reshape(-1)).cast("B"))
 
 
 @dataclass
@@ -83,6 +137,24 @@ class ExperimentData:
                                              read_dataset(fold.valid) if fold.valid else None, read_dataset(fold.test))
         return self._loaded[number]
 
+    def fold_parts(self, number: int) -> TrialParts:
+        """Fold ``number``'s parts without their features (:class:`TrialParts`): labels and offsets read, features
+        read by row from the files when a trial needs them (from memory for an :meth:`in_memory` copy)."""
+        from rankcli.formats.feature_rows import ParquetFeatureRows
+        from rankcli.formats.parquet import read_dataset
+
+        fold = next((f for f in self.folds or [] if f.number == number), None)
+        if fold is None or self._keep_all:
+            loaded = self.fold(number)
+            return TrialParts(*(_numbered(d) for d in loaded),
+                              features={part: d.features for part, d in zip(("train", "valid", "test"), loaded)
+                                        if d is not None})
+        parts, features = {}, {}
+        for part, path in fold.parts():
+            parts[part] = _numbered(read_dataset(path, features=False, docids=False))
+            features[part] = ParquetFeatureRows(path, parts[part].feature_names)
+        return TrialParts(parts["train"], parts.get("valid"), parts["test"], features)
+
     def in_memory(self) -> ExperimentData:
         """A copy holding every fold in memory (what gets shipped to workers that cannot read the files)."""
         out = ExperimentData(pooled=self.pooled, folds=self.folds, _keep_all=True, _fingerprint=self.fingerprint())
@@ -99,7 +171,10 @@ class ExperimentData:
             else:
                 for f in self.folds:
                     h.update(f"fold {f.number} {'with' if f.valid else 'without'} validation".encode())
-                    hash_datasets(h, [d for d in self.fold(f.number) if d is not None])
+                    parts = self.fold_parts(f.number)
+                    present = [part for part in ("train", "valid", "test") if getattr(parts, part) is not None]
+                    hash_datasets(h, [getattr(parts, part) for part in present],
+                                  [part_rows(parts, part) for part in present])
             self._fingerprint = h.hexdigest()
         return self._fingerprint
 
@@ -264,15 +339,35 @@ def _read_pooled(path: Path) -> Dataset:
     return ds
 
 
-def trial_split(data: ExperimentData, config: ExperimentConfig, trial: int) -> TrialData:
-    """Trial ``trial``'s (train, validation, test) of ``data``: a random query-level split (``config.split``, seeded by
-    ``config.seed`` and the trial), or fold ``trial``'s files."""
+def _numbered(ds: Dataset | None) -> Dataset | None:
+    """``ds`` without its features, its rows numbered in ``extra[SOURCE_ROW]``."""
+    if ds is None:
+        return None
+    return Dataset(qids=ds.qids, labels=ds.labels, feature_names=list(ds.feature_names), offsets=ds.offsets,
+                   metadata=dict(ds.metadata), extra={**ds.extra, SOURCE_ROW: np.arange(ds.n_rows, dtype=np.int64)})
+
+
+def trial_parts(data: ExperimentData, config: ExperimentConfig, trial: int) -> TrialParts:
+    """Trial ``trial``'s parts of ``data`` without copying a feature (:class:`TrialParts`): the random query-level
+    split of :func:`trial_split`, or fold ``trial``'s files."""
     if data.folds is not None:
-        return data.fold(trial)
+        return data.fold_parts(trial)
     ds = data.pooled
     train_q, valid_q, test_q = split_queries(ds.n_queries, config.split, trial_rng(config.seed, trial))
-    valid = ds.take_queries(valid_q) if valid_q.shape[0] else None
-    return TrialData(ds.take_queries(train_q), valid, ds.take_queries(test_q))
+    index = Dataset(qids=ds.qids, labels=ds.labels, feature_names=list(ds.feature_names), offsets=ds.offsets,
+                    extra={**ds.extra, SOURCE_ROW: np.arange(ds.n_rows, dtype=np.int64)})
+    valid = index.take_queries(valid_q) if valid_q.shape[0] else None
+    features = {part: ds.features for part in ("train", "valid", "test")}
+    return TrialParts(index.take_queries(train_q), valid, index.take_queries(test_q), features)
+
+
+def trial_split(data: ExperimentData, config: ExperimentConfig, trial: int) -> TrialData:
+    """Trial ``trial``'s (train, validation, test) of ``data``, with their feature matrices: a random query-level split
+    (``config.split``, seeded by ``config.seed`` and the trial), or fold ``trial``'s files."""
+    if data.folds is not None:
+        return data.fold(trial)
+    parts = trial_parts(data, config, trial)
+    return TrialData(*(with_features(parts, part) for part in ("train", "valid", "test")))
 
 
 def _fold_labels(folds: list[Fold]):

@@ -22,7 +22,7 @@ from rankcli.experiment.config import (
     train_config,
     trial_ids,
 )
-from rankcli.experiment.data import ExperimentData, load_data, trial_split
+from rankcli.experiment.data import ExperimentData, load_data, part_rows, trial_parts, with_features
 from rankcli.experiment.sweeps import perturb, position_bias_logs, variant_data
 
 
@@ -61,38 +61,67 @@ def plan_units(config: ExperimentConfig, settings: list[Setting]) -> list[Unit]:
     return [Unit(s, t, loss) for t in trial_ids(config) for s in settings for loss in setting_losses(config, s)]
 
 
-def _train(data: ExperimentData, config: ExperimentConfig, setting: Setting, trial: int, loss: str):
-    """The trained model of one unit, what tuning chose (``None`` without ``--tune``) and the unit's test queries."""
-    from rankcli.train import train_model
+#: One process's latest (data, setting, trial) prepared for training: the units of a (setting, trial) run one after
+#: another (trial-major plan), and every loss of it trains on the same perturbed data, so its LightGBM Datasets are
+#: built once (rankcli.train.prepare) and reused by every loss.
+_PREPARED: dict = {}
 
-    train, valid, test = trial_split(data, config, trial)
+
+def _prepared(data: ExperimentData, config: ExperimentConfig, setting: Setting, trial: int):
+    """``(prepared training split, test part, test features by row)`` of ``(setting, trial)``, the latest one kept."""
+    from rankcli.train import prepare
+
+    key = (id(data), data.fingerprint(), json.dumps(config.identity(), sort_keys=True), setting.name, trial)
+    if key not in _PREPARED:
+        _PREPARED.clear()  # the previous trial's Datasets are freed before this one's are built
+        parts = trial_parts(data, config, trial)
+        if setting.kind in ("click-noise", "position-bias"):  # they simulate clicks on in-memory datasets
+            train, valid = with_features(parts, "train"), with_features(parts, "valid")
+            if setting.kind == "click-noise":
+                rng = perturbation_rng(config.seed, trial, setting.name)
+                train, valid = perturb(setting, train, valid, config, rng)
+            prepared = prepare(train, valid)
+        else:
+            train, valid = perturb(setting, parts.train, parts.valid, config,
+                                   perturbation_rng(config.seed, trial, setting.name))
+            prepared = prepare(train, valid, train_rows=part_rows(parts, "train", train),
+                               valid_rows=part_rows(parts, "valid", valid) if valid is not None else None)
+        _PREPARED[key] = (prepared, parts.test, part_rows(parts, "test"))
+    return _PREPARED[key]
+
+
+def _train(data: ExperimentData, config: ExperimentConfig, setting: Setting, trial: int, loss: str):
+    """The trained model of one unit, what tuning chose (``None`` without ``--tune``), its test part and the test
+    features by row."""
+    from rankcli.train import prepare, train_prepared
+
+    prepared, test, test_rows = _prepared(data, config, setting, trial)
     objective = None
     base_loss = loss[: -len(IPS_SUFFIX)] if loss.endswith(IPS_SUFFIX) else loss
-    if setting.kind != "position-bias":
-        train, valid = perturb(setting, train, valid, config, perturbation_rng(config.seed, trial, setting.name))
     try:
         if setting.kind == "position-bias":
-            logs = position_bias_logs(train, valid, config, setting, trial,
+            logs = position_bias_logs(prepared.train, prepared.valid, config, setting, trial,
                                       key=(id(data), data.fingerprint(), json.dumps(config.identity(), sort_keys=True)))
             train, valid, objective = variant_data(logs, loss, config)
+            prepared = prepare(train, valid)  # each variant trains on its own pooled click data
         unit_config = train_config(config, base_loss, model_seed(config.seed, trial, setting.name))
         if config.tune:  # tuned on this unit's training and validation data only: the test part is not passed on
-            return _tuned(train, valid, unit_config, objective, config.tune) + (test,)
-        result = train_model(train, valid, unit_config, objective=objective)
+            return _tuned(prepared, unit_config, objective, config.tune) + (test, test_rows)
+        result = train_prepared(prepared, unit_config, objective=objective)
     except InputError as exc:  # say which unit: a random split can leave, e.g., a validation part without relevance
         raise InputError(f"{setting.name}, {'fold' if config.folds else 'trial'} {trial}, {loss}: {exc}") from None
-    return result, None, test
+    return result, None, test, test_rows
 
 
-def _tuned(train, valid, config, objective, budget: int) -> tuple:
-    """The best model of ``budget`` tuning trials on ``train`` and ``valid``, and what the summary reports of it."""
-    from rankcli.train import TrainingData
+def _tuned(prepared, config, objective, budget: int) -> tuple:
+    """The best model of ``budget`` tuning trials on ``prepared`` (the unit's training and validation data), and what
+    the summary reports of it."""
     from rankcli.tune.inline import tune_in_memory
 
-    if valid is None:
+    if prepared.valid is None:
         raise InputError("--tune scores every tuning trial on the validation set, and this unit has none (give each "
                          "fold a vali.parquet)")
-    tuned = tune_in_memory(TrainingData(train, valid, objective=objective), config, budget)
+    tuned = tune_in_memory(prepared, config, budget, objective=objective)
     return tuned.best.result, {"params": tuned.params, "validation": tuned.best.value,
                                "default_validation": tuned.default_value, "trials": tuned.trials}
 
@@ -101,13 +130,14 @@ def run_unit(data: ExperimentData, config: ExperimentConfig, setting: Setting, t
     """Train ``loss`` on trial ``trial`` of ``setting`` (the experiment ``config`` on ``data``) and test it on the
     trial's untouched test queries. Deterministic in its arguments."""
     from rankcli.core.metrics import Convention, evaluate, parse_metrics
+    from rankcli.train import predict_rows
 
     start = time.perf_counter()
-    result, params, test = _train(data, config, setting, trial, loss)
+    result, params, test, test_rows = _train(data, config, setting, trial, loss)
     booster = result.booster
     trees = int(result.best_iteration) if result.best_iteration and result.best_iteration > 0 \
         else int(booster.current_iteration())
-    scores = np.asarray(booster.predict(test.features, num_iteration=trees), dtype=np.float64)
+    scores = predict_rows(booster, test_rows, num_iteration=trees)
     specs = parse_metrics(config.metrics)
     ev = evaluate(specs, test.labels, scores, test.offsets, Convention.preset(config.train.convention))
     values = {str(s): float(ev.means[str(s)]) for s in specs}

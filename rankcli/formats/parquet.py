@@ -112,6 +112,12 @@ class QueryAlignedWriter:
             self._writer.write_table(chunk, row_group_size=max(chunk.num_rows, 1))
         self.rows += table.num_rows
 
+    def write_group(self, table: pa.Table) -> None:
+        """Write ``table`` (whole queries) as one row group, as it is."""
+        table = table.cast(self._schema.remove_metadata()) if table.schema != self._schema.remove_metadata() else table
+        self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
+        self.rows += table.num_rows
+
     def close(self) -> None:
         self._writer.close()
 
@@ -243,8 +249,42 @@ def features_matrix(table: pa.Table, names: list[str]) -> np.ndarray:
     return out
 
 
+#: Feature columns decoded at once when a file's features are read row group by row group: Arrow's copy of them is
+#: the only transient next to the float32 matrix.
+COLUMNS_AT_ONCE = 16
+
+
+def read_row_group_features(pf: pq.ParquetFile, group: int, names: list[str], out: np.ndarray,
+                            path: Path | str) -> None:
+    """Decode the feature columns ``names`` of row group ``group`` of ``pf`` into ``out`` (float32, ``(rows of the
+    group, len(names))``; Fortran order is fastest), :data:`COLUMNS_AT_ONCE` columns at a time."""
+    for at in range(0, len(names), COLUMNS_AT_ONCE):
+        chunk_names = names[at:at + COLUMNS_AT_ONCE]
+        try:
+            table = pf.read_row_group(group, columns=chunk_names)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise InputError(f"{path}: cannot read row group {group} ({exc})") from None
+        for j, name in enumerate(chunk_names):
+            out[:, at + j] = column_to_numpy(table.column(name))
+        del table
+
+
+def read_features(path: Path | str, names: list[str]) -> np.ndarray:
+    """The feature columns ``names`` of a Parquet file as a Fortran-ordered float32 matrix, read row group by row
+    group (no Arrow copy of the whole matrix)."""
+    pf = open_parquet(path)
+    meta = pf.metadata
+    out = np.empty((meta.num_rows, len(names)), dtype=np.float32, order="F")
+    at = 0
+    for group in range(meta.num_row_groups):
+        n = meta.row_group(group).num_rows
+        read_row_group_features(pf, group, names, out[at:at + n], path)
+        at += n
+    return out
+
+
 def read_dataset(path: Path | str, *, features: bool = True, label_required: bool = True,
-                 extra_columns: Iterable[str] = ()) -> Dataset:
+                 extra_columns: Iterable[str] = (), docids: bool = True) -> Dataset:
     """Read a dataset file into the data model.
 
     Parameters
@@ -253,19 +293,19 @@ def read_dataset(path: Path | str, *, features: bool = True, label_required: boo
     features : read the feature matrix; ``False`` skips it (metrics need none).
     label_required : refuse a file without ``label`` (else the labels are NaN).
     extra_columns : other columns to read into :attr:`Dataset.extra` when the file has them.
+    docids : read the ``docid`` column when there is one (training needs none).
     """
     names = column_names(path)
     require_columns(path, names, ["qid", "label"] if label_required else ["qid"])
     fnames = feature_columns(names)
-    wanted = ["qid"] + (["label"] if "label" in names else []) + (["docid"] if "docid" in names else [])
+    with_docids = docids and "docid" in names
+    wanted = ["qid"] + (["label"] if "label" in names else []) + (["docid"] if with_docids else [])
     wanted += [c for c in extra_columns if c in names and c not in wanted]
-    if features:
-        wanted += fnames
     table = read_table(path, wanted)
     qids = np.array(qids_as_int64(path, table.column("qid")))  # a writable copy, as to_numpy gave
     labels = (column_to_numpy(table.column("label")).astype(np.float64) if "label" in names
               else np.full(qids.shape[0], np.nan))
-    docids = table.column("docid").to_numpy(zero_copy_only=False) if "docid" in names else None
+    docid_values = table.column("docid").to_numpy(zero_copy_only=False) if with_docids else None
     try:
         offsets = offsets_from_qids(qids)
     except InputError as exc:
@@ -273,13 +313,39 @@ def read_dataset(path: Path | str, *, features: bool = True, label_required: boo
     return Dataset(
         qids=qids.astype(np.int64, copy=False),
         labels=labels,
-        features=features_matrix(table, fnames) if features else None,
+        features=read_features(path, fnames) if features else None,
         feature_names=fnames,
-        docids=docids,
+        docids=docid_values,
         offsets=offsets,
         metadata=read_metadata(path),
         extra={c: table.column(c).to_numpy(zero_copy_only=False) for c in extra_columns if c in names},
     )
+
+
+def read_query_index(path: Path | str) -> tuple[np.ndarray, np.ndarray, list[str], bool]:
+    """``(qids, offsets, feature names, has labels)`` of a dataset file, its ``qid`` column checked as
+    :func:`read_dataset` checks it (the same errors); nothing else is read: what a reader that streams the rest
+    needs."""
+    names = column_names(path)
+    require_columns(path, names, ["qid"])
+    qids = np.array(qids_as_int64(path, read_table(path, ["qid"]).column("qid")))
+    try:
+        offsets = offsets_from_qids(qids)
+    except InputError as exc:
+        raise SchemaError(f"{path}: {exc}") from None
+    return qids, offsets, feature_columns(names), "label" in names
+
+
+def labels_all_missing(path: Path | str) -> bool:
+    """Whether a dataset file has no ``label`` column or only NaN labels (read a row group at a time)."""
+    pf = open_parquet(path)
+    if "label" not in pf.schema_arrow.names:
+        return True
+    for group in range(pf.num_row_groups):
+        values = column_to_numpy(pf.read_row_group(group, columns=["label"]).column("label")).astype(np.float64)
+        if not np.all(np.isnan(values)):
+            return False
+    return True
 
 
 def check_query_aligned(path: Path | str) -> None:

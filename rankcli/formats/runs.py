@@ -13,7 +13,8 @@ the same rows). The TREC run *reader* is :mod:`rankcli.formats.trec`'s.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
@@ -60,6 +61,96 @@ def write_run(path: Path | str, qids: np.ndarray, scores: np.ndarray, *, docids:
     parquet.write_table(path, pa.table(columns), metadata={"kind": "run", **(metadata or {})}, overwrite=overwrite)
 
 
+def run_schema(docids: bool, labels: bool) -> pa.Schema:
+    """The Arrow schema of a Parquet run: ``qid``, ``docid`` (or ``row``), ``label`` when ``labels``, ``score``."""
+    fields = [pa.field("qid", pa.int64()), pa.field("docid", pa.string()) if docids else pa.field("row", pa.int64())]
+    if labels:
+        fields.append(pa.field("label", pa.float64()))
+    return pa.schema(fields + [pa.field("score", pa.float64())])
+
+
+class ParquetRunStream:
+    """A Parquet run written batch by batch (:func:`stream_run`): :meth:`write` takes the scores of the next rows,
+    and each row group is written once its rows are all there, cut where :func:`write_run` cuts the whole run (at
+    the query boundaries of :func:`rankcli.formats.parquet.query_aligned_groups`), so that the file is the same,
+    byte for byte."""
+
+    def __init__(self, writer: parquet.QueryAlignedWriter, schema: pa.Schema, offsets: np.ndarray):
+        self._writer, self._schema = writer, schema
+        self._cuts = parquet.query_aligned_groups(np.asarray(offsets, dtype=np.int64))
+        self._next = 1  # the next cut to reach
+        self._pending: list[pa.Table] = []
+        self.rows = 0
+
+    def write(self, qids: np.ndarray, scores: np.ndarray, *, docids: np.ndarray | None = None,
+              labels: np.ndarray | None = None) -> None:
+        """The next rows' query ids, scores, and document ids or labels when the run has those columns."""
+        start = self.rows
+        columns = [pa.array(qids, pa.int64())]
+        columns.append(pa.array(docids, pa.string()) if "docid" in self._schema.names
+                       else pa.array(np.arange(start, start + len(qids), dtype=np.int64)))
+        if "label" in self._schema.names:
+            columns.append(pa.array(labels, pa.float64()))
+        columns.append(pa.array(np.asarray(scores, dtype=np.float64)))
+        self._pending.append(pa.Table.from_arrays(columns, schema=self._schema))
+        self.rows += len(qids)
+        while self._next < self._cuts.shape[0] and self.rows >= self._cuts[self._next]:
+            self._flush(int(self._cuts[self._next - 1]), int(self._cuts[self._next]))
+            self._next += 1
+
+    def _flush(self, start: int, stop: int) -> None:
+        table = pa.concat_tables(self._pending)
+        first = self.rows - table.num_rows  # the row number of the table's first row
+        if stop > start:
+            self._writer.write_group(table.slice(start - first, stop - start).combine_chunks())
+        rest = table.slice(stop - first)
+        self._pending = [rest] if rest.num_rows else []
+
+
+@contextmanager
+def stream_run(path: Path | str, offsets: np.ndarray, *, docids: bool, labels: bool, metadata: dict | None = None,
+               overwrite: bool = False) -> Iterator[ParquetRunStream]:
+    """A Parquet run written atomically batch by batch (the layout of :func:`write_run`; the same bytes).
+
+    Parameters
+    ----------
+    path : the file (``-``: standard output).
+    offsets : the query boundaries of every row the run will hold.
+    docids, labels : whether the rows have a ``docid`` (else a ``row`` column numbers them) and a ``label`` column.
+    metadata, overwrite : as :func:`write_run`.
+    """
+    schema = run_schema(docids, labels)
+    meta = {"kind": "run", **(metadata or {})}
+    with atomic_path(path, overwrite, file_kind=kinds.parquet_kind(meta)) as tmp, \
+            parquet.QueryAlignedWriter(tmp, schema, meta) as writer:
+        stream = ParquetRunStream(writer, schema, offsets)
+        yield stream
+        if stream.rows != int(np.asarray(offsets)[-1]):
+            raise ValueError(f"stream_run: {stream.rows} rows written of {int(np.asarray(offsets)[-1])}")
+
+
+def trec_run_lines(qids: np.ndarray, scores: np.ndarray, order: np.ndarray, ranks: np.ndarray, *,
+                   docids: np.ndarray | None = None, rows: np.ndarray | None = None, tag: str = "rankcli",
+                   source: str = "") -> str:
+    """The lines of a TREC run (see :func:`write_trec_run`) for rows whose queries are whole; ``rows``: their row
+    numbers in the dataset (names ``<qid>-<row>``; default ``0..n-1``)."""
+    from rankcli.formats.trec import document_names
+
+    docs = np.array(document_names(qids, docids, rows, source=source).to_pylist(), dtype=object)
+    tag = "".join(tag.split()) or "rankcli"
+    return "".join(f"{q} Q0 {d} {r} {s!r} {tag}\n" for q, d, r, s in zip(
+        np.asarray(qids)[order].tolist(), docs[order].tolist(), np.asarray(ranks).tolist(),
+        np.asarray(scores, dtype=np.float64)[order].tolist()))
+
+
+@contextmanager
+def stream_trec_run(path: Path | str, *, overwrite: bool = False) -> Iterator[Callable[[str], None]]:
+    """A TREC run written atomically batch by batch: yields ``write(text)`` for the lines of
+    :func:`trec_run_lines`."""
+    with atomic_path(path, overwrite, file_kind=kinds.TREC_RUN) as tmp, open(tmp, "w") as fh:
+        yield fh.write
+
+
 def write_trec_run(path: Path | str, qids: np.ndarray, scores: np.ndarray, order: np.ndarray, ranks: np.ndarray, *,
                    docids: np.ndarray | None = None, tag: str = "rankcli", source: str = "",
                    overwrite: bool = False) -> None:
@@ -85,14 +176,9 @@ def write_trec_run(path: Path | str, qids: np.ndarray, scores: np.ndarray, order
     overwrite : bool
         Replace an existing file that rankcli wrote.
     """
-    from rankcli.formats.trec import document_names
-
-    docs = np.array(document_names(qids, docids, source=source).to_pylist(), dtype=object)
-    tag = "".join(tag.split()) or "rankcli"
+    text = trec_run_lines(qids, scores, order, ranks, docids=docids, tag=tag, source=source)
     with atomic_path(path, overwrite, file_kind=kinds.TREC_RUN) as tmp, open(tmp, "w") as fh:
-        for q, d, r, s in zip(np.asarray(qids)[order].tolist(), docs[order].tolist(), np.asarray(ranks).tolist(),
-                              np.asarray(scores, dtype=np.float64)[order].tolist()):
-            fh.write(f"{q} Q0 {d} {r} {s!r} {tag}\n")
+        fh.write(text)
 
 
 class RunColumns(NamedTuple):

@@ -13,7 +13,8 @@ Modules
 - :mod:`~rankcli.train.params`: ``--param`` parsing and the checks of LightGBM parameters.
 - :mod:`~rankcli.train.config`: :class:`TrainConfig`, checked when built, and the LightGBM parameters it resolves to.
 - :mod:`~rankcli.train.objective`: the callable objective, LightGBM datasets and callbacks, the early-stopping rule.
-- :mod:`~rankcli.train.training`: the checks before training and :func:`train_model`.
+- :mod:`~rankcli.train.training`: the checks before training, :func:`train_model` and :func:`train_prepared`.
+- :mod:`~rankcli.train.datasets`: :func:`prepare`: a split's LightGBM Datasets built once per binning and reused.
 - :mod:`~rankcli.train.model`: the model directory (``model.txt`` and ``rankcli.json``): save, load, validate.
 - :mod:`~rankcli.train.data`: ``rankcli train``'s inputs read from files, IPS click logs included.
 - :mod:`~rankcli.train.params_file`: parameter files (``rankcli tune``'s ``best.json``) and their precedence.
@@ -35,6 +36,7 @@ from rankcli.train.config import (
     resolve_params,
 )
 from rankcli.train.data import IpsOptions, TrainingData, ips_options, load_training_data
+from rankcli.train.datasets import MatrixRows, PreparedData, binning_params, predict_rows, prepare
 from rankcli.train.losses import (
     LOSSES,
     REAL_LABEL_HINT,
@@ -60,15 +62,15 @@ from rankcli.train.model import (
 )
 from rankcli.train.objective import EarlyStopping, LibraryObjective, check_position_bias_support
 from rankcli.train.params import MANAGED_PARAMS, OPTION_PARAMS, check_boosting, check_params, parse_param, parse_params
-from rankcli.train.training import check_inputs, check_valid_rows, check_validation, train_model
+from rankcli.train.training import check_inputs, check_valid_rows, check_validation, train_model, train_prepared
 
 __all__ = [
     "DEFAULT_EARLY_STOPPING", "DEFAULT_TREES", "INFO_FILE", "LOSSES", "MANAGED_PARAMS", "MAX_SEED", "MODEL_FILE",
     "OPTION_PARAMS", "PRESETS", "REAL_LABEL_HINT", "EarlyStopping", "IpsOptions", "LibraryObjective", "Loss",
-    "TrainConfig", "TrainResult", "TrainedModel", "TrainingData", "check_boosting", "check_grade_range",
-    "check_inputs", "check_loss", "check_params", "check_position_bias_support", "check_preset", "check_seed",
-    "check_training_labels", "check_valid_rows", "check_validation", "feature_difference", "file_sha256", "ips_options",
-    "lightgbm_resolved_params", "load_model", "load_training_data", "metric_function", "model_info", "parse_param",
-    "parse_params", "resolve_params", "save_model", "train_model", "trainable_labels", "validate_model_info",
-    "write_model_dir",
+    "MatrixRows", "PreparedData", "TrainConfig", "TrainResult", "TrainedModel", "TrainingData", "check_boosting",
+    "check_grade_range", "check_inputs", "check_loss", "check_params", "check_position_bias_support", "check_preset",
+    "check_seed", "check_training_labels", "check_valid_rows", "check_validation", "feature_difference", "file_sha256",
+    "ips_options", "lightgbm_resolved_params", "load_model", "load_training_data", "metric_function", "model_info",
+    "parse_param", "binning_params", "parse_params", "predict_rows", "prepare", "resolve_params", "save_model",
+    "train_model", "train_prepared", "trainable_labels", "validate_model_info", "write_model_dir",
 ]

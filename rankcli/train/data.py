@@ -15,8 +15,9 @@ import numpy as np
 from rankcli.dataset import Dataset
 from rankcli.errors import UsageError
 from rankcli.train.config import TrainConfig
+from rankcli.train.datasets import PreparedData, prepare
 from rankcli.train.model import TrainResult, lightgbm_resolved_params
-from rankcli.train.training import check_inputs
+from rankcli.train.training import check_inputs, check_splittable
 
 #: The LightGBM parameter that regularises its position-bias model.
 POSITION_BIAS_REGULARIZATION = "lambdarank_position_bias_regularization"
@@ -94,6 +95,8 @@ class TrainingData:
     objective : a callable objective replacing the loss's own (IPS RankNet), or ``None``.
     position : each training row's displayed position (``--propensity learn``), or ``None``.
     ips : what ``rankcli.json`` records about IPS training (its ``ips`` key), or ``None``.
+    train_rows, valid_rows : the features read from the files by row when the datasets were read without them
+        (:class:`rankcli.formats.feature_rows.ParquetFeatureRows`), else ``None``.
     """
 
     train: Dataset
@@ -101,6 +104,13 @@ class TrainingData:
     objective: Callable | None = None
     position: np.ndarray | None = None
     ips: dict | None = None
+    train_rows: Any = None
+    valid_rows: Any = None
+
+    def prepare(self) -> PreparedData:
+        """The split ready to train on (:func:`rankcli.train.prepare`)."""
+        return prepare(self.train, self.valid, train_rows=self.train_rows, valid_rows=self.valid_rows,
+                       position=self.position)
 
     def record(self, result: TrainResult) -> dict:
         """The keys this training adds to ``rankcli.json`` (``ips``, with the learned position biases of ``result``,
@@ -115,11 +125,20 @@ class TrainingData:
         return {"ips": self.ips}
 
 
+def _features_by_row(path: Path | str, what: Dataset) -> Any:
+    """The feature columns of the Parquet file ``path`` read by row (LightGBM bins them batch by batch: the feature
+    matrix is never in memory)."""
+    from rankcli.formats.feature_rows import ParquetFeatureRows
+
+    return ParquetFeatureRows(path, what.feature_names)
+
+
 def _read_training_set(path: Path, config: TrainConfig, ips: IpsOptions | None) -> TrainingData:
     from rankcli.formats.parquet import read_dataset
 
     if ips is None:
-        return TrainingData(read_dataset(path), None)
+        ds = read_dataset(path, features=False, docids=False)
+        return TrainingData(ds, None, train_rows=_features_by_row(path, ds))
     from rankcli import ips as ips_data
 
     if ips.learn:
@@ -147,8 +166,11 @@ def load_training_data(train_path: Path, valid_path: Path | None, config: TrainC
     from rankcli.formats.parquet import read_dataset
 
     data = _read_training_set(train_path, config, ips)
-    data.valid = read_dataset(valid_path) if valid_path is not None else None
+    if valid_path is not None:
+        data.valid = read_dataset(valid_path, features=False, docids=False)
+        data.valid_rows = _features_by_row(valid_path, data.valid)
     check_inputs(data.train, data.valid, config, names=(str(train_path), str(valid_path)))
+    check_splittable(data.train.n_rows, config)
     if log is not None:
         ds, valid = data.train, data.valid
         log(f"training {config.loss} on {train_path}: {ds.n_rows} rows, {ds.n_queries} queries, {ds.n_features} "

@@ -357,18 +357,24 @@ class TrainedModel:
         self.check_features(ds.feature_names, what)
         if ds.features is None:
             raise SchemaError(f"{what}: read without its feature columns")
-        if ds.n_rows == 0:
+        return self.score(ds.features, what)
+
+    def score(self, features: np.ndarray, what: str = "data", first_row: int = 0) -> np.ndarray:
+        """Float64 scores of the feature matrix ``features`` (the model's columns, in order), one per row; a
+        non-finite score is an :class:`InputError` naming the row (``first_row`` is the row number of the first
+        row in ``what``)."""
+        if features.shape[0] == 0:
             return np.zeros(0)
         # LightGBM's default is every core of the node; use the CPUs this process may use (rankcli.cpus)
-        scores = np.asarray(self.booster.predict(ds.features, num_threads=default_threads()), dtype=np.float64)
+        scores = np.asarray(self.booster.predict(features, num_threads=default_threads()), dtype=np.float64)
         bad = ~np.isfinite(scores)
         if bad.any():
             # trees hold finite leaf values: an inf or NaN score means a damaged model.txt (a model without the
             # checksum is checked only for its structure), and predict wrote the infs, eval --model ranked by them
             row = int(np.flatnonzero(bad)[0])
             where = self.path / MODEL_FILE if self.path is not None else "the model"
-            raise InputError(f"{where}: scores {what} row {row} as {scores[row]} ({int(bad.sum())} rows not finite); "
-                             "the model file holds a value that is not a number: restore it or retrain")
+            raise InputError(f"{where}: scores {what} row {first_row + row} as {scores[row]} ({int(bad.sum())} rows "
+                             "not finite); the model file holds a value that is not a number: restore it or retrain")
         return scores
 
 

@@ -17,9 +17,7 @@ from typing import Any
 import numpy as np
 
 from rankcli.core import losses as core_losses
-from rankcli.core.groups import sizes
-from rankcli.dataset import Dataset
-from rankcli.errors import SchemaError, UsageError
+from rankcli.errors import UsageError
 from rankcli.train.losses import LOSSES, check_loss
 
 #: The first LightGBM with a position-bias model for lambdarank (Dataset ``position``,
@@ -137,28 +135,6 @@ def progress_callback(on_iteration: Callable[[int, float | None, float | None], 
 
     progress.order = 40  # type: ignore[attr-defined]
     return progress
-
-
-def lightgbm_dataset(ds: Dataset, labels: np.ndarray, params: dict, reference: Any = None,
-                     position: np.ndarray | None = None) -> Any:
-    """``ds`` as a ``lightgbm.Dataset`` (query groups, feature names, the parameters that shape its bins).
-
-    Parameters
-    ----------
-    ds : the data, read with its feature columns.
-    labels : the labels LightGBM sees.
-    params : the training parameters (``max_bin``, ``verbosity`` and ``seed`` are passed on).
-    reference : the training set, for a validation set (same bins).
-    position : the displayed position of each row, for LightGBM's position-bias model.
-    """
-    import lightgbm
-
-    if ds.features is None:
-        raise SchemaError("the dataset was read without its feature columns")
-    extra = {} if position is None else {"position": np.asarray(position, dtype=np.int32)}
-    return lightgbm.Dataset(ds.features, label=labels, group=sizes(ds.offsets), feature_name=list(ds.feature_names),
-                            params={k: v for k, v in params.items() if k in ("max_bin", "verbosity", "seed")},
-                            reference=reference, free_raw_data=True, **extra)
 
 
 def check_position_bias_support() -> None:

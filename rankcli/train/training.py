@@ -22,6 +22,7 @@ import numpy as np
 from rankcli.dataset import Dataset
 from rankcli.errors import InputError, SchemaError, UsageError
 from rankcli.train.config import TrainConfig, metric_function, resolve_params
+from rankcli.train.datasets import PreparedData, prepare
 from rankcli.train.losses import LOSSES, trainable_labels
 from rankcli.train.model import TrainResult, feature_difference
 from rankcli.train.objective import (
@@ -29,7 +30,6 @@ from rankcli.train.objective import (
     Selection,
     check_position_bias_support,
     learned_position_bias,
-    lightgbm_dataset,
     progress_callback,
 )
 from rankcli.train.params import check_boosting, check_params
@@ -38,7 +38,7 @@ from rankcli.train.params import check_boosting, check_params
 OnIteration = Callable[[int, "float | None", "float | None"], None]
 
 
-class Prepared(NamedTuple):
+class Checked(NamedTuple):
     """What the checks before training computed: the training labels and the validation metric."""
 
     labels: np.ndarray  # the labels LightGBM trains on (grades with label_grades), float64
@@ -109,7 +109,7 @@ def check_validation(feature_names: list[str], valid: Dataset, config: TrainConf
 
 
 def check_inputs(train: Dataset, valid: Dataset | None, config: TrainConfig,
-                 names: tuple[str, str] | None = None) -> Prepared:
+                 names: tuple[str, str] | None = None) -> Checked:
     """Every check :func:`train_model` makes before training (options, feature columns, labels); raises on failure.
 
     Parameters
@@ -118,7 +118,7 @@ def check_inputs(train: Dataset, valid: Dataset | None, config: TrainConfig,
     config : the configuration (checked again: a configuration changed after it was built).
     names : how messages name the two datasets (training, validation), e.g. their file names.
 
-    Returns the training labels and the validation metric (:class:`Prepared`).
+    Returns the training labels and the validation metric (:class:`Checked`).
     """
     train_name, valid_name = names or ("training data", "validation data")
     config.validate()
@@ -132,7 +132,7 @@ def check_inputs(train: Dataset, valid: Dataset | None, config: TrainConfig,
         check_validation(train.feature_names, valid, config, valid_name)
     check_finite_labels(train, "training data")
     labels, label_values = trainable_labels(train.labels, config)
-    return Prepared(labels, label_values, metric_name, metric_fn)
+    return Checked(labels, label_values, metric_name, metric_fn)
 
 
 def _check_position(train: Dataset, config: TrainConfig, position: np.ndarray) -> np.ndarray:
@@ -147,7 +147,7 @@ def _check_position(train: Dataset, config: TrainConfig, position: np.ndarray) -
     return position
 
 
-def _callbacks(valid: Dataset | None, config: TrainConfig, prepared: Prepared, on_iteration: OnIteration | None):
+def _callbacks(valid: Dataset | None, config: TrainConfig, prepared: Checked, on_iteration: OnIteration | None):
     """(selection callback or None, feval or None, callbacks) for LightGBM."""
     if valid is None:
         return None, None, [progress_callback(on_iteration)] if on_iteration is not None else []
@@ -159,6 +159,18 @@ def _callbacks(valid: Dataset | None, config: TrainConfig, prepared: Prepared, o
 
     selection = Selection(config.early_stopping, on_iteration)
     return selection, feval, [selection]
+
+
+def _refusal(exc: Exception, params: dict, rows: int) -> InputError:
+    """LightGBM's refusal of the training data or parameters as an :class:`InputError` saying what to change."""
+    hint = ""
+    if "num_features()) > (0)" in str(exc):  # every feature was dropped as unsplittable
+        hint = (f"; no feature is usable: LightGBM drops features it cannot bin or split with {rows} "
+                f"training rows (min_data_in_leaf={params.get('min_data_in_leaf')}, "
+                f"min_data_in_bin={params.get('min_data_in_bin', 3)}): train on more data, or lower "
+                "--min-data-in-leaf and --param min_data_in_bin=1")
+    message = str(exc).strip().rstrip(" .")
+    return InputError(f"LightGBM refused the training data or parameters: {message}{hint}")
 
 
 def _run_lightgbm(run_params: dict, params: dict, train_set: Any, valid_sets: list | None, trees: int,
@@ -182,22 +194,16 @@ def _run_lightgbm(run_params: dict, params: dict, train_set: Any, valid_sets: li
             booster = lightgbm.train(run_params, train_set, **kwargs)
         return booster, log_lines
     except lightgbm.basic.LightGBMError as exc:
-        hint = ""
-        if "num_features()) > (0)" in str(exc):  # every feature was dropped as unsplittable
-            hint = (f"; no feature is usable: LightGBM drops features it cannot bin or split with {rows} "
-                    f"training rows (min_data_in_leaf={params.get('min_data_in_leaf')}, "
-                    f"min_data_in_bin={params.get('min_data_in_bin', 3)}): train on more data, or lower "
-                    "--min-data-in-leaf and --param min_data_in_bin=1")
-        message = str(exc).strip().rstrip(" .")
-        raise InputError(f"LightGBM refused the training data or parameters: {message}{hint}") from None
+        raise _refusal(exc, params, rows) from None
 
 
 def keep_trees(booster: Any, best_iteration: int) -> Any:
-    """``booster`` with only its first ``best_iteration`` trees, so that it and its ``model.txt`` predict alike."""
+    """``booster`` with only its first ``best_iteration`` trees, so that it and its ``model.txt`` predict alike: a
+    booster read back from its text model, which holds none of the training's state (the training booster keeps
+    gradients, histograms and a row-wise copy of the binned training set, as large as the Dataset itself)."""
     import lightgbm
 
-    if best_iteration < booster.current_iteration():
-        booster = lightgbm.Booster(model_str=booster.model_to_string(num_iteration=best_iteration))
+    booster = lightgbm.Booster(model_str=booster.model_to_string(num_iteration=best_iteration))
     booster.best_iteration = best_iteration
     return booster
 
@@ -215,13 +221,53 @@ def train_model(train: Dataset, valid: Dataset | None, config: TrainConfig, on_i
     position : one per training row, ``lambdamart`` only: the position each document was displayed at, for
         LightGBM's position-bias model (unbiased LambdaMART, LightGBM >= 4.1; ``--propensity learn``); the learned
         biases come back in :attr:`TrainResult.position_bias`.
+
+    To train several models on one split, :func:`rankcli.train.prepare` it once and call :func:`train_prepared`:
+    the LightGBM Datasets are then built once per binning, not once per model.
     """
-    if position is not None:
-        position = _check_position(train, config, position)
-    prepared = check_inputs(train, valid, config)
-    labels = prepared.labels
+    return train_prepared(prepare(train, valid, position=position), config, on_iteration, objective)
+
+
+def check_splittable(rows: int, config: TrainConfig) -> None:
+    """:class:`InputError` when no tree could split ``rows`` training rows into two leaves of ``min_data_in_leaf``
+    rows each under ``config``: every tree would be a constant (``rankcli train`` refuses such data; the Datasets are
+    built with ``feature_pre_filter=False``, so LightGBM no longer refuses it by dropping every feature)."""
+    least = int(resolve_params(config).get("min_data_in_leaf", 20))
+    if rows < 2 * max(least, 1):
+        raise InputError(f"{rows} training rows: no tree can split them into two leaves of at least "
+                         f"min_data_in_leaf={least} rows, so every tree would be a constant; train on more data, or "
+                         "lower --min-data-in-leaf")
+
+
+def _lightgbm_sets(data: PreparedData, params: dict, labels: np.ndarray) -> tuple[Any, list | None]:
+    import lightgbm
+
+    try:
+        train_set, valid_set = data.lightgbm_sets(params, labels)
+    except lightgbm.basic.LightGBMError as exc:
+        raise _refusal(exc, params, data.train.n_rows) from None
+    return train_set, [valid_set] if valid_set is not None else None
+
+
+def train_prepared(data: PreparedData, config: TrainConfig, on_iteration: OnIteration | None = None,
+                   objective: Callable | None = None) -> TrainResult:
+    """Train a LightGBM ranker on a prepared split (:func:`rankcli.train.prepare`), building its LightGBM Datasets
+    only if no earlier training used the same binning (:func:`rankcli.train.datasets.binning_params`).
+
+    Parameters
+    ----------
+    data : the split: training and validation sets, their features, the training rows' positions.
+    config, on_iteration, objective : as :func:`train_model`.
+
+    The same split, configuration and seed give the same model as :func:`train_model`, byte for byte, whatever was
+    trained on ``data`` before.
+    """
+    train, valid = data.train, data.valid
+    position = _check_position(train, config, data.position) if data.position is not None else None
+    checked = check_inputs(train, valid, config)
+    labels = checked.labels
     params = resolve_params(config, int(labels.max()) if config.loss == "lambdamart" else None, rows=train.n_rows)
-    selection, feval, callbacks = _callbacks(valid, config, prepared, on_iteration)
+    selection, feval, callbacks = _callbacks(valid, config, checked, on_iteration)
     run_params = dict(params)
     native = LOSSES[config.loss].native
     if not native:
@@ -231,10 +277,8 @@ def train_model(train: Dataset, valid: Dataset | None, config: TrainConfig, on_i
     # rankcli scores validation itself. LightGBM keeps labels as float32, where labels beyond 3.4e38 (which xendcg,
     # listnet and ranknet take) would become inf with a numpy warning: give it zeros where it does not read them.
     lgb_labels = labels if native else np.zeros(train.n_rows, dtype=np.float32)
-    train_set = lightgbm_dataset(train, lgb_labels, params, position=position)
-    valid_sets = [lightgbm_dataset(valid, np.zeros(valid.n_rows, dtype=np.float32), params, train_set)] \
-        if valid else None
-    start = time.perf_counter()
+    start = time.perf_counter()  # binning included when this training builds the Datasets
+    train_set, valid_sets = _lightgbm_sets(data, params, lgb_labels)
     booster, log_lines = _run_lightgbm(run_params, params, train_set, valid_sets, config.trees, feval, callbacks,
                                        position is not None, train.n_rows)
     seconds = time.perf_counter() - start
@@ -245,6 +289,6 @@ def train_model(train: Dataset, valid: Dataset | None, config: TrainConfig, on_i
         params["objective"] = f"rankcli:{config.loss}"
     return TrainResult(booster=booster, best_iteration=best_iteration,
                        curve=list(selection.rule.curve) if selection else [], seconds=seconds, params=params,
-                       trees_trained=trees_trained, metric=prepared.metric_name if valid is not None else None,
-                       label_values=prepared.label_values,
+                       trees_trained=trees_trained, metric=checked.metric_name if valid is not None else None,
+                       label_values=checked.label_values,
                        position_bias=learned_position_bias(log_lines, best_iteration) if position is not None else None)

@@ -23,16 +23,18 @@ class Tuned(NamedTuple):
     default_value: float | None
 
 
-def tune_in_memory(data: Any, base: Any, budget: int, space_spec: dict | None = None) -> Tuned:
-    """Tune ``base``'s loss on ``data`` (a :class:`~rankcli.train.TrainingData` with its validation set) for
+def tune_in_memory(prepared: Any, base: Any, budget: int, space_spec: dict | None = None,
+                   objective: Any = None) -> Tuned:
+    """Tune ``base``'s loss on ``prepared`` (a :class:`~rankcli.train.PreparedData` with its validation set) for
     ``budget`` trainings and return the best (the earliest among equal values).
 
     Parameters
     ----------
-    data : the unit's training data and validation set.
+    prepared : the unit's training data and validation set, binned once for every trial.
     base : the unit's :class:`~rankcli.train.TrainConfig` (its seed seeds the sampler; trial 0 is it unchanged).
     budget : the trainings (trial 0 included).
     space_spec : a ``--space`` file (:func:`rankcli.tune.space.read_space_file`), or ``None``.
+    objective : a callable objective replacing the loss's own (a click-log variant's), or ``None``.
     """
     import optuna
 
@@ -51,7 +53,8 @@ def tune_in_memory(data: Any, base: Any, budget: int, space_spec: dict | None = 
                                                    n_startup_trials=startup_trials(budget))
         trial = study.ask()
         params = space.suggest(trial)
-        outcome = train_trial(data, apply_params(base, params, where=f"tuning trial {slot} of {base.loss}"))
+        outcome = train_trial(prepared, apply_params(base, params, where=f"tuning trial {slot} of {base.loss}"),
+                              objective=objective)
         if outcome.value is None:
             study.tell(trial, state=optuna.trial.TrialState.FAIL)
             continue

@@ -1,9 +1,9 @@
 """One tuning trial's training: the single place where ``rankcli tune`` and ``experiment --tune`` train a model.
 
-Every trial trains with :func:`rankcli.train.train_model` on data that ``rankcli train``'s own loading produced
+Every trial trains with :func:`rankcli.train.train_prepared` on data that ``rankcli train``'s own loading produced
 (:func:`rankcli.train.load_training_data`), so a trial with ``train``'s parameters is ``train``'s model and its
-validation value is the one ``train`` reports. A faster path that builds LightGBM's binned dataset once per split and
-reuses it across trials replaces the body of :func:`train_trial` and nothing else.
+validation value is the one ``train`` reports. The split is prepared once (:func:`rankcli.train.prepare`): its
+LightGBM Datasets are built for the first trial and reused by every later trial with the same binning.
 """
 
 from __future__ import annotations
@@ -21,11 +21,13 @@ class TrialOutcome(NamedTuple):
     result: Any  # the TrainResult (its booster, for experiment --tune)
 
 
-def train_trial(data: Any, config: Any) -> TrialOutcome:
-    """Train ``config`` (a :class:`~rankcli.train.TrainConfig`) on ``data`` (a
-    :class:`~rankcli.train.TrainingData`, with its validation set) and report the validation value."""
-    from rankcli.train import train_model
+def train_trial(prepared: Any, config: Any, objective: Any = None) -> TrialOutcome:
+    """Train ``config`` (a :class:`~rankcli.train.TrainConfig`) on ``prepared`` (a
+    :class:`~rankcli.train.PreparedData`, with its validation set) and report the validation value.
 
-    result = train_model(data.train, data.valid, config, objective=data.objective, position=data.position)
+    ``objective`` : a callable objective replacing the loss's own (:attr:`rankcli.train.TrainingData.objective`)."""
+    from rankcli.train import train_prepared
+
+    result = train_prepared(prepared, config, objective=objective)
     value = result.curve[result.best_iteration - 1] if result.curve and result.best_iteration > 0 else None
     return TrialOutcome(value, int(result.best_iteration), int(result.trees_trained), float(result.seconds), result)

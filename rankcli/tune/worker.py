@@ -15,14 +15,14 @@ from rankcli.tune.study import Claimed, LossStudy, Worker
 OnTrial = Callable[[str, dict, "float | None"], None]
 
 
-def _train_one(study: LossStudy, claimed: Claimed, base: Any, data: Any) -> dict:
+def _train_one(study: LossStudy, claimed: Claimed, base: Any, data: Any, prepared: Any) -> dict:
     """Train one claimed trial and record it; returns its record."""
     from rankcli.train.params_file import apply_params
     from rankcli.tune.trial import train_trial
 
     try:
         config = apply_params(base, claimed.params, where=f"trial {claimed.trial.number} of {base.loss}")
-        outcome = train_trial(data, config)
+        outcome = train_trial(prepared, config, objective=data.objective)
     except (InputError, UsageError) as exc:
         study.fail(claimed, str(exc))
         raise type(exc)(f"--loss {base.loss}, trial {claimed.trial.number} ({show_params(claimed.params)}): {exc}") \
@@ -60,13 +60,14 @@ def tune_losses(train_path: str, valid_path: str, out_dir: str, config: Any,
                 continue
             # train's own loading (and its checks), once per loss and process, before any trial is taken
             data = load_training_data(Path(train_path), Path(valid_path), base)
+            prepared = data.prepare()  # binned at the first trial, reused by the others with the same binning
             while (claimed := study.claim()) is not None:
-                record = _train_one(study, claimed, base, data)
+                record = _train_one(study, claimed, base, data, prepared)
                 ran[loss] += 1
                 if on_trial is not None:
                     best = max((t.value for t in study.trials() if t.value is not None), default=None)
                     on_trial(loss, record, best)
-            del data
+            del data, prepared
     finally:
         worker.close()
     return ran

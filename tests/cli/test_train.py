@@ -89,16 +89,14 @@ def test_without_valid_every_tree_is_trained_and_recorded_so(cli, data, tmp_path
 
 
 def test_too_little_data_says_why(cli, tmp_path):
-    """LightGBM drops every feature of a tiny dataset (exit 3): the message says why and what to change."""
+    """No tree can split a tiny dataset (exit 3): the message says why and what to change."""
     (tmp_path / "t.txt").write_text("1 qid:1 1:1\n0 qid:1 1:2\n")
     assert cli("convert", tmp_path / "t.txt", "-o", tmp_path / "t.parquet").returncode == 0
     r = cli("train", tmp_path / "t.parquet", "-o", tmp_path / "m", "--trees", "2")
     assert r.returncode == 3
     last = r.stderr.decode().splitlines()[-1]
-    assert last.startswith("Error: LightGBM refused the training data or parameters: ")
-    assert last.endswith("; no feature is usable: LightGBM drops features it cannot bin or split with 2 training rows "
-                         "(min_data_in_leaf=20, min_data_in_bin=3): train on more data, or lower --min-data-in-leaf "
-                         "and --param min_data_in_bin=1")
+    assert last == ("Error: 2 training rows: no tree can split them into two leaves of at least min_data_in_leaf=20 "
+                    "rows, so every tree would be a constant; train on more data, or lower --min-data-in-leaf")
     assert not (tmp_path / "m").exists()
     r = cli("train", tmp_path / "t.parquet", "-o", tmp_path / "m", "--trees", "2", "--min-data-in-leaf", "1",
             "--param", "min_data_in_bin=1")
