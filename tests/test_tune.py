@@ -296,13 +296,21 @@ def test_experiment_tune_tunes_each_unit_on_its_own_training_and_validation_data
     from rankcli.experiment import ExperimentConfig, load_data, run_experiment, trial_split
     from rankcli.tune import inline
 
-    seen = []
+    seen, prepared_seen = [], []
     real = inline.train_trial
-    monkeypatch.setattr(inline, "train_trial", lambda data, config: seen.append(
-        (set(data.train.qids.tolist()), set(data.valid.qids.tolist()))) or real(data, config))
+
+    def spy(prepared, config, objective=None):
+        seen.append((set(prepared.train.qids.tolist()), set(prepared.valid.qids.tolist())))
+        prepared_seen.append(prepared)
+        return real(prepared, config, objective)
+
+    monkeypatch.setattr(inline, "train_trial", spy)
     config = ExperimentConfig(losses=["lambdamart", "xendcg"], trials=2, tune=3, trees=10, early_stopping=5)
     result = run_experiment(letor["train"], tmp_path / "e", config)
     assert len(seen) == 2 * 2 * 3
+    # every tuning trial of a (setting, trial) trains on one prepared split, binned once: 2 Datasets (train, valid)
+    assert len({id(p) for p in prepared_seen}) == 2
+    assert all(p.constructions == 2 for p in prepared_seen)
     splits = [trial_split(load_data(letor["train"]), config, t) for t in (0, 1)]
     for train_q, valid_q in seen:
         split = next(s for s in splits if set(s.train.qids.tolist()) == train_q)
