@@ -31,7 +31,7 @@ MAX_LINE = 1 << 20
 #: Blocks read (and decompressed) at a time.
 BLOCK = 1 << 22
 #: A gzipped input may expand at most this many times (real TREC files: under 20) before it is refused.
-MAX_GZIP_RATIO = 1000
+MAX_GZIP_RATIO = 200
 
 _SPACE = np.zeros(256, dtype=bool)
 _SPACE[[9, 10, 11, 12, 13, 32]] = True

@@ -91,8 +91,13 @@ def select(requests: list[str], rel_format: str) -> list[Active]:
     for text in requests or ["official"]:
         mark(selection, text)
     out = []
+    shared = None  # dcg, ideal_dcg and ndcg share one parameter record in trec_eval (m_ndcg.c)
     for record in MEASURES:
         if record.name not in selection.marked:
+            continue
+        if record.name in _SHARED:
+            shared = selection.parameters_of(record.name) or shared
+            out.append(activate(record, shared))
             continue
         if record.needs != rel_format:
             if record.needs == "qrels":
@@ -100,7 +105,16 @@ def select(requests: list[str], rel_format: str) -> list[Active]:
             raise UsageError(f"measure {record.name} needs -R {record.needs}, which rankcli trec_eval does not read "
                              "yet")
         out.append(activate(record, selection.parameters_of(record.name)))
+    last = next((m.params for m in reversed(out) if m.record.name in _SHARED), None)
+    for m in out:  # each computes with the parameters the last of them was given
+        if m.record.name in _SHARED:
+            m.params = last
     return out
+
+
+#: trec_eval's measures whose parameters live in one static record (``default_ndcg_gains`` of ``m_ndcg.c``): the
+#: parameters given to one apply to the others initialised after it, and all compute with the last ones given.
+_SHARED = ("dcg", "ideal_dcg", "ndcg")
 
 
 __all__ = ["Active", "BY_NAME", "activate", "select"]

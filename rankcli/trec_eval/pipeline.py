@@ -104,13 +104,16 @@ def _values(measures: list[Active], ch: Chunk, stand_in: np.ndarray) -> tuple[np
         kernel = m.record.kernel
         if m.record.kind == "runid":
             continue
+        # trec_eval's clean-up after its stand-in ranking matches the value names num_ret, utility, relstring and
+        # rbp_resid exactly (not utility_1,-1,0,0), and unj* by prefix
+        cleared = m.names[0] in ("num_ret", "utility", "relstring", "rbp_resid") or m.record.name == "unj"
         if m.record.kind == "relstring":
             strings = kernel(ch, m.params)
-            strings = [b"" if s else v for v, s in zip(strings, stand_in)]
+            strings = [b"" if s and cleared else v for v, s in zip(strings, stand_in)]
             continue
         v = np.asarray(kernel(ch, m.params), dtype=np.float64).reshape(ch.n, -1)
-        if m.record.name in ("num_ret", "utility", "unj", "rbp_resid"):
-            v = np.where(stand_in[:, None], 0.0, v)  # trec_eval's clean-up after its stand-in ranking
+        if cleared:
+            v = np.where(stand_in[:, None], 0.0, v)
         columns.append(v)
     matrix = np.concatenate(columns, axis=1) if columns else np.zeros((ch.n, 0))
     return matrix, strings
