@@ -315,3 +315,23 @@ def read_qrels(path: str) -> Qrels:
     head = t.first[data]
     labels = atol_array(_gather(t, head + 3))
     return Qrels(_gather(t, head), _gather(t, head + 2), labels, data + 1)
+
+
+def read_zscores(path: str) -> dict:
+    """A ``-Z`` file as ``get_zscores.c`` reads it: lines ``qid measure mean stddev`` (``atof`` numbers); returns
+    ``{(qid, measure): (mean, stddev)}`` (bytes keys; of a pair given twice, the first)."""
+    name = "<stdin>" if path == "-" else path
+    t = _tokens(read_input(path))
+    data = np.flatnonzero(t.count > 0)
+    if data.shape[0] == 0:
+        raise InputError(f"{name}: no z-score lines (expected 'qid measure mean stddev')")
+    bad = t.count[data] != 4
+    if bad.any():
+        raise _malformed(t, int(data[int(np.argmax(bad))]), name, "expected 4 fields 'qid measure mean stddev'")
+    head = t.first[data]
+    qids, measures = _gather(t, head).tolist(), _gather(t, head + 1).tolist()
+    means, stddevs = atof_array(_gather(t, head + 2)), atof_array(_gather(t, head + 3))
+    out: dict = {}
+    for key in zip(qids, measures, means.tolist(), stddevs.tolist()):
+        out.setdefault(key[:2], key[2:])
+    return out

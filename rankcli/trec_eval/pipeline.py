@@ -119,6 +119,28 @@ def _values(measures: list[Active], ch: Chunk, stand_in: np.ndarray) -> tuple[np
     return matrix, strings
 
 
+#: trec_eval's value for a query or measure the z-score file lacks (``MISSING_ZSCORE_VALUE``).
+MISSING_ZSCORE = -1000000.0
+
+
+def z_scores(values: np.ndarray, qids: np.ndarray, names: list[bytes], table: dict) -> np.ndarray:
+    """``convert_zscores.c``: each value as (value - mean) / stddev of its query and measure; a zero stddev gives 0
+    when the value is the mean; a pair the file lacks gives -1000000."""
+    out = np.full(values.shape, MISSING_ZSCORE)
+    for i, qid in enumerate(qids.tolist()):
+        for c, name in enumerate(names):
+            entry = table.get((qid, name))
+            if entry is None:
+                continue
+            mean, stddev = entry
+            v = float(values[i, c])
+            if stddev:
+                out[i, c] = (v - mean) / stddev
+            elif v == mean:
+                out[i, c] = 0.0
+    return out
+
+
 def evaluate(o: Options) -> Iterator[bytes]:
     """trec_eval's output for the options ``o``, block by block."""
     if o.rel_format != "qrels":
@@ -127,16 +149,17 @@ def evaluate(o: Options) -> Iterator[bytes]:
         raise UsageError(f"trec_eval: Illegal rel_format '{o.rel_format}'")
     if o.results_format != "trec_results":
         raise UsageError(f"trec_eval: Illegal retrieval results format '{o.results_format}'")
-    if o.zscores is not None:
-        raise UsageError("-Z: rankcli trec_eval does not read z-score files yet")
     measures = select(o.measures, o.rel_format)
     p = prepare(o)
+    zscores = read.read_zscores(o.zscores) if o.zscores is not None else None
     render = Renderer(measures, o)
     total = None
     j = p.joined
     for start, stop in _blocks(j.ret_offsets, j.label_offsets):
         ch = _chunk(p, start, stop, o)
         values, strings = _values(measures, ch, j.stand_in[start:stop])
+        if zscores is not None:
+            values = z_scores(values, p.qids[start:stop], render.column_names, zscores)
         running = values if total is None else np.vstack([total[None, :], values])
         total = np.cumsum(running, axis=0)[-1] if running.shape[0] else total
         if o.query:

@@ -44,6 +44,8 @@ class Renderer:
                 names.append((_name(name), column if m.record.kind != "relstring" else -1))
                 column += m.record.kind != "relstring"
             self.layout.append((m, names))
+        self.column_names = [m_name.rstrip() for m, names in self.layout for m_name, column in names if column >= 0]
+        self.z = b"Z" if o.zscores is not None else b""
 
     def queries(self, qids: np.ndarray, values: np.ndarray, strings) -> bytes:
         """The ``-q`` lines of a block of queries."""
@@ -57,8 +59,8 @@ class Renderer:
                     out.append(b"%s\t%s\t'%s'\n" % (names[0][0], qid, strings[i]))
                 elif m.record.per_query:
                     for name, column in names:
-                        text = integer(row[column]) if kind == "long" else fixed(row[column])
-                        out.append(b"%s\t%s\t%s\n" % (name, qid, text.encode()))
+                        text = integer(row[column]) if kind == "long" and not self.z else fixed(row[column])
+                        out.append(b"%s%s\t%s\t%s\n" % (self.z, name, qid, text.encode()))
         return b"".join(out)
 
     def _summary_value(self, m: Active, total: float, n: int, positive_labels: int) -> float:
@@ -86,6 +88,6 @@ class Renderer:
             for name, column in names:
                 value = self._summary_value(m, float(total[column]) if total is not None else 0.0, n,
                                             positive_labels)
-                text = integer(value) if kind == "long" else fixed(value)
-                out.append(b"%s\tall\t%s\n" % (name, text.encode()))
+                text = integer(value) if kind == "long" and not self.z else fixed(value)
+                out.append(b"%s%s\tall\t%s\n" % (self.z, name, text.encode()))
         return b"".join(out)
