@@ -19,7 +19,7 @@ FLAG_SETS = [[], ["-c"], ["-l2"], ["-l0"], ["-J"], ["-M3"], ["-c", "-J"], ["-l3"
               "-m", "ndcg_rel.4=1", "-m", "11pt_avg.0.9,.1,.5", "-m", "set",
               "-m", "yaap", "-m", "relstring.5", "-m", "utility.1,-2,0.5,0", "-N", "100",
               "-m", "Rprec_mult.0.5,3", "-m", "set_F.0.5"],
-             ["-m", "dcg", "-m", "ideal_dcg.2=1", "-m", "rbp_resid.p=0.5", "-m", "unj.1,3"]]
+             ["-m", "dcg", "-m", "ideal_dcg", "-m", "rbp_resid.p=0.5", "-m", "unj.1,3", "-m", "success.2,3"]]
 
 
 def case(rng: np.random.Generator) -> tuple[bytes, bytes, bool]:

@@ -120,7 +120,9 @@ def command(
     specs = parse_metrics(metric or (["official"] if fmt == Format.trec_eval else DEFAULT_METRICS))
     if run is not None and model is None and not evaluate.is_parquet(run):
         raise evaluate.not_parquet_error(run, f": rankcli eval --qrels QRELS --run {run}")
-    conv = _convention(trec_run is not None, convention, gain, no_relevant, ties, threshold, max_grade)
+    # trec_eval's layout means trec_eval's conventions, whatever the input (a Parquet run too)
+    conv = _convention(trec_run is not None or fmt == Format.trec_eval, convention, gain, no_relevant, ties,
+                       threshold, max_grade)
     if per_query is not None:
         per_query = _per_query_path(per_query, overwrite, [run, qrels, trec_run], model)
     if model is not None:

@@ -181,6 +181,18 @@ def _qid_key(qid) -> bytes:
     return str(qid).encode()
 
 
+def _queries_averaged(ordered, per_query: dict, count: float) -> float:
+    """num_q as trec_eval means it: the queries the means are over (those with a value for some averaged measure;
+    a convention that leaves queries without a relevant document out averages over fewer than the run has)."""
+    import numpy as np
+
+    columns = [np.asarray(per_query[str(s)], dtype=np.float64) for s in ordered
+               if s.record.aggregate == "mean" and str(s) in per_query]
+    if not columns:
+        return count
+    return float((~np.isnan(np.vstack(columns))).any(axis=0).sum())
+
+
 def trec_eval_text(ordered, per_query: dict, means: dict, qids, *, runid: str | None = None,
                    queries: bool = False) -> str:
     """Results in trec_eval's layout: ``%-22s\t%s\t%6.4f`` lines (measure, query id or ``all``, value; counts as
@@ -193,10 +205,11 @@ def trec_eval_text(ordered, per_query: dict, means: dict, qids, *, runid: str | 
     ``means`` are keyed by ``str(spec)``; ``qids`` are the query ids as text, aligned with the per-query values.
     """
 
-    def texts(spec, values) -> list[str]:
+    def texts(spec, values) -> list[str | None]:
+        # a NaN value is a query the convention leaves out of this measure: no line (trec_eval prints no nan)
         if spec.record.integer:
-            return [f"{int(v)}\n" if v == v else "nan\n" for v in values]
-        return [f"{v:6.4f}\n" for v in values]
+            return [f"{int(v)}\n" if v == v else None for v in values]
+        return [f"{v:6.4f}\n" if v == v else None for v in values]
 
     def line(spec, where, value) -> str:
         return f"{spec.output_name():<22}\t{where}\t{texts(spec, [value])[0]}"
@@ -209,10 +222,12 @@ def trec_eval_text(ordered, per_query: dict, means: dict, qids, *, runid: str | 
         qid_tab = [f"{q}\t" for q in qids]
         for i in sorted(range(len(qids)), key=lambda i: _qid_key(qids[i])):
             q = qid_tab[i]
-            out.extend([p + q + t[i] for p, t in cols])
+            out.extend([p + q + t[i] for p, t in cols if t[i] is not None])
     for spec in ordered:
         if spec.record.family == "info":
             out.append(f"{'runid':<22}\tall\t{runid if runid is not None else 'rankcli'}\n")
-        elif str(spec) in means:
+        elif spec.name == "num_q":
+            out.append(line(spec, "all", _queries_averaged(ordered, per_query, means[str(spec)])))
+        elif str(spec) in means and means[str(spec)] == means[str(spec)]:
             out.append(line(spec, "all", means[str(spec)]))
     return "".join(out)

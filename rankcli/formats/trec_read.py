@@ -258,8 +258,8 @@ def _codes(qids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _read_simple(data: bytes, count: int, docid_field: int, value_field: int) -> TrecColumns | None:
-    """The common layout read by Arrow's multi-threaded CSV reader: single spaces between fields, one line per
-    record, no tab, carriage return, blank, comment or indented line. None when the file is not that simple, or
+    """The common layout read by Arrow's CSV reader (on one thread, see below): single spaces between fields, one line
+    per record, no tab, carriage return, blank, comment or indented line. None when the file is not that simple, or
     Arrow finds a line it cannot read: the general tokeniser then reads it (and names the line at fault)."""
     # A double, leading or trailing space gives an empty field (refused below) or a line with too many fields; a blank
     # line is a one-field record (ignore_empty_lines=False); a comment line's first field starts with '#'.
@@ -276,7 +276,11 @@ def _read_simple(data: bytes, count: int, docid_field: int, value_field: int) ->
     types[names[value_field]] = pa.float64()
     try:
         table = pacsv.read_csv(pa.py_buffer(data),
-                               read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24),
+                               # one thread: a threaded read that fails leaves parse tasks running in Arrow's
+                               # pool, and a process exiting then (exit 3) aborts in its teardown ("terminate
+                               # called without an active exception", SIGABRT) in about one run in ten
+                               read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24,
+                                                              use_threads=False),
                                parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False,
                                                                 escape_char=False, newlines_in_values=False,
                                                                 ignore_empty_lines=False),
