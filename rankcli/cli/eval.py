@@ -221,12 +221,14 @@ def _render(report, fmt: Format, by_query: bool) -> None:
         import sys
 
         from rankcli.core.measures import trec_order
-        from rankcli.formats.trec import trec_eval_text
+        from rankcli.formats.trec import trec_eval_blocks
 
         qids = [str(q) for q in report.qids.tolist()]
-        sys.stdout.write(trec_eval_text(trec_order(report.specs), report.result.per_query, report.result.means, qids,
-                                        runid=report.runid, queries=by_query))
-        sys.stdout.flush()
+        out = sys.stdout.buffer  # bytes: an id is written as read, whatever PYTHONIOENCODING says
+        for block in trec_eval_blocks(trec_order(report.specs), report.result.per_query, report.result.means, qids,
+                                      runid=report.runid, queries=by_query):
+            out.write(block.encode("utf-8", "surrogateescape"))
+        out.flush()
     elif fmt == Format.json:
         print_json(render.eval_dict(report))
     else:

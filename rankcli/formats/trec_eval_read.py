@@ -97,6 +97,12 @@ def _open(path: str):
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
+def check_first_block(path: str) -> None:
+    """Refuse a file whose first block has a NUL byte or a line over :data:`MAX_LINE` bytes, before reading it whole."""
+    with open(path, "rb") as f:
+        _check_block(f.read(min(BLOCK, MAX_LINE + 1)), str(path), 0, 0)
+
+
 def read_input(path: str) -> bytes:
     """The bytes of ``path`` (``-``: standard input), gunzipped when gzipped, each block checked as it is read (see the
     module docstring); a leading UTF-8 byte-order mark is kept, as trec_eval keeps it."""
@@ -113,20 +119,24 @@ def read_input(path: str) -> bytes:
             raw += len(block)
             if not parts and inflate is None and block[:2] == b"\x1f\x8b":
                 inflate = _Gunzip(name)
-            if inflate is not None:
-                block = inflate(block)
-                if size + len(block) > MAX_GZIP_RATIO * max(raw, 1 << 16):
+            pieces = [block]
+            if inflate is not None:  # 64 KiB of input at a time: at most ~64 MiB out, however it was packed
+                pieces = (inflate(block[i:i + (1 << 16)]) for i in range(0, len(block), 1 << 16))
+            for piece in pieces:
+                if inflate is not None and size + len(piece) > MAX_GZIP_RATIO * max(raw, 1 << 16):
                     raise InputError(f"{name}: decompresses to more than {MAX_GZIP_RATIO} times its size "
                                      "(not a TREC file)")
-            tail = _check_block(block, name, lines, tail)
-            lines += block.count(b"\n")
-            size += len(block)
-            parts.append(block)
+                tail = _check_block(piece, name, lines, tail)
+                lines += piece.count(b"\n")
+                size += len(piece)
+                parts.append(piece)
     except OSError as exc:
         raise InputError(f"{name}: cannot read ({exc.strerror or exc})") from None
     finally:
         if f is not sys.stdin.buffer:
             f.close()
+    if inflate is not None and not inflate.inflate.eof:
+        raise InputError(f"{name}: not a readable gzip file (the compressed stream ends early)")
     return b"".join(parts)
 
 

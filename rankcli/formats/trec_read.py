@@ -22,6 +22,7 @@ import numpy as np
 
 from rankcli.errors import InputError, InputFormatError
 from rankcli.formats.inputs import unreadable_input
+from rankcli.formats.trec_eval_read import check_first_block, read_input
 
 #: trec_eval reads fields with C's isspace: space, tab, newline, vertical tab, form feed, carriage return.
 _SPACE = np.zeros(256, dtype=bool)
@@ -98,6 +99,20 @@ def _raw_bytes(path: Path, as_array: bool):
     return np.concatenate([buf[:got], np.frombuffer(rest, dtype=np.uint8)]) if rest else buf[:got]
 
 
+def _first_block_is_gzip(path: Path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(2) == b"\x1f\x8b"  # gzip's magic bytes: runs and qrels as TREC distributes them
+
+
+def _refuse_nul(data, path: Path) -> None:
+    """A NUL byte anywhere is not text (trec_eval refuses it too): an error naming its line."""
+    where = bytes(data).find(b"\0") if isinstance(data, bytes) else (
+        int(np.argmax(data == 0)) if data.shape[0] and (data == 0).any() else -1)
+    if where >= 0:
+        line = bytes(data[:where]).count(b"\n") + 1
+        raise InputFormatError("a NUL byte (not a text file; trec_eval refuses it too)", str(path), line)
+
+
 def _is_ascii(data) -> bool:
     if isinstance(data, bytes):
         return data.isascii()  # far cheaper than decoding
@@ -112,16 +127,15 @@ def _read_text(path: Path, as_array: bool):
     if path.is_dir():
         raise InputError(f"{path}: is a directory, expected a file")
     try:
-        data = _raw_bytes(path, as_array)
-        if bytes(data[:2]) == b"\x1f\x8b":  # gzip's magic bytes: runs and qrels as TREC distributes them
-            import gzip
-            import zlib
-
-            try:
-                data = gzip.decompress(data)
-            except (OSError, EOFError, zlib.error) as exc:
-                raise InputError(f"{path}: not a readable gzip file ({exc})") from None
+        if not path.is_file() or _first_block_is_gzip(path):
+            # a pipe, a device (/dev/zero) or a gzipped file: read block by block, each checked (a NUL byte, a line
+            # over 1 MiB, a gzip stream expanding 200 times) before the next is read
+            data = read_input(str(path))
             data = np.frombuffer(data, dtype=np.uint8) if as_array else data
+        else:
+            check_first_block(path)  # a sparse 1 TiB file of zeros is refused before it is read
+            data = _raw_bytes(path, as_array)
+            _refuse_nul(data, path)
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if bytes(data[:3]) == b"\xef\xbb\xbf":
