@@ -66,3 +66,17 @@ def test_a_non_ascii_query_id_under_an_ascii_output_encoding(tmp_path, command):
                           env={**os.environ, "PYTHONIOENCODING": "ascii"})
     assert done.returncode == 0, done.stderr
     assert "map                   \té1\t1.0000\n".encode() in done.stdout
+
+
+def test_document_hashes_are_seeded_per_process():
+    """Ids crafted to share one hash under a known seed share none under this process's random one (the C path's
+    tables draw their own seed when the module loads)."""
+    code = "from rankcli.formats.trec_read import HASH_SEED; print(HASH_SEED)"
+    seeds = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout for _ in range(3)}
+    assert len(seeds) == 3
+    import numpy as np
+
+    from rankcli.formats.trec_read import doc_hash, words_of
+
+    words = words_of(np.array([b"crafted-id-0001", b"crafted-id-0002"]))
+    assert (doc_hash(words, 0) != doc_hash(words, 1)).all() and (doc_hash(words) == doc_hash(words)).all()
