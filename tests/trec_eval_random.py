@@ -21,7 +21,8 @@ FLAG_SETS = [[], ["-c"], ["-l2"], ["-l0"], ["-J"], ["-M3"], ["-c", "-J"], ["-l3"
               "-m", "ndcg_rel.4=1", "-m", "11pt_avg.0.9,.1,.5", "-m", "set",
               "-m", "yaap", "-m", "relstring.5", "-m", "utility.1,-2,0.5,0", "-N", "100",
               "-m", "Rprec_mult.0.5,3", "-m", "set_F.0.5"],
-             ["-m", "dcg", "-m", "rbp_resid.p=0.5", "-m", "unj.1,3", "-m", "success.2,3"]]
+             ["-m", "dcg", "-m", "rbp_resid.p=0.5", "-m", "unj.1,3", "-m", "success.2,3"],
+             ["-R", "qrels_jg", "-m", "qrels_jg", "-m", "P_avgjg.1,3"]]
 
 
 def case(rng: np.random.Generator) -> tuple[bytes, bytes, bool]:
@@ -39,7 +40,8 @@ def case(rng: np.random.Generator) -> tuple[bytes, bytes, bool]:
             negative_only = rng.random() < 0.05
             for d in rng.choice(len(DOCS), size=nj, replace=False):
                 label = -1 if negative_only else int(rng.choice(LABELS))
-                qrels.append(b"%s 0 %s %d" % (qid, DOCS[d], label))
+                group = (b"0", b"10", b"2")[int(rng.integers(3))]  # judgment groups, for -R qrels_jg
+                qrels.append(b"%s %s %s %d" % (qid, group, DOCS[d], label))
             complete &= ranked
         if ranked:
             nr = int(rng.integers(1, 16))
@@ -65,5 +67,5 @@ def flag_sets(complete: bool) -> list[list[str]]:
         flags = list(flags)
         if not complete and "-c" not in flags:
             flags.append("-c")
-        out.append(["-q", "-m", "all_trec", *flags])
+        out.append(["-q", *([] if "qrels_jg" in flags else ["-m", "all_trec"]), *flags])
     return out

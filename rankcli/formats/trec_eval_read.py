@@ -40,12 +40,14 @@ _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 
 @dataclass
 class Qrels:
-    """The qrels lines in file order: query id, document id (numpy ``S``), label (int64, ``atol``'s), line number."""
+    """The qrels lines in file order: query id, document id (numpy ``S``), label (int64, ``atol``'s), line number,
+    and (``-R qrels_jg``) the second field, the judgment group."""
 
     qids: np.ndarray
     docnos: np.ndarray
     labels: np.ndarray
     lines: np.ndarray
+    groups: np.ndarray | None = None
 
 
 @dataclass
@@ -312,7 +314,7 @@ def _qrels_data_lines(t: _Tokens) -> np.ndarray:
     return np.flatnonzero((t.count > 0) & ~comment)
 
 
-def read_qrels(path: str) -> Qrels:
+def read_qrels(path: str, groups: bool = False) -> Qrels:
     """Qrels as ``get_qrels.c`` reads them (see the module docstring)."""
     name = "<stdin>" if path == "-" else path
     t = _tokens(read_input(path))
@@ -324,7 +326,7 @@ def read_qrels(path: str) -> Qrels:
         raise _malformed(t, int(data[int(np.argmax(bad))]), name, "expected 4 fields 'qid iter docno rel'")
     head = t.first[data]
     labels = atol_array(_gather(t, head + 3))
-    return Qrels(_gather(t, head), _gather(t, head + 2), labels, data + 1)
+    return Qrels(_gather(t, head), _gather(t, head + 2), labels, data + 1, _gather(t, head + 1) if groups else None)
 
 
 def read_zscores(path: str) -> dict:

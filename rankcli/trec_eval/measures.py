@@ -99,11 +99,9 @@ def select(requests: list[str], rel_format: str) -> list[Active]:
             shared = selection.parameters_of(record.name) or shared
             out.append(activate(record, shared))
             continue
-        if record.needs != rel_format:
-            if record.needs == "qrels":
-                continue  # trec_eval: a qrels measure under -R prefs cannot be computed either
-            raise UsageError(f"measure {record.name} needs -R {record.needs}, which rankcli trec_eval does not read "
-                             "yet")
+        if record.needs not in ("any", rel_format):
+            raise UsageError(f"measure {record.name} needs -R {record.needs} (trec_eval cannot compute it with -R "
+                             f"{rel_format} either)")
         out.append(activate(record, selection.parameters_of(record.name)))
     last = next((m.params for m in reversed(out) if m.record.name in _SHARED), None)
     for m in out:  # each computes with the parameters the last of them was given

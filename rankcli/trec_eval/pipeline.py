@@ -16,6 +16,7 @@ from rankcli.core.treceval.chunk import Chunk, padded
 from rankcli.core.treceval.join import Duplicate, Side, join
 from rankcli.errors import InputError, InputFormatError, UsageError
 from rankcli.formats import trec_eval_read as read
+from rankcli.trec_eval import groups
 from rankcli.trec_eval.getopt import Options
 from rankcli.trec_eval.measures import Active, select
 from rankcli.trec_eval.render import Renderer
@@ -34,6 +35,7 @@ class Prepared:
     joined: object
     run_id: bytes
     positive_labels: int
+    query: np.ndarray | None = None  # -R qrels_jg: the real query of each evaluated (query, group)
 
 
 def _codes(*arrays: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -50,7 +52,7 @@ def _codes(*arrays: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
 def prepare(o: Options) -> Prepared:
     """Read both files and join them (see :mod:`rankcli.core.treceval.join`)."""
     qrels_path, run_path = o.files
-    qrels = read.read_qrels(qrels_path)
+    qrels = read.read_qrels(qrels_path, groups=o.rel_format == "qrels_jg")
     run = read.read_results(run_path)
     qnames, (qq, rq) = _codes(qrels.qids, run.qids)
     _, (qd, rd, stand_in) = _codes(qrels.docnos, run.docnos, np.array([STAND_IN]))
@@ -58,7 +60,15 @@ def prepare(o: Options) -> Prepared:
     if o.debug_query is not None:
         hit = np.flatnonzero(qnames == o.debug_query.encode("utf-8", "surrogateescape"))
         only = int(hit[0]) if hit.shape[0] else -1
-    joined = join(Side(qq, qd, qrels.labels, qrels.lines), Side(rq, rd, run.sims, run.lines),
+    real = None
+    run_side = Side(rq, rd, run.sims, run.lines)
+    if qrels.groups is not None:  # each (query, judgment group) a query of its own
+        g = groups.split(qq, _codes(qrels.groups)[1][0], rq, qnames.shape[0])
+        if only is not None:
+            only = -1  # -D N.qid: not with judgment groups
+        qq, real = g.of_qrels, g.query
+        run_side = Side(g.of_run, rd[g.run_rows], run.sims[g.run_rows], run.lines[g.run_rows])
+    joined = join(Side(qq, qd, qrels.labels, qrels.lines), run_side,
                   complete=o.complete, max_docs=o.max_docs, judged_only=o.judged_only,
                   stand_in_code=int(stand_in[0]), only_query=only)
     if isinstance(joined, Duplicate):
@@ -68,7 +78,8 @@ def prepare(o: Options) -> Prepared:
     if joined.qcodes.shape[0] == 0:
         raise InputError("no queries with both results and relevance info")
     positive = int((qrels.labels > 0).sum())
-    return Prepared(qnames[joined.qcodes], joined, run.run_id, positive)
+    query = real[joined.qcodes] if real is not None else None
+    return Prepared(qnames[joined.qcodes if real is None else query], joined, run.run_id, positive, query)
 
 
 def _blocks(ret_offsets: np.ndarray, label_offsets: np.ndarray) -> Iterator[tuple[int, int]]:
@@ -119,6 +130,23 @@ def _values(measures: list[Active], ch: Chunk, stand_in: np.ndarray) -> tuple[np
     return matrix, strings
 
 
+def _query_values(p: Prepared, measures: list[Active], o: Options) -> Iterator[tuple]:
+    """Blocks of (query ids, values, relstrings) in query order; under -R qrels_jg one block of the groups'
+    averages."""
+    j = p.joined
+    parts = []
+    for start, stop in _blocks(j.ret_offsets, j.label_offsets):
+        values, strings = _values(measures, _chunk(p, start, stop, o), j.stand_in[start:stop])
+        if p.query is None:
+            yield p.qids[start:stop], values, strings
+        else:
+            parts.append(values)
+    if p.query is not None:
+        queries, values = groups.combine(np.concatenate(parts), p.query)
+        keep = np.r_[True, p.query[1:] != p.query[:-1]]
+        yield p.qids[keep], values, None
+
+
 #: trec_eval's value for a query or measure the z-score file lacks (``MISSING_ZSCORE_VALUE``).
 MISSING_ZSCORE = -1000000.0
 
@@ -143,9 +171,9 @@ def z_scores(values: np.ndarray, qids: np.ndarray, names: list[bytes], table: di
 
 def evaluate(o: Options) -> Iterator[bytes]:
     """trec_eval's output for the options ``o``, block by block."""
-    if o.rel_format != "qrels":
-        if o.rel_format in ("prefs", "qrels_prefs", "qrels_jg"):
-            raise UsageError(f"-R {o.rel_format}: rankcli trec_eval reads only qrels (-R qrels) so far")
+    if o.rel_format not in ("qrels", "qrels_jg"):
+        if o.rel_format in ("prefs", "qrels_prefs"):
+            raise UsageError(f"-R {o.rel_format}: rankcli trec_eval reads qrels and qrels_jg, not preferences yet")
         raise UsageError(f"trec_eval: Illegal rel_format '{o.rel_format}'")
     if o.results_format != "trec_results":
         raise UsageError(f"trec_eval: Illegal retrieval results format '{o.results_format}'")
@@ -155,15 +183,13 @@ def evaluate(o: Options) -> Iterator[bytes]:
     render = Renderer(measures, o)
     total = None
     j = p.joined
-    for start, stop in _blocks(j.ret_offsets, j.label_offsets):
-        ch = _chunk(p, start, stop, o)
-        values, strings = _values(measures, ch, j.stand_in[start:stop])
+    for qids, values, strings in _query_values(p, measures, o):
         if zscores is not None:
-            values = z_scores(values, p.qids[start:stop], render.column_names, zscores)
+            values = z_scores(values, qids, render.column_names, zscores)
         running = values if total is None else np.vstack([total[None, :], values])
         total = np.cumsum(running, axis=0)[-1] if running.shape[0] else total
         if o.query:
-            yield render.queries(p.qids[start:stop], values, strings)
-    n = j.qcodes.shape[0]
+            yield render.queries(qids, values, strings)
+    n = j.qcodes.shape[0] if p.query is None else np.unique(p.query).shape[0]
     if o.summary:
         yield render.summary(total, n, p.run_id, p.positive_labels)

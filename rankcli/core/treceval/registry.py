@@ -9,6 +9,9 @@ A record's ``kind`` is trec_eval's family of init/print procedures (``meas_init.
 - ``param_double``: one value; parameters read with ``atof`` in the order given (named ``11pt_avg_<params>`` when
   given); ``param_pairs``: one value; parameters ``name=value`` (``ndcg_1=3,2=9``).
 
+``needs`` is the ``-R`` format a measure reads (``any``: every format). The ``_avgjg`` measures of ``-R qrels_jg``
+compute the measure of their name on each judgment group's qrels (the kernel given) and average over the groups.
+
 ``summary`` says how the ``all`` line comes from the per-query values: ``mean`` (the running sum over the queries,
 divided by their number), ``sum``, ``gm`` (exp of the mean of the per-query logs), ``count`` (num_q), ``num_rel``
 (the sum; with ``-c`` the qrels' positive labels), ``none``.
@@ -46,8 +49,8 @@ def _m(name, kind, kernel, source, defaults=(), per_query=True, summary="mean", 
 
 
 MEASURES: tuple[TrecMeasure, ...] = (
-    _m("runid", "runid", None, "m_runid.c", per_query=False, summary="none"),
-    _m("num_q", "long", simple.num_q, "m_num_q.c", per_query=False, summary="count"),
+    _m("runid", "runid", None, "m_runid.c", per_query=False, summary="none", needs="any"),
+    _m("num_q", "long", simple.num_q, "m_num_q.c", per_query=False, summary="count", needs="any"),
     _m("num_ret", "long", simple.num_ret, "m_num_ret.c", summary="sum"),
     _m("num_rel", "long", simple.num_rel, "m_num_rel.c", summary="num_rel"),
     _m("num_rel_ret", "long", simple.num_rel_ret, "m_num_rel_ret.c", summary="sum"),
@@ -87,9 +90,9 @@ MEASURES: tuple[TrecMeasure, ...] = (
         "prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret", "prefs_simp", "prefs_pair",
         "prefs_avgjg", "prefs_avgjg_Rnonrel", "prefs_simp_ret", "prefs_pair_ret", "prefs_avgjg_ret",
         "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp", "prefs_pair_imp", "prefs_avgjg_imp")),
-    _m("map_avgjg", "double", None, "m_map_avgjg.c", needs="qrels_jg"),
-    _m("P_avgjg", "cut_long", None, "m_P_avgjg.c", _CUTS, needs="qrels_jg"),
-    _m("Rprec_mult_avgjg", "cut_double", None, "m_Rprec_mult_avgjg.c",
+    _m("map_avgjg", "double", simple.ap, "m_map_avgjg.c", needs="qrels_jg"),
+    _m("P_avgjg", "cut_long", cutoffs.P, "m_P_avgjg.c", _CUTS, needs="qrels_jg"),
+    _m("Rprec_mult_avgjg", "cut_double", interp.Rprec_mult, "m_Rprec_mult_avgjg.c",
        (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0), needs="qrels_jg"),
     _m("yaap", "double", simple.yaap, "m_yaap.c"),
     _m("rbp", "param_pairs", gains.rbp, "m_rbp.c"),
