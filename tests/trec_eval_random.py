@@ -27,6 +27,7 @@ FLAG_SETS = [[], ["-c"], ["-l2"], ["-l0"], ["-J"], ["-M3"], ["-c", "-J"], ["-l3"
 
 def case(rng: np.random.Generator) -> tuple[bytes, bytes, bool]:
     """One (qrels, run, every judged query ranked) pair of file contents."""
+    plain = rng.random() < 0.5  # plain numbers and six fields: the C path's input (else trec_eval's own rules)
     nq = int(rng.integers(1, 7))
     qids = list(rng.choice(len(QIDS), size=nq, replace=False))
     qrels, run = [], []
@@ -47,7 +48,9 @@ def case(rng: np.random.Generator) -> tuple[bytes, bytes, bool]:
             nr = int(rng.integers(1, 16))
             for rank, d in enumerate(rng.choice(len(DOCS), size=nr, replace=False)):
                 score = SCORES[int(rng.integers(len(SCORES)))]
-                extra = b" extra col" if rng.random() < 0.1 else b""
+                if plain:
+                    score = b"%d.%d" % (rng.integers(-2, 3), rng.integers(0, 3))
+                extra = b" extra col" if rng.random() < 0.1 and not plain else b""
                 run.append(b"%s Q0 %s %d %s tag%d%s" % (qid, DOCS[d], rank, score, rank % 3, extra))
     if not run:  # trec_eval reads a run without a line as one query of uninitialised memory
         run.append(b"%s Q0 d1 1 1 tag" % QIDS[qids[0]])

@@ -281,10 +281,10 @@ def _malformed(t: _Tokens, line: int, path: str, what: str) -> InputFormatError:
     return InputFormatError(what, path, line + 1, _line_text(t, line))
 
 
-def read_results(path: str) -> Results:
-    """A run as ``get_trec_results.c`` reads it (see the module docstring)."""
+def read_results(path: str, data: bytes | None = None) -> Results:
+    """A run as ``get_trec_results.c`` reads it (see the module docstring); ``data``: its bytes, already read."""
     name = "<stdin>" if path == "-" else path
-    t = _tokens(read_input(path))
+    t = _tokens(read_input(path) if data is None else data)
     data = np.flatnonzero(t.count > 0)
     data = data[t.arr[t.starts[t.first[data]]] != ord("#")]
     if data.shape[0] == 0:
@@ -314,10 +314,10 @@ def _qrels_data_lines(t: _Tokens) -> np.ndarray:
     return np.flatnonzero((t.count > 0) & ~comment)
 
 
-def read_qrels(path: str, groups: bool = False) -> Qrels:
-    """Qrels as ``get_qrels.c`` reads them (see the module docstring)."""
+def read_qrels(path: str, groups: bool = False, data: bytes | None = None) -> Qrels:
+    """Qrels as ``get_qrels.c`` reads them (see the module docstring); ``data``: their bytes, already read."""
     name = "<stdin>" if path == "-" else path
-    t = _tokens(read_input(path))
+    t = _tokens(read_input(path) if data is None else data)
     data = _qrels_data_lines(t)
     if data.shape[0] == 0:
         raise InputError(f"{name}: no qrels lines (expected 'qid iter docno rel')")

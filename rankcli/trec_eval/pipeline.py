@@ -16,7 +16,7 @@ from rankcli.core.treceval.chunk import Chunk, padded
 from rankcli.core.treceval.join import Duplicate, Side, join
 from rankcli.errors import InputError, InputFormatError, UsageError
 from rankcli.formats import trec_eval_read as read
-from rankcli.trec_eval import groups
+from rankcli.trec_eval import groups, native
 from rankcli.trec_eval.getopt import Options
 from rankcli.trec_eval.measures import Active, select
 from rankcli.trec_eval.render import Renderer
@@ -52,8 +52,15 @@ def _codes(*arrays: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
 def prepare(o: Options) -> Prepared:
     """Read both files and join them (see :mod:`rankcli.core.treceval.join`)."""
     qrels_path, run_path = o.files
-    qrels = read.read_qrels(qrels_path, groups=o.rel_format == "qrels_jg")
-    run = read.read_results(run_path)
+    qrels_data = read.read_input(qrels_path)
+    run_data = read.read_input(run_path)
+    if o.rel_format == "qrels" and o.debug_query is None:
+        fast = native.prepare(o, qrels_data, run_data)
+        if fast is not None:
+            return Prepared(*fast)
+    qrels = read.read_qrels(qrels_path, groups=o.rel_format == "qrels_jg", data=qrels_data)
+    run = read.read_results(run_path, data=run_data)
+    del qrels_data, run_data
     qnames, (qq, rq) = _codes(qrels.qids, run.qids)
     _, (qd, rd, stand_in) = _codes(qrels.docnos, run.docnos, np.array([STAND_IN]))
     only = None
