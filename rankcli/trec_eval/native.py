@@ -48,12 +48,15 @@ def prepare(o, qrels_data: bytes, run_data: bytes):
     path (see the module docstring)."""
     if not trec_fast.available() or run_data[:3] == b"\xef\xbb\xbf" or qrels_data[:3] == b"\xef\xbb\xbf":
         return None
-    if _QRELS_COMMENT.search(qrels_data) or (o.complete and b"ceci_nest_pas_un_docno" in qrels_data):
+    if (b"#" in qrels_data and _QRELS_COMMENT.search(qrels_data)) or \
+            (o.complete and b"ceci_nest_pas_un_docno" in qrels_data):
         return None
     run_id = last_run_id(run_data)
     if run_id is None:
         return None
-    joined = trec_fast.join(run_data, qrels_data)
+    from rankcli.cpus import available_cpus
+
+    joined = trec_fast.join(run_data, qrels_data, available_cpus())
     if joined is None:
         return None
     labels = joined.qrels.values

@@ -91,6 +91,8 @@ def _judged_split(ch: Chunk):
 
 
 def _bpref(ch: Chunk) -> np.ndarray:
+    if "bpref" in ch.cache:  # bpref and gm_bpref share it
+        return ch.cache["bpref"]
     rel, nonrel = _judged_split(ch)
     seen = np.cumsum(nonrel, axis=1)
     R = ch.num_rel[:, None]
@@ -98,7 +100,8 @@ def _bpref(ch: Chunk) -> np.ndarray:
     term = 1.0 - divide(np.minimum(seen, R), np.minimum(num_nonrel, R))
     terms = np.where(rel, np.where(seen > 0, term, 1.0), 0.0)
     total = _last(np.cumsum(terms, axis=1), ch)
-    return np.where(ch.num_rel > 0, divide(total, ch.num_rel), total)
+    ch.cache["bpref"] = np.where(ch.num_rel > 0, divide(total, ch.num_rel), total)
+    return ch.cache["bpref"]
 
 
 def bpref(ch: Chunk, _):
