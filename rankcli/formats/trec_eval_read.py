@@ -33,6 +33,7 @@ BLOCK = 1 << 22
 #: A gzipped input may expand at most this many times (real TREC files: under 20) before it is refused.
 MAX_GZIP_RATIO = 200
 
+#: trec_eval reads fields with C's isspace: space, tab, newline, vertical tab, form feed, carriage return.
 _SPACE = np.zeros(256, dtype=bool)
 _SPACE[[9, 10, 11, 12, 13, 32]] = True
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
@@ -180,18 +181,22 @@ class _Tokens:
     line_start: np.ndarray  # per line: offset of its first byte
 
 
+def token_bounds(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end (one past) of every run of non-whitespace bytes (C's isspace) of a non-empty uint8 array."""
+    space = _SPACE[arr]
+    edge = np.empty(arr.shape[0] + 1, dtype=bool)  # token boundaries: space -> non-space and non-space -> space
+    edge[0], edge[-1] = ~space[0], ~space[-1]
+    np.not_equal(space[1:], space[:-1], out=edge[1:-1])
+    bounds = np.flatnonzero(edge)
+    return bounds[0::2], bounds[1::2]
+
+
 def _tokens(data: bytes) -> _Tokens:
     arr = np.frombuffer(data, dtype=np.uint8)
     if arr.shape[0] == 0:
         z = np.zeros(0, dtype=np.int64)
         return _Tokens(arr, z, z, z, z, z)
-    space = _SPACE[arr]
-    edge = np.empty(arr.shape[0] + 1, dtype=bool)
-    edge[0], edge[-1] = ~space[0], ~space[-1]
-    np.not_equal(space[1:], space[:-1], out=edge[1:-1])
-    bounds = np.flatnonzero(edge)
-    del space, edge
-    starts, ends = bounds[0::2], bounds[1::2]
+    starts, ends = token_bounds(arr)
     newlines = np.flatnonzero(arr == 10)
     line_start = np.concatenate(([0], newlines + 1))
     if line_start[-1] == arr.shape[0]:

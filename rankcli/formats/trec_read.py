@@ -22,11 +22,7 @@ import numpy as np
 
 from rankcli.errors import InputError, InputFormatError
 from rankcli.formats.inputs import unreadable_input
-from rankcli.formats.trec_eval_read import check_first_block, read_input
-
-#: trec_eval reads fields with C's isspace: space, tab, newline, vertical tab, form feed, carriage return.
-_SPACE = np.zeros(256, dtype=bool)
-_SPACE[[9, 10, 11, 12, 13, 32]] = True
+from rankcli.formats.trec_eval_read import check_first_block, read_input, token_bounds
 
 RUN_LAYOUT = "qid Q0 docid rank score tag"
 QRELS_LAYOUT = "qid iteration docid relevance"
@@ -361,13 +357,7 @@ def _tokens(arr: np.ndarray, layout: str, path: Path):
     """Token starts and ends (``(lines, fields)``) of the data lines and their line numbers; a line with another field
     count is an :class:`InputFormatError`."""
     count = len(layout.split())
-    space = _SPACE[arr]
-    edge = np.empty(arr.shape[0] + 1, dtype=bool)  # token boundaries: space -> non-space and non-space -> space
-    edge[0], edge[-1] = ~space[0], ~space[-1]
-    np.not_equal(space[1:], space[:-1], out=edge[1:-1])
-    bounds = np.flatnonzero(edge)
-    del space, edge
-    starts, ends = bounds[0::2], bounds[1::2]
+    starts, ends = token_bounds(arr)
     newlines = np.flatnonzero(arr == 10)
     # Token index where each line begins (lines split at the newlines): cheaper than a line number per token.
     line_start = np.concatenate(([0], np.searchsorted(starts, newlines)))
