@@ -20,7 +20,7 @@ from rankcli.core.treceval.join import Joined
 from rankcli.formats import trec_fast
 
 _QRELS_COMMENT = re.compile(rb"(?:^|\n)[ \t\v\f\r]*#")
-_TWO_63 = 9.2e18
+_EXACT = float(1 << 53)  # a label read as a double is the integer atol reads only below 2^53
 
 
 def last_run_id(data: bytes) -> bytes | None:
@@ -60,7 +60,7 @@ def prepare(o, qrels_data: bytes, run_data: bytes):
     if joined is None:
         return None
     labels = joined.qrels.values
-    if labels.shape[0] and not (np.all(labels == np.trunc(labels)) and np.abs(labels).max() < _TWO_63):
+    if labels.shape[0] and not (np.all(labels == np.trunc(labels)) and np.abs(labels).max() < _EXACT):
         return None
     labels = labels.astype(np.int64)
     qnames = joined.qrels.qnames
