@@ -21,10 +21,14 @@ ADD_HELP_OPTION = False
 
 
 def command(ctx: typer.Context) -> None:
+    from rankcli.errors import UsageError
     from rankcli.trec_eval import getopt
     from rankcli.trec_eval.help import help_text, version_text
 
-    options = getopt.parse(list(ctx.args))
+    try:
+        options = getopt.parse(list(ctx.args))
+    except UsageError as exc:  # the command's own name in the hint (trec_eval or trec-eval)
+        raise UsageError(f"{exc} Try 'rankcli {ctx.info_name} --help'.") from None
     if options.version:
         import sys
 

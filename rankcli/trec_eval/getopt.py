@@ -32,6 +32,10 @@ USAGE = ("Usage: trec_eval [-h] [-q] {-m measure}* trec_rel_file trec_top_file\n
          "       ('-m all_qrels' prints all qrels measures, '-m official' is default)\n")
 
 
+#: How a usage error ends (rankcli's usage errors are one line with this hint; trec_eval prints USAGE).
+HINT = "usage: rankcli trec_eval [-h] [-q] {-m measure}* trec_rel_file trec_top_file."
+
+
 def _takes_value(letter: str) -> bool:
     i = SHORT.find(letter)
     return i >= 0 and SHORT[i + 1:i + 2] == ":"
@@ -81,7 +85,7 @@ def _long(args: list[str], i: int, out: list) -> int:
             raise UsageError(f"option '--{name}' is ambiguous; possibilities: "
                              + " ".join(f"'--{n}'" for n in matches))
     if not matches:
-        raise UsageError(f"unrecognized option '--{name}'\n{USAGE}")
+        raise UsageError(f"unrecognized option '--{name}'; {HINT}")
     letter, needs = LONG[matches[0]]
     if not needs:
         if eq:
@@ -103,7 +107,7 @@ def _short(args: list[str], i: int, out: list) -> int:
     while j < len(word):
         letter = word[j]
         if letter == ":" or letter not in SHORT:
-            raise UsageError(f"invalid option -- '{letter}'\n{USAGE}")
+            raise UsageError(f"invalid option -- '{letter}'; {HINT}")
         if not _takes_value(letter):
             out.append((letter, None))
             j += 1
@@ -174,5 +178,5 @@ def parse(args: list[str]) -> Options:
         elif letter == "Z":
             o.zscores = value
     if not (o.help or o.version) and len(o.files) != 2:
-        raise UsageError(f"expected 2 file arguments (qrels, run), got {len(o.files)}\n{USAGE}")
+        raise UsageError(f"expected 2 file arguments (qrels, run), got {len(o.files)}; {HINT}")
     return o

@@ -46,6 +46,8 @@ STDOUT_CASES: dict[str, list[list[str]]] = {
     "compare": [["compare", "{run}", "{run2}"], ["compare", "{run}", "{run2}", "--json"]],
     "experiment": [["experiment", "{data}", "-o", "{tmp}/x", "--trials", "1", "--trees", "1", "--losses",
                     "lambdamart", "--no-plots"]],
+    "trec_eval": [["trec_eval", "-q", "-m", "all_trec", "{qrels}", "{trec_run}"], ["trec_eval", "-h"]],
+    "trec-eval": [["trec-eval", "{qrels}", "{trec_run}"]],
 }
 
 
