@@ -27,7 +27,7 @@ HELP = ("Learning-to-rank from the shell: convert LETOR data, train LightGBM ran
 COMMANDS = {"convert": "convert", "info": "info", "export": "export", "split": "split", "train": "train",
             "predict": "predict",
             "eval": "eval", "simulate-clicks": "simulate_clicks", "propensity": "propensity", "compare": "compare",
-            "experiment": "experiment", "tune": "tune"}
+            "experiment": "experiment", "tune": "tune", "trec_eval": "trec_eval", "trec-eval": "trec_eval"}
 
 _state = {"debug": False}
 
@@ -61,8 +61,9 @@ def make_app(only: str | None = None) -> typer.Typer:
     for name, module_name in COMMANDS.items():
         if only is None or name == only:
             module = importlib.import_module(f"rankcli.cli.{module_name}")
-            new.command(name=module.NAME, help=_reflow(module.__doc__), short_help=module.SHORT_HELP,
-                        cls=UsageCommand, context_settings=getattr(module, "CONTEXT_SETTINGS", None))(module.command)
+            new.command(name=name, help=_reflow(module.__doc__), short_help=module.SHORT_HELP, cls=UsageCommand,
+                        context_settings=getattr(module, "CONTEXT_SETTINGS", None), hidden=name != module.NAME,
+                        add_help_option=getattr(module, "ADD_HELP_OPTION", True))(module.command)
     return new
 
 

@@ -120,7 +120,9 @@ def command(
     specs = parse_metrics(metric or (["official"] if fmt == Format.trec_eval else DEFAULT_METRICS))
     if run is not None and model is None and not evaluate.is_parquet(run):
         raise evaluate.not_parquet_error(run, f": rankcli eval --qrels QRELS --run {run}")
-    conv = _convention(trec_run is not None, convention, gain, no_relevant, ties, threshold, max_grade)
+    # trec_eval's layout means trec_eval's conventions, whatever the input (a Parquet run too)
+    conv = _convention(trec_run is not None or fmt == Format.trec_eval, convention, gain, no_relevant, ties,
+                       threshold, max_grade)
     if per_query is not None:
         per_query = _per_query_path(per_query, overwrite, [run, qrels, trec_run], model)
     if model is not None:
@@ -219,12 +221,14 @@ def _render(report, fmt: Format, by_query: bool) -> None:
         import sys
 
         from rankcli.core.measures import trec_order
-        from rankcli.formats.trec import trec_eval_text
+        from rankcli.formats.trec import trec_eval_blocks
 
         qids = [str(q) for q in report.qids.tolist()]
-        sys.stdout.write(trec_eval_text(trec_order(report.specs), report.result.per_query, report.result.means, qids,
-                                        runid=report.runid, queries=by_query))
-        sys.stdout.flush()
+        out = sys.stdout.buffer  # bytes: an id is written as read, whatever PYTHONIOENCODING says
+        for block in trec_eval_blocks(trec_order(report.specs), report.result.per_query, report.result.means, qids,
+                                      runid=report.runid, queries=by_query):
+            out.write(block.encode("utf-8", "surrogateescape"))
+        out.flush()
     elif fmt == Format.json:
         print_json(render.eval_dict(report))
     else:

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -181,38 +182,69 @@ def _qid_key(qid) -> bytes:
     return str(qid).encode()
 
 
+def _queries_averaged(ordered, per_query: dict, count: float) -> float:
+    """num_q as trec_eval means it: the queries the means are over (those with a value for some averaged measure;
+    a convention that leaves queries without a relevant document out averages over fewer than the run has)."""
+    import numpy as np
+
+    columns = [np.asarray(per_query[str(s)], dtype=np.float64) for s in ordered
+               if s.record.aggregate == "mean" and str(s) in per_query]
+    if not columns:
+        return count
+    return float((~np.isnan(np.vstack(columns))).any(axis=0).sum())
+
+
 def trec_eval_text(ordered, per_query: dict, means: dict, qids, *, runid: str | None = None,
                    queries: bool = False) -> str:
-    """Results in trec_eval's layout: ``%-22s\t%s\t%6.4f`` lines (measure, query id or ``all``, value; counts as
-    integers ``%ld``; ``runid`` with the run's tag), with ``queries`` (``-q``) each query's lines first, queries in
-    byte order of their ids (trec_eval sorts its qrels), then the summary ``all`` lines. Measures that trec_eval does
-    not print per query (num_q, gm_map, gm_bpref, runid) appear only in the summary, as in trec_eval.
+    """The whole of :func:`trec_eval_blocks` as one string."""
+    return "".join(trec_eval_blocks(ordered, per_query, means, qids, runid=runid, queries=queries))
+
+
+#: Queries formatted at a time by :func:`trec_eval_blocks` (the text of 2M queries at once took 22 GB).
+QUERY_BLOCK = 10_000
+
+
+def _texts(spec, values) -> list[str | None]:
+    # a NaN value is a query the convention leaves out of this measure: no line (trec_eval prints no nan)
+    if spec.record.integer:
+        return [f"{int(v)}\n" if v == v else None for v in values]
+    return [f"{v:6.4f}\n" if v == v else None for v in values]
+
+
+def trec_eval_blocks(ordered, per_query: dict, means: dict, qids, *, runid: str | None = None,
+                     queries: bool = False) -> Iterator[str]:
+    """Results in trec_eval's layout, as blocks of lines: ``%-22s\t%s\t%6.4f`` lines (measure, query id or ``all``,
+    value; counts as integers ``%ld``; ``runid`` with the run's tag), with ``queries`` (``-q``) each query's lines
+    first, queries in byte order of their ids (trec_eval sorts its qrels), :data:`QUERY_BLOCK` queries a block, then
+    the summary ``all`` lines. Measures that trec_eval does not print per query (num_q, gm_map, gm_bpref, runid)
+    appear only in the summary, as in trec_eval.
 
     ``ordered``: the metric specs in trec_eval's order (:func:`rankcli.core.measures.trec_order`); each gives its
     printed name (``output_name()``) and its record (``integer``, ``per_query_line``, ``family``). ``per_query`` and
     ``means`` are keyed by ``str(spec)``; ``qids`` are the query ids as text, aligned with the per-query values.
     """
-
-    def texts(spec, values) -> list[str]:
-        if spec.record.integer:
-            return [f"{int(v)}\n" if v == v else "nan\n" for v in values]
-        return [f"{v:6.4f}\n" for v in values]
-
-    def line(spec, where, value) -> str:
-        return f"{spec.output_name():<22}\t{where}\t{texts(spec, [value])[0]}"
-
-    out = []
     if queries:
-        # one formatting pass per measure, then the lines query by query (2M lines for all_trec on 30k queries)
-        cols = [(f"{spec.output_name():<22}\t", texts(spec, per_query[str(spec)].tolist())) for spec in ordered
+        cols = [(f"{spec.output_name():<22}\t", spec, per_query[str(spec)]) for spec in ordered
                 if spec.record.per_query_line and str(spec) in per_query]
-        qid_tab = [f"{q}\t" for q in qids]
-        for i in sorted(range(len(qids)), key=lambda i: _qid_key(qids[i])):
-            q = qid_tab[i]
-            out.extend([p + q + t[i] for p, t in cols])
+        order = sorted(range(len(qids)), key=lambda i: _qid_key(qids[i]))
+        for start in range(0, len(order), QUERY_BLOCK):
+            rows = order[start:start + QUERY_BLOCK]
+            texts = [(p, _texts(spec, [values[i] for i in rows])) for p, spec, values in cols]
+            out = []
+            for j, i in enumerate(rows):
+                q = f"{qids[i]}\t"
+                out.extend([p + q + t[j] for p, t in texts if t[j] is not None])
+            yield "".join(out)
+    out = []
     for spec in ordered:
         if spec.record.family == "info":
             out.append(f"{'runid':<22}\tall\t{runid if runid is not None else 'rankcli'}\n")
-        elif str(spec) in means:
-            out.append(line(spec, "all", means[str(spec)]))
-    return "".join(out)
+        elif spec.name == "num_q":
+            out.append(_line(spec, "all", _queries_averaged(ordered, per_query, means[str(spec)])))
+        elif str(spec) in means and means[str(spec)] == means[str(spec)]:
+            out.append(_line(spec, "all", means[str(spec)]))
+    yield "".join(out)
+
+
+def _line(spec, where, value) -> str:
+    return f"{spec.output_name():<22}\t{where}\t{_texts(spec, [value])[0]}"

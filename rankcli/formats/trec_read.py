@@ -22,10 +22,7 @@ import numpy as np
 
 from rankcli.errors import InputError, InputFormatError
 from rankcli.formats.inputs import unreadable_input
-
-#: trec_eval reads fields with C's isspace: space, tab, newline, vertical tab, form feed, carriage return.
-_SPACE = np.zeros(256, dtype=bool)
-_SPACE[[9, 10, 11, 12, 13, 32]] = True
+from rankcli.formats.trec_eval_read import check_first_block, read_input, token_bounds
 
 RUN_LAYOUT = "qid Q0 docid rank score tag"
 QRELS_LAYOUT = "qid iteration docid relevance"
@@ -98,6 +95,20 @@ def _raw_bytes(path: Path, as_array: bool):
     return np.concatenate([buf[:got], np.frombuffer(rest, dtype=np.uint8)]) if rest else buf[:got]
 
 
+def _first_block_is_gzip(path: Path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(2) == b"\x1f\x8b"  # gzip's magic bytes: runs and qrels as TREC distributes them
+
+
+def _refuse_nul(data, path: Path) -> None:
+    """A NUL byte anywhere is not text (trec_eval refuses it too): an error naming its line."""
+    where = bytes(data).find(b"\0") if isinstance(data, bytes) else (
+        int(np.argmax(data == 0)) if data.shape[0] and (data == 0).any() else -1)
+    if where >= 0:
+        line = bytes(data[:where]).count(b"\n") + 1
+        raise InputFormatError("a NUL byte (not a text file; trec_eval refuses it too)", str(path), line)
+
+
 def _is_ascii(data) -> bool:
     if isinstance(data, bytes):
         return data.isascii()  # far cheaper than decoding
@@ -112,16 +123,15 @@ def _read_text(path: Path, as_array: bool):
     if path.is_dir():
         raise InputError(f"{path}: is a directory, expected a file")
     try:
-        data = _raw_bytes(path, as_array)
-        if bytes(data[:2]) == b"\x1f\x8b":  # gzip's magic bytes: runs and qrels as TREC distributes them
-            import gzip
-            import zlib
-
-            try:
-                data = gzip.decompress(data)
-            except (OSError, EOFError, zlib.error) as exc:
-                raise InputError(f"{path}: not a readable gzip file ({exc})") from None
+        if not path.is_file() or _first_block_is_gzip(path):
+            # a pipe, a device (/dev/zero) or a gzipped file: read block by block, each checked (a NUL byte, a line
+            # over 1 MiB, a gzip stream expanding 200 times) before the next is read
+            data = read_input(str(path))
             data = np.frombuffer(data, dtype=np.uint8) if as_array else data
+        else:
+            check_first_block(path)  # a sparse 1 TiB file of zeros is refused before it is read
+            data = _raw_bytes(path, as_array)
+            _refuse_nul(data, path)
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if bytes(data[:3]) == b"\xef\xbb\xbf":
@@ -181,9 +191,17 @@ def _arrow_words(col, ascii_text: bool) -> np.ndarray:
     return data.view(np.uint64).reshape(-1, width // 8)
 
 
-def doc_hash(words: np.ndarray, seed: np.ndarray | int = 0) -> np.ndarray:
-    """A uint64 hash of each row of :func:`words_of` words (multiply-xorshift over the words). All-zero words (the
-    padding of a shorter id) are skipped, so the padding width plays no part."""
+#: The hash seed of this process: ids crafted to collide under a known seed (10,000 of them made every pair a
+#: candidate, a MemoryError) do not collide under an unknown one.
+HASH_SEED = int.from_bytes(__import__("os").urandom(8), "little")
+
+
+def doc_hash(words: np.ndarray, seed: np.ndarray | int | None = None) -> np.ndarray:
+    """A uint64 hash of each row of :func:`words_of` words (multiply-xorshift over the words, from ``seed``: by
+    default this process's random :data:`HASH_SEED`). All-zero words (the padding of a shorter id) are skipped, so
+    the padding width plays no part."""
+    if seed is None:
+        seed = HASH_SEED
     n = words.shape[0]
     h = np.full(n, 1469598103934665603, dtype=np.uint64)
     h ^= np.asarray(seed, dtype=np.uint64)
@@ -258,8 +276,8 @@ def _codes(qids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _read_simple(data: bytes, count: int, docid_field: int, value_field: int) -> TrecColumns | None:
-    """The common layout read by Arrow's multi-threaded CSV reader: single spaces between fields, one line per
-    record, no tab, carriage return, blank, comment or indented line. None when the file is not that simple, or
+    """The common layout read by Arrow's CSV reader (on one thread, see below): single spaces between fields, one line
+    per record, no tab, carriage return, blank, comment or indented line. None when the file is not that simple, or
     Arrow finds a line it cannot read: the general tokeniser then reads it (and names the line at fault)."""
     # A double, leading or trailing space gives an empty field (refused below) or a line with too many fields; a blank
     # line is a one-field record (ignore_empty_lines=False); a comment line's first field starts with '#'.
@@ -276,7 +294,11 @@ def _read_simple(data: bytes, count: int, docid_field: int, value_field: int) ->
     types[names[value_field]] = pa.float64()
     try:
         table = pacsv.read_csv(pa.py_buffer(data),
-                               read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24),
+                               # one thread: a threaded read that fails leaves parse tasks running in Arrow's
+                               # pool, and a process exiting then (exit 3) aborts in its teardown ("terminate
+                               # called without an active exception", SIGABRT) in about one run in ten
+                               read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24,
+                                                              use_threads=False),
                                parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False,
                                                                 escape_char=False, newlines_in_values=False,
                                                                 ignore_empty_lines=False),
@@ -335,13 +357,7 @@ def _tokens(arr: np.ndarray, layout: str, path: Path):
     """Token starts and ends (``(lines, fields)``) of the data lines and their line numbers; a line with another field
     count is an :class:`InputFormatError`."""
     count = len(layout.split())
-    space = _SPACE[arr]
-    edge = np.empty(arr.shape[0] + 1, dtype=bool)  # token boundaries: space -> non-space and non-space -> space
-    edge[0], edge[-1] = ~space[0], ~space[-1]
-    np.not_equal(space[1:], space[:-1], out=edge[1:-1])
-    bounds = np.flatnonzero(edge)
-    del space, edge
-    starts, ends = bounds[0::2], bounds[1::2]
+    starts, ends = token_bounds(arr)
     newlines = np.flatnonzero(arr == 10)
     # Token index where each line begins (lines split at the newlines): cheaper than a line number per token.
     line_start = np.concatenate(([0], np.searchsorted(starts, newlines)))

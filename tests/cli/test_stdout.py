@@ -50,6 +50,8 @@ STDOUT_CASES: dict[str, list[list[str]]] = {
               "1", "--threads", "1"],
              ["tune", "{data}", "--valid", "{data}", "-o", "{tmp}/t2", "--loss", "xendcg", "--budget", "1", "--trees",
               "1", "--threads", "1", "--json"]],
+    "trec_eval": [["trec_eval", "-q", "-m", "all_trec", "{qrels}", "{trec_run}"], ["trec_eval", "-h"]],
+    "trec-eval": [["trec-eval", "{qrels}", "{trec_run}"]],
 }
 
 

@@ -19,6 +19,8 @@
  * No numpy C API: the arrays come back as bytearrays, which numpy views without a copy.
  */
 #include "trec_native.h"
+#include <stdio.h>
+#include <time.h>
 
 typedef struct {
     Slice *run, *qrels;
@@ -212,8 +214,23 @@ static struct PyModuleDef module = {
     methods, NULL, NULL, NULL, NULL,
 };
 
+uint64_t trec_hash_seed;
+
+/* The hash seed: from the kernel's random source, else from the clock and an address. */
+static void draw_hash_seed(void)
+{
+    FILE *f = fopen("/dev/urandom", "rb");
+    uint64_t seed = 0;
+    if (f == NULL || fread(&seed, sizeof seed, 1, f) != 1)
+        seed = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ULL ^ (uint64_t)(uintptr_t)&seed;
+    if (f != NULL)
+        fclose(f);
+    trec_hash_seed = seed;
+}
+
 PyMODINIT_FUNC PyInit_trec_native(void)
 {
+    draw_hash_seed();
     trec_init_byte_classes();
     return PyModule_Create(&module);
 }

@@ -58,10 +58,14 @@ static inline uint64_t mix(uint64_t h, uint64_t w)
     return h ^ (h >> 32);
 }
 
+/* A random seed drawn when the module loads (module.c): ids crafted to share one hash under a fixed seed (a flood
+ * of collisions in the hash tables, quadratic time) share none under an unknown one. */
+extern uint64_t trec_hash_seed;
+
 /* Bytes p[0:n] hashed eight at a time; with n mixed in, the words taken determine the bytes. */
 static inline uint64_t hash_bytes(const unsigned char *p, size_t n)
 {
-    uint64_t h = 0x9e3779b97f4a7c15ULL ^ n, w;
+    uint64_t h = mix(0x9e3779b97f4a7c15ULL ^ n, trec_hash_seed), w;
     if (n >= 8) {
         size_t i = 0;
         for (; i + 8 <= n; i += 8) {

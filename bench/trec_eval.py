@@ -1,0 +1,111 @@
+"""Benchmark `rankcli trec_eval` against trec_eval itself, whole processes alternating.
+
+Builds trec_eval from NIST's source (tests/data/trec_eval/src, the copy of ../shared/reference/trec_eval with the
+one-line rbp fix of its PROVENANCE.md) twice, with its Makefile's flags (no optimisation) and with -O2, generates a
+seeded case (default: the issue's 30,000 queries x 1,000 documents and 3M qrels lines) into bench/data/, then runs
+each command --repeat times, alternating, and prints the best and median wall time, the peak RSS (from
+wait4's rusage) and the ratios; every output is checked equal to trec_eval's.
+
+    flock /tmp/rankcli-bench.lock .venv/bin/python bench/trec_eval.py [--queries 30000] [--docs 1000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+SRC = REPO / "tests" / "data" / "trec_eval" / "src"
+DATA = HERE / "data"
+
+
+def build(flags: list[str], out: Path) -> Path:
+    if not out.exists():
+        cc = shutil.which("cc") or shutil.which("gcc")
+        subprocess.run([cc, *flags, "-w", f"-I{SRC}", '-DVERSIONID="10.0-rc3"', "-o", str(out),
+                        *map(str, sorted(SRC.glob("*.c"))), "-lm"], check=True)
+    return out
+
+
+def generate(queries: int, docs: int, judged: int) -> tuple[Path, Path]:
+    """A run (``docs`` documents per query, scores with ties) and qrels (``judged`` per query, labels 0-2)."""
+    run, qrels = DATA / f"te_run_{queries}x{docs}.txt", DATA / f"te_qrels_{queries}x{judged}.txt"
+    if run.exists() and qrels.exists():
+        return qrels, run
+    DATA.mkdir(exist_ok=True)
+    rng = np.random.default_rng(7)
+    with open(run, "w") as f:
+        for q in range(queries):
+            ids = rng.choice(20 * docs, docs, replace=False)
+            scores = np.sort(np.round(rng.random(docs), 4))[::-1]
+            f.write("".join(f"{300 + q} Q0 D{d} {i + 1} {s} bench\n" for i, (d, s) in enumerate(zip(ids, scores))))
+    with open(qrels, "w") as f:
+        for q in range(queries):
+            ids = rng.choice(20 * docs, judged, replace=False)
+            labels = rng.choice(3, judged, p=[0.7, 0.2, 0.1])
+            f.write("".join(f"{300 + q} 0 D{d} {lab}\n" for d, lab in zip(ids, labels)))
+    return qrels, run
+
+
+def timed(cmd: list[str]) -> tuple[float, int, bytes]:
+    """Wall seconds, peak RSS (KiB) and standard output of one whole process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE)
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    if status:
+        raise SystemExit(f"{cmd[0]} failed ({status})")
+    return wall, usage.ru_maxrss, out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--queries", type=int, default=30000)
+    ap.add_argument("--docs", type=int, default=1000)
+    ap.add_argument("--judged", type=int, default=100)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    DATA.mkdir(exist_ok=True)
+    plain = build(["-g"], DATA / "trec_eval_plain")
+    optimised = build(["-O2"], DATA / "trec_eval_O2")
+    qrels, run = generate(args.queries, args.docs, args.judged)
+    rankcli = [sys.executable, "-m", "rankcli", "trec_eval"]
+    print(f"case: {args.queries} queries x {args.docs} documents, {args.queries * args.judged} qrels lines; "
+          f"load {os.getloadavg()}")
+    for measures in (["-m", "all_trec"], []):
+        contenders = {"trec_eval (Makefile flags)": [str(plain), *measures, str(qrels), str(run)],
+                      "trec_eval -O2": [str(optimised), *measures, str(qrels), str(run)],
+                      "rankcli trec_eval": [*rankcli, *measures, str(qrels), str(run)]}
+        results: dict = {name: [] for name in contenders}
+        expected = None
+        for _ in range(args.repeat):
+            for name, cmd in contenders.items():
+                wall, rss, out = timed(cmd)
+                expected = expected or out
+                if out != expected:
+                    raise SystemExit(f"{name}: output differs from trec_eval's")
+                results[name].append((wall, rss))
+        print(f"\n{' '.join(measures) or 'official'}:")
+        ours = results["rankcli trec_eval"]
+        for name, runs in results.items():
+            walls = [w for w, _ in runs]
+            line = f"  {name:28s} best {min(walls):7.2f} s  median {statistics.median(walls):7.2f} s  " \
+                   f"peak RSS {max(r for _, r in runs) / 1024:7.0f} MiB"
+            if name != "rankcli trec_eval":
+                line += f"   rankcli x{min(walls) / min(w for w, _ in ours):.2f} faster (best)"
+            print(line)
+    print(f"load after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()

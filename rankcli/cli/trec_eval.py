@@ -1,0 +1,46 @@
+"""trec_eval's own command line, computed by rankcli: rankcli trec_eval [flags] QRELS RUN.
+
+The flags, the measures and the output are trec_eval 10.0's, byte for byte, so that `alias trec_eval='rankcli
+trec_eval'` keeps a script working: -q -c -n -J -o -l N -M N -N N -D N -R qrels -T trec_results -m measure[.params]
+(repeatable; sets official, all_trec, set), clustered (-qc) or attached (-l2, -mP.5,10), long forms (--measure ...),
+options after the files. RUN may be - (standard input) and either file gzipped. -h prints trec_eval's help, -v its
+version. Exit statuses are rankcli's: 2 for a usage error, 3 for bad input.
+
+Reference: docs/commands/trec_eval.md; the differences from trec_eval: docs/trec_eval.md.
+"""
+
+from __future__ import annotations
+
+import typer
+
+NAME = "trec_eval"
+SHORT_HELP = "trec_eval's command line and output (alias trec-eval)."
+#: typer passes every word through (-h and --help too): trec_eval's getopt reads them.
+CONTEXT_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+ADD_HELP_OPTION = False
+
+
+def command(ctx: typer.Context) -> None:
+    from rankcli.errors import UsageError
+    from rankcli.trec_eval import getopt
+    from rankcli.trec_eval.help import help_text, version_text
+
+    try:
+        options = getopt.parse(list(ctx.args))
+    except UsageError as exc:  # the command's own name in the hint (trec_eval or trec-eval)
+        raise UsageError(f"{exc} Try 'rankcli {ctx.info_name} --help'.") from None
+    if options.version:
+        import sys
+
+        sys.stderr.write(version_text())
+        return
+    out = typer.get_binary_stream("stdout")
+    if options.help:
+        out.write(help_text(options).encode())
+        out.flush()
+        return
+    from rankcli.trec_eval.pipeline import evaluate
+
+    for block in evaluate(options):
+        out.write(block)
+    out.flush()

@@ -1,0 +1,202 @@
+"""``rankcli trec_eval``: read, join, rank, measure, write, each stage once, the output streamed block by block.
+
+:func:`evaluate` yields trec_eval's output as bytes, per-query lines (``-q``) as each block of queries is computed,
+then the summary; the summary is trec_eval's running sum over the queries in their order, so every line is the one
+trec_eval prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from rankcli.core.treceval.chunk import Chunk, padded
+from rankcli.core.treceval.join import Duplicate, Side, join
+from rankcli.errors import InputError, InputFormatError, UsageError
+from rankcli.formats import trec_eval_read as read
+from rankcli.trec_eval import groups, native
+from rankcli.trec_eval.getopt import Options
+from rankcli.trec_eval.measures import Active, select
+from rankcli.trec_eval.render import Renderer
+
+#: trec_eval's stand-in document for a judged query the run lacks (``-c``).
+STAND_IN = b"ceci_nest_pas_un_docno"
+#: Cells (queries x documents) of one block: bounds the memory of the padded matrices.
+BLOCK_CELLS = 1 << 21
+
+
+@dataclass
+class Prepared:
+    """The evaluated queries' names and rankings, and what the summary needs besides them."""
+
+    qids: np.ndarray
+    joined: object
+    run_id: bytes
+    positive_labels: int
+    query: np.ndarray | None = None  # -R qrels_jg: the real query of each evaluated (query, group)
+
+
+def _codes(*arrays: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Integer codes of the ids in ``arrays`` (numpy ``S``), in byte order, shared across them."""
+    both = np.concatenate(arrays) if arrays else np.zeros(0, "S1")
+    names, inverse = np.unique(both, return_inverse=True)
+    out, start = [], 0
+    for a in arrays:
+        out.append(inverse[start:start + a.shape[0]].astype(np.int64))
+        start += a.shape[0]
+    return names, out
+
+
+def prepare(o: Options) -> Prepared:
+    """Read both files and join them (see :mod:`rankcli.core.treceval.join`)."""
+    qrels_path, run_path = o.files
+    qrels_data = read.read_input(qrels_path)
+    run_data = read.read_input(run_path)
+    if o.rel_format == "qrels" and o.debug_query is None:
+        fast = native.prepare(o, qrels_data, run_data)
+        if fast is not None:
+            return Prepared(*fast)
+    qrels = read.read_qrels(qrels_path, groups=o.rel_format == "qrels_jg", data=qrels_data)
+    run = read.read_results(run_path, data=run_data)
+    del qrels_data, run_data
+    qnames, (qq, rq) = _codes(qrels.qids, run.qids)
+    _, (qd, rd, stand_in) = _codes(qrels.docnos, run.docnos, np.array([STAND_IN]))
+    only = None
+    if o.debug_query is not None:
+        hit = np.flatnonzero(qnames == o.debug_query.encode("utf-8", "surrogateescape"))
+        only = int(hit[0]) if hit.shape[0] else -1
+    real = None
+    run_side = Side(rq, rd, run.sims, run.lines)
+    if qrels.groups is not None:  # each (query, judgment group) a query of its own
+        g = groups.split(qq, _codes(qrels.groups)[1][0], rq, qnames.shape[0])
+        if only is not None:
+            only = -1  # -D N.qid: not with judgment groups
+        qq, real = g.of_qrels, g.query
+        run_side = Side(g.of_run, rd[g.run_rows], run.sims[g.run_rows], run.lines[g.run_rows])
+    joined = join(Side(qq, qd, qrels.labels, qrels.lines), run_side,
+                  complete=o.complete, max_docs=o.max_docs, judged_only=o.judged_only,
+                  stand_in_code=int(stand_in[0]), only_query=only)
+    if isinstance(joined, Duplicate):
+        path = qrels_path if joined.which == "qrels" else run_path
+        what = "a (query, document) pair judged twice" if joined.which == "qrels" else "a document ranked twice"
+        raise InputFormatError(f"{what} for one query (trec_eval refuses it too)", path, joined.line)
+    if joined.qcodes.shape[0] == 0:
+        raise InputError("no queries with both results and relevance info")
+    positive = int((qrels.labels > 0).sum())
+    query = real[joined.qcodes] if real is not None else None
+    return Prepared(qnames[joined.qcodes if real is None else query], joined, run.run_id, positive, query)
+
+
+def _blocks(ret_offsets: np.ndarray, label_offsets: np.ndarray) -> Iterator[tuple[int, int]]:
+    """Consecutive query ranges whose padded matrices stay within :data:`BLOCK_CELLS` cells (one query at least)."""
+    n = ret_offsets.shape[0] - 1
+    width = np.maximum(np.diff(ret_offsets), np.diff(label_offsets))
+    start = 0
+    while start < n:
+        stop, widest = start, 0
+        while stop < n:
+            w = max(widest, int(width[stop]), 1)
+            if stop > start and w * (stop - start + 1) > BLOCK_CELLS:
+                break
+            widest, stop = w, stop + 1
+        yield start, stop
+        start = stop
+
+
+def _chunk(p: Prepared, start: int, stop: int, o: Options) -> Chunk:
+    j = p.joined
+    ro, lo = j.ret_offsets[start:stop + 1], j.label_offsets[start:stop + 1]
+    rel = padded(j.rel, ro, -1)
+    labels = padded(j.labels, lo, -1)
+    labels = -np.sort(-labels, axis=1)  # descending: labels >= 0 first
+    num_labels = (labels >= 0).sum(axis=1)
+    return Chunk(rel, np.diff(ro), labels, num_labels, o.level, o.num_docs)
+
+
+def _values(measures: list[Active], ch: Chunk, stand_in: np.ndarray) -> tuple[np.ndarray, list]:
+    """The (queries, values) matrix of every numeric value, and the relstrings (or None)."""
+    columns, strings = [], None
+    for m in measures:
+        kernel = m.record.kernel
+        if m.record.kind == "runid":
+            continue
+        # trec_eval's clean-up after its stand-in ranking matches the value names num_ret, utility, relstring and
+        # rbp_resid exactly (not utility_1,-1,0,0), and unj* by prefix
+        cleared = m.names[0] in ("num_ret", "utility", "relstring", "rbp_resid") or m.record.name == "unj"
+        if m.record.kind == "relstring":
+            strings = kernel(ch, m.params)
+            strings = [b"" if s and cleared else v for v, s in zip(strings, stand_in)]
+            continue
+        v = np.asarray(kernel(ch, m.params), dtype=np.float64).reshape(ch.n, -1)
+        if cleared:
+            v = np.where(stand_in[:, None], 0.0, v)
+        columns.append(v)
+    matrix = np.concatenate(columns, axis=1) if columns else np.zeros((ch.n, 0))
+    return matrix, strings
+
+
+def _query_values(p: Prepared, measures: list[Active], o: Options) -> Iterator[tuple]:
+    """Blocks of (query ids, values, relstrings) in query order; under -R qrels_jg one block of the groups'
+    averages."""
+    j = p.joined
+    parts = []
+    for start, stop in _blocks(j.ret_offsets, j.label_offsets):
+        values, strings = _values(measures, _chunk(p, start, stop, o), j.stand_in[start:stop])
+        if p.query is None:
+            yield p.qids[start:stop], values, strings
+        else:
+            parts.append(values)
+    if p.query is not None:
+        queries, values = groups.combine(np.concatenate(parts), p.query)
+        keep = np.r_[True, p.query[1:] != p.query[:-1]]
+        yield p.qids[keep], values, None
+
+
+#: trec_eval's value for a query or measure the z-score file lacks (``MISSING_ZSCORE_VALUE``).
+MISSING_ZSCORE = -1000000.0
+
+
+def z_scores(values: np.ndarray, qids: np.ndarray, names: list[bytes], table: dict) -> np.ndarray:
+    """``convert_zscores.c``: each value as (value - mean) / stddev of its query and measure; a zero stddev gives 0
+    when the value is the mean; a pair the file lacks gives -1000000."""
+    out = np.full(values.shape, MISSING_ZSCORE)
+    for i, qid in enumerate(qids.tolist()):
+        for c, name in enumerate(names):
+            entry = table.get((qid, name))
+            if entry is None:
+                continue
+            mean, stddev = entry
+            v = float(values[i, c])
+            if stddev:
+                out[i, c] = (v - mean) / stddev
+            elif v == mean:
+                out[i, c] = 0.0
+    return out
+
+
+def evaluate(o: Options) -> Iterator[bytes]:
+    """trec_eval's output for the options ``o``, block by block."""
+    if o.rel_format not in ("qrels", "qrels_jg"):
+        if o.rel_format in ("prefs", "qrels_prefs"):
+            raise UsageError(f"-R {o.rel_format}: rankcli trec_eval reads qrels and qrels_jg, not preferences yet")
+        raise UsageError(f"trec_eval: Illegal rel_format '{o.rel_format}'")
+    if o.results_format != "trec_results":
+        raise UsageError(f"trec_eval: Illegal retrieval results format '{o.results_format}'")
+    measures = select(o.measures, o.rel_format)
+    p = prepare(o)
+    zscores = read.read_zscores(o.zscores) if o.zscores is not None else None
+    render = Renderer(measures, o)
+    total = None
+    j = p.joined
+    for qids, values, strings in _query_values(p, measures, o):
+        if zscores is not None:
+            values = z_scores(values, qids, render.column_names, zscores)
+        running = values if total is None else np.vstack([total[None, :], values])
+        total = np.cumsum(running, axis=0)[-1] if running.shape[0] else total
+        if o.query:
+            yield render.queries(qids, values, strings)
+    n = j.qcodes.shape[0] if p.query is None else np.unique(p.query).shape[0]
+    if o.summary:
+        yield render.summary(total, n, p.run_id, p.positive_labels)
