@@ -12,8 +12,10 @@ from typing import Any
 
 import numpy as np
 
+from rankcli.core.normalize import Normalization
 from rankcli.dataset import Dataset
 from rankcli.errors import UsageError
+from rankcli.normalization import FOOTER_KEY, conform, recorded
 from rankcli.train.config import TrainConfig
 from rankcli.train.model import TrainResult, lightgbm_resolved_params
 from rankcli.train.training import check_inputs
@@ -94,6 +96,8 @@ class TrainingData:
     objective : a callable objective replacing the loss's own (IPS RankNet), or ``None``.
     position : each training row's displayed position (``--propensity learn``), or ``None``.
     ips : what ``rankcli.json`` records about IPS training (its ``ips`` key), or ``None``.
+    normalization : the transform the training features had (their file's footer), ``None`` for raw features; the
+        validation set is brought to it (:func:`rankcli.normalization.conform`).
     """
 
     train: Dataset
@@ -101,18 +105,20 @@ class TrainingData:
     objective: Callable | None = None
     position: np.ndarray | None = None
     ips: dict | None = None
+    normalization: Normalization | None = None
 
     def record(self, result: TrainResult) -> dict:
-        """The keys this training adds to ``rankcli.json`` (``ips``, with the learned position biases of ``result``,
-        the trained model)."""
+        """The keys this training adds to ``rankcli.json``: ``normalize`` (the training features' transform, null
+        for raw features) and ``ips`` (with the learned position biases of ``result``, the trained model)."""
+        norm = {FOOTER_KEY: None if self.normalization is None else self.normalization.as_dict()}
         if self.ips is None:
-            return {}
+            return norm
         if self.position is not None:  # LightGBM's learned additive score bias per position (None: not shown)
             self.ips["propensity"]["position_bias"] = result.position_bias
             key = POSITION_BIAS_REGULARIZATION
             resolved = result.params.get(key, lightgbm_resolved_params(result.booster).get(key))
             self.ips["propensity"]["regularization"] = resolved
-        return {"ips": self.ips}
+        return {**norm, "ips": self.ips}
 
 
 def _read_training_set(path: Path, config: TrainConfig, ips: IpsOptions | None) -> TrainingData:
@@ -147,7 +153,11 @@ def load_training_data(train_path: Path, valid_path: Path | None, config: TrainC
     from rankcli.formats.parquet import read_dataset
 
     data = _read_training_set(train_path, config, ips)
-    data.valid = read_dataset(valid_path) if valid_path is not None else None
+    data.normalization = recorded(data.train.metadata, str(train_path))
+    if valid_path is not None:
+        data.valid = read_dataset(valid_path)
+        if data.valid.feature_names == data.train.feature_names:  # else check_inputs names the difference
+            data.valid = conform(data.valid, data.normalization, str(valid_path), f"the training data {train_path}")
     check_inputs(data.train, data.valid, config, names=(str(train_path), str(valid_path)))
     if log is not None:
         ds, valid = data.train, data.valid
