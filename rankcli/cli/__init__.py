@@ -26,7 +26,8 @@ HELP = ("Learning-to-rank from the shell: convert LETOR data, train LightGBM ran
 COMMANDS = {"convert": "convert", "info": "info", "export": "export", "split": "split", "train": "train",
             "predict": "predict",
             "eval": "eval", "simulate-clicks": "simulate_clicks", "propensity": "propensity", "compare": "compare",
-            "experiment": "experiment"}
+            "experiment": "experiment",
+            "explain": "explain"}
 
 _state = {"debug": False}
 
