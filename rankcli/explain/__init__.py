@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from rankcli.dataset import Dataset
-from rankcli.errors import UsageError
+from rankcli.errors import InputError, UsageError
 from rankcli.explain.contributions import BATCH_ROWS, mean_abs_contributions, query_batches
 from rankcli.explain.groups import FeatureGroup, feature_groups, membership
 from rankcli.explain.ranking import RankingImportance, drop_tests, permuted_metrics
@@ -116,11 +116,11 @@ class Explanation:
 
 
 def _ranking(model, features: np.ndarray, ds: Dataset, groups: list[FeatureGroup], splits: np.ndarray, *,
-             metric: str, convention, repeats: int, seed: int, test: str, correction: str | None,
+             what: str, metric: str, preset: str, repeats: int, seed: int, test: str, correction: str | None,
              permutations: int, on_step) -> RankingImportance:
-    from rankcli.core.metrics import parse_metric, per_query
+    from rankcli.core.metrics import Convention, parse_metric, per_query
 
-    spec = parse_metric(metric)
+    spec, convention = parse_metric(metric), Convention.preset(preset)
     if spec.record.family == "info":
         raise UsageError(f"-m {metric}: not a per-query ranking metric")
     labels = np.asarray(ds.labels, dtype=np.float64)
@@ -128,8 +128,18 @@ def _ranking(model, features: np.ndarray, ds: Dataset, groups: list[FeatureGroup
     def metric_of(scores: np.ndarray) -> np.ndarray:
         return per_query([spec], labels, scores, ds.offsets, convention)[str(spec)]
 
-    base, permuted = permuted_metrics(lambda x: model.predict_features(x, "data"), features, metric_of, ds.offsets,
-                                      groups, repeats=repeats, seed=seed, used=list(splits > 0), on_step=on_step)
+    scores = model.predict_features(features, what)
+    try:
+        base = metric_of(scores)
+    except InputError as exc:  # a label the metric cannot take (NaN, a gain that overflows): name the file
+        raise InputError(f"{what}: {exc}") from None
+    if np.isnan(base).all():
+        raise InputError(f"{what}: no query has a relevant document, so {spec} under the {preset} convention (which "
+                         "skips such queries) has no value to lose; explain on queries with relevant documents, or "
+                         "without DATA for the trees' own importances")
+    base, permuted = permuted_metrics(lambda x: model.predict_features(x, what), features, metric_of, ds.offsets,
+                                      groups, repeats=repeats, seed=seed, used=list(splits > 0), on_step=on_step,
+                                      base=base)
     comparisons, applied = drop_tests(base, permuted, str(spec), test=test, correction=correction, seed=seed,
                                       permutations=permutations)
     return RankingImportance(str(spec), convention.as_dict(), test, applied, repeats, seed, base, permuted,
@@ -158,7 +168,6 @@ def explain(model, ds: Dataset | None = None, *, data_name: str | None = None, m
     progress : ``progress(stage, n)`` after each step (``"permutations"``: one per group and repeat;
         ``"contributions"``: the rows of a batch).
     """
-    from rankcli.core.metrics import Convention
     from rankcli.cpus import default_threads
 
     if not 1 <= repeats <= MAX_REPEATS:
@@ -189,7 +198,9 @@ def explain(model, ds: Dataset | None = None, *, data_name: str | None = None, m
     if not (features.flags.f_contiguous and features.flags.writeable):
         features = np.array(features, order="F")
     step = (lambda: progress("permutations", 1)) if progress is not None else None
-    out.ranking = _ranking(model, features, ds, found, splits, metric=metric, convention=Convention.preset(preset),
+    if ds.n_rows == 0:
+        raise InputError(f"{what}: no rows to explain on")
+    out.ranking = _ranking(model, features, ds, found, splits, what=what, metric=metric, preset=preset,
                            repeats=repeats, seed=seed, test=test, correction=correction, permutations=permutations,
                            on_step=step)
     out.qids = ds.qids[ds.offsets[:-1]]

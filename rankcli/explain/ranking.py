@@ -71,8 +71,8 @@ def permutation(offsets: np.ndarray, seed: int, repeat: int) -> np.ndarray:
 def permuted_metrics(predict: Callable[[np.ndarray], np.ndarray], features: np.ndarray,
                       metric: Callable[[np.ndarray], np.ndarray], offsets: np.ndarray,
                       groups: Sequence[FeatureGroup], *, repeats: int, seed: int,
-                      used: Sequence[bool] | None = None,
-                      on_step: Callable[[], None] | None = None) -> tuple[np.ndarray, np.ndarray]:
+                      used: Sequence[bool] | None = None, on_step: Callable[[], None] | None = None,
+                      base: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(base, permuted)``: the model's metric per query, and each group's metric per query averaged over the
     permutations, ``(1/R) sum_r m_q^{g,r}`` (module docstring); the drops are ``base - permuted``.
 
@@ -87,8 +87,10 @@ def permuted_metrics(predict: Callable[[np.ndarray], np.ndarray], features: np.n
     repeats, seed : the permutations, :func:`permutation` ``(offsets, seed, r)`` for ``r < repeats``.
     used : per group, whether the model splits on any of its features (False: no call, drops 0).
     on_step : called after each (group, repeat).
+    base : the metric per query of the unpermuted features, when the caller has it (else one more model call).
     """
-    base = metric(predict(features))
+    if base is None:
+        base = metric(predict(features))
     sums = np.zeros((len(groups), base.shape[0]))
     used = [True] * len(groups) if used is None else list(used)
     for r in range(repeats):

@@ -101,6 +101,19 @@ def test_errors(run, trained, tmp_path, sample_dir):
     for args, status, text in cases:
         got, out, err = run(*args)
         assert got == status and text in err, (args, got, err)
+    from rankcli.formats.parquet import read_dataset, write_dataset
+
+    ds = read_dataset(test)
+    write_dataset(tmp_path / "empty.parquet", ds.take_queries(np.array([], dtype=np.int64)))
+    norel = ds.take_queries(np.arange(ds.n_queries))
+    norel.labels[:] = 0
+    write_dataset(tmp_path / "norel.parquet", norel)
+    norel.labels[3] = np.nan
+    write_dataset(tmp_path / "nan.parquet", norel)
+    for name, text in (("empty", "no rows to explain on"), ("norel", "no query has a relevant document"),
+                       ("nan", "nan.parquet: label is NaN at row 3")):
+        got, _, err = run("explain", model, tmp_path / f"{name}.parquet")
+        assert got == 3 and text in err, (name, err)
     narrow = tmp_path / "narrow.parquet"
     assert run("convert", sample_dir / "letor" / "test.txt", "-o", narrow, "--num-features", "50")[0] == 0
     got, _, err = run("explain", model, narrow)
