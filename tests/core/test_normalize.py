@@ -89,3 +89,35 @@ def test_records_are_checked():
         Normalization.from_dict({"method": "zscore", "per": "dataset", "stats": {"mean": [1.0], "std": []}}, "x")
     with pytest.raises(InputError, match="records no statistics"):
         Normalization.from_dict({"method": "sum", "per": "query", "stats": {}}, "x")
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes=st.lists(st.integers(1, 9), min_size=1, max_size=12), seed=st.integers(0, 2**32 - 1),
+       scale=st.floats(0.1, 100.0), shift=st.floats(-10.0, 10.0))
+def test_per_query_results_ignore_a_positive_affine_change_of_a_query(sizes, seed, scale, shift):
+    """zscore and minmax per query depend only on the order and spacing within the query: a*x + b (a > 0) gives the
+    same result (to float32 rounding); minmax lands in [0, 1]; zscore has mean 0 and sample std 1 where std > 0."""
+    rng = np.random.default_rng(seed)
+    offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    x = rng.normal(size=(int(offsets[-1]), 2)).astype(np.float32)
+    x[:, 1] = np.round(x[:, 1])                       # ties and constant queries
+    moved = (x.astype(np.float64) * scale + shift).astype(np.float32)
+    for method in ("zscore", "minmax"):
+        a = normalize(x, offsets, Normalization(method, "query"))
+        b = normalize(moved, offsets, Normalization(method, "query"))
+        varies = np.zeros_like(a, dtype=bool)
+        for lo, hi in zip(offsets[:-1], offsets[1:]):
+            varies[lo:hi] = (x[lo:hi].max(axis=0) > x[lo:hi].min(axis=0))[None, :] & (hi - lo > 1)
+        np.testing.assert_allclose(a[varies], b[varies], atol=2e-3)
+        if method == "minmax":
+            assert a.min() >= 0.0 and a.max() <= 1.0
+        else:
+            for lo, hi in zip(offsets[:-1], offsets[1:]):
+                for j in range(2):
+                    if varies[lo, j]:
+                        assert abs(a[lo:hi, j].mean()) < 1e-5
+                        assert a[lo:hi, j].astype(np.float64).std(ddof=1) == pytest.approx(1.0, abs=1e-5)
