@@ -22,7 +22,7 @@ from rankcli.cpus import default_threads
 from rankcli.dataset import Dataset
 from rankcli.errors import InputError, SchemaError
 from rankcli.formats.atomic import atomic_directory
-from rankcli.normalization import FOOTER_KEY, conform
+from rankcli.normalization import FOOTER_KEY, conform, pending, recorded
 from rankcli.train.config import TrainConfig
 
 MODEL_FILE = "model.txt"
@@ -366,6 +366,13 @@ class TrainedModel:
         if ds.features is None:
             raise SchemaError(f"{what}: read without its feature columns")
         return conform(ds, self.normalization, what).features
+
+    def input_transform(self, metadata: dict, what: str = "data") -> Normalization | None:
+        """The transform still to apply to the features of a file whose footer metadata is ``metadata`` (None:
+        nothing), for scoring it batch by batch of whole queries with :func:`rankcli.normalization.apply`; decided
+        once per file as :meth:`model_features` decides it (an :class:`InputError` for data normalised another
+        way)."""
+        return pending(recorded(metadata, what), self.normalization, what)
 
     def predict(self, ds: Dataset, what: str = "data") -> np.ndarray:
         """Float64 scores of ``ds``, one per row (its features as :meth:`model_features` gives them); ``what`` names

@@ -147,7 +147,7 @@ def test_the_tests_are_not_anticonservative_under_a_true_null():
                                    rng=np.random.default_rng(1), permutations=500).p_value
         signal = stats.paired_tests(base.reshape(rows), permuted[0].reshape(rows), test,
                                     rng=np.random.default_rng(2), permutations=500).p_value
-        for alpha in (0.05, 0.1):
+        for alpha in (0.01, 0.05, 0.1):
             limit = alpha + 3 * np.sqrt(alpha * (1 - alpha) / sims)
             assert np.mean(noise < alpha) <= limit, (test, alpha, np.mean(noise < alpha))
         assert np.mean(signal < 0.05) > 0.9, test
