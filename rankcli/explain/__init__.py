@@ -137,9 +137,11 @@ def _ranking(model, features: np.ndarray, ds: Dataset, groups: list[FeatureGroup
         raise InputError(f"{what}: no query has a relevant document, so {spec} under the {preset} convention (which "
                          "skips such queries) has no value to lose; explain on queries with relevant documents, or "
                          "without DATA for the trees' own importances")
+    # a feature no split reads cannot change a score, unless leaves hold linear models of the features
+    linear = str(model.booster.params.get("linear_tree", "false")).lower() in ("true", "1")
+    used = [True] * len(groups) if linear else list(splits > 0)
     base, permuted = permuted_metrics(lambda x: model.predict_features(x, what), features, metric_of, ds.offsets,
-                                      groups, repeats=repeats, seed=seed, used=list(splits > 0), on_step=on_step,
-                                      base=base)
+                                      groups, repeats=repeats, seed=seed, used=used, on_step=on_step, base=base)
     comparisons, applied = drop_tests(base, permuted, str(spec), test=test, correction=correction, seed=seed,
                                       permutations=permutations)
     return RankingImportance(str(spec), convention.as_dict(), test, applied, repeats, seed, base, permuted,
