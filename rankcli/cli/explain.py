@@ -72,7 +72,7 @@ def command(
     top: Annotated[int, typer.Option("--top", help="Features in the table and the plot (0: all).")] = 20,
     no_contributions: Annotated[bool, typer.Option(
         "--no-contributions", help="Skip the TreeSHAP contributions (the slow part).")] = False,
-    overwrite: Annotated[bool, opt.overwrite("output files")] = False,
+    overwrite: Annotated[bool, opt.overwrite(text="Replace existing output files (only ones rankcli wrote).")] = False,
     batch_rows: Annotated[int, typer.Option("--batch-rows", hidden=True, help="Rows per contributions batch.")]
     = 65_536,
 ) -> None:
