@@ -31,7 +31,7 @@ __all__ = ["BATCH_ROWS", "Explanation", "FeatureGroup", "RankingImportance", "ex
 MAX_REPEATS = 10_000
 #: The fields of each feature in ``--json`` and in the ``-o`` table, in order.
 FIELDS = ("feature", "members", "gain", "gain_share", "splits", "splits_share", "drop", "drop_stderr", "p_value",
-          "p_raw", "n", "mean_abs_contribution")
+          "p_raw", "n", "not_testable", "mean_abs_contribution")
 
 
 def _share(values: np.ndarray) -> np.ndarray:
@@ -73,11 +73,11 @@ class Explanation:
             row = {"feature": g.name, "members": list(g.members), "gain": float(self.gain[k]),
                    "gain_share": float(gain_share[k]), "splits": int(self.splits[k]),
                    "splits_share": float(split_share[k]), "drop": None, "drop_stderr": None, "p_value": None,
-                   "p_raw": None, "n": None, "mean_abs_contribution": None}
+                   "p_raw": None, "n": None, "not_testable": None, "mean_abs_contribution": None}
             if self.ranking is not None:
                 c = self.ranking.comparisons[k]
                 row.update(drop=c.difference, drop_stderr=c.result.stderr, p_value=c.p_adjusted,
-                           p_raw=c.result.p_value, n=c.result.n)
+                           p_raw=c.result.p_value, n=c.result.n, not_testable=c.result.reason)
             if self.contributions is not None:
                 row["mean_abs_contribution"] = float(self.contributions[k])
             out.append(row)
