@@ -7,7 +7,7 @@ from rankcli.errors import ExitStatus
 from tests.conftest import REPO
 
 COMMANDS = ["convert", "info", "export", "split", "train", "predict", "eval", "simulate-clicks", "propensity",
-            "compare", "experiment"]
+            "compare", "experiment", "explain"]
 
 
 def _listed_commands(help_text: str) -> list[str]:
