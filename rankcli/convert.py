@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from rankcli import normalization
 from rankcli.cpus import available_cpus
 from rankcli.errors import InputError, InputFormatError, RankcliError, UsageError
 from rankcli.formats import svmlight, svmlight_text
@@ -43,7 +44,8 @@ TEXT_SUFFIXES = {".txt", ".svm", ".svmlight", ".libsvm", ".letor", ".dat", ""}
 class ConvertOptions:
     """The options of ``rankcli convert``: ``zero_based`` feature indices, a fixed ``num_features``,
     ``keep_comments`` in a comment column, ``sort_queries`` by qid (in memory) instead of requiring contiguous
-    queries, a ``query_file`` of group sizes for one input without ``qid:``, and the ``block_bytes`` read at a time."""
+    queries, a ``query_file`` of group sizes for one input without ``qid:``, the ``block_bytes`` read at a time, and
+    the features' ``normalize`` method ``per`` query or dataset (:mod:`rankcli.core.normalize`; None: raw)."""
 
     zero_based: bool = False
     num_features: int | None = None
@@ -51,6 +53,8 @@ class ConvertOptions:
     sort_queries: bool = False
     query_file: Path | None = None
     block_bytes: int = svmlight_text.BLOCK_BYTES
+    normalize: str | None = None
+    per: str = "query"
 
 
 @dataclass
@@ -352,6 +356,7 @@ def check_options(inputs: list[str], options: ConvertOptions) -> None:
                          "dense float32 column; a sparse file with more features does not fit this data model)")
     if inputs.count(svmlight_text.STDIN) > 1:
         raise UsageError("standard input (-) can be given only once")
+    normalization.check_options(options.normalize, options.per)
 
 
 def expand_inputs(inputs: list[str]) -> tuple[list[str], bool]:
@@ -428,7 +433,9 @@ def convert(inputs: list[str], output: Path | str, options: ConvertOptions | Non
         writer = _writer(tmp, options, _metadata(options, ",".join(map(svmlight_text.display_name, expanded))))
         try:
             conv = _read_into(writer, expanded, options, progress)
-            writer.join(tmp, writer.width)
+            transform = normalization.fitted(options.normalize, options.per, writer.feature_batches(writer.width),
+                                             writer.width)
+            writer.join(tmp, writer.width, **normalization.join_arguments(transform))
         finally:
             writer.cleanup()
         summary = conv.summary.build(writer.width, has_docid=writer.docid)
@@ -450,8 +457,15 @@ class _Converted(NamedTuple):
 
 def _convert_to_directory(expanded: list[str], output: Path, options: ConvertOptions, overwrite: bool, progress,
                           start: float) -> ConvertResult:
-    """One ``output/<name>.parquet`` per input, all padded to the widest input's feature columns."""
+    """One ``output/<name>.parquet`` per input, all padded to the widest input's feature columns; normalised per
+    dataset, all with the statistics of the input named ``train`` (the training data a model will record)."""
     names = output_names(expanded)
+    per_dataset = options.normalize is not None and options.per == "dataset"
+    if per_dataset and len(names) > 1 and "train" not in names:
+        raise UsageError("--per dataset over several outputs normalises every file with the statistics of the "
+                         "training file (an input named train, e.g. train.txt), and these inputs have none; convert "
+                         "the training file alone, and the others without --normalize (rankcli applies the model's "
+                         "transform to raw data)")
     done: list[_Converted] = []
     with atomic_directory(output, overwrite, kind="converted") as tmpdir:
         writers = []
@@ -464,9 +478,11 @@ def _convert_to_directory(expanded: list[str], output: Path, options: ConvertOpt
                 conv = _read_into(writer, [src], options, progress)
                 done.append(_Converted(src, name, writer, conv, time.perf_counter() - file_start))
             width = max(w.width for w in writers)
+            fit_on = next((item for item in done if item.name == "train"), done[0]).writer
+            transform = normalization.fitted(options.normalize, options.per, fit_on.feature_batches(width), width)
             files = []
             for item in done:
-                item.writer.join(tmpdir / f"{item.name}.parquet", width)
+                item.writer.join(tmpdir / f"{item.name}.parquet", width, **normalization.join_arguments(transform))
                 summary = item.converter.summary.build(width, has_docid=item.writer.docid, seconds=item.seconds)
                 files.append(FileResult([svmlight_text.display_name(item.source)], str(output / f"{item.name}.parquet"),
                                         summary))

@@ -232,3 +232,46 @@ def plot_best_so_far(curves: dict[str, list[float]], path: Path, metric: str, bu
     ax.set_xlim(0.5, max(budget, max((len(v) for v in curves.values()), default=1)) + 0.5)
     ax.set_title(f"tuning: best so far ({budget} trials per loss)")
     return _finish(plt, fig, ax, path)
+
+
+def plot_importance(features: list[str], gain_share: list[float], drops: list[float] | None,
+                    stderr: list[float] | None, path: Path, *, metric: str | None, title: str) -> Path:
+    """Feature importance as horizontal bars, most important on top, written as a PNG: the drop in ``metric`` when
+    the feature is permuted within each query with ± 1 standard error bars (when ``drops`` is given), beside the
+    share of the model's gain.
+
+    Parameters
+    ----------
+    features : the features (or groups), most important first.
+    gain_share : each one's share of the total gain.
+    drops, stderr : each one's mean drop and its standard error over queries, or None (no data).
+    path : the PNG file written (returned).
+    metric : the metric of the drops. title : the figure's title.
+    """
+    plt = _pyplot()
+    n = len(features)
+    panels = 2 if drops is not None else 1
+    fig, axes = plt.subplots(1, panels, figsize=(4.2 * panels + 1.6, 1.2 + 0.28 * max(n, 3)), sharey=True,
+                             squeeze=False)
+    y = list(range(n))[::-1]
+
+    def clean(values):
+        return [v if v is not None and math.isfinite(v) else 0.0 for v in values]
+
+    if drops is not None:
+        ax = axes[0][0]
+        ax.barh(y, clean(drops), xerr=clean(stderr or [0.0] * n), color="C0", capsize=2)
+        ax.axvline(0.0, color="grey", linewidth=0.8)
+        ax.set_xlabel(f"drop in {metric} when permuted within queries (± 1 stderr)")
+        ax.grid(axis="x", alpha=0.3)
+    ax = axes[0][panels - 1]
+    ax.barh(y, clean(gain_share), color="C1")
+    ax.set_xlabel("share of the model's gain")
+    ax.grid(axis="x", alpha=0.3)
+    axes[0][0].set_yticks(y)
+    axes[0][0].set_yticklabels(features)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    _save_png(fig, path)
+    plt.close(fig)
+    return path

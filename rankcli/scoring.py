@@ -5,8 +5,9 @@ The small columns (``qid``, ``label``, ``docid``) are read whole and checked as 
 read_dataset` checks them (queries contiguous: the same errors); the feature matrix never is. It is read a row group
 at a time (:class:`rankcli.formats.feature_rows.ParquetFeatureRows`) and scored in batches of whole queries
 (:func:`rankcli.formats.feature_rows.query_batches`: the row groups of a file that rankcli wrote, whose row groups end
-on query boundaries; any other file's queries are kept whole too). Each row's score depends on its features only, so
-the scores are those of scoring the whole matrix at once, bit for bit.
+on query boundaries; any other file's queries are kept whole too). Raw features get the model's normalisation batch
+by batch (:meth:`rankcli.train.TrainedModel.input_transform`: decided once per file, applied to whole queries). Each
+row's score depends on its features only, so the scores are those of scoring the whole matrix at once, bit for bit.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class ScoringInput:
     rows: Any             # rankcli.formats.feature_rows.ParquetFeatureRows
     path: Path
     by_batch: tuple[bool, bool] = (False, False)  # labels, docids read with each batch (not held in ``index``)
+    transform: Any = None  # the normalisation still to apply to each batch (rankcli.normalization.pending), or None
 
 
 @dataclass
@@ -64,7 +66,7 @@ def open_scoring(model_dir: Path | str, data: Path | str, *, label_required: boo
         not grow with the rows beyond 8 bytes each).
     """
     from rankcli.formats.feature_rows import ParquetFeatureRows
-    from rankcli.formats.parquet import read_dataset, read_query_index, require_columns
+    from rankcli.formats.parquet import read_dataset, read_metadata, read_query_index, require_columns
     from rankcli.train import load_model
 
     model = load_model(model_dir)
@@ -76,8 +78,10 @@ def open_scoring(model_dir: Path | str, data: Path | str, *, label_required: boo
     else:
         index = read_dataset(data, features=False, label_required=label_required, docids=docids)
     model.check_features(index.feature_names, str(data))
+    # decided once for the file: raw data gets the model's normalisation, data normalised otherwise is refused
+    transform = model.input_transform(read_metadata(data), str(data))
     return ScoringInput(model, index, ParquetFeatureRows(data, index.feature_names), Path(data),
-                        (True, docids) if by_batch else (False, False))
+                        (True, docids) if by_batch else (False, False), transform)
 
 
 def score_batches(source: ScoringInput, batch_rows: int = DEFAULT_BATCH_ROWS, *,
@@ -87,13 +91,15 @@ def score_batches(source: ScoringInput, batch_rows: int = DEFAULT_BATCH_ROWS, *,
     naming the row in the file. With ``features``, each batch carries its feature rows (a copy: a batch kept by the
     caller then holds no decoded row group)."""
     from rankcli.formats.feature_rows import query_batches
+    from rankcli.normalization import apply
 
     ds = source.index
     cuts = query_batches(ds.offsets, source.rows.row_group_ends(), max(1, int(batch_rows)))
     q_at = np.searchsorted(ds.offsets, cuts)
     for i in range(cuts.shape[0] - 1):
         start, stop = int(cuts[i]), int(cuts[i + 1])
-        block = source.rows.block(start, stop)
+        offsets = ds.offsets[q_at[i]:q_at[i + 1] + 1] - start
+        block = apply(source.rows.block(start, stop), offsets, source.transform, ds.feature_names)
         scores = source.model.score(block, str(source.path), first_row=start)
         kept = np.array(block) if features else None
         del block
@@ -102,6 +108,5 @@ def score_batches(source: ScoringInput, batch_rows: int = DEFAULT_BATCH_ROWS, *,
                                                            docids=source.by_batch[1])
         else:
             labels, docids = ds.labels[start:stop], None if ds.docids is None else ds.docids[start:stop]
-        yield ScoredBatch(start, stop, ds.qids[start:stop], labels, docids,
-                          ds.offsets[q_at[i]:q_at[i + 1] + 1] - start, scores, kept)
+        yield ScoredBatch(start, stop, ds.qids[start:stop], labels, docids, offsets, scores, kept)
     source.rows.release()

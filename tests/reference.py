@@ -282,3 +282,34 @@ def xendcg_targets_exact(labels, offsets, gamma):
             continue
         phi[a:b] = [float(x / total) for x in numer]
     return phi
+
+
+def ranklib_normalize(features, offsets, method):
+    """RankLib's per-ranked-list normalisers, a loop per query and feature as RankLib writes them
+    (``ZScoreNormalizor``, ``LinearNormalizer``, ``SumNormalizor`` in ``ciir.umass.edu.features``), on the finite
+    values (rankcli's rule for NaN and infinities, which RankLib does not consider), with the true maximum where
+    RankLib starts its maximum at ``Float.MIN_VALUE``."""
+    out = np.array(features, dtype=np.float64)
+    for _, a, b in queries(offsets):
+        for j in range(out.shape[1]):
+            col = [float(v) for v in features[a:b, j]]
+            keep = [i for i, v in enumerate(col) if math.isfinite(v)]
+            xs = [col[i] for i in keep]
+            n = len(xs)
+            if method == "zscore":
+                mean = sum(xs) / n if n else 0.0
+                var = sum((x - mean) ** 2 for x in xs) / (n - 1) if n > 1 else float("nan")
+                std = math.sqrt(var) if n > 1 else float("nan")
+                if std > 0:  # NaN (one document) and 0 fail this test: the value is left as it is
+                    for i in keep:
+                        out[a + i, j] = (col[i] - mean) / std
+            elif method == "minmax":
+                lo, hi = (min(xs), max(xs)) if n else (0.0, 0.0)
+                for i in keep:
+                    out[a + i, j] = (col[i] - lo) / (hi - lo) if hi > lo else 0.0
+            else:
+                norm = sum(abs(x) for x in xs)
+                if norm > 0:
+                    for i in keep:
+                        out[a + i, j] = col[i] / norm
+    return out.astype(np.float32)

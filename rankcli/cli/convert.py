@@ -56,6 +56,14 @@ def command(
     sort_queries: Annotated[bool, typer.Option(
         "--sort-queries",
         help="Sort rows by qid (stable) instead of requiring contiguous queries; in memory.")] = False,
+    normalize: Annotated[str | None, typer.Option(
+        "--normalize", help="Normalise the features as RankLib's -norm does: zscore ((x - mean) / sample std), "
+        "minmax ((x - min) / (max - min); RankLib's linear) or sum (x / sum |x|); recorded in the footer, and by "
+        "train in the model, which then normalises raw data it scores alike (formulas: docs/commands/convert.md).",
+        show_default=False, metavar="<zscore|minmax|sum>")] = None,
+    per: Annotated[str, typer.Option(
+        "--per", help="--normalize within each query (RankLib's) or over the dataset (its statistics recorded; a "
+        "directory of outputs takes those of its train file).", metavar="<query|dataset>")] = "query",
     json_output: Annotated[bool, opt.json_flag("the summary")] = False,
     block_bytes: Annotated[int, typer.Option("--block-bytes", hidden=True, help="Bytes read per block.")]
     = 2 * 1024 * 1024,
@@ -63,8 +71,6 @@ def command(
         "Convert the input files in parallel on a Dask cluster, one OUTPUT/<name>.parquet per input",
         "Inputs and OUTPUT must be on a filesystem every worker sees.")] = None,
 ) -> None:
-    import os
-
     from rankcli.cli._common import log, print_json, progress_bar, stderr_console, stdout_console, summary_table
     from rankcli.convert import ConvertOptions, convert
     from rankcli.errors import UsageError
@@ -84,12 +90,9 @@ def command(
         raise UsageError("--dask writes one output per input into a directory; -o - is not possible with it")
     expect_final_output(target)
     options = ConvertOptions(zero_based=zero_based, num_features=num_features, keep_comments=keep_comments,
-                             sort_queries=sort_queries, query_file=query_file, block_bytes=block_bytes)
-    total = 0
-    for item in inputs:
-        p = Path(item)
-        if item != "-" and p.is_file() and p.suffix.lower() not in (".gz", ".bz2", ".xz"):
-            total += os.path.getsize(p)
+                             sort_queries=sort_queries, query_file=query_file, block_bytes=block_bytes,
+                             normalize=normalize, per=per)
+    total = _input_bytes(inputs)
     if dask is not None:  # one task per input file on a Dask cluster (rankcli.distributed)
         from rankcli.distributed import convert_on_cluster, parse_dask_target, require_dask
 
@@ -111,3 +114,15 @@ def command(
     table = summary_table(summaries, title=f"{result.output} ({result.seconds:.2f} s)")
     (stderr_console() if target == STDOUT else stdout_console()).print(table)
     log(f"wrote {result.output}")
+
+
+def _input_bytes(inputs: list[str]) -> int:
+    """The bytes of the uncompressed input files (the progress bar's total; 0 when unknown)."""
+    import os
+
+    total = 0
+    for item in inputs:
+        p = Path(item)
+        if item != "-" and p.is_file() and p.suffix.lower() not in (".gz", ".bz2", ".xz"):
+            total += os.path.getsize(p)
+    return total

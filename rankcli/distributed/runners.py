@@ -116,6 +116,9 @@ def _cluster_inputs(inputs: list[str], output: Path, options: Any) -> tuple[list
     check_options(inputs, options)
     if options.query_file is not None:
         raise UsageError("--query-file does not combine with --dask; put <input>.query sidecars next to the inputs")
+    if options.normalize is not None and options.per == "dataset":
+        raise UsageError("--per dataset does not combine with --dask (each worker sees one file, not the training "
+                         "file's statistics); convert without --dask, or normalise --per query")
     expanded = [str(Path(p).resolve()) for p in expand_inputs(inputs)[0]]
     if output.suffix.lower() == ".parquet":
         raise UsageError(f"--dask writes one output per input into a directory, got {output}; give a directory "

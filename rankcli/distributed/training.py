@@ -264,14 +264,18 @@ def train_command(dask: str, train_path: Path, valid_path: Path | None, config: 
     ``dask`` is the ``--dask`` value, ``output`` the model directory (``overwrite``: replace one rankcli wrote),
     ``log`` receives progress lines for stderr. Returns the ``rankcli.json`` content."""
     from rankcli.formats.atomic import check_target
-    from rankcli.formats.parquet import check_query_aligned, read_dataset
+    from rankcli.formats.parquet import check_query_aligned, read_dataset, read_metadata
+    from rankcli.normalization import conform, recorded
 
     target = cluster.parse_dask_target(dask)
     check_dask_loss(config.loss)
     cluster.require_dask(training=True)
     check_target(output, overwrite)
     check_query_aligned(train_path)  # refuse a query spanning row groups before starting anything
+    normalization = recorded(read_metadata(train_path), str(train_path))
     valid = read_dataset(valid_path) if valid_path is not None else None
+    if valid is not None:  # the validation set as the workers' training features are (as rankcli train does)
+        valid = conform(valid, normalization, str(valid_path), f"the training data {train_path}")
     _check_training(config, train_path, valid, str(valid_path))
     if config.threads:
         (log or (lambda m: None))("--threads is ignored with --dask: every worker trains with its own threads")
@@ -286,19 +290,23 @@ def train_command(dask: str, train_path: Path, valid_path: Path | None, config: 
         log(f"trained on {info.workers} workers, {info.partitions} partitions: {info.rows} rows, "
             f"{info.queries} queries")
     return save_distributed_model(result, config, info, output, train_path=train_path, valid_path=valid_path,
-                                  feature_names=result.booster.feature_name(), overwrite=overwrite)
+                                  feature_names=result.booster.feature_name(), overwrite=overwrite,
+                                  normalization=normalization)
 
 
 def save_distributed_model(result: Any, config: Any, info: DistributedInfo, model_dir: Path | str, *,
                            train_path: Path | str, valid_path: Path | str | None = None,
-                           feature_names: list[str], overwrite: bool = False) -> dict:
+                           feature_names: list[str], overwrite: bool = False, normalization: Any = None) -> dict:
     """Write the same model directory as ``rankcli train`` (``model.txt``, ``rankcli.json`` with the model's
     SHA-256), plus a ``dask`` key.
 
     ``result`` and ``config``: the :class:`rankcli.train.TrainResult` and its configuration; ``info``: where it was
     trained; ``train_path``/``valid_path``: the data files (their SHA-256 is recorded); ``feature_names``: the
-    model's features. Returns the ``rankcli.json`` content."""
+    model's features; ``normalization``: the training features' transform (``None``: raw). Returns the
+    ``rankcli.json`` content."""
+    from rankcli.normalization import FOOTER_KEY
     from rankcli.train import save_model
 
+    extra = {FOOTER_KEY: None if normalization is None else normalization.as_dict(), "dask": info.as_dict()}
     return save_model(result, config, model_dir, train_path=train_path, valid_path=valid_path,
-                      feature_names=feature_names, overwrite=overwrite, extra={"dask": info.as_dict()})
+                      feature_names=feature_names, overwrite=overwrite, extra=extra)

@@ -15,6 +15,7 @@ from rankcli.dataset import Dataset
 from rankcli.errors import InputError, UsageError
 from rankcli.experiment.checks import check_finite_labels, check_overlaps, check_training_labels
 from rankcli.experiment.config import ExperimentConfig, trial_rng
+from rankcli.normalization import conform, pending, recorded
 
 GIVEN_NAMES = {"train": ("train.parquet",), "valid": ("vali.parquet", "valid.parquet", "validation.parquet"),
                "test": ("test.parquet",)}
@@ -133,8 +134,12 @@ class ExperimentData:
                                  f"{', '.join(str(f.number) for f in self.folds or [])})")
             if not self._keep_all:
                 self._loaded.clear()
-            self._loaded[number] = TrialData(read_dataset(fold.train),
-                                             read_dataset(fold.valid) if fold.valid else None, read_dataset(fold.test))
+            train = read_dataset(fold.train)
+            # validation and test features as the training features are (rankcli.normalization)
+            want, reference = recorded(train.metadata, str(fold.train)), f"the training data {fold.train}"
+            valid = conform(read_dataset(fold.valid), want, str(fold.valid), reference) if fold.valid else None
+            self._loaded[number] = TrialData(train, valid, conform(read_dataset(fold.test), want, str(fold.test),
+                                                                   reference))
         return self._loaded[number]
 
     def fold_parts(self, number: int) -> TrialParts:
@@ -144,7 +149,7 @@ class ExperimentData:
         from rankcli.formats.parquet import read_dataset
 
         fold = next((f for f in self.folds or [] if f.number == number), None)
-        if fold is None or self._keep_all:
+        if fold is None or self._keep_all or _needs_transform(fold):  # in memory: normalised as the training data
             loaded = self.fold(number)
             return TrialParts(*(_numbered(d) for d in loaded),
                               features={part: d.features for part, d in zip(("train", "valid", "test"), loaded)
@@ -254,13 +259,26 @@ def _fold_directories(path: Path) -> tuple[list[tuple[int, Path]], bool]:
     return [(k, numbered[k]) for k in wanted], True
 
 
+def _needs_transform(fold: Fold) -> bool:
+    """Whether a part of ``fold`` has raw features where its training data is normalised (then the fold is read into
+    memory and normalised there, :func:`rankcli.normalization.conform`, rather than binned from the files by row)."""
+    from rankcli.formats.parquet import read_metadata
+
+    want = recorded(read_metadata(fold.train), str(fold.train))
+    return any(pending(recorded(read_metadata(p), str(p)), want, str(p), f"the training data {fold.train}") is not None
+               for _part, p in fold.parts())
+
+
 def _check_fold_files(folds: list[Fold]) -> None:
-    """Every part of every fold has ``qid`` and ``label``, rows, and the feature columns of the first file."""
-    from rankcli.formats.parquet import column_names, feature_columns, require_columns, row_group_rows
+    """Every part of every fold has ``qid`` and ``label``, rows, the feature columns of the first file, and features
+    that can be brought to the fold's training transform (:func:`rankcli.normalization.pending`)."""
+    from rankcli.formats.parquet import column_names, feature_columns, read_metadata, require_columns, row_group_rows
 
     first_path, first_features = None, None
     for f in folds:
+        want = recorded(read_metadata(f.train), str(f.train))
         for _part, p in f.parts():
+            pending(recorded(read_metadata(p), str(p)), want, str(p), f"the training data {f.train}")
             names = column_names(p)
             require_columns(p, names, ["qid", "label"])
             if int(np.sum(row_group_rows(p))) == 0:  # an empty test file gave "0 test queries", n/a everywhere, exit 0
@@ -325,7 +343,11 @@ def load_data(path: Path | str, folds: bool = False) -> ExperimentData:
             raise InputError(f"{path}: no *.parquet file in the directory"
                              + ("; it holds fold directories: pass --folds" if any(
                                  _FOLD_DIR.match(p.name) and p.is_dir() for p in path.iterdir()) else ""))
-        return ExperimentData(pooled=concat_datasets([_read_pooled(p) for p in files]))
+        parts = [_read_pooled(p) for p in files]
+        # every file's features as the first file's are (rankcli.normalization): raw files get its transform
+        want = recorded(parts[0].metadata, str(files[0]))
+        parts = [conform(ds, want, str(p), f"the first file {files[0]}") for ds, p in zip(parts, files)]
+        return ExperimentData(pooled=concat_datasets(parts))
     return ExperimentData(pooled=_read_pooled(path))
 
 

@@ -17,8 +17,16 @@ from typing import Any, NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from rankcli.formats.arrow import array_from_numpy
-from rankcli.formats.parquet import ROW_GROUP_ROWS, QueryAlignedWriter, dataset_schema, feature_names, iter_row_groups
+from rankcli.formats.arrow import array_from_numpy, column_to_numpy
+from rankcli.formats.parquet import (
+    ROW_GROUP_ROWS,
+    QueryAlignedWriter,
+    dataset_schema,
+    feature_columns,
+    feature_names,
+    features_matrix,
+    iter_row_groups,
+)
 
 
 class Chunk(NamedTuple):
@@ -180,18 +188,49 @@ class ChunkWriter:
         for part in self.parts:
             part.path.unlink(missing_ok=True)
 
-    def join(self, target: Path, width: int) -> None:
-        """Move the single part to ``target``, or stream all parts into it padded to ``width`` feature columns."""
+    def join(self, target: Path, width: int, rewrite: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+             metadata: dict | None = None) -> None:
+        """Move the single part to ``target``, or stream all parts into it padded to ``width`` feature columns.
+
+        ``rewrite(features, offsets) -> features``, when given, replaces the feature matrix of each row group (whole
+        queries; ``offsets`` delimit them), e.g. normalised; ``metadata``: footer keys added."""
         parts = self.parts
-        if len(parts) == 1 and (parts[0].width, parts[0].docid, parts[0].comment) == (width, self.docid, self.comment):
+        if rewrite is None and not metadata and len(parts) == 1 and \
+                (parts[0].width, parts[0].docid, parts[0].comment) == (width, self.docid, self.comment):
             os.replace(parts[0].path, target)
             return
         schema = dataset_schema(width, with_docid=self.docid, with_comment=self.comment)
-        with QueryAlignedWriter(target, schema, {**self.metadata, "num_features": width}) as writer:
+        meta = {**self.metadata, "num_features": width, **(metadata or {})}
+        # normalised features are real-valued: written plain, as the parts are (dictionary pages would overflow)
+        dictionary = True if rewrite is None else ["qid", "label"]
+        with QueryAlignedWriter(target, schema, meta, use_dictionary=dictionary) as writer:
             for part in parts:
                 for table in iter_row_groups(part.path):
-                    writer.write(_pad(table, schema))
+                    table = _pad(table, schema)
+                    writer.write(table if rewrite is None else _rewritten(table, rewrite))
                 part.path.unlink()
+
+    def feature_batches(self, width: int) -> Iterator[np.ndarray]:
+        """The feature matrix of every row group written, padded to ``width`` columns (zeros), in order: the
+        statistics pass of a per-dataset normalisation (call after :meth:`close`)."""
+        for part in self.parts:
+            names = feature_names(part.width)
+            for table in iter_row_groups(part.path, columns=names or ["qid"]):
+                out = np.zeros((table.num_rows, width), dtype=np.float32, order="F")
+                out[:, :part.width] = features_matrix(table, names)
+                yield out
+
+
+def _rewritten(table: pa.Table, rewrite: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> pa.Table:
+    """``table`` (whole queries) with its feature columns replaced by ``rewrite(features, offsets)``."""
+    names = feature_columns(table.column_names)
+    qids = column_to_numpy(table.column("qid"))
+    offsets = np.concatenate(([0], np.flatnonzero(qids[1:] != qids[:-1]) + 1, [qids.shape[0]])).astype(np.int64)
+    features = rewrite(features_matrix(table, names), offsets)
+    for j, name in enumerate(names):
+        i = table.column_names.index(name)
+        table = table.set_column(i, table.schema.field(i), array_from_numpy(features[:, j], pa.float32()))
+    return table
 
 
 def _pad(table: pa.Table, schema: pa.Schema) -> pa.Table:

@@ -12,8 +12,10 @@ from typing import Any
 
 import numpy as np
 
+from rankcli.core.normalize import Normalization
 from rankcli.dataset import Dataset
 from rankcli.errors import UsageError
+from rankcli.normalization import FOOTER_KEY, conform, pending, recorded
 from rankcli.train.config import TrainConfig
 from rankcli.train.datasets import PreparedData, prepare
 from rankcli.train.model import TrainResult, lightgbm_resolved_params
@@ -97,6 +99,8 @@ class TrainingData:
     ips : what ``rankcli.json`` records about IPS training (its ``ips`` key), or ``None``.
     train_rows, valid_rows : the features read from the files by row when the datasets were read without them
         (:class:`rankcli.formats.feature_rows.ParquetFeatureRows`), else ``None``.
+    normalization : the transform the training features had (their file's footer), ``None`` for raw features; the
+        validation set is brought to it (:func:`rankcli.normalization.conform`).
     """
 
     train: Dataset
@@ -104,6 +108,7 @@ class TrainingData:
     objective: Callable | None = None
     position: np.ndarray | None = None
     ips: dict | None = None
+    normalization: Normalization | None = None
     train_rows: Any = None
     valid_rows: Any = None
 
@@ -113,16 +118,17 @@ class TrainingData:
                        position=self.position)
 
     def record(self, result: TrainResult) -> dict:
-        """The keys this training adds to ``rankcli.json`` (``ips``, with the learned position biases of ``result``,
-        the trained model)."""
+        """The keys this training adds to ``rankcli.json``: ``normalize`` (the training features' transform, null
+        for raw features) and ``ips`` (with the learned position biases of ``result``, the trained model)."""
+        norm = {FOOTER_KEY: None if self.normalization is None else self.normalization.as_dict()}
         if self.ips is None:
-            return {}
+            return norm
         if self.position is not None:  # LightGBM's learned additive score bias per position (None: not shown)
             self.ips["propensity"]["position_bias"] = result.position_bias
             key = POSITION_BIAS_REGULARIZATION
             resolved = result.params.get(key, lightgbm_resolved_params(result.booster).get(key))
             self.ips["propensity"]["regularization"] = resolved
-        return {"ips": self.ips}
+        return {**norm, "ips": self.ips}
 
 
 def _features_by_row(path: Path | str, what: Dataset) -> Any:
@@ -166,9 +172,16 @@ def load_training_data(train_path: Path, valid_path: Path | None, config: TrainC
     from rankcli.formats.parquet import read_dataset
 
     data = _read_training_set(train_path, config, ips)
+    data.normalization = recorded(data.train.metadata, str(train_path))
     if valid_path is not None:
         data.valid = read_dataset(valid_path, features=False, docids=False)
         data.valid_rows = _features_by_row(valid_path, data.valid)
+        if data.valid.feature_names == data.train.feature_names:  # else check_inputs names the difference
+            reference = f"the training data {train_path}"
+            if pending(recorded(data.valid.metadata, str(valid_path)), data.normalization, str(valid_path),
+                       reference) is not None:  # raw features for a normalised training set: normalised in memory
+                data.valid = conform(read_dataset(valid_path), data.normalization, str(valid_path), reference)
+                data.valid_rows = None
     check_inputs(data.train, data.valid, config, names=(str(train_path), str(valid_path)))
     check_splittable(data.train.n_rows, config)
     if log is not None:

@@ -17,10 +17,12 @@ import numpy as np
 
 from rankcli import __version__
 from rankcli.core import losses as core_losses
+from rankcli.core.normalize import Normalization
 from rankcli.cpus import default_threads
 from rankcli.dataset import Dataset
 from rankcli.errors import InputError, SchemaError
 from rankcli.formats.atomic import atomic_directory
+from rankcli.normalization import FOOTER_KEY, conform, pending, recorded
 from rankcli.train.config import TrainConfig
 
 MODEL_FILE = "model.txt"
@@ -241,6 +243,7 @@ INFO_SCHEMA: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
     "versions": (False, lambda v: isinstance(v, dict), "an object"),
     "seconds": (False, _is_number, "a number"),
     "dask": (False, lambda v: isinstance(v, dict), "an object"),
+    "normalize": (False, lambda v: v is None or isinstance(v, dict), "an object or null"),
 }
 LOSS_SCHEMA: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
     "name": (True, _is_str, "a string"),
@@ -344,6 +347,10 @@ class TrainedModel:
         self.info = info
         self.path = path
         self.feature_names: list[str] = list(info.get("features") or booster.feature_name())
+        where = f"{path / INFO_FILE}" if path is not None else INFO_FILE
+        #: The transform of the training data's features (None: raw), applied to raw data before scoring.
+        self.normalization = None if info.get(FOOTER_KEY) is None else \
+            Normalization.from_dict(info[FOOTER_KEY], f"{where}: key {FOOTER_KEY!r}")
 
     def check_features(self, feature_names: list[str], what: str = "data") -> None:
         """:class:`SchemaError` when ``feature_names`` differ from the model's; ``what`` names the data."""
@@ -351,18 +358,31 @@ class TrainedModel:
         if diff:
             raise SchemaError(f"{what}: feature columns do not match the model's: {diff}")
 
-    def predict(self, ds: Dataset, what: str = "data") -> np.ndarray:
-        """Float64 scores of ``ds``, one per row; :class:`SchemaError` when its feature columns differ from the
-        model's; ``what`` names the data in messages."""
+    def model_features(self, ds: Dataset, what: str = "data") -> np.ndarray:
+        """The feature matrix of ``ds`` as the model was trained on it: :class:`SchemaError` when its feature columns
+        differ from the model's, and the model's normalisation applied to raw data (:func:`rankcli.normalization.
+        conform`: data already normalised the same way is used as it is, data normalised otherwise refused)."""
         self.check_features(ds.feature_names, what)
         if ds.features is None:
             raise SchemaError(f"{what}: read without its feature columns")
-        return self.score(ds.features, what)
+        return conform(ds, self.normalization, what).features
+
+    def input_transform(self, metadata: dict, what: str = "data") -> Normalization | None:
+        """The transform still to apply to the features of a file whose footer metadata is ``metadata`` (None:
+        nothing), for scoring it batch by batch of whole queries with :func:`rankcli.normalization.apply`; decided
+        once per file as :meth:`model_features` decides it (an :class:`InputError` for data normalised another
+        way)."""
+        return pending(recorded(metadata, what), self.normalization, what)
+
+    def predict(self, ds: Dataset, what: str = "data") -> np.ndarray:
+        """Float64 scores of ``ds``, one per row (its features as :meth:`model_features` gives them); ``what`` names
+        the data in messages."""
+        return self.score(self.model_features(ds, what), what)
 
     def score(self, features: np.ndarray, what: str = "data", first_row: int = 0) -> np.ndarray:
-        """Float64 scores of the feature matrix ``features`` (the model's columns, in order), one per row; a
-        non-finite score is an :class:`InputError` naming the row (``first_row`` is the row number of the first
-        row in ``what``)."""
+        """Float64 scores of a feature matrix already in the model's columns and transform (:meth:`model_features`,
+        or :meth:`input_transform` batch by batch), one per row; a non-finite score is an :class:`InputError` naming
+        the row (``first_row`` is the row number of the first row in ``what``): a damaged model."""
         if features.shape[0] == 0:
             return np.zeros(0)
         # LightGBM's default is every core of the node; use the CPUs this process may use (rankcli.cpus)

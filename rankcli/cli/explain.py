@@ -1,0 +1,185 @@
+"""Explain a trained ranker: which features it uses, and what each is worth in ranking quality.
+
+Without DATA: LightGBM's gain (total loss reduction of the splits on a feature) and split count per feature, raw and
+as shares of the total, most important first.
+
+With DATA (Parquet with labels; raw, or normalised as the model's training data): the ranking importance of each
+feature, the drop in the metric -m (default ndcg@10, under the model's recorded convention) when the feature's values
+are permuted within each query, averaged over --repeats seeded permutations, with its standard error over queries and
+a paired test of the model against the permuted model per feature (--test, as in compare; n queries), the p-values
+adjusted over the features (--correction, Holm by default); and the mean absolute TreeSHAP contribution of each
+feature, centred within each query (a constant shift within a query does not change its ranking), computed in
+batches (--no-contributions skips it: it is the slow part).
+
+--group NAME=F1,F2,... (repeatable) or --groups FILE (one such line each) permutes features together, e.g. the BM25
+variants of WEB30K; a group's gain, splits and contributions are its members' sums.
+
+Output: a table of the --top features on stdout; --json prints {"metric", "features": [{"feature", "gain", "splits",
+"drop", "drop_stderr", "p_value", "n", "mean_abs_contribution", ...}]} for every feature (the drop, test and
+contribution fields null without DATA); -o writes every feature as Parquet or CSV (by the extension); --per-query
+writes each query's drop per feature; --plot draws the top features' drops with error bars beside their gain (needs
+the plot extra).
+
+Example: rankcli explain model test.parquet --repeats 5 --group bm25=f21,f22,f23 --json
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from rankcli.cli import options as opt
+from rankcli.cli.options import Correction
+
+NAME = "explain"
+SHORT_HELP = "Which features a model uses, and their worth in NDCG."
+TESTS = ("ttest", "permutation", "wilcoxon", "bootstrap")
+
+
+def command(
+    model_dir: Annotated[Path, typer.Argument(help="Model directory written by `rankcli train`.", show_default=False)],
+    data: Annotated[Path | None, typer.Argument(
+        help="Labelled dataset (Parquet) for the ranking importance and the contributions.", show_default=False)]
+    = None,
+    output: Annotated[str | None, opt.output("Write every feature's numbers to this file: .parquet or .csv (- for "
+                                             "CSV on standard output).")] = None,
+    json_out: Annotated[bool, opt.json_flag("every feature's numbers")] = False,
+    metric: Annotated[str, opt.metric("The metric whose drop is measured")] = "ndcg@10",
+    convention: Annotated[str | None, opt.convention(
+        default="the model's recorded convention, else paper", presets=opt.TRAINING_CONVENTIONS)] = None,
+    repeats: Annotated[int, typer.Option("--repeats", help="Seeded permutations per feature.")] = 5,
+    seed: Annotated[int, opt.seed("the permutations and the random tests", result="numbers")] = 0,
+    test: Annotated[str, typer.Option("--test", help="The paired test of each feature's drop (two-sided), as in "
+                                      "compare.", metavar=opt.choices(TESTS))] = "ttest",
+    correction: Annotated[Correction | None, opt.correction(
+        default="holm with more than one feature", scope="the features' tests")] = None,
+    permutations: Annotated[int, typer.Option(
+        "--permutations", help="Sign-flip permutations (--test permutation) or resamples (bootstrap) of the test; "
+        "the features' permutations are --repeats.")] = 10000,
+    group: Annotated[list[str] | None, typer.Option(
+        "--group", help="Features permuted together: NAME=F1,F2,... (repeatable).", show_default=False,
+        metavar="NAME=F1,F2")] = None,
+    groups_file: Annotated[Path | None, typer.Option(
+        "--groups", help="A file of groups, one NAME=F1,F2,... per line (# comments).", show_default=False)] = None,
+    per_query: Annotated[str | None, typer.Option(
+        "--per-query", help="Write each query's drop per feature (qid, the model's metric, one column per feature): "
+        ".parquet or .csv.", show_default=False, metavar="PATH")] = None,
+    plot: Annotated[str | None, typer.Option(
+        "--plot", help="Write a PNG of the --top features' drops (± 1 stderr) beside their gain share (needs the "
+        "plot extra).", show_default=False, metavar="PATH")] = None,
+    top: Annotated[int, typer.Option("--top", help="Features in the table and the plot (0: all).")] = 20,
+    no_contributions: Annotated[bool, typer.Option(
+        "--no-contributions", help="Skip the TreeSHAP contributions (the slow part).")] = False,
+    overwrite: Annotated[bool, opt.overwrite(text="Replace existing output files (only ones rankcli wrote).")] = False,
+    batch_rows: Annotated[int, typer.Option("--batch-rows", hidden=True, help="Rows per contributions batch.")]
+    = 65_536,
+) -> None:
+    from rankcli.errors import UsageError
+
+    if data is None and (per_query is not None):
+        raise UsageError("--per-query needs DATA: the drops are computed on labelled queries")
+    if top < 0:
+        raise UsageError(f"--top must be 0 (all) or more, got {top}")
+    if permutations < 1:
+        raise UsageError(f"--permutations must be at least 1, got {permutations}")
+    outputs = _outputs(model_dir, data, output, per_query, plot, json_out, overwrite)
+    from rankcli.startup import import_lightgbm_lean
+
+    import_lightgbm_lean()
+    from rankcli.explain import explain
+    from rankcli.formats.parquet import read_dataset
+    from rankcli.train import load_model
+
+    model = load_model(model_dir)
+    ds = read_dataset(data) if data is not None else None
+    with _progress(ds, repeats, len(model.feature_names), not no_contributions, batch_rows) as advance:
+        result = explain(model, ds, data_name=str(data) if data is not None else None, metric=metric,
+                         convention=convention, repeats=repeats, seed=seed, test=test,
+                         correction=correction.value if correction is not None else None, permutations=permutations,
+                         groups=group or [], group_files=[groups_file] if groups_file is not None else [],
+                         contributions=not no_contributions, batch_rows=batch_rows, progress=advance)
+    _write(result, outputs, top, overwrite)
+    _render(result, outputs, top, json_out)
+
+
+def _outputs(model_dir, data, output, per_query, plot, json_out: bool, overwrite: bool) -> dict:
+    """The checked output paths, prepared in the order they are written (the last is the one that completes the
+    command)."""
+    from rankcli.cli._common import prepare_output, stdout_taken
+    from rankcli.errors import UsageError
+    from rankcli.formats.atomic import model_files
+    from rankcli.formats.tables import table_format
+
+    inputs = [p for p in (data,) if p is not None] + model_files(model_dir)
+    out = {}
+    if per_query is not None:
+        if per_query == "-":
+            raise UsageError("--per-query -: standard output carries the table (or -o -, --json); give a file name")
+        table_format(per_query, "--per-query")
+        out["per_query"] = prepare_output(per_query, overwrite=overwrite, inputs=inputs, option="--per-query",
+                                          example="per-query.parquet")
+    if plot is not None:
+        from rankcli.plot import INSTALL_HINT, have_matplotlib
+
+        if plot == "-":
+            raise UsageError("--plot -: a PNG needs a file name")
+        if not have_matplotlib():
+            raise UsageError(f"--plot needs matplotlib: {INSTALL_HINT}")
+        out["plot"] = prepare_output(plot, overwrite=overwrite, inputs=inputs, option="--plot", example="plot.png")
+    if output is not None:
+        table_format(output, "-o")
+        out["output"] = prepare_output(output, overwrite=overwrite, inputs=inputs, example="importance.csv")
+        stdout_taken(out["output"], json_out)
+    return out
+
+
+def _progress(ds, repeats: int, n_features: int, contributions: bool, batch_rows: int):
+    """A progress bar over the model calls: one per feature and repeat, then one per contributions batch."""
+    from contextlib import contextmanager
+
+    from rankcli.cli._common import progress_bar
+
+    @contextmanager
+    def bar():
+        if ds is None:
+            yield None
+            return
+        batches = -(-ds.n_rows // batch_rows) if contributions else 0
+        with progress_bar(n_features * repeats + batches, "explain") as b:
+            yield lambda stage, n: b.advance(n if stage == "permutations" else n / batch_rows)
+
+    return bar()
+
+
+def _write(result, outputs: dict, top: int, overwrite: bool) -> None:
+    from rankcli.formats.tables import write_columns
+
+    if "per_query" in outputs:
+        r = result.ranking
+        write_columns(outputs["per_query"], result.per_query(), overwrite=overwrite,
+                      metadata={"kind": "explain-per-query", "metric": r.metric, "convention": r.convention,
+                                "repeats": r.repeats, "seed": r.seed})
+    if "plot" in outputs:
+        from rankcli.explain.render import explain_plot
+        from rankcli.formats.atomic import atomic_path
+
+        with atomic_path(outputs["plot"], overwrite) as tmp:
+            explain_plot(result, tmp, top)
+    if "output" in outputs:
+        write_columns(outputs["output"], result.columns(), overwrite=overwrite, metadata={"kind": "explain"})
+
+
+def _render(result, outputs: dict, top: int, json_out: bool) -> None:
+    from rankcli.cli._common import log, print_json, stderr_console, stdout_console
+    from rankcli.explain.render import explain_table
+
+    if json_out:
+        print_json(result.as_dict())
+    else:
+        console = stderr_console() if str(outputs.get("output")) == "-" else stdout_console()
+        console.print(explain_table(result, top))
+    for key in ("per_query", "plot", "output"):
+        if key in outputs and str(outputs[key]) != "-":
+            log(f"wrote {outputs[key]}")

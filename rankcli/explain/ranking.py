@@ -1,0 +1,127 @@
+"""Ranking importance: the drop in a ranking metric when a feature's values are permuted within each query.
+
+For feature (or group) ``g``, repeat ``r`` and query ``q``: ``m_q`` is the metric of the model's ranking, ``m_q^{g,r}``
+that of the ranking after permuting the values of ``g``'s columns among the documents of ``q`` (the rows of a group
+move together), with the ``r``-th permutation. The drop of ``g`` on ``q`` is
+``d_q^g = m_q - (1/R) sum_r m_q^{g,r}`` and its importance the mean over queries ``mean_q d_q^g``, with the standard
+error ``sd(d^g) / sqrt(n)`` over the ``n`` queries that have a value (a query without a relevant document is skipped
+under the ``paper`` convention). Permuting within a query keeps the query's distribution of the feature, so a
+feature that only separates queries (which a ranking never compares) gets no credit.
+
+The test of ``g`` is the paired test of ``m`` against the permuted mean ``(1/R) sum_r m^{g,r}`` over the queries
+(:func:`rankcli.compare.compare_values`, the same tests and corrections as ``rankcli compare``): its null hypothesis
+is that permuting ``g`` does not change the expected metric. The queries are the independent units; the repeats
+only reduce the noise of each query's permuted value. The p-values of all groups form one family for the correction
+(Holm by default).
+
+Speed: one model call per group and repeat, over the whole dataset (never per query); the columns of ``g`` are
+permuted in place in the feature matrix and restored after the call. The ``r``-th permutation of every query is drawn
+from ``numpy.random.default_rng([seed, r])`` and shared by all groups (common random numbers). A group whose features
+the model never splits on cannot change a score: its drops are exactly 0 and its model calls are skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from rankcli.compare import Comparison, compare_values
+from rankcli.core.groups import order_within
+from rankcli.explain.groups import FeatureGroup
+
+#: The labels of the model's own metric values among the compared "runs" (no group is named with a "#").
+BASE = "#model"
+
+
+@dataclass
+class RankingImportance:
+    """The ranking importance of every group (in the groups' order), as :mod:`rankcli.explain.ranking` defines it."""
+
+    metric: str
+    convention: dict
+    test: str
+    correction: str
+    repeats: int
+    seed: int
+    base: np.ndarray              # (n_queries,) the model's metric per query (NaN: skipped)
+    permuted: np.ndarray          # (n_groups, n_queries) (1/R) sum_r m_q^{g,r} (NaN: skipped)
+    comparisons: list[Comparison]  # per group: b = the model, a = permuted; difference = the mean drop
+
+    @property
+    def drops(self) -> np.ndarray:
+        """``(n_groups, n_queries)``: each group's drop per query, ``d_q^g`` (NaN: skipped)."""
+        return self.base[None, :] - self.permuted
+
+    @property
+    def mean(self) -> float:
+        """The model's metric, averaged over the queries with a value."""
+        values = self.base[~np.isnan(self.base)]
+        return float(values.mean()) if values.shape[0] else float("nan")
+
+
+def permutation(offsets: np.ndarray, seed: int, repeat: int) -> np.ndarray:
+    """The ``repeat``-th within-query permutation of ``seed``: row indices ``perm`` such that ``x[perm]`` reorders
+    each query's rows among themselves, uniformly at random (each query's rows sorted by independent uniform keys)."""
+    n = int(offsets[-1])
+    return order_within(np.random.default_rng([seed, repeat]).random(n), offsets)
+
+
+def permuted_metrics(predict: Callable[[np.ndarray], np.ndarray], features: np.ndarray,
+                      metric: Callable[[np.ndarray], np.ndarray], offsets: np.ndarray,
+                      groups: Sequence[FeatureGroup], *, repeats: int, seed: int,
+                      used: Sequence[bool] | None = None, on_step: Callable[[], None] | None = None,
+                      base: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(base, permuted)``: the model's metric per query, and each group's metric per query averaged over the
+    permutations, ``(1/R) sum_r m_q^{g,r}`` (module docstring); the drops are ``base - permuted``.
+
+    Parameters
+    ----------
+    predict : scores of a feature matrix (one model call).
+    features : (rows, n_features) the model's features; permuted in place column by column and restored (also when
+        ``predict`` raises or the run is interrupted).
+    metric : the metric per query of a score vector (NaN where a query is skipped).
+    offsets : the queries.
+    groups : the groups, each permuted as a whole.
+    repeats, seed : the permutations, :func:`permutation` ``(offsets, seed, r)`` for ``r < repeats``.
+    used : per group, whether the model splits on any of its features (False: no call, drops 0).
+    on_step : called after each (group, repeat).
+    base : the metric per query of the unpermuted features, when the caller has it (else one more model call).
+    """
+    if base is None:
+        base = metric(predict(features))
+    sums = np.zeros((len(groups), base.shape[0]))
+    used = [True] * len(groups) if used is None else list(used)
+    for r in range(repeats):
+        perm = permutation(offsets, seed, r)
+        for k, group in enumerate(groups):
+            if used[k]:
+                cols = list(group.columns)
+                saved = [np.array(features[:, j]) for j in cols]
+                try:
+                    for j, col in zip(cols, saved):
+                        features[:, j] = col[perm]
+                    scores = predict(features)
+                finally:
+                    for j, col in zip(cols, saved):
+                        features[:, j] = col
+                sums[k] += metric(scores)
+            else:
+                sums[k] += base
+            if on_step is not None:
+                on_step()
+    return base, sums / repeats
+
+
+def drop_tests(base: np.ndarray, permuted: np.ndarray, metric: str, *, test: str, correction: str | None, seed: int,
+               permutations: int, alpha: float = 0.01) -> tuple[list[Comparison], str]:
+    """Each group's paired test of the model's metric ``base`` against its permuted mean (row ``g`` of
+    ``permuted``), corrected over the groups: ``(comparisons in group order, the correction applied)``; a
+    comparison's ``difference`` is the group's mean drop. ``test``, ``correction``, ``seed``, ``permutations`` and
+    ``alpha`` as :func:`rankcli.compare.compare_values` takes them."""
+    names = [f"#{k}" for k in range(permuted.shape[0])]
+    values = {BASE: {metric: base}, **{n: {metric: row} for n, row in zip(names, permuted)}}
+    result = compare_values(values, [metric], pairs=[(n, BASE) for n in names], test=test, alpha=alpha,
+                            correction=correction, seed=seed, permutations=permutations)
+    return result.comparisons, result.correction
