@@ -140,3 +140,36 @@ def test_convert_options_are_checked(run, sample_dir, tmp_path):
     ds = read_dataset(tmp_path / "s.parquet")
     sums = np.add.reduceat(np.abs(ds.features.astype(np.float64)), ds.offsets[:-1], axis=0)
     assert np.all((np.abs(sums - 1) < 1e-5) | (sums == 0))
+
+
+def test_an_experiment_on_raw_parts_equals_one_on_parts_normalised_like_the_training_data(folds, tmp_path):
+    """The experiment bins its folds from the files by row; a raw validation or test part beside normalised training
+    data must still be scored normalised: the experiment's numbers equal those of the fully normalised fold."""
+    import shutil
+
+    from rankcli.experiment import ExperimentConfig, run_experiment
+
+    results = {}
+    for name, parts in (("mixed", ("z", "raw", "raw")), ("normalised", ("z", "z", "z"))):
+        root = tmp_path / name / "data"
+        for k in (1, 2, 3):
+            fold = root / f"Fold{k}"
+            fold.mkdir(parents=True)
+            for part, source in zip(("train", "vali", "test"), parts):
+                shutil.copy(folds / source / f"{part}.parquet", fold / f"{part}.parquet")
+        config = ExperimentConfig(losses=["lambdamart"], folds=True, trees=5, early_stopping=0, allow_overlap=True)
+        results[name] = run_experiment(root, tmp_path / name / "exp", config).summary["settings"]
+    assert results["mixed"] == results["normalised"]
+
+
+def test_a_raw_validation_set_is_validated_as_the_normalised_training_data_is(run, folds, tmp_path):
+    """Training bins its files by row; a raw validation set beside normalised training data is normalised with the
+    training data's transform first: the validation curve and the model equal those with the normalised one."""
+    out = {}
+    for name in ("raw", "z"):
+        status, _, err = run("train", folds / "z" / "train.parquet", "--valid", folds / name / "vali.parquet",
+                             "-o", tmp_path / name, *FAST)
+        assert status == 0, err
+        out[name] = json.loads((tmp_path / name / "rankcli.json").read_text())
+    assert out["raw"]["curve"] == out["z"]["curve"]
+    assert (tmp_path / "raw" / "model.txt").read_bytes() == (tmp_path / "z" / "model.txt").read_bytes()
