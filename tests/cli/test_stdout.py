@@ -52,6 +52,7 @@ STDOUT_CASES: dict[str, list[list[str]]] = {
               "1", "--threads", "1", "--json"]],
     "trec_eval": [["trec_eval", "-q", "-m", "all_trec", "{qrels}", "{trec_run}"], ["trec_eval", "-h"]],
     "trec-eval": [["trec-eval", "{qrels}", "{trec_run}"]],
+    "explain": [["explain", "{model}"], ["explain", "{model}", "{data}", "--repeats", "1", "--json"]],
 }
 
 
