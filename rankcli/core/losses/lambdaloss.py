@@ -1,0 +1,158 @@
+"""LambdaLoss (Wang et al. 2018): pairwise logistic losses weighted so that they bound NDCG, with the rank-dependent
+weights taken at the current scores.
+
+Per query, over the pairs ``(i, j)`` with ``y_i > y_j``::
+
+    loss = - sum_{y_i > y_j} w_ij log2 sigmoid(sigma (s_i - s_j))
+    NDCG-Loss2++ (default):  w_ij = (rho_ij + mu delta_ij) |G_i - G_j|
+    NDCG-Loss2:              w_ij = delta_ij |G_i - G_j|
+
+with ``G = (2^y - 1) / maxDCG`` (:func:`rankcli.core.losses.common.ndcg_gains`, finite for labels of any size),
+``rho_ij = |1 / D(r_i) - 1 / D(r_j)|``, ``delta_ij = |1 / D(|r_i - r_j|) - 1 / D(|r_i - r_j| + 1)|``,
+``D(r) = log2(1 + r)`` and ``r`` the 1-based ranks under the current scores (equal scores in input order). As in the
+paper (and allRank's ``lambdaLoss``, whose defaults ``mu = 10``, ``sigma = 1``, base-2 logarithm and no truncation
+rankcli takes) the ranks are held fixed within a boosting iteration: with them fixed the loss is a weighted RankNet,
+convex in the scores, and its exact gradient and exact Hessian diagonal are the boosting step::
+
+    d loss / d s_i = -(sigma / ln 2) sum_j w_ij p_ij + (sigma / ln 2) sum_j w_ji p_ji
+    p_ij = sigmoid(-sigma (s_i - s_j)), the probability of the wrong order
+    hess_i = (sigma^2 / ln 2) sum over i's pairs of w p (1 - p) >= 0
+
+Each query is laid out in rank order, where ``rho + mu delta`` depends on the two columns only: one matrix per
+width, shared by every query of a block. Cost ``O(n^2)`` per query, in memory-bounded pair blocks
+(:mod:`rankcli.core.losses.common`); the boosting step's pair terms in float32, the value and gradient in float64.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from rankcli.core.groups import broadcast, padded_rows, segment_max
+from rankcli.core.losses import common
+from rankcli.core.losses.common import LN2, ndcg_gains, pair_blocks
+
+LAMBDALOSS_VARIANTS = ("ndcg-loss2++", "ndcg-loss2")
+
+
+def rank_weights(rows: np.ndarray, cols: np.ndarray, variant: str, mu: float) -> np.ndarray:
+    """``rho_ij + mu delta_ij`` (NDCG-Loss2++) or ``delta_ij`` (NDCG-Loss2) for the 1-based ranks ``rows`` (as a
+    column) against ``cols`` (as a row): a ``(len(rows), len(cols))`` float64 matrix, 0 on equal ranks."""
+    r = np.asarray(rows, dtype=np.float64)[:, None]
+    k = np.asarray(cols, dtype=np.float64)[None, :]
+    gap = np.abs(r - k)
+    with np.errstate(divide="ignore"):
+        delta = np.where(gap > 0, np.abs(1.0 / np.log2(1.0 + gap) - 1.0 / np.log2(2.0 + gap)), 0.0)
+    if variant == "ndcg-loss2":
+        return delta
+    return np.abs(1.0 / np.log2(1.0 + r) - 1.0 / np.log2(1.0 + k)) + mu * delta
+
+
+@lru_cache(maxsize=64)
+def _block_weights(width: int, variant: str, mu: float, dtype: str) -> np.ndarray:
+    ranks = np.arange(1, width + 1)
+    return rank_weights(ranks, ranks, variant, mu).astype(dtype)
+
+
+def _lambdaloss(labels, scores, offsets, variant, mu, sigma, ranks, gains, dtype, want: str):
+    if variant not in LAMBDALOSS_VARIANTS:
+        raise ValueError(f"LambdaLoss's variant is one of {', '.join(LAMBDALOSS_VARIANTS)}, got {variant!r}")
+    if not (sigma > 0 and mu >= 0):
+        raise ValueError(f"LambdaLoss needs sigma > 0 and mu >= 0, got sigma={sigma}, mu={mu}")
+    g_all, usable_q = gains if gains is not None else ndcg_gains(labels, offsets)
+    s = np.asarray(scores, dtype=np.float64)
+    n = s.shape[0]
+    value = np.zeros(offsets.shape[0] - 1)
+    grad, hess = np.zeros(n), np.zeros(n)
+    if n == 0:
+        return value if want == "value" else (grad, hess)
+    x_all = (sigma * (s - broadcast(segment_max(s, offsets), offsets))).astype(dtype)
+    for qs, width in pair_blocks(offsets):
+        qs = qs[usable_q[qs]]
+        if qs.shape[0] == 0:
+            continue
+        cells, valid = padded_rows(offsets, qs, width)
+        key = -s[cells] if ranks is None else np.asarray(ranks, dtype=np.float64)[cells]
+        key[~valid] = np.inf                                          # padding last; equal scores in input order
+        rows = np.take_along_axis(cells, np.argsort(key, axis=1, kind="stable"), axis=1)  # in rank order
+        x = x_all[rows]
+        g = g_all[rows].astype(dtype)
+        g_rows = np.where(valid, g, dtype(-1.0))                      # padding: never the more relevant of a pair
+        g_cols = np.where(valid, g, dtype(2.0))                       # nor the less relevant (every G is in [0, 1])
+        tile = common.row_tile(width) if qs.shape[0] == 1 else width
+        for t in range(0, width, tile):
+            u = min(width, t + tile)
+            weights = (_block_weights(width, variant, float(mu), np.dtype(dtype).name) if tile == width else
+                       rank_weights(np.arange(t + 1, u + 1), np.arange(1, width + 1), variant, mu).astype(dtype))
+            out = _pair_terms(x[:, t:u], x, g_rows[:, t:u], g_cols, weights, want == "value")
+            if want == "value":
+                value[qs] += out
+                continue
+            k_rows, k_cols, h_rows, h_cols = out
+            grad[rows[:, t:u][valid[:, t:u]]] -= k_rows[valid[:, t:u]]
+            hess[rows[:, t:u][valid[:, t:u]]] += h_rows[valid[:, t:u]]
+            grad[rows[valid]] += k_cols[valid]
+            hess[rows[valid]] += h_cols[valid]
+    if want == "value":
+        return value
+    return grad * (sigma / LN2), hess * (sigma * sigma / LN2)
+
+
+def _pair_terms(x_rows, x_cols, g_rows, g_cols, weights, want_value: bool):
+    """Pair terms of rows ``i`` (``(q, r)``) against columns ``j`` (``(q, m)``), ``x = sigma s``: the value per query,
+    or ``(rowsum K, colsum K, rowsum H, colsum H)`` (float64) with ``K = w p`` and ``H = w p (1 - p)``."""
+    w = np.subtract(g_rows[:, :, None], g_cols[:, None, :])          # G_i - G_j; > 0 exactly when y_i > y_j
+    np.maximum(w, 0.0, out=w)
+    w *= weights
+    z = np.subtract(x_rows[:, :, None], x_cols[:, None, :])          # sigma (s_i - s_j)
+    if want_value:
+        return (w * np.logaddexp(0.0, -z)).sum(axis=(1, 2)) / LN2
+    with np.errstate(over="ignore"):
+        np.exp(z, out=z)
+    z += 1.0
+    np.reciprocal(z, out=z)                                           # p_ij, the probability of the wrong order
+    w *= z                                                            # K = w p
+    z -= 1.0
+    z *= w                                                            # -H = w p (p - 1)
+    f8 = np.float64
+    return w.sum(axis=2, dtype=f8), w.sum(axis=1, dtype=f8), -z.sum(axis=2, dtype=f8), -z.sum(axis=1, dtype=f8)
+
+
+def lambdaloss_value(labels: np.ndarray, scores: np.ndarray, offsets: np.ndarray, variant: str = "ndcg-loss2++",
+                     mu: float = 10.0, sigma: float = 1.0, ranks: np.ndarray | None = None) -> np.ndarray:
+    """LambdaLoss per query (module docstring); 0 for a query of one document or without gain.
+
+    Parameters
+    ----------
+    labels : relevance labels ``y >= 0`` (any real value), one per document, grouped by query.
+    scores : model scores, one per document.
+    offsets : query boundaries, length ``n_queries + 1``.
+    variant : ``ndcg-loss2++`` (``rho + mu delta``) or ``ndcg-loss2`` (``delta``).
+    mu : the weight of ``delta`` in NDCG-Loss2++ (``>= 0``).
+    sigma : the scale of the score differences (``> 0``).
+    ranks : the 1-based ranks ``r`` the weights are taken at (default: the ranks under ``scores``); given, the
+        weights are held fixed, as within a boosting iteration.
+
+    References
+    ----------
+    X. Wang, C. Li, N. Golbandi, M. Bendersky, M. Najork. The LambdaLoss Framework for Ranking Metric Optimization.
+    CIKM 2018.
+    """
+    return _lambdaloss(labels, scores, offsets, variant, mu, sigma, ranks, None, np.float64, "value")
+
+
+def lambdaloss_gradient(labels: np.ndarray, scores: np.ndarray, offsets: np.ndarray, variant: str = "ndcg-loss2++",
+                        mu: float = 10.0, sigma: float = 1.0, ranks: np.ndarray | None = None) -> np.ndarray:
+    """The exact gradient of :func:`lambdaloss_value` with its rank weights held fixed (same parameters), float64."""
+    return _lambdaloss(labels, scores, offsets, variant, mu, sigma, ranks, None, np.float64, "grad_hess")[0]
+
+
+def lambdaloss_grad_hess(labels: np.ndarray, scores: np.ndarray, offsets: np.ndarray, variant: str = "ndcg-loss2++",
+                         mu: float = 10.0, sigma: float = 1.0, *, gains: tuple[np.ndarray, np.ndarray] | None = None,
+                         dtype: type = np.float32) -> tuple[np.ndarray, np.ndarray]:
+    """The boosting step of LambdaLoss: the exact gradient and Hessian diagonal with the rank weights taken at
+    ``scores`` and held fixed. Parameters as for :func:`lambdaloss_value`; ``gains``
+    (:func:`rankcli.core.losses.common.ndcg_gains` of the labels) may be passed precomputed; ``dtype`` is that of
+    the pair terms (sums are float64)."""
+    return _lambdaloss(labels, scores, offsets, variant, mu, sigma, None, gains, dtype, "grad_hess")
