@@ -99,6 +99,8 @@ class TrainConfig:
     loss : a name of :data:`rankcli.train.losses.LOSSES`.
     gamma : XE-NDCG's gamma (``uniform``, ``mean`` or ``fixed:<g>``; :func:`rankcli.core.losses.parse_gamma`); read
         only with ``loss="xendcg"``.
+    loss_options : the loss's own options that are set (``--loss-option``, ``--step``), by name; the others take
+        their defaults (:attr:`resolved_loss_options`).
     trees : the largest number of trees trained (at least 1).
     early_stopping : trees without improvement of the validation metric before training stops (0: off; without a
         validation set every tree is trained).
@@ -118,6 +120,7 @@ class TrainConfig:
 
     loss: str = "xendcg"
     gamma: str = "uniform"
+    loss_options: dict = field(default_factory=dict)
     trees: int = DEFAULT_TREES
     early_stopping: int = DEFAULT_EARLY_STOPPING
     select_by: str = "ndcg@5"
@@ -143,6 +146,7 @@ class TrainConfig:
         option sets (:func:`check_params`).
         """
         check_loss(self.loss)
+        _ = self.resolved_loss_options  # checks them
         check_preset(self.preset)
         check_seed(self.seed)
         if self.loss == "xendcg":
@@ -162,6 +166,11 @@ class TrainConfig:
             raise UsageError(f"--min-data-in-leaf must be 0 or more, got {self.min_data_in_leaf}")
         metric_function(self.select_by, self.convention)
         return self
+
+    @property
+    def resolved_loss_options(self) -> dict:
+        """Every option of the loss with its value (the ones set, checked, and the defaults)."""
+        return LOSSES[check_loss(self.loss)].resolve_options(self.loss_options)
 
     @classmethod
     def from_options(cls, *, validating: bool, trees: int | None = None, early_stopping: int | None = None,

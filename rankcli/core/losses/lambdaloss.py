@@ -39,14 +39,20 @@ LAMBDALOSS_VARIANTS = ("ndcg-loss2++", "ndcg-loss2")
 def rank_weights(rows: np.ndarray, cols: np.ndarray, variant: str, mu: float) -> np.ndarray:
     """``rho_ij + mu delta_ij`` (NDCG-Loss2++) or ``delta_ij`` (NDCG-Loss2) for the 1-based ranks ``rows`` (as a
     column) against ``cols`` (as a row): a ``(len(rows), len(cols))`` float64 matrix, 0 on equal ranks."""
-    r = np.asarray(rows, dtype=np.float64)[:, None]
-    k = np.asarray(cols, dtype=np.float64)[None, :]
-    gap = np.abs(r - k)
-    with np.errstate(divide="ignore"):
-        delta = np.where(gap > 0, np.abs(1.0 / np.log2(1.0 + gap) - 1.0 / np.log2(2.0 + gap)), 0.0)
+    r = np.asarray(rows, dtype=np.float64)
+    k = np.asarray(cols, dtype=np.float64)
+    # delta depends on |r_i - r_j| only: a table over the gaps, gathered
+    gaps = np.arange(1.0, max(r.max(initial=1), k.max(initial=1)) + 1)
+    table = np.concatenate(([0.0], np.abs(1.0 / np.log2(1.0 + gaps) - 1.0 / np.log2(2.0 + gaps))))
+    out = table[np.abs(r.astype(np.int64)[:, None] - k.astype(np.int64)[None, :])]
     if variant == "ndcg-loss2":
-        return delta
-    return np.abs(1.0 / np.log2(1.0 + r) - 1.0 / np.log2(1.0 + k)) + mu * delta
+        return out
+    out *= mu
+    inverse = 1.0 / np.log2(1.0 + r)
+    rho = np.subtract(inverse[:, None], (1.0 / np.log2(1.0 + k))[None, :])
+    np.abs(rho, out=rho)
+    out += rho
+    return out
 
 
 @lru_cache(maxsize=64)
@@ -107,16 +113,20 @@ def _pair_terms(x_rows, x_cols, g_rows, g_cols, weights, want_value: bool):
     w *= weights
     z = np.subtract(x_rows[:, :, None], x_cols[:, None, :])          # sigma (s_i - s_j)
     if want_value:
-        return (w * np.logaddexp(0.0, -z)).sum(axis=(1, 2)) / LN2
+        np.negative(z, out=z)
+        np.logaddexp(0.0, z, out=z)                                   # -log sigmoid(sigma (s_i - s_j))
+        z *= w
+        return z.sum(axis=(1, 2)) / LN2
     with np.errstate(over="ignore"):
         np.exp(z, out=z)
     z += 1.0
     np.reciprocal(z, out=z)                                           # p_ij, the probability of the wrong order
     w *= z                                                            # K = w p
-    z -= 1.0
-    z *= w                                                            # -H = w p (p - 1)
+    z -= 1.0                                                          # p - 1: H = w p (1 - p) = -K (p - 1)
+    # the sums are einsum's own loops (no BLAS, whose threads would compete with LightGBM's)
     f8 = np.float64
-    return w.sum(axis=2, dtype=f8), w.sum(axis=1, dtype=f8), -z.sum(axis=2, dtype=f8), -z.sum(axis=1, dtype=f8)
+    return (np.einsum("bij->bi", w).astype(f8), np.einsum("bij->bj", w).astype(f8),
+            -np.einsum("bij,bij->bi", w, z).astype(f8), -np.einsum("bij,bij->bj", w, z).astype(f8))
 
 
 def lambdaloss_value(labels: np.ndarray, scores: np.ndarray, offsets: np.ndarray, variant: str = "ndcg-loss2++",
