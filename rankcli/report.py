@@ -377,14 +377,16 @@ def sweep_note(config, kind: str) -> str:
 
 def naive_only_note(config) -> str:
     """The sentence saying which losses of the position-bias sweep have no IPS variant ('' when all have one)."""
-    from rankcli.core.ips import IPS_LOSSES
+    from rankcli.core.ips import IPS_LOSSES, IPS_REFUSED
 
     naive = [loss for loss in config.losses if loss not in IPS_LOSSES]
     if not config.position_bias or not naive:
         return ""
+    why = ["LightGBM's per-document weights are not pairwise IPS"] if set(naive) - set(IPS_REFUSED) else []
+    if set(naive) & set(IPS_REFUSED):
+        why.append("ListMLE reads only the order of the labels, which IPS weights do not enter")
     return (f"{', '.join(naive)}: naive only, trained on the click impressions as logged (each impression one list, "
-            f"the click its label); no IPS variant (IPS training takes {', '.join(IPS_LOSSES)}; LightGBM's "
-            "per-document weights are not pairwise IPS).")
+            f"the click its label); no IPS variant (IPS training takes {', '.join(IPS_LOSSES)}; {'; '.join(why)}).")
 
 
 def protocol_note(config, summary: dict | None = None) -> str:

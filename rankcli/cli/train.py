@@ -94,8 +94,7 @@ def command(
         "--allow-graded", help="With --propensity: weight graded labels as if they were clicks.")] = False,
 ) -> None:
     from rankcli.cli._common import log, prepare_output, progress_bar
-    from rankcli.train import TrainConfig, ips_options
-    from rankcli.train import check_loss, options_by_loss
+    from rankcli.train import TrainConfig, check_loss, ips_options, options_by_loss
 
     loss_options = options_by_loss(loss_option or [], [check_loss(loss)], step).get(loss, {})
     config = TrainConfig.from_options(

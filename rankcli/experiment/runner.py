@@ -152,10 +152,12 @@ def run_experiment(data_path: Path | str, exp_dir: Path | str, config: Experimen
     dask : run the units on a Dask cluster (a ``local:N`` / scheduler address, or a ``distributed.Client``).
     """
     from rankcli.core.metrics import Convention
-    from rankcli.formats.experiment_store import prepare_directory
+    from rankcli.formats.experiment_store import prepare_directory, stored_config
 
     _check_options(config, jobs)
     exp_dir = Path(exp_dir)
+    if not overwrite:  # the losses' options not given resume as the directory records them
+        config.adopt_loss_options(stored_config(exp_dir))
     started = time.perf_counter()
     data = _load(data_path, config)
     identity = {"config": config.identity(), "data_fingerprint": data.fingerprint()}
