@@ -65,7 +65,7 @@ class LossOption:
 
     def check(self, value: Any, loss: str) -> Any:
         """``value`` (text or a number) as the option's type, or :class:`UsageError` naming ``loss`` and the option."""
-        where = f"--loss-option {loss}:{self.name}"
+        where = f"--loss-option {loss}:{self.name}" + (f" ({self.flag})" if self.flag else "")
         if self.kind == "choice":
             text = str(value).strip().lower()
             if text not in self.choices:
