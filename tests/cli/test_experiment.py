@@ -339,4 +339,4 @@ def test_every_loss_side_by_side_with_its_options(capsys, data, tmp_path):
     assert status == 0 and "0 units trained, 14 resumed" in err
     status, _, err = run(capsys, data, "-o", tmp_path / "e", "--losses", losses, "--trials", "2",
                          "--loss-option", "approxndcg:temperature=0.5", "--step", "paper", *FAST)
-    assert status == 4 and '{"listnet": {"step": "paper"}' in err
+    assert status == 4 and '"listnet": {"step": "paper"}} now' in err
