@@ -303,3 +303,25 @@ def test_listnet_paper_step_equals_the_dense_matrix_formula(seed):
     np.testing.assert_allclose(hess, dhess, rtol=1e-12, atol=1e-15)
     with pytest.raises(ValueError, match="paper, diagonal"):
         losses.listnet_grad_hess(y, s, off, step="newton")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("spread", [5.0, 79.0, 81.0, 650.0, 800.0])
+def test_wrong_order_probabilities_from_products_or_differences_agree_with_the_formula(dtype, spread):
+    """Within PRODUCT_SPREAD, exp(x_i - x_j) is a product of per-document exponentials; beyond, the exponential of
+    each difference: both equal 1 / (1 + exp(x_i - x_j)) to the dtype's rounding, padding columns at -1e30 give 0."""
+    rng = np.random.default_rng(int(spread))
+    x = rng.uniform(-spread / 2, spread / 2, (3, 7))
+    x[:, 0], x[:, 1] = spread / 2, -spread / 2
+    valid = np.ones((3, 7), dtype=bool)
+    valid[2, 5:] = False
+    xd = np.where(valid, x, -1e30).astype(dtype)
+    got = losses.common.wrong_order_probabilities(xd, valid)
+    d = xd.astype(np.float64)[:, :, None] - xd.astype(np.float64)[:, None, :]
+    with np.errstate(over="ignore"):
+        expected = 1.0 / (1.0 + np.exp(d))
+    real = valid[:, :, None] & valid[:, None, :]
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got[real], expected[real], rtol=tol, atol=tol * 1e-3)
+    assert np.all(got[2, :5, 5:] == 0)
+    np.testing.assert_allclose(losses.common.wrong_order_probabilities(xd, valid, slice(2, 4)), got[:, 2:4])

@@ -31,32 +31,16 @@ import numpy as np
 
 from rankcli.core.groups import broadcast, padded_rows, segment_max
 from rankcli.core.losses import common
-from rankcli.core.losses.common import LN2, ndcg_gains, pair_blocks
+from rankcli.core.losses.common import LN2, ndcg_gains, pair_blocks, wrong_order_probabilities
 
 #: Scores of padding cells, divided by the temperature: far below every real one (sigmoid 0 against it).
 _FAR = 1e30
 
 
-def _sigmoids(x_rows: np.ndarray, x_cols: np.ndarray) -> np.ndarray:
-    """``sigmoid(x_j - x_k)`` for rows ``k`` of ``x_rows`` (``(q, r)``) against columns ``j`` of ``x_cols``
-    (``(q, m)``): a ``(q, r, m)`` array."""
-    z = np.subtract(x_rows[:, :, None], x_cols[:, None, :])
-    with np.errstate(over="ignore"):
-        np.exp(z, out=z)
-    z += 1.0
-    np.reciprocal(z, out=z)
-    return z
-
-
-def _pi(x_rows, x_cols) -> np.ndarray:
-    """Approximate ranks of the rows: ``1 + sum_{j != k} sigmoid(x_j - x_k)`` (the diagonal cell is 1/2)."""
-    return np.einsum("bij->bi", _sigmoids(x_rows, x_cols)).astype(np.float64) + 0.5
-
-
-def _step(x_rows, x_cols, c_rows, c_cols, t: float) -> tuple[np.ndarray, np.ndarray]:
-    """Gradient and hessian of the rows (module docstring) from their pair terms against every column. The sums are
-    ``einsum``'s own loops (no BLAS, whose threads would compete with LightGBM's)."""
-    sig = _sigmoids(x_rows, x_cols)
+def _step(sig: np.ndarray, c_rows: np.ndarray, c_cols: np.ndarray, t: float) -> tuple[np.ndarray, np.ndarray]:
+    """Gradient and hessian of rows ``k`` (module docstring) from ``sig[b, k, j] = sigmoid(x_j - x_k)`` against every
+    column (overwritten). The sums are ``einsum``'s own loops (no BLAS, whose threads would compete with
+    LightGBM's)."""
     tmp = np.multiply(sig, sig)
     sig -= tmp                                                        # sigmoid' = sigmoid (1 - sigmoid)
     c_r, c_c = c_rows.astype(sig.dtype), c_cols.astype(sig.dtype)
@@ -67,6 +51,11 @@ def _step(x_rows, x_cols, c_rows, c_cols, t: float) -> tuple[np.ndarray, np.ndar
     np.abs(tmp, out=tmp)
     hess = np.einsum("bij,bij->bi", sig, tmp).astype(np.float64) / (t * t)
     return grad, hess
+
+
+def _pi(sig: np.ndarray) -> np.ndarray:
+    """Approximate ranks of the rows: ``1 + sum_{j != k} sigmoid(x_j - x_k)`` (the diagonal cell is 1/2)."""
+    return np.einsum("bij->bi", sig).astype(np.float64) + 0.5
 
 
 def _rank_weights(gains: np.ndarray, pi: np.ndarray) -> np.ndarray:
@@ -95,13 +84,20 @@ def _approx(labels, scores, offsets, temperature: float, gains, dtype, want: str
         x = np.where(valid, x_all[rows], dtype(-_FAR))
         gq = np.where(valid, g_all[rows], 0.0)
         tile = common.row_tile(width) if qs.shape[0] == 1 else width
-        pi = np.concatenate([_pi(x[:, t:t + tile], x) for t in range(0, width, tile)], axis=1)
+        if tile >= width:  # one pass: the sigmoids give the approximate ranks, then the step
+            sig = wrong_order_probabilities(x, valid)
+            pi = _pi(sig)
+        else:  # a long query in row tiles: the ranks first, then the step (the sigmoids computed again)
+            sig = None
+            pi = np.concatenate([_pi(wrong_order_probabilities(x, valid, slice(t, t + tile)))
+                                 for t in range(0, width, tile)], axis=1)
         if want == "value":
             value[qs] = -np.where(valid, gq / np.log2(1.0 + pi), 0.0).sum(axis=1)
             continue
         c = _rank_weights(gq, pi)
         for t in range(0, width, tile):
-            g, h = _step(x[:, t:t + tile], x, c[:, t:t + tile], c, temperature)
+            tile_sig = sig if sig is not None else wrong_order_probabilities(x, valid, slice(t, t + tile))
+            g, h = _step(tile_sig, c[:, t:t + tile], c, temperature)
             keep = valid[:, t:t + tile]
             grad[rows[:, t:t + tile][keep]] = g[keep]
             hess[rows[:, t:t + tile][keep]] = h[keep]

@@ -101,3 +101,35 @@ def pair_blocks(offsets: np.ndarray) -> Iterator[tuple[np.ndarray, int]]:
 def row_tile(width: int) -> int:
     """Rows per tile of a query of ``width`` documents too long for one block (each tile against all columns)."""
     return max(1, MAX_PAIR_ELEMENTS // width)
+
+
+#: Within this spread of the scores of a query (in the units the pair terms see), ``exp(x_i - x_j)`` is the product
+#: of two per-document exponentials that stay finite and normal in the dtype (float32 ends near ``e^88``).
+PRODUCT_SPREAD = {np.dtype(np.float32): 80.0, np.dtype(np.float64): 700.0}
+
+
+def wrong_order_probabilities(x: np.ndarray, valid: np.ndarray, rows: slice = slice(None)) -> np.ndarray:
+    """``S[b, i, j] = 1 / (1 + exp(x[b, i] - x[b, j]))`` for the rows ``i`` of ``rows`` against every column ``j`` of
+    each query ``b`` of a block (``x`` a ``(q, m)`` matrix, ``valid`` its real cells): a ``(q, r, m)`` array.
+
+    ``exp(x_i - x_j) = exp(x_i - top) exp(top - x_j)`` with ``top`` the query's largest score, so a block whose
+    queries spread less than :data:`PRODUCT_SPREAD` takes two exponentials per document and one product per pair,
+    instead of an exponential per pair (the cost of every pairwise loss); a wider block takes the exponential of each
+    difference. Padding cells may hold any value; their rows and columns are the caller's to ignore (a padding
+    column far below every score, ``-1e30``, gets ``S = 0`` in every real row).
+    """
+    dtype = x.dtype
+    real = np.where(valid, x, -np.inf).max(axis=1, keepdims=True)
+    low = np.where(valid, x, np.inf).min(axis=1, keepdims=True)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if float((real - low).max(initial=0.0)) <= PRODUCT_SPREAD[np.dtype(dtype)]:
+            shifted = x.astype(np.float64) - real
+            e = np.exp(shifted[:, rows]).astype(dtype)
+            r = np.exp(-shifted).astype(dtype)
+            s = np.multiply(e[:, :, None], r[:, None, :])
+        else:
+            s = np.subtract(x[:, rows, None], x[:, None, :])
+            np.exp(s, out=s)
+        s += 1.0
+        np.reciprocal(s, out=s)
+    return s

@@ -31,7 +31,7 @@ import numpy as np
 
 from rankcli.core.groups import broadcast, padded_rows, segment_max
 from rankcli.core.losses import common
-from rankcli.core.losses.common import LN2, ndcg_gains, pair_blocks
+from rankcli.core.losses.common import LN2, ndcg_gains, pair_blocks, wrong_order_probabilities
 
 LAMBDALOSS_VARIANTS = ("ndcg-loss2++", "ndcg-loss2")
 
@@ -91,7 +91,7 @@ def _lambdaloss(labels, scores, offsets, variant, mu, sigma, ranks, gains, dtype
             u = min(width, t + tile)
             weights = (_block_weights(width, variant, float(mu), np.dtype(dtype).name) if tile == width else
                        rank_weights(np.arange(t + 1, u + 1), np.arange(1, width + 1), variant, mu).astype(dtype))
-            out = _pair_terms(x[:, t:u], x, g_rows[:, t:u], g_cols, weights, want == "value")
+            out = _pair_terms(x, valid, slice(t, u), g_rows[:, t:u], g_cols, weights, want == "value")
             if want == "value":
                 value[qs] += out
                 continue
@@ -105,22 +105,20 @@ def _lambdaloss(labels, scores, offsets, variant, mu, sigma, ranks, gains, dtype
     return grad * (sigma / LN2), hess * (sigma * sigma / LN2)
 
 
-def _pair_terms(x_rows, x_cols, g_rows, g_cols, weights, want_value: bool):
-    """Pair terms of rows ``i`` (``(q, r)``) against columns ``j`` (``(q, m)``), ``x = sigma s``: the value per query,
-    or ``(rowsum K, colsum K, rowsum H, colsum H)`` (float64) with ``K = w p`` and ``H = w p (1 - p)``."""
+def _pair_terms(x, valid, rows: slice, g_rows, g_cols, weights, want_value: bool):
+    """Pair terms of the rows ``i`` of ``rows`` against every column ``j`` of each query of a block (``x = sigma s``,
+    ``(q, m)``): the value per query, or ``(rowsum K, colsum K, rowsum H, colsum H)`` (float64) with ``K = w p`` and
+    ``H = w p (1 - p)``."""
     w = np.subtract(g_rows[:, :, None], g_cols[:, None, :])          # G_i - G_j; > 0 exactly when y_i > y_j
     np.maximum(w, 0.0, out=w)
     w *= weights
-    z = np.subtract(x_rows[:, :, None], x_cols[:, None, :])          # sigma (s_i - s_j)
     if want_value:
+        z = np.subtract(x[:, rows, None], x[:, None, :])              # sigma (s_i - s_j)
         np.negative(z, out=z)
         np.logaddexp(0.0, z, out=z)                                   # -log sigmoid(sigma (s_i - s_j))
         z *= w
         return z.sum(axis=(1, 2)) / LN2
-    with np.errstate(over="ignore"):
-        np.exp(z, out=z)
-    z += 1.0
-    np.reciprocal(z, out=z)                                           # p_ij, the probability of the wrong order
+    z = wrong_order_probabilities(x, valid, rows)                     # p_ij = 1 / (1 + exp(sigma (s_i - s_j)))
     w *= z                                                            # K = w p
     z -= 1.0                                                          # p - 1: H = w p (1 - p) = -K (p - 1)
     # the sums are einsum's own loops (no BLAS, whose threads would compete with LightGBM's)
