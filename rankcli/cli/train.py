@@ -81,7 +81,8 @@ def command(
     propensity: Annotated[str | None, typer.Option(
         help="IPS training on a click log: a propensity file from rankcli propensity, or pbm:ETA ((1/r)^ETA). The "
              "impressions of each source query are pooled into one list; a document's relevance is the mean of "
-             "click / propensity(position) (xendcg, listnet, pointwise, ranknet; see docs/clicks.md). Or learn: "
+             "click / propensity(position) (xendcg, listnet, pointwise, ranknet, approxndcg, lambdaloss; see "
+             "docs/clicks.md). Or learn: "
              "LightGBM's own position-bias model, jointly learned (--loss lambdamart, LightGBM >= 4.1; tune it with "
              "--param lambdarank_position_bias_regularization=...).",
         show_default=False)] = None,

@@ -94,7 +94,7 @@ def _approx(labels, scores, offsets, temperature: float, gains, dtype, want: str
         if want == "value":
             value[qs] = -np.where(valid, gq / np.log2(1.0 + pi), 0.0).sum(axis=1)
             continue
-        c = _rank_weights(gq, pi)
+        c = np.where(valid, _rank_weights(gq, pi), 0.0)  # padding rows' pi is garbage (NaN): no weight
         for t in range(0, width, tile):
             tile_sig = sig if sig is not None else wrong_order_probabilities(x, valid, slice(t, t + tile))
             g, h = _step(tile_sig, c[:, t:t + tile], c, temperature)

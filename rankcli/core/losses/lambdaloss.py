@@ -36,20 +36,22 @@ from rankcli.core.losses.common import LN2, ndcg_gains, pair_blocks, wrong_order
 LAMBDALOSS_VARIANTS = ("ndcg-loss2++", "ndcg-loss2")
 
 
-def rank_weights(rows: np.ndarray, cols: np.ndarray, variant: str, mu: float) -> np.ndarray:
-    """``rho_ij + mu delta_ij`` (NDCG-Loss2++) or ``delta_ij`` (NDCG-Loss2) for the 1-based ranks ``rows`` (as a
-    column) against ``cols`` (as a row): a ``(len(rows), len(cols))`` float64 matrix, 0 on equal ranks."""
-    r = np.asarray(rows, dtype=np.float64)
-    k = np.asarray(cols, dtype=np.float64)
-    # delta depends on |r_i - r_j| only: a table over the gaps, gathered
-    gaps = np.arange(1.0, max(r.max(initial=1), k.max(initial=1)) + 1)
+def rank_weights(first: int, last: int, width: int, variant: str, mu: float, dtype: type = np.float64) -> np.ndarray:
+    """``rho_ij + mu delta_ij`` (NDCG-Loss2++) or ``delta_ij`` (NDCG-Loss2) for the ranks ``i = first .. last``
+    (rows) against ``j = 1 .. width`` (columns): a ``(last - first + 1, width)`` matrix, 0 on equal ranks.
+
+    ``delta`` depends on ``|i - j|`` only: row ``i`` is a window of one vector of ``2 width - 1`` values, so the
+    matrix is a strided view of it, copied once."""
+    gaps = np.arange(1.0, width)
     table = np.concatenate(([0.0], np.abs(1.0 / np.log2(1.0 + gaps) - 1.0 / np.log2(2.0 + gaps))))
-    out = table[np.abs(r.astype(np.int64)[:, None] - k.astype(np.int64)[None, :])]
+    line = np.concatenate((table[:0:-1], table)).astype(dtype)     # line[width - 1 + d] = table[abs(d)]
+    windows = np.lib.stride_tricks.sliding_window_view(line, width)  # windows[width - i][j - 1] = table[abs(i - j)]
+    out = windows[width - last:width - first + 1][::-1].copy()
     if variant == "ndcg-loss2":
         return out
-    out *= mu
-    inverse = 1.0 / np.log2(1.0 + r)
-    rho = np.subtract(inverse[:, None], (1.0 / np.log2(1.0 + k))[None, :])
+    out *= dtype(mu)
+    inverse = (1.0 / np.log2(1.0 + np.arange(1, width + 1))).astype(dtype)
+    rho = np.subtract(inverse[first - 1:last, None], inverse[None, :])
     np.abs(rho, out=rho)
     out += rho
     return out
@@ -57,8 +59,7 @@ def rank_weights(rows: np.ndarray, cols: np.ndarray, variant: str, mu: float) ->
 
 @lru_cache(maxsize=64)
 def _block_weights(width: int, variant: str, mu: float, dtype: str) -> np.ndarray:
-    ranks = np.arange(1, width + 1)
-    return rank_weights(ranks, ranks, variant, mu).astype(dtype)
+    return rank_weights(1, width, width, variant, mu, np.dtype(dtype).type)
 
 
 def _lambdaloss(labels, scores, offsets, variant, mu, sigma, ranks, gains, dtype, want: str):
@@ -89,8 +90,8 @@ def _lambdaloss(labels, scores, offsets, variant, mu, sigma, ranks, gains, dtype
         tile = common.row_tile(width) if qs.shape[0] == 1 else width
         for t in range(0, width, tile):
             u = min(width, t + tile)
-            weights = (_block_weights(width, variant, float(mu), np.dtype(dtype).name) if tile == width else
-                       rank_weights(np.arange(t + 1, u + 1), np.arange(1, width + 1), variant, mu).astype(dtype))
+            weights = (_block_weights(width, variant, float(mu), np.dtype(dtype).name) if tile >= width else
+                       rank_weights(t + 1, u, width, variant, mu, dtype))
             out = _pair_terms(x, valid, slice(t, u), g_rows[:, t:u], g_cols, weights, want == "value")
             if want == "value":
                 value[qs] += out
