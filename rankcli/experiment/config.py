@@ -360,8 +360,9 @@ def iter_levels(text: str, option: str) -> list[float]:
 
 
 def train_config(config: ExperimentConfig, loss: str, seed: int):
-    """The :class:`rankcli.train.TrainConfig` of one unit: ``config.train`` with ``loss``, its options and ``seed``, and the
-    parameters ``config.params_file`` gives ``loss`` below the options given (those not ``None``) and ``--param``."""
+    """The :class:`rankcli.train.TrainConfig` of one unit: ``config.train`` with ``loss``, its options and ``seed``,
+    and the parameters ``config.params_file`` gives ``loss`` below the options given (those not ``None``) and
+    ``--param``."""
     import dataclasses
 
     train = dataclasses.replace(config.train, loss=loss, seed=seed, params=dict(config.train.params),
