@@ -21,6 +21,7 @@ import statistics
 import time
 
 import numpy as np
+from train import generate as letor_like  # bench/, this script's directory, is on the path
 
 from rankcli.dataset import Dataset
 from rankcli.train import LOSSES, LibraryObjective, TrainConfig, train_model
@@ -29,23 +30,9 @@ LIBRARY = ["xendcg", "listnet", "ranknet", "listmle", "listmle-pa", "approxndcg"
 
 
 def generate(rows: int, features: int, sizes: str, rng: np.random.Generator) -> Dataset:
-    """LETOR-like data: queries of 120 documents (or sizes drawn around 120), labels 0..4 from a few features."""
-    if sizes == "fixed":
-        counts = [120] * (rows // 120) + ([rows % 120] if rows % 120 else [])
-    else:
-        counts = []
-        while sum(counts) < rows:
-            counts.append(int(np.clip(rng.normal(120, 50), 5, 400)))
-        counts[-1] -= sum(counts) - rows
-        counts = [c for c in counts if c > 0]
-    qids = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
-    x = rng.random((rows, features), dtype=np.float32)
-    w = np.zeros(features)
-    w[:10] = rng.normal(0, 1, 10)
-    signal = x @ w.astype(np.float32) + rng.normal(0, 0.5, rows)
-    labels = np.searchsorted(np.quantile(signal, [0.5, 0.75, 0.9, 0.97]), signal).astype(np.float64)
-    return Dataset(qids=qids, labels=labels, features=np.asfortranarray(x),
-                   feature_names=[f"f{i}" for i in range(1, features + 1)])
+    """bench/train.py's LETOR-like data, in queries of 120 documents (``fixed``) or sizes drawn around 120."""
+    fixed = [120] * (rows // 120) + ([rows % 120] if rows % 120 else [])
+    return letor_like(rows, features, rng, fixed if sizes == "fixed" else None)
 
 
 def time_per_iteration(ds: Dataset, loss: str, trees: int, threads: int) -> float:

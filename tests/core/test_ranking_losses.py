@@ -10,6 +10,8 @@ import pytest
 from rankcli.core import losses
 from rankcli.core.groups import rank_within
 from tests import reference_losses as ref
+from tests.core.test_losses import fd_gradient
+from tests.core.test_losses import fd_hess_diag as fd_diagonal
 
 RELATIVE = 1e-6  # the gradients against central differences: max |g - fd| <= 1e-6 max |g|
 
@@ -25,26 +27,6 @@ def batch(seed, n_queries=10, max_size=8, real=False, singletons=True, top=4, pa
     n = int(offsets[-1])
     labels = rng.uniform(0, top, n) if real else rng.integers(0, top + 1, n).astype(float)
     return labels, rng.normal(0, 1.5, n), offsets
-
-
-def fd_gradient(f, scores, eps=1e-6):
-    g = np.empty_like(scores)
-    for i in range(scores.shape[0]):
-        up, down = scores.copy(), scores.copy()
-        up[i] += eps
-        down[i] -= eps
-        g[i] = (f(up).sum() - f(down).sum()) / (2 * eps)
-    return g
-
-
-def fd_diagonal(grad_f, scores, eps=1e-6):
-    h = np.empty_like(scores)
-    for i in range(scores.shape[0]):
-        up, down = scores.copy(), scores.copy()
-        up[i] += eps
-        down[i] -= eps
-        h[i] = (grad_f(up)[i] - grad_f(down)[i]) / (2 * eps)
-    return h
 
 
 def assert_relative(got, expected, tol=RELATIVE):

@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankcli.core.groups import broadcast, padded_rows, segment_max
+from rankcli.core.groups import padded_rows
 from rankcli.core.losses import common
-from rankcli.core.losses.common import LN2, ndcg_gains, pair_blocks, wrong_order_probabilities
+from rankcli.core.losses.common import LN2, gain_pairs, usable_blocks, wrong_order_probabilities
 
 #: Scores of padding cells, divided by the temperature: far below every real one (sigmoid 0 against it).
 _FAR = 1e30
@@ -67,19 +67,10 @@ def _rank_weights(gains: np.ndarray, pi: np.ndarray) -> np.ndarray:
 def _approx(labels, scores, offsets, temperature: float, gains, dtype, want: str):
     if not temperature > 0:
         raise ValueError(f"ApproxNDCG's temperature must be positive, got {temperature}")
-    g_all, usable_q = gains if gains is not None else ndcg_gains(labels, offsets)
-    s = np.asarray(scores, dtype=np.float64)
-    n = s.shape[0]
+    g_all, usable_q, x_all = gain_pairs(labels, scores, offsets, gains, 1.0 / temperature, dtype)
     value = np.zeros(offsets.shape[0] - 1)
-    grad, hess = np.zeros(n), np.zeros(n)
-    if n == 0:
-        return value if want == "value" else (grad, hess)
-    # only differences within a query matter: centre each query on its maximum before dividing by T (and float32)
-    x_all = ((s - broadcast(segment_max(s, offsets), offsets)) / temperature).astype(dtype)
-    for qs, width in pair_blocks(offsets):
-        qs = qs[usable_q[qs]]
-        if qs.shape[0] == 0:
-            continue
+    grad, hess = np.zeros(x_all.shape[0]), np.zeros(x_all.shape[0])
+    for qs, width in usable_blocks(offsets, usable_q):
         rows, valid = padded_rows(offsets, qs, width)
         x = np.where(valid, x_all[rows], dtype(-_FAR))
         gq = np.where(valid, g_all[rows], 0.0)

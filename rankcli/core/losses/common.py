@@ -133,3 +133,23 @@ def wrong_order_probabilities(x: np.ndarray, valid: np.ndarray, rows: slice = sl
         s += 1.0
         np.reciprocal(s, out=s)
     return s
+
+
+def gain_pairs(labels: np.ndarray, scores: np.ndarray, offsets: np.ndarray, gains: tuple | None, scale: float,
+               dtype: type) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What ApproxNDCG and LambdaLoss start from: NDCG's gains per row (``gains``, or :func:`ndcg_gains` of the
+    labels), the mask of usable queries, and ``scale (s - the query's largest score)`` in ``dtype``: only differences
+    within a query matter, and centring first keeps float32 exact to its rounding whatever the scores' offset."""
+    g_all, usable_q = gains if gains is not None else ndcg_gains(labels, offsets)
+    s = np.asarray(scores, dtype=np.float64)
+    if s.shape[0] == 0:
+        return g_all, usable_q, s.astype(dtype)
+    return g_all, usable_q, (scale * (s - broadcast(segment_max(s, offsets), offsets))).astype(dtype)
+
+
+def usable_blocks(offsets: np.ndarray, usable_q: np.ndarray) -> Iterator[tuple[np.ndarray, int]]:
+    """:func:`pair_blocks` of the queries ``usable_q`` marks (the others train nothing)."""
+    for qs, width in pair_blocks(offsets):
+        qs = qs[usable_q[qs]]
+        if qs.shape[0]:
+            yield qs, width

@@ -29,9 +29,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from rankcli.core.groups import broadcast, padded_rows, segment_max
+from rankcli.core.groups import padded_rows
 from rankcli.core.losses import common
-from rankcli.core.losses.common import LN2, ndcg_gains, pair_blocks, wrong_order_probabilities
+from rankcli.core.losses.common import LN2, gain_pairs, usable_blocks, wrong_order_probabilities
 
 LAMBDALOSS_VARIANTS = ("ndcg-loss2++", "ndcg-loss2")
 
@@ -67,18 +67,11 @@ def _lambdaloss(labels, scores, offsets, variant, mu, sigma, ranks, gains, dtype
         raise ValueError(f"LambdaLoss's variant is one of {', '.join(LAMBDALOSS_VARIANTS)}, got {variant!r}")
     if not (sigma > 0 and mu >= 0):
         raise ValueError(f"LambdaLoss needs sigma > 0 and mu >= 0, got sigma={sigma}, mu={mu}")
-    g_all, usable_q = gains if gains is not None else ndcg_gains(labels, offsets)
+    g_all, usable_q, x_all = gain_pairs(labels, scores, offsets, gains, sigma, dtype)
     s = np.asarray(scores, dtype=np.float64)
-    n = s.shape[0]
     value = np.zeros(offsets.shape[0] - 1)
-    grad, hess = np.zeros(n), np.zeros(n)
-    if n == 0:
-        return value if want == "value" else (grad, hess)
-    x_all = (sigma * (s - broadcast(segment_max(s, offsets), offsets))).astype(dtype)
-    for qs, width in pair_blocks(offsets):
-        qs = qs[usable_q[qs]]
-        if qs.shape[0] == 0:
-            continue
+    grad, hess = np.zeros(s.shape[0]), np.zeros(s.shape[0])
+    for qs, width in usable_blocks(offsets, usable_q):
         cells, valid = padded_rows(offsets, qs, width)
         key = -s[cells] if ranks is None else np.asarray(ranks, dtype=np.float64)[cells]
         key[~valid] = np.inf                                          # padding last; equal scores in input order
