@@ -22,9 +22,10 @@ import time
 
 import numpy as np
 from train import generate as letor_like  # bench/, this script's directory, is on the path
+from train import time_per_tree as time_per_iteration
 
 from rankcli.dataset import Dataset
-from rankcli.train import LOSSES, LibraryObjective, TrainConfig, train_model
+from rankcli.train import LOSSES, LibraryObjective
 
 LIBRARY = ["xendcg", "listnet", "ranknet", "listmle", "listmle-pa", "approxndcg", "lambdaloss"]
 
@@ -33,13 +34,6 @@ def generate(rows: int, features: int, sizes: str, rng: np.random.Generator) -> 
     """bench/train.py's LETOR-like data, in queries of 120 documents (``fixed``) or sizes drawn around 120."""
     fixed = [120] * (rows // 120) + ([rows % 120] if rows % 120 else [])
     return letor_like(rows, features, rng, fixed if sizes == "fixed" else None)
-
-
-def time_per_iteration(ds: Dataset, loss: str, trees: int, threads: int) -> float:
-    stamps: list[float] = []
-    train_model(ds, None, TrainConfig(loss=loss, trees=trees, threads=threads, seed=1),
-                on_iteration=lambda *_: stamps.append(time.perf_counter()))
-    return (stamps[-1] - stamps[0]) / (len(stamps) - 1)
 
 
 def main() -> None:
