@@ -599,7 +599,7 @@ def test_loss_options_are_part_of_the_configuration_and_an_earlier_directory_res
     with pytest.raises(OutputError, match='"temperature": 0.1}} before, .*"temperature": 0.5}} now'):
         ex.run_experiment(path, tmp_path / "approx", ex.ExperimentConfig(
             loss_options={"approxndcg": {"temperature": "0.5"}}, **approx))
-    with pytest.raises(UsageError, match="approxndcg:temperature: expected > 0, got '-1'"):
+    with pytest.raises(UsageError, match="approxndcg:temperature: expected >= 0.0001, <= 10000, got '-1'"):
         ex.ExperimentConfig(loss_options={"approxndcg": {"temperature": "-1"}}, **approx).validate()
 
 

@@ -124,15 +124,16 @@ LISTNET_STEP = LossOption(
     doc="the boosting step: paper (the approximate inverse Hessian (I + S + S^2) D^-1 XE-NDCG takes, Bruch 2021) "
         "or diagonal (the gradient and the Hessian's diagonal rho (1 - rho))")
 APPROX_TEMPERATURE = LossOption(
-    "temperature", "float", 0.1, low=0.0, low_open=True, search=(0.01, 1.0, "log"),
+    "temperature", "float", 0.1, low=1e-4, high=1e4, search=(0.01, 1.0, "log"),
     doc="T of the approximate ranks 1 + sum_j sigmoid((s_j - s_i) / T); 0.1 is TF-Ranking's (alpha = 10)")
 LAMBDALOSS_OPTIONS = (
     LossOption("variant", "choice", "ndcg-loss2++", choices=core.LAMBDALOSS_VARIANTS,
                search=core.LAMBDALOSS_VARIANTS,
                doc="ndcg-loss2++ (weights rho + mu delta) or ndcg-loss2 (delta alone)"),
-    LossOption("mu", "float", 10.0, low=0.0, search=(0.1, 100.0, "log"), only_with=("variant", "ndcg-loss2++"),
+    LossOption("mu", "float", 10.0, low=0.0, high=1e6, search=(0.1, 100.0, "log"),
+               only_with=("variant", "ndcg-loss2++"),
                doc="the weight of delta in NDCG-Loss2++ (10, as allRank)"),
-    LossOption("sigma", "float", 1.0, low=0.0, low_open=True, search=(0.25, 4.0, "log"),
+    LossOption("sigma", "float", 1.0, low=1e-4, high=1e4, search=(0.25, 4.0, "log"),
                doc="the scale of the score differences, sigmoid(sigma (s_i - s_j)) (1, as allRank)"),
 )
 

@@ -149,7 +149,7 @@ def test_different_configuration_refused(capsys, data, tmp_path):
     (["--losses", "listnet", "--loss-option", "approxndcg:temperature=1"],
      "Error: --loss-option approxndcg:temperature=1: approxndcg is not trained here (--losses listnet)\n"),
     (["--losses", "approxndcg,lambdaloss", "--loss-option", "sigma=0"],
-     "Error: --loss-option lambdaloss:sigma: expected > 0, got '0'\n"),
+     "Error: --loss-option lambdaloss:sigma: expected >= 0.0001, <= 10000, got '0'\n"),
 ])
 def test_usage_errors(capsys, data, tmp_path, args, message):
     status, _, err = run(capsys, data, "-o", tmp_path / "e", *args, *FAST)

@@ -121,9 +121,9 @@ def test_too_little_data_says_why(cli, tmp_path):
     (["--loss", "listnet", "--step", "newton"], 2,
      "Error: --loss-option listnet:step (--step): expected paper | diagonal, got 'newton'\n"),
     (["--loss", "approxndcg", "--loss-option", "temperature=-1"], 2,
-     "Error: --loss-option approxndcg:temperature: expected > 0, got '-1'\n"),
+     "Error: --loss-option approxndcg:temperature: expected >= 0.0001, <= 10000, got '-1'\n"),
     (["--loss", "approxndcg", "--loss-option", "temperature=nan"], 2,
-     "Error: --loss-option approxndcg:temperature: expected > 0, got 'nan'\n"),
+     "Error: --loss-option approxndcg:temperature: expected >= 0.0001, <= 10000, got 'nan'\n"),
     (["--loss", "approxndcg", "--loss-option", "temp=1"], 2,
      "Error: --loss-option temp: --loss approxndcg has no option 'temp'; did you mean 'temperature'? (its options: "
      "temperature)\n"),

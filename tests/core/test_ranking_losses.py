@@ -315,3 +315,13 @@ def test_wrong_order_probabilities_from_products_or_differences_agree_with_the_f
     np.testing.assert_allclose(got[real], expected[real], rtol=tol, atol=tol * 1e-3)
     assert np.all(got[2, :5, 5:] == 0)
     np.testing.assert_allclose(losses.common.wrong_order_probabilities(xd, valid, slice(2, 4)), got[:, 2:4])
+
+
+def test_the_option_ranges_give_finite_steps():
+    """The ends of the declared ranges (temperature 1e-4, sigma 1e4, mu 1e6) on scores spread over +-50."""
+    y, s, off = batch(12)
+    s = s * 30
+    for g, h in (losses.approxndcg_grad_hess(y, s, off, 1e-4), losses.approxndcg_grad_hess(y, s, off, 1e4),
+                 losses.lambdaloss_grad_hess(y, s, off, "ndcg-loss2++", 1e6, 1e4),
+                 losses.lambdaloss_grad_hess(y, s, off, "ndcg-loss2", 0.0, 1e-4)):
+        assert np.all(np.isfinite(g)) and np.all(np.isfinite(h)) and np.all(h >= 0)

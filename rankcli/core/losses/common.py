@@ -144,7 +144,8 @@ def gain_pairs(labels: np.ndarray, scores: np.ndarray, offsets: np.ndarray, gain
     s = np.asarray(scores, dtype=np.float64)
     if s.shape[0] == 0:
         return g_all, usable_q, s.astype(dtype)
-    return g_all, usable_q, (scale * (s - broadcast(segment_max(s, offsets), offsets))).astype(dtype)
+    x = scale * (s - broadcast(segment_max(s, offsets), offsets))
+    return g_all, usable_q, np.maximum(x, -1e30).astype(dtype)  # finite in float32 too (-1e30: "far below")
 
 
 def usable_blocks(offsets: np.ndarray, usable_q: np.ndarray) -> Iterator[tuple[np.ndarray, int]]:
