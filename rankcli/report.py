@@ -468,6 +468,15 @@ def _sweep_markdown(config, kind: str, rows: list[dict]) -> list[str]:
     return lines + [""]
 
 
+def loss_options_note(options: dict[str, dict]) -> str:
+    """`` Loss options: listnet step=paper; ...`` (with a leading space), or '' for losses without options."""
+    if not options:
+        return ""
+    return " Loss options: " + "; ".join(f"{loss} " + ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+                                                                for k, v in values.items())
+                                         for loss, values in options.items()) + "."
+
+
 def experiment_markdown(result, sweep_tables: dict[str, list[dict]]) -> str:
     """``summary.md``: the protocol, every setting's table and tests, and every sweep's table.
 
@@ -484,7 +493,8 @@ def experiment_markdown(result, sweep_tables: dict[str, list[dict]]) -> str:
              f"{train.trees} trees; test convention `{train.convention}`"
              f"{' (queries without a relevant document skipped)' if train.convention == 'paper' else ''}. "
              f"p-values adjusted with `{config.correction}` within each setting. A difference `b - a` is "
-             "mean(b) - mean(a); `n` counts the units a number is computed over.", ""]
+             "mean(b) - mean(a); `n` counts the units a number is computed over."
+             + loss_options_note(config.resolved_loss_options()), ""]
     lines += [f"Overlap allowed (`--allow-overlap`): {note}." for note in result.summary.get("overlap", [])]
     lines += [""] if result.summary.get("overlap") else []
     lines += _hyperparameter_markdown(result.summary.get("hyperparameters"))

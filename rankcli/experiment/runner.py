@@ -245,7 +245,7 @@ def finalize(exp_dir: Path, config: ExperimentConfig, settings: list[Setting], s
     result = ExperimentResult(exp_dir, config, settings, sweeps, summary, conv, 0, 0, 0.0, [])
     tables = sweep_rows(summary, config, sweeps)
     head = {"protocol": "folds" if config.folds else "random-splits", "unit": "query" if config.folds else "trial",
-            "difference": "mean(b) - mean(a)"}
+            "difference": "mean(b) - mean(a)", "loss_options": config.resolved_loss_options()}
     result.files.append(write_json(exp_dir, "summary.json", {
         **head, **summary, "convention": config.train.convention, "correction": config.correction,
         "trials": config.trials, "sweeps": tables}))

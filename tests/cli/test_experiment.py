@@ -333,6 +333,10 @@ def test_every_loss_side_by_side_with_its_options(capsys, data, tmp_path):
     recorded = json.loads((tmp_path / "e" / "config.json").read_text())["config"]["loss_options"]
     assert recorded == {"approxndcg": {"temperature": 0.5},  # listnet's diagonal step is as before the option
                         "lambdaloss": {"variant": "ndcg-loss2++", "mu": 10.0, "sigma": 1.0}}
+    summary = json.loads((tmp_path / "e" / "summary.json").read_text())
+    assert summary["loss_options"]["listnet"] == {"step": "diagonal"}
+    assert "Loss options: listnet step=diagonal; approxndcg temperature=0.5; lambdaloss variant=ndcg-loss2++, mu=10, " \
+           "sigma=1." in (tmp_path / "e" / "summary.md").read_text()
     # the same command without --step resumes with the step the directory started with; another step is refused
     status, _, err = run(capsys, data, "-o", tmp_path / "e", "--losses", losses, "--trials", "2",
                          "--loss-option", "approxndcg:temperature=0.5", *FAST)
