@@ -31,9 +31,13 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+# ../shared beside the checkout (or beside the directory of worktrees)
+EXAMPLE = next((d / "shared" / "data" / "lightgbm-example" for d in ROOT.parents
+                if (d / "shared" / "data" / "lightgbm-example").is_dir()),
+               ROOT.parent / "shared" / "data" / "lightgbm-example")
 SOURCES = {
     "bundled": [ROOT / "sample_data" / "letor" / f"{p}.txt" for p in ("train", "vali", "test")],
-    "lightgbm": [ROOT.parent / "shared" / "data" / "lightgbm-example" / f"rank.{p}" for p in ("train", "test")],
+    "lightgbm": [EXAMPLE / f"rank.{p}" for p in ("train", "test")],
 }
 LOSSES = "lambdamart,xendcg,xendcg-native,listnet,ranknet,listmle,listmle-pa,approxndcg,lambdaloss,pointwise"
 METRICS = ("ndcg@5", "ndcg@10")
