@@ -94,13 +94,12 @@ def command(
     allow_graded: Annotated[bool, typer.Option(
         "--allow-graded", help="With --propensity: weight graded labels as if they were clicks.")] = False,
 ) -> None:
-    from rankcli.cli._common import log, prepare_output, progress_bar
-    from rankcli.train import TrainConfig, check_loss, ips_options, options_by_loss
+    from rankcli.cli._common import prepare_output
+    from rankcli.train import TrainConfig, ips_options
 
-    loss_options = options_by_loss(loss_option or [], [check_loss(loss)], step).get(loss, {})
     config = TrainConfig.from_options(
         validating=valid is not None, trees=trees, early_stopping=early_stopping, param=param or [], loss=loss,
-        gamma=gamma, loss_options=loss_options, select_by=select_by, convention=convention,
+        gamma=gamma, loss_option=loss_option or [], step=step, select_by=select_by, convention=convention,
         learning_rate=learning_rate, num_leaves=num_leaves,
         min_data_in_leaf=min_data_in_leaf, threads=threads, seed=seed, label_grades=label_grades, preset=preset)
     config, extra = _with_params_file(ctx, config, params_file)
@@ -109,14 +108,20 @@ def command(
     # Fail before a long training, not after: an output holding an input, a directory that is not a model.
     output = prepare_output(output, overwrite=overwrite, kind="model", inputs=[train, valid])
     if dask is not None:  # data-parallel on a Dask cluster (rankcli.distributed); same model directory
-        from rankcli.distributed import train_command
-
-        with progress_bar(config.trees, f"train {loss}", extra="{task.fields[metric]}") as bar:
-            info = train_command(dask, train, valid, config, output, overwrite=overwrite, log=log,
-                                 on_iteration=_progress(bar, select_by))
+        info = _train_dask(dask, train, valid, config, output, overwrite=overwrite)
     else:
         info = _train_here(train, valid, config, output, ips=ips, overwrite=overwrite, extra=extra)
     _render(info, output, loss, validated=valid is not None, json_out=json_out)
+
+
+def _train_dask(dask: str, train: Path, valid: Path | None, config, output: Path, *, overwrite: bool) -> dict:
+    """Train data-parallel on a Dask cluster and write the model directory; returns its rankcli.json."""
+    from rankcli.cli._common import log, progress_bar
+    from rankcli.distributed import train_command
+
+    with progress_bar(config.trees, f"train {config.loss}", extra="{task.fields[metric]}") as bar:
+        return train_command(dask, train, valid, config, output, overwrite=overwrite, log=log,
+                             on_iteration=_progress(bar, config.select_by))
 
 
 def _train_here(train: Path, valid: Path | None, config, output: Path, *, ips, overwrite: bool, extra: dict) -> dict:
