@@ -643,3 +643,23 @@ def test_one_record_per_loss_says_how_it_trains_and_where_it_comes_from():
     with pytest.raises(UsageError, match="did you mean 'ranknet'"):
         check_training_labels("rank-net", y)
     np.testing.assert_array_equal(check_training_labels("listnet", -y), -y)
+
+
+def test_loss_options_declare_their_defaults_ranges_and_search_ranges():
+    """Every option's default is within its allowed values and its search range; the search entries are what a
+    hyperparameter search reads."""
+    for loss in LOSSES.values():
+        assert loss.resolve_options() == {o.name: o.default for o in loss.options}
+        for o in loss.options:
+            assert o.check(o.default, loss.name) == o.default and o.doc
+            entry = o.search_entry()
+            if o.kind == "choice":
+                assert entry == {"choices": list(o.choices), "default": o.default}
+            else:
+                assert entry["low"] <= o.default <= entry["high"]
+                o.check(entry["low"], loss.name), o.check(entry["high"], loss.name)
+    assert LOSSES["listnet"].option_search() == {"step": {"choices": ["paper", "diagonal"], "default": "paper"}}
+    assert set(LOSSES["lambdaloss"].option_search()) == {"variant", "mu", "sigma"}
+    assert LOSSES["approxndcg"].option_search()["temperature"] == {"low": 0.01, "high": 1.0, "log": True,
+                                                                   "int": False, "default": 0.1}
+    assert LOSSES["listnet"].options[0].before == "diagonal"  # what rankcli did before the option existed

@@ -63,6 +63,16 @@ class LossOption:
         high = "" if self.high is None else f"<= {self.high:g}"
         return ", ".join(x for x in (low, high) if x) or "any number"
 
+    def search_entry(self) -> dict | None:
+        """The option's search range as a hyperparameter search reads it: ``{"low", "high", "log", "default"}`` for a
+        number, ``{"choices", "default"}`` for a choice; ``None`` when it declares none."""
+        if self.search is None:
+            return None
+        if self.kind == "choice":
+            return {"choices": list(self.search), "default": self.default}
+        low, high, scale = self.search
+        return {"low": low, "high": high, "log": scale == "log", "int": self.kind == "int", "default": self.default}
+
     def check(self, value: Any, loss: str) -> Any:
         """``value`` (text or a number) as the option's type, or :class:`UsageError` naming ``loss`` and the option."""
         where = f"--loss-option {loss}:{self.name}" + (f" ({self.flag})" if self.flag else "")

@@ -69,6 +69,11 @@ class Loss:
         or the default."""
         return resolve(self.name, self.options, dict(given or {}))
 
+    def option_search(self) -> dict[str, dict]:
+        """The search ranges of the loss's options, name -> :meth:`LossOption.search_entry` (what ``rankcli tune``
+        searches for it; a chosen value goes into ``TrainConfig.loss_options``)."""
+        return {o.name: entry for o in self.options if (entry := o.search_entry()) is not None}
+
     @property
     def native(self) -> bool:
         """Whether LightGBM's own objective trains it (else the library's callable objective)."""
