@@ -663,3 +663,16 @@ def test_loss_options_declare_their_defaults_ranges_and_search_ranges():
     assert LOSSES["approxndcg"].option_search()["temperature"] == {"low": 0.01, "high": 1.0, "log": True,
                                                                    "int": False, "default": 0.1}
     assert LOSSES["listnet"].options[0].before == "diagonal"  # what rankcli did before the option existed
+
+
+def test_the_new_losses_label_requirements():
+    from rankcli.errors import InputError
+    from rankcli.train import check_training_labels
+
+    y = np.array([0.0, 2.5, 1e6])
+    for loss in ("approxndcg", "lambdaloss"):
+        np.testing.assert_array_equal(check_training_labels(loss, y), y)  # any y >= 0, of any size
+        with pytest.raises(InputError, match=rf"^--loss {loss} needs non-negative labels \(2\^label - 1\), got -1"):
+            check_training_labels(loss, np.array([1.0, -1.0]))
+    for loss in ("listmle", "listmle-pa"):  # only the order counts: any real
+        np.testing.assert_array_equal(check_training_labels(loss, -y * 1e300), -y * 1e300)

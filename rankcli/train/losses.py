@@ -266,7 +266,8 @@ def check_training_labels(loss: str, labels: np.ndarray, label_grades: bool = Fa
                          f"label of {top:g}; rescale the labels, pass --label-grades to map the distinct label values "
                          "to grades 0..n-1, or use --loss xendcg, which takes any label >= 0")
     if record.labels == "non-negative" and (labels < 0).any():
-        raise InputError(f"--loss {loss} needs non-negative labels (its gains are 2^label), got {labels.min():g}; "
+        gain = "2^label - gamma" if record.takes_gamma else "2^label - 1"
+        raise InputError(f"--loss {loss} needs non-negative labels ({gain}), got {labels.min():g}; "
                          "pass --label-grades to map the distinct label values to grades 0..n-1")
     return labels
 
