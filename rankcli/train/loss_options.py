@@ -138,3 +138,12 @@ def parse_option_texts(texts: Iterable[str]) -> list[tuple[str | None, str, str]
                              f"got {text!r}")
         out.append((loss.strip() or None, name, value.strip()))
     return out
+
+
+def meaningful(options: Iterable[LossOption], values: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """``given`` without the options that mean nothing beside ``values`` (an ``only_with`` condition that does not
+    hold): a search that draws LambdaLoss's ``mu`` and ``variant=ndcg-loss2`` together sets no ``mu``."""
+    declared = {o.name: o for o in options}
+    return {k: v for k, v in given.items()
+            if k not in declared or declared[k].only_with is None
+            or str(values.get(declared[k].only_with[0])) == str(declared[k].only_with[1])}

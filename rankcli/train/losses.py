@@ -49,7 +49,8 @@ class Loss:
     takes_gamma : XE-NDCG's gamma is drawn for it (``--gamma``).
     max_grade : for ``grades`` losses, the largest grade LightGBM can take and why (``None``: no limit).
     search : the loss's own parameters that ``rankcli tune`` searches, name -> range (:mod:`rankcli.tune.space`
-        reads it: ``low``/``high``/``log``/``int`` or ``choices``, and ``default``, the value ``train`` uses).
+        reads it: ``low``/``high``/``log``/``int`` or ``choices``, and ``default``, the value ``train`` uses); the
+        search ranges of ``options`` are added to it.
     options : the loss's own parameters (``--loss-option``), each with its default, range and search range.
     """
 
@@ -63,6 +64,11 @@ class Loss:
     max_grade: tuple[int, str] | None = None
     search: dict[str, dict] = field(default_factory=dict, compare=False)
     options: tuple[LossOption, ...] = ()
+
+    def __post_init__(self) -> None:
+        # the options' search ranges join ``search``: what rankcli tune searches for the loss is declared once
+        if self.options:
+            object.__setattr__(self, "search", {**self.option_search(), **self.search})
 
     def resolve_options(self, given: dict | None = None) -> dict:
         """Every option of the loss with its value: ``given`` (checked; an unknown name is a :class:`UsageError`)
