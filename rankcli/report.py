@@ -468,15 +468,6 @@ def _sweep_markdown(config, kind: str, rows: list[dict]) -> list[str]:
     return lines + [""]
 
 
-def loss_options_note(options: dict[str, dict]) -> str:
-    """`` Loss options: listnet step=paper; ...`` (with a leading space), or '' for losses without options."""
-    if not options:
-        return ""
-    return " Loss options: " + "; ".join(f"{loss} " + ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
-                                                                for k, v in values.items())
-                                         for loss, values in options.items()) + "."
-
-
 def experiment_markdown(result, sweep_tables: dict[str, list[dict]]) -> str:
     """``summary.md``: the protocol, every setting's table and tests, and every sweep's table.
 
@@ -485,6 +476,8 @@ def experiment_markdown(result, sweep_tables: dict[str, list[dict]]) -> str:
     result : the :class:`rankcli.experiment.ExperimentResult` (its config, settings and summary).
     sweep_tables : :func:`rankcli.experiment.sweep_rows` of its summary.
     """
+    from rankcli.experiment.summary import loss_options_note
+
     config, train = result.config, result.config.train
     split = "given folds" if config.folds else "split " + ",".join(f"{x:g}" for x in config.split)
     lines = [f"# rankcli experiment: {', '.join(config.losses)}", "",
