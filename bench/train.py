@@ -24,12 +24,15 @@ from rankcli.dataset import Dataset
 from rankcli.train import LibraryObjective, TrainConfig, train_model
 
 
-def generate(rows: int, features: int, rng: np.random.Generator) -> Dataset:
-    sizes = []
-    while sum(sizes) < rows:
-        sizes.append(int(np.clip(rng.normal(120, 50), 5, 400)))
-    sizes[-1] -= sum(sizes) - rows
-    sizes = [s for s in sizes if s > 0]
+def generate(rows: int, features: int, rng: np.random.Generator, sizes: list[int] | None = None) -> Dataset:
+    """LETOR-like data: query sizes ``sizes`` (default: drawn around 120, as MSLR-WEB30K's), labels 0..4 that depend
+    on 10 of the features."""
+    if sizes is None:
+        sizes = []
+        while sum(sizes) < rows:
+            sizes.append(int(np.clip(rng.normal(120, 50), 5, 400)))
+        sizes[-1] -= sum(sizes) - rows
+        sizes = [s for s in sizes if s > 0]
     qids = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
     x = rng.random((rows, features), dtype=np.float32)
     w = np.zeros(features)

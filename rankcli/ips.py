@@ -55,6 +55,8 @@ def check_ips_loss(loss: str, kind: str | None = None) -> None:
         raise UsageError("--loss lambdamart: LightGBM's per-document weights scale a document's summed lambda, which "
                          "is not pairwise IPS; use --loss ranknet (the pairwise IPS loss), or xendcg, listnet or "
                          "pointwise, or --propensity learn (LightGBM's own position-bias model for lambdamart)")
+    if loss in core.IPS_REFUSED:
+        raise UsageError(f"{core.IPS_REFUSED[loss]}; use {', '.join(core.IPS_LOSSES)}")
     if loss == "xendcg-native":
         raise UsageError("--loss xendcg-native: LightGBM's rank_xendcg casts labels to integers, which would round the "
                          "IPS relevance away; use --loss xendcg (the same loss, in rankcli)")

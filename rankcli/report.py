@@ -377,14 +377,16 @@ def sweep_note(config, kind: str) -> str:
 
 def naive_only_note(config) -> str:
     """The sentence saying which losses of the position-bias sweep have no IPS variant ('' when all have one)."""
-    from rankcli.core.ips import IPS_LOSSES
+    from rankcli.core.ips import IPS_LOSSES, IPS_REFUSED
 
     naive = [loss for loss in config.losses if loss not in IPS_LOSSES]
     if not config.position_bias or not naive:
         return ""
+    why = ["LightGBM's per-document weights are not pairwise IPS"] if set(naive) - set(IPS_REFUSED) else []
+    if set(naive) & set(IPS_REFUSED):
+        why.append("ListMLE reads only the order of the labels, which IPS weights do not enter")
     return (f"{', '.join(naive)}: naive only, trained on the click impressions as logged (each impression one list, "
-            f"the click its label); no IPS variant (IPS training takes {', '.join(IPS_LOSSES)}; LightGBM's "
-            "per-document weights are not pairwise IPS).")
+            f"the click its label); no IPS variant (IPS training takes {', '.join(IPS_LOSSES)}; {'; '.join(why)}).")
 
 
 def protocol_note(config, summary: dict | None = None) -> str:
@@ -474,6 +476,8 @@ def experiment_markdown(result, sweep_tables: dict[str, list[dict]]) -> str:
     result : the :class:`rankcli.experiment.ExperimentResult` (its config, settings and summary).
     sweep_tables : :func:`rankcli.experiment.sweep_rows` of its summary.
     """
+    from rankcli.experiment.summary import loss_options_note
+
     config, train = result.config, result.config.train
     split = "given folds" if config.folds else "split " + ",".join(f"{x:g}" for x in config.split)
     lines = [f"# rankcli experiment: {', '.join(config.losses)}", "",
@@ -482,7 +486,8 @@ def experiment_markdown(result, sweep_tables: dict[str, list[dict]]) -> str:
              f"{train.trees} trees; test convention `{train.convention}`"
              f"{' (queries without a relevant document skipped)' if train.convention == 'paper' else ''}. "
              f"p-values adjusted with `{config.correction}` within each setting. A difference `b - a` is "
-             "mean(b) - mean(a); `n` counts the units a number is computed over.", ""]
+             "mean(b) - mean(a); `n` counts the units a number is computed over."
+             + loss_options_note(config.resolved_loss_options()), ""]
     lines += [f"Overlap allowed (`--allow-overlap`): {note}." for note in result.summary.get("overlap", [])]
     lines += [""] if result.summary.get("overlap") else []
     lines += _hyperparameter_markdown(result.summary.get("hyperparameters"))

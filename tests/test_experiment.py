@@ -539,16 +539,20 @@ def test_experiment_config_embeds_one_train_config():
         "early_stopping": 50, "folds": True, "label_noise": [], "learning_rate": 0.1, "logging_fraction": 0.01,
         "losses": ["lambdamart", "xendcg", "listnet"], "metrics": ["ndcg@5", "ndcg@10"], "min_data_in_leaf": None,
         "num_leaves": None, "params": {"max_bin": 63}, "position_bias": [1.0], "preset": None, "seed": 0,
-        "select_by": "ndcg@5", "split": [0.6, 0.2, 0.2], "threads": 1, "trees": 7}
+        "select_by": "ndcg@5", "split": [0.6, 0.2, 0.2], "threads": 1, "trees": 7,
+        "loss_options": {"listnet": {"step": "paper"}}}
     assert ex.ExperimentConfig(trials=3).identity() == {
         "augment_negatives": [], "click_impressions": 10, "click_noise": [], "convention": "paper",
         "early_stopping": 50, "label_noise": [], "learning_rate": None, "losses": ["lambdamart", "xendcg", "listnet"],
         "metrics": ["ndcg@5", "ndcg@10"], "min_data_in_leaf": None, "num_leaves": None, "params": {}, "preset": None,
         "seed": 0, "select_by": "ndcg@5", "split": [0.6, 0.2, 0.2], "threads": 1, "trees": 500,
-        "use_given_splits": False}
-    # a unit trains the experiment's TrainConfig with its own loss and seed
+        "use_given_splits": False, "loss_options": {"listnet": {"step": "paper"}}}
+    # a unit trains the experiment's TrainConfig with its own loss, options and seed
     assert train_config(flat, "listnet", 11) == TrainConfig(loss="listnet", seed=11, trees=7, learning_rate=0.1,
                                                             params={"max_bin": 63}, threads=1)
+    diagonal = ex.ExperimentConfig(loss_options={"listnet": {"step": "diagonal"}})
+    assert train_config(diagonal, "listnet", 11).loss_options == {"step": "diagonal"}
+    assert train_config(diagonal, "xendcg", 11).loss_options == {}
     # one set of checks: TrainConfig's, with its messages
     with pytest.raises(UsageError, match="--trees must be at least 1, got 0"):
         ex.ExperimentConfig(trees=0)
@@ -556,6 +560,47 @@ def test_experiment_config_embeds_one_train_config():
         ex.ExperimentConfig(select_by="foo")
     with pytest.raises(TypeError, match="unexpected keyword argument 'loss'"):
         ex.ExperimentConfig(loss="xendcg")  # each unit has its own loss
+
+
+def test_loss_options_are_part_of_the_configuration_and_an_earlier_directory_resumes_with_listnets_step(tmp_path):
+    """Experiments written before ListNet had a step option trained its diagonal step and recorded no loss_options:
+    rerunning their command resumes them with the diagonal step (the same units as an explicit --step diagonal); a
+    new experiment records the paper's step, and other options are part of the identity too."""
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "d.parquet"
+    write_dataset(path, synthetic(30))
+    cfg = dict(losses=["xendcg", "listnet"], trees=3, early_stopping=0)
+
+    def listnet_values(exp):
+        rows = pq.read_table(tmp_path / exp / "trials.parquet").to_pylist()
+        return sorted((r["trial"], r["metric"], r["value"]) for r in rows if r["loss"] == "listnet")
+
+    ex.run_experiment(path, tmp_path / "new", ex.ExperimentConfig(trials=2, **cfg))
+    stored = json.loads((tmp_path / "new" / "config.json").read_text())["config"]
+    assert stored["loss_options"] == {"listnet": {"step": "paper"}}
+    # an earlier version's directory: the diagonal step, no loss_options recorded
+    ex.run_experiment(path, tmp_path / "old", ex.ExperimentConfig(trials=1, loss_options={
+        "listnet": {"step": "diagonal"}}, **cfg))
+    assert "loss_options" not in json.loads((tmp_path / "old" / "config.json").read_text())["config"]
+    resumed = ex.run_experiment(path, tmp_path / "old", ex.ExperimentConfig(trials=2, **cfg))
+    assert (resumed.resumed_units, resumed.ran_units) == (2, 2)
+    ex.run_experiment(path, tmp_path / "diag", ex.ExperimentConfig(trials=2, loss_options={
+        "listnet": {"step": "diagonal"}}, **cfg))
+    assert listnet_values("old") == listnet_values("diag") != listnet_values("new")
+    with pytest.raises(OutputError, match=r'loss_options: null before, \{"listnet": \{"step": "paper"\}\} now'):
+        ex.run_experiment(path, tmp_path / "old", ex.ExperimentConfig(trials=2, loss_options={
+            "listnet": {"step": "paper"}}, **cfg))
+    # the new directory resumes with the paper's step, and refuses another temperature of a new loss
+    approx = dict(losses=["approxndcg"], trees=3, early_stopping=0, trials=1)
+    ex.run_experiment(path, tmp_path / "approx", ex.ExperimentConfig(**approx))
+    again = ex.run_experiment(path, tmp_path / "approx", ex.ExperimentConfig(**approx))
+    assert again.ran_units == 0
+    with pytest.raises(OutputError, match='"temperature": 0.1}} before, .*"temperature": 0.5}} now'):
+        ex.run_experiment(path, tmp_path / "approx", ex.ExperimentConfig(
+            loss_options={"approxndcg": {"temperature": "0.5"}}, **approx))
+    with pytest.raises(UsageError, match="approxndcg:temperature: expected >= 0.0001, <= 10000, got '-1'"):
+        ex.ExperimentConfig(loss_options={"approxndcg": {"temperature": "-1"}}, **approx).validate()
 
 
 # --- position bias: naive against IPS on clicks logged by a trained ranker (issue 15 part 4) -------------------------
@@ -695,3 +740,14 @@ def test_position_bias_under_folds_tests_naive_against_ips_over_the_pooled_queri
     assert t["n"] > 2 * 10  # the pooled test queries, not the folds
     for k in (1, 2):
         assert store.queries_path(tmp_path / "exp", "position-bias=1", k, "xendcg+ips").is_file()
+
+
+def test_position_bias_variants_of_the_new_losses():
+    """approxndcg and lambdaloss take IPS labels (an +ips variant); listmle and listmle-pa are trained naive only."""
+    from rankcli.experiment.config import Setting, setting_losses, setting_pairs
+
+    config = ex.ExperimentConfig(losses=["listmle", "approxndcg", "listmle-pa", "lambdaloss"], position_bias=[1.0])
+    setting = Setting("position-bias=1", "position-bias", 1.0)
+    assert setting_losses(config, setting) == ["listmle", "approxndcg", "approxndcg+ips", "listmle-pa", "lambdaloss",
+                                               "lambdaloss+ips"]
+    assert setting_pairs(config, setting) == [("approxndcg", "approxndcg+ips"), ("lambdaloss", "lambdaloss+ips")]

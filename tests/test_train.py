@@ -615,9 +615,11 @@ def test_one_record_per_loss_says_how_it_trains_and_where_it_comes_from():
     from rankcli.core import losses as core
     from rankcli.train import Loss, check_training_labels
 
-    assert list(LOSSES) == ["lambdamart", "xendcg", "xendcg-native", "listnet", "ranknet", "pointwise"]
+    assert list(LOSSES) == ["lambdamart", "xendcg", "xendcg-native", "listnet", "ranknet", "listmle", "listmle-pa",
+                            "approxndcg", "lambdaloss", "pointwise"]
     references = {"lambdamart": "Burges", "xendcg": "Bruch", "xendcg-native": "Bruch", "listnet": "Cao",
-                  "ranknet": "Burges", "pointwise": "L2"}
+                  "ranknet": "Burges", "listmle": "Xia", "listmle-pa": "Lan", "approxndcg": "Qin",
+                  "lambdaloss": "Wang", "pointwise": "L2"}
     for name, loss in LOSSES.items():
         assert isinstance(loss, Loss) and loss.name == name and references[name] in loss.doc
         assert loss.native == (loss.value is None) == (loss.step is None), name
@@ -627,9 +629,50 @@ def test_one_record_per_loss_says_how_it_trains_and_where_it_comes_from():
     rng = np.random.default_rng(0)
     off = np.array([0, 4, 9])
     y, s = rng.integers(0, 3, 9).astype(float), rng.normal(size=9)
-    for name, f in [("listnet", core.listnet_grad_hess), ("ranknet", core.ranknet_grad_hess)]:
-        np.testing.assert_array_equal(LOSSES[name].step(y, off)(s, 0.5)[0], f(y, s, off)[0])
-    np.testing.assert_array_equal(LOSSES["xendcg"].step(y, off)(s, 0.3)[0], core.xendcg_grad_hess(y, s, off, 0.3)[0])
+    steps = [("listnet", core.listnet_grad_hess), ("ranknet", core.ranknet_grad_hess),
+             ("approxndcg", core.approxndcg_grad_hess), ("lambdaloss", core.lambdaloss_grad_hess)]
+    for name, f in steps:
+        step = LOSSES[name].step(y, off, LOSSES[name].resolve_options())
+        np.testing.assert_array_equal(step(s, 0.5, None)[0], f(y, s, off)[0])
+    xendcg = LOSSES["xendcg"].step(y, off, {})
+    np.testing.assert_array_equal(xendcg(s, 0.3, None)[0], core.xendcg_grad_hess(y, s, off, 0.3)[0])
+    # ListMLE's order among equal labels comes from the iteration's generator
+    listmle = LOSSES["listmle"].step(y, off, {})
+    order = core.listmle_order(y, off, np.random.default_rng(5))
+    np.testing.assert_array_equal(listmle(s, 0.5, np.random.default_rng(5))[0], core.listmle_gradient(y, s, off, order))
     with pytest.raises(UsageError, match="did you mean 'ranknet'"):
         check_training_labels("rank-net", y)
     np.testing.assert_array_equal(check_training_labels("listnet", -y), -y)
+
+
+def test_loss_options_declare_their_defaults_ranges_and_search_ranges():
+    """Every option's default is within its allowed values and its search range; the search entries are what a
+    hyperparameter search reads."""
+    for loss in LOSSES.values():
+        assert loss.resolve_options() == {o.name: o.default for o in loss.options}
+        for o in loss.options:
+            assert o.check(o.default, loss.name) == o.default and o.doc
+            entry = o.search_entry()
+            if o.kind == "choice":
+                assert entry == {"choices": list(o.choices), "default": o.default}
+            else:
+                assert entry["low"] <= o.default <= entry["high"]
+                o.check(entry["low"], loss.name), o.check(entry["high"], loss.name)
+    assert LOSSES["listnet"].option_search() == {"step": {"choices": ["paper", "diagonal"], "default": "paper"}}
+    assert set(LOSSES["lambdaloss"].option_search()) == {"variant", "mu", "sigma"}
+    assert LOSSES["approxndcg"].option_search()["temperature"] == {"low": 0.01, "high": 1.0, "log": True,
+                                                                   "int": False, "default": 0.1}
+    assert LOSSES["listnet"].options[0].before == "diagonal"  # what rankcli did before the option existed
+
+
+def test_the_new_losses_label_requirements():
+    from rankcli.errors import InputError
+    from rankcli.train import check_training_labels
+
+    y = np.array([0.0, 2.5, 1e6])
+    for loss in ("approxndcg", "lambdaloss"):
+        np.testing.assert_array_equal(check_training_labels(loss, y), y)  # any y >= 0, of any size
+        with pytest.raises(InputError, match=rf"^--loss {loss} needs non-negative labels \(2\^label - 1\), got -1"):
+            check_training_labels(loss, np.array([1.0, -1.0]))
+    for loss in ("listmle", "listmle-pa"):  # only the order counts: any real
+        np.testing.assert_array_equal(check_training_labels(loss, -y * 1e300), -y * 1e300)

@@ -346,3 +346,36 @@ def test_dask_workers_share_the_study(letor, tmp_path):
                           env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert len(finished(out, "xendcg")) == 3
+
+
+def test_the_losses_own_options_are_searched_and_their_best_values_train(run, letor, tmp_path):
+    """approxndcg's temperature, lambdaloss's variant, mu and sigma and listnet's step are dimensions of their
+    losses' spaces (trial 0 at train's defaults); the best values go into train --params-file as loss options, below
+    an explicit --loss-option."""
+    from rankcli.train import LOSSES
+    from rankcli.tune.space import loss_space
+
+    space = loss_space("lambdaloss", {})
+    names = [d.name for d in space.dimensions]
+    assert {"variant", "mu", "sigma"} <= set(names)
+    assert space.defaults()["variant"] == "ndcg-loss2++" and space.defaults()["mu"] == 10.0
+    assert "temperature" in [d.name for d in loss_space("approxndcg", {}).dimensions]
+    assert LOSSES["listnet"].search["step"] == {"choices": ["paper", "diagonal"], "default": "paper"}
+    out = tmp_path / "t"
+    status, stdout, err = run(*tune_args(letor, out, "--json", budget=3, losses=("approxndcg", "lambdaloss",
+                                                                                   "listnet")))
+    assert status == 0, err
+    doc = json.loads(stdout)
+    for loss in ("approxndcg", "lambdaloss", "listnet"):
+        assert doc["losses"][loss]["trials"] == 3
+        best = doc["losses"][loss]["best_params"]
+        status, _, err = run("train", letor["train"], "--valid", letor["vali"], "-o", tmp_path / loss, "--loss", loss,
+                             *FAST, "--params-file", out / loss / "best.json")
+        assert status == 0, err
+        recorded = json.loads((tmp_path / loss / "rankcli.json").read_text())["loss"]["options"]
+        for name in ({"approxndcg": ["temperature"], "listnet": ["step"]}.get(loss, ["variant", "sigma"])):
+            assert recorded[name] == pytest.approx(best[name]) if isinstance(best[name], float) else best[name]
+    status, _, err = run("train", letor["train"], "-o", tmp_path / "explicit", "--loss", "approxndcg", *FAST[:2],
+                         "--params-file", out / "approxndcg" / "best.json", "--loss-option", "temperature=0.7")
+    assert status == 0, err
+    assert json.loads((tmp_path / "explicit" / "rankcli.json").read_text())["loss"]["options"] == {"temperature": 0.7}

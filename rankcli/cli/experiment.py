@@ -10,8 +10,9 @@ Two protocols:
                            queries (n = queries). --use-given-splits is the old spelling of --folds.
 
 Every trial (fold) trains every loss on the same data; test metrics use the paper's convention (queries without a
-relevant document are skipped) unless --convention says otherwise. A difference is labelled `b - a` and is
-mean(b) - mean(a), as in `compare`.
+relevant document are skipped) unless --convention says otherwise. A loss's own parameters (--loss-option, --step)
+are part of the configuration: an experiment directory resumes with the ones it started with. A difference is
+labelled `b - a` and is mean(b) - mean(a), as in `compare`.
 
 Results go to EXP_DIR as each (setting, trial, loss) finishes: trials.parquet (trial, setting, loss, metric, value,
 trees, seconds; trial is the fold number with --folds), curves/ (validation metric per tree), queries/ (--folds: test
@@ -73,6 +74,9 @@ def command(
     output: Annotated[str, opt.output("The experiment directory (EXP_DIR).", metavar="EXP_DIR")],
     losses: Annotated[str, typer.Option("--losses", help="Comma-separated losses (any loss `train` knows).")]
     = "lambdamart,xendcg,listnet",
+    loss_option: Annotated[list[str] | None, opt.loss_option(
+        scope="without LOSS: for every loss of --losses that has the option")] = None,
+    step: Annotated[str | None, opt.step()] = None,
     trials: Annotated[int | None, typer.Option("--trials", help="Random splits (trials) per setting (default 100; "
                                                                 "not with --folds).", show_default=False)] = None,
     split: Annotated[str | None, typer.Option("--split", help="Query fractions train,validation,test (default "
@@ -158,9 +162,12 @@ def _config(o: dict):
     from rankcli.core.perturb import check_augment_fraction, parse_split
     from rankcli.errors import UsageError
     from rankcli.experiment import ExperimentConfig, iter_levels
-    from rankcli.train import TrainConfig, check_loss
+    from rankcli.train import TrainConfig, check_loss, options_by_loss
 
     loss_list = _loss_list(o["losses"])
+    for loss in loss_list:
+        check_loss(loss)
+    loss_options = options_by_loss(o["loss_option"] or [], loss_list, o["step"], "--losses")
     flag = "--folds" if o["folds"] or not o["use_given_splits"] else "--use-given-splits"
     folds = o["folds"] or o["use_given_splits"]
     if folds and o["trials"] is not None:
@@ -186,12 +193,10 @@ def _config(o: dict):
         losses=loss_list, trials=o["trials"], split=split, folds=folds, metrics=[o["metric"]], train=train,
         seed=o["seed"], **sweeps, logging_fraction=0.01 if o["logging_fraction"] is None else o["logging_fraction"],
         correction=o["correction"], allow_overlap=o["allow_overlap"],
-        params_file=_params_file(o["params_file"], loss_list), tune=o["tune"])
+        params_file=_params_file(o["params_file"], loss_list), tune=o["tune"], loss_options=loss_options)
     if o["logging_fraction"] is not None and not o["position_bias"]:
         raise UsageError("--logging-fraction sets the logging ranker of the --position-bias sweep; give "
                          "--position-bias ETA[,ETA...] or drop it")
-    for loss in loss_list:
-        check_loss(loss)
     for level in config.augment_negatives:  # before any unit runs: a level of 1e9 ended in MemoryError
         check_augment_fraction(level)
     return config

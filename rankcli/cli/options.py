@@ -190,6 +190,21 @@ def params_file() -> typer.models.OptionInfo:
                         "--preset. Recorded in the output.", show_default=False, metavar="FILE")
 
 
+def loss_option(*, scope: str) -> typer.models.OptionInfo:
+    """``--loss-option [LOSS:]NAME=VALUE``: a loss's own parameter, repeatable (``scope`` says which losses)."""
+    text = ("A loss's own parameter, [LOSS:]NAME=VALUE (repeatable), e.g. approxndcg:temperature=0.5, "
+            "lambdaloss:variant=ndcg-loss2, lambdaloss:mu=5, lambdaloss:sigma=2, listnet:step=diagonal; "
+            f"{scope} (docs/commands/train.md lists them).")
+    return typer.Option("--loss-option", help=text, show_default=False, metavar="[LOSS:]NAME=VALUE")
+
+
+def step() -> typer.models.OptionInfo:
+    """``--step``: ListNet's boosting step."""
+    return typer.Option("--step", help="ListNet's boosting step: paper (the approximate inverse Hessian XE-NDCG "
+                                       "takes, the default) or diagonal (the Hessian's diagonal).",
+                        show_default=False, metavar="<paper|diagonal>")
+
+
 def seed(of: str, *, result: str = "output bytes") -> typer.models.OptionInfo:
     """``--seed``: the seed of every random step of ``of``; the same inputs and seed give the same ``result``."""
     return typer.Option("--seed", help=f"Seed of {of} (same seed, same {result}).")

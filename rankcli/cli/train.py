@@ -5,9 +5,11 @@ Reads a Parquet dataset (see `rankcli convert`) and writes a model directory: Li
 validation files, best iteration, the validation curve, versions, seconds).
 
 Losses: `lambdamart` (LightGBM lambdarank), `xendcg` (rankcli's XE-NDCG with the paper's Newton step; takes
-real-valued labels), `xendcg-native` (LightGBM rank_xendcg), `listnet`, `ranknet` (all pairs with different labels),
-`pointwise` (regression). `lambdamart` and `xendcg-native` need integer grades: pass `--label-grades` to map the
-distinct label values to 0..n-1 in order.
+real-valued labels), `xendcg-native` (LightGBM rank_xendcg), `listnet` (with the paper's step, or `--step diagonal`),
+`ranknet` (all pairs with different labels), `listmle`, `listmle-pa` (Position-Aware ListMLE), `approxndcg`,
+`lambdaloss` (NDCG-Loss2++), `pointwise` (regression). `lambdamart` and `xendcg-native` need integer grades: pass
+`--label-grades` to map the distinct label values to 0..n-1 in order. A loss's own parameters (ApproxNDCG's
+temperature, LambdaLoss's variant, mu and sigma) are set with `--loss-option NAME=VALUE`.
 
 With `--valid`, the metric `--select-by` (default ndcg@5, paper convention: queries without a relevant document are
 skipped) is computed after every tree; training stops after `--early-stopping` trees without improvement (0: off)
@@ -29,7 +31,8 @@ NAME = "train"
 SHORT_HELP = "Train a LightGBM ranker with a chosen loss."
 # rankcli.train.LOSSES's names, in its order, written out so that --help need not import the library (a test keeps
 # the two equal).
-LOSS_NAMES = ("lambdamart", "xendcg", "xendcg-native", "listnet", "ranknet", "pointwise")
+LOSS_NAMES = ("lambdamart", "xendcg", "xendcg-native", "listnet", "ranknet", "listmle", "listmle-pa", "approxndcg",
+              "lambdaloss", "pointwise")
 
 #: ``--threads``' default, as the help says it (rankcli.cpus.default_threads).
 THREADS_DEFAULT = ("the CPUs this process may use (its CPU affinity, cgroup CPU quota and OMP_NUM_THREADS), at most "
@@ -45,6 +48,8 @@ def command(
     gamma: Annotated[str, typer.Option(help="XE-NDCG gamma: uniform (redrawn per document and tree) | mean | "
                                             "fixed:<g> with g in [0, 1].",
                                        metavar="<uniform|mean|fixed:G>")] = "uniform",
+    loss_option: Annotated[list[str] | None, opt.loss_option(scope="for the --loss trained")] = None,
+    step: Annotated[str | None, opt.step()] = None,
     trees: Annotated[int | None, opt.trees(default="500")] = None,
     early_stopping: Annotated[int | None, opt.early_stopping(default="50 with --valid")] = None,
     select_by: Annotated[str, typer.Option("--select-by", help="Validation metric for early stopping and model "
@@ -76,7 +81,8 @@ def command(
     propensity: Annotated[str | None, typer.Option(
         help="IPS training on a click log: a propensity file from rankcli propensity, or pbm:ETA ((1/r)^ETA). The "
              "impressions of each source query are pooled into one list; a document's relevance is the mean of "
-             "click / propensity(position) (xendcg, listnet, pointwise, ranknet; see docs/clicks.md). Or learn: "
+             "click / propensity(position) (xendcg, listnet, pointwise, ranknet, approxndcg, lambdaloss; see "
+             "docs/clicks.md). Or learn: "
              "LightGBM's own position-bias model, jointly learned (--loss lambdamart, LightGBM >= 4.1; tune it with "
              "--param lambdarank_position_bias_regularization=...).",
         show_default=False)] = None,
@@ -88,12 +94,13 @@ def command(
     allow_graded: Annotated[bool, typer.Option(
         "--allow-graded", help="With --propensity: weight graded labels as if they were clicks.")] = False,
 ) -> None:
-    from rankcli.cli._common import log, prepare_output, progress_bar
+    from rankcli.cli._common import prepare_output
     from rankcli.train import TrainConfig, ips_options
 
     config = TrainConfig.from_options(
         validating=valid is not None, trees=trees, early_stopping=early_stopping, param=param or [], loss=loss,
-        gamma=gamma, select_by=select_by, convention=convention, learning_rate=learning_rate, num_leaves=num_leaves,
+        gamma=gamma, loss_option=loss_option or [], step=step, select_by=select_by, convention=convention,
+        learning_rate=learning_rate, num_leaves=num_leaves,
         min_data_in_leaf=min_data_in_leaf, threads=threads, seed=seed, label_grades=label_grades, preset=preset)
     config, extra = _with_params_file(ctx, config, params_file)
     ips = ips_options(propensity, pool_impressions, propensity_clip, allow_graded, loss=loss, dask=dask,
@@ -101,14 +108,20 @@ def command(
     # Fail before a long training, not after: an output holding an input, a directory that is not a model.
     output = prepare_output(output, overwrite=overwrite, kind="model", inputs=[train, valid])
     if dask is not None:  # data-parallel on a Dask cluster (rankcli.distributed); same model directory
-        from rankcli.distributed import train_command
-
-        with progress_bar(config.trees, f"train {loss}", extra="{task.fields[metric]}") as bar:
-            info = train_command(dask, train, valid, config, output, overwrite=overwrite, log=log,
-                                 on_iteration=_progress(bar, select_by))
+        info = _train_dask(dask, train, valid, config, output, overwrite=overwrite)
     else:
         info = _train_here(train, valid, config, output, ips=ips, overwrite=overwrite, extra=extra)
     _render(info, output, loss, validated=valid is not None, json_out=json_out)
+
+
+def _train_dask(dask: str, train: Path, valid: Path | None, config, output: Path, *, overwrite: bool) -> dict:
+    """Train data-parallel on a Dask cluster and write the model directory; returns its rankcli.json."""
+    from rankcli.cli._common import log, progress_bar
+    from rankcli.distributed import train_command
+
+    with progress_bar(config.trees, f"train {config.loss}", extra="{task.fields[metric]}") as bar:
+        return train_command(dask, train, valid, config, output, overwrite=overwrite, log=log,
+                             on_iteration=_progress(bar, config.select_by))
 
 
 def _train_here(train: Path, valid: Path | None, config, output: Path, *, ips, overwrite: bool, extra: dict) -> dict:

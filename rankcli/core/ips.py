@@ -27,6 +27,15 @@ labels below are chosen so that the library losses compute exactly that:
     ``1 + (e - 1) g_d``: the label ``log(1 + (e - 1) g_d)``. It estimates ListNet on the labels
     ``log(1 + (e - 1) gamma_d)`` (equal to the click for ``gamma_d`` in {0, 1}); a ratio estimator, consistent as above.
 
+``approxndcg``, ``lambdaloss``
+    Both weight documents by NDCG's gain ``2^y - 1``, which is ``c`` for a click ``c in {0, 1}``: the label
+    ``log2(1 + g_d)`` makes the gain exactly ``g_d``, so each numerator (``G_d / log2(1 + pi_d)`` of ApproxNDCG,
+    ``|G_d - G_e|`` of LambdaLoss) holds the IPS relevance linearly; both divide by the ideal DCG of the gains, a
+    continuous function of ``g`` (LambdaLoss's ``|G_d - G_e|`` over the pairs with ``g_d > g_e`` too: its weight
+    vanishes where two relevances meet). Estimates of the losses with the gains ``gamma_d``; consistent (the loss
+    converges to the full-information one as ``n_q`` grows, by the law of large numbers and continuity), with a bias
+    of order ``1 / n_q``, not unbiased.
+
 ``ranknet``
     Pairwise IPS (Joachims et al. WSDM 2017): each clicked document paired with every other displayed document,
     weighted by ``1 / p(position of the clicked one)``. Pooled over a query's impressions (every document displayed in
@@ -34,6 +43,11 @@ labels below are chosen so that the library losses compute exactly that:
     ``sum_d g_d sum_{e != d} log(1 + exp(-(s_d - s_e)))`` (:func:`ranknet_ips_grad_hess`). It is *linear* in ``g``,
     so its gradient is an unbiased estimate of the gradient of the full-information loss with the click-relevances:
     ``sum_d gamma_d sum_{e != d} log(1 + exp(-(s_d - s_e)))``. The labels are ``g`` itself.
+
+``listmle``, ``listmle-pa`` are refused (:data:`IPS_REFUSED`): they read only the order of the labels, which a sort
+of the noisy estimates ``g`` decides; no weighting of the clicks enters them, and two documents of equal
+click-relevance are ordered by the noise of their estimates however many impressions there are (the order of
+``g`` does not converge where relevances tie), so neither unbiasedness nor consistency holds.
 
 With every propensity 1 (``--propensity pbm:0`` or ``--pool-impressions``) ``g_d`` is the document's click-through rate
 over its query's impressions: the naive pooled model, which learns the logging ranker's position bias.
@@ -63,6 +77,14 @@ IPS_LABELS: dict[str, IpsLabels] = {
     "listnet": IpsLabels("log(1 + (e - 1) g)", lambda g: np.log1p((np.e - 1.0) * g)),
     "pointwise": IpsLabels("g", lambda g: g.copy()),
     "ranknet": IpsLabels("g (pairs (d, e) weighted by g_d)", lambda g: g.copy()),
+    "approxndcg": IpsLabels("log2(1 + g)", lambda g: np.log2(1.0 + g)),
+    "lambdaloss": IpsLabels("log2(1 + g)", lambda g: np.log2(1.0 + g)),
+}
+#: Losses that refuse IPS training, and why (the module docstring has the argument).
+IPS_REFUSED: dict[str, str] = {
+    loss: f"--loss {loss} reads only the order of the labels, so no weighting of the clicks enters it, and the order "
+          "of noisy IPS estimates does not converge where relevances tie: neither unbiased nor consistent"
+    for loss in ("listmle", "listmle-pa")
 }
 IPS_LOSSES = tuple(IPS_LABELS)
 #: Cells of one (queries x n x n) pair block of :func:`ranknet_ips_grad_hess` (bounds its working memory).

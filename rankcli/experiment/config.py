@@ -60,6 +60,8 @@ class ExperimentConfig:
         :meth:`rankcli.train.params_file.ParamsFile.record`), applied to every unit of that loss below the options.
     tune : tune each loss on each trial's own training and validation data with this budget before training it
         (``None``: no tuning).
+    loss_options : per loss, its own options that are set (``--loss-option``, ``--step``; the others take their
+        defaults, or on resume the values the experiment directory records: :meth:`adopt_loss_options`).
     hyperparameters : :data:`HYPERPARAMETERS` by name (``trees=100``), set on ``train`` (checked as it checks them).
     """
 
@@ -80,6 +82,7 @@ class ExperimentConfig:
     allow_overlap: bool
     params_file: dict | None
     tune: int | None
+    loss_options: dict
 
     def __init__(self, losses: list[str] | None = None, trials: int | None = None,
                  split: tuple[float, float, float] = (0.6, 0.2, 0.2), folds: bool = False,
@@ -88,7 +91,7 @@ class ExperimentConfig:
                  click_noise: list[float] | None = None, click_impressions: int = 10,
                  position_bias: list[float] | None = None, logging_fraction: float = 0.01, correction: str = "holm",
                  allow_overlap: bool = False, params_file: dict | None = None, tune: int | None = None,
-                 **hyperparameters) -> None:
+                 loss_options: dict | None = None, **hyperparameters) -> None:
         import dataclasses
 
         from rankcli.train import TrainConfig
@@ -112,13 +115,63 @@ class ExperimentConfig:
         self.logging_fraction, self.correction = logging_fraction, correction
         self.allow_overlap = allow_overlap
         self.params_file, self.tune = params_file, tune
+        self.loss_options = {loss: dict(given) for loss, given in (loss_options or {}).items()}
+
+    def resolved_loss_options(self) -> dict[str, dict]:
+        """Per loss of the experiment that has options, every option with its value (set, or the default)."""
+        from rankcli.train import LOSSES
+
+        return {loss: LOSSES[loss].resolve_options(self.loss_options.get(loss)) for loss in self.losses
+                if loss in LOSSES and LOSSES[loss].options}
+
+    def recorded_loss_options(self) -> dict[str, dict]:
+        """The options :meth:`identity` records: per loss, each option whose value differs from the one that
+        reproduces rankcli before the option existed (``LossOption.before``; every option of a loss newer than
+        that), so that an experiment directory written before an option existed keeps its identity."""
+        from rankcli.train import LOSSES
+        from rankcli.train.loss_options import NEW
+
+        out = {}
+        for loss, values in self.resolved_loss_options().items():
+            before = {o.name: o.before for o in LOSSES[loss].options}
+            kept = {k: v for k, v in values.items() if before[k] is NEW or v != before[k]}
+            if kept:
+                out[loss] = kept
+        return out
+
+    def adopt_loss_options(self, stored: dict | None) -> None:
+        """Take the options not set here from ``stored``, the identity an experiment directory records (``config``
+        of its config.json), so that rerunning an experiment's command resumes it with the options it started with
+        (an option it does not record has the value ``LossOption.before``, if the option has one). Nothing without
+        ``stored``."""
+        from rankcli.train import LOSSES
+        from rankcli.train.loss_options import NEW
+
+        if not isinstance(stored, dict):
+            return
+        recorded = stored.get("loss_options") if isinstance(stored.get("loss_options"), dict) else {}
+        for loss in self.losses:
+            if loss not in LOSSES:
+                continue
+            given = self.loss_options.setdefault(loss, {})
+            for o in LOSSES[loss].options:
+                if o.name in given:
+                    continue
+                value = (recorded.get(loss) or {}).get(o.name, o.before)
+                if value is not NEW:
+                    given[o.name] = value
+            if not given:
+                del self.loss_options[loss]
 
     def identity(self) -> dict:
         """Everything that decides a unit's result: every field and the training hyperparameters, in one flat
         dictionary. ``trials`` is not part of it: more trials extend an experiment."""
-        skip = ("train", "trials", "correction", "allow_overlap")  # allow_overlap: the data are checked every run
+        # allow_overlap: the data are checked every run; loss_options: recorded below, resolved
+        skip = ("train", "trials", "correction", "allow_overlap", "loss_options")
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
         d.update({name: getattr(self.train, name) for name in HYPERPARAMETERS})
+        if self.recorded_loss_options():  # absent when every option has its pre-option value (earlier directories)
+            d["loss_options"] = self.recorded_loss_options()
         d["split"] = list(d["split"])
         for key in ("params_file", "tune"):
             if d[key] is None:  # as written before they existed, so that earlier experiment directories still resume
@@ -146,6 +199,11 @@ class ExperimentConfig:
         if self.seed < 0:
             raise UsageError(f"--seed must be >= 0, got {self.seed}")
         self.train.validate()
+        unknown = sorted(set(self.loss_options) - set(self.losses))
+        if unknown:
+            raise UsageError(f"--loss-option {unknown[0]}:...: {unknown[0]} is not trained here (--losses "
+                             f"{','.join(self.losses)})")
+        self.resolved_loss_options()  # checks every option set
         if self.train.params and not self.folds:  # random splits always select on validation (folds may have none)
             from rankcli.train import check_boosting, check_params
 
@@ -302,11 +360,13 @@ def iter_levels(text: str, option: str) -> list[float]:
 
 
 def train_config(config: ExperimentConfig, loss: str, seed: int):
-    """The :class:`rankcli.train.TrainConfig` of one unit: ``config.train`` with ``loss`` and ``seed``, and the
-    parameters ``config.params_file`` gives ``loss`` below the options given (those not ``None``) and ``--param``."""
+    """The :class:`rankcli.train.TrainConfig` of one unit: ``config.train`` with ``loss``, its options and ``seed``,
+    and the parameters ``config.params_file`` gives ``loss`` below the options given (those not ``None``) and
+    ``--param``."""
     import dataclasses
 
-    train = dataclasses.replace(config.train, loss=loss, seed=seed, params=dict(config.train.params))
+    train = dataclasses.replace(config.train, loss=loss, seed=seed, params=dict(config.train.params),
+                                loss_options=dict(config.loss_options.get(loss, {})))
     if config.params_file and loss in config.params_file:
         from rankcli.train.params_file import apply_params
 

@@ -152,10 +152,12 @@ def run_experiment(data_path: Path | str, exp_dir: Path | str, config: Experimen
     dask : run the units on a Dask cluster (a ``local:N`` / scheduler address, or a ``distributed.Client``).
     """
     from rankcli.core.metrics import Convention
-    from rankcli.formats.experiment_store import prepare_directory
+    from rankcli.formats.experiment_store import prepare_directory, stored_config
 
     _check_options(config, jobs)
     exp_dir = Path(exp_dir)
+    if not overwrite:  # the losses' options not given resume as the directory records them
+        config.adopt_loss_options(stored_config(exp_dir))
     started = time.perf_counter()
     data = _load(data_path, config)
     identity = {"config": config.identity(), "data_fingerprint": data.fingerprint()}
@@ -243,7 +245,7 @@ def finalize(exp_dir: Path, config: ExperimentConfig, settings: list[Setting], s
     result = ExperimentResult(exp_dir, config, settings, sweeps, summary, conv, 0, 0, 0.0, [])
     tables = sweep_rows(summary, config, sweeps)
     head = {"protocol": "folds" if config.folds else "random-splits", "unit": "query" if config.folds else "trial",
-            "difference": "mean(b) - mean(a)"}
+            "difference": "mean(b) - mean(a)", "loss_options": config.resolved_loss_options()}
     result.files.append(write_json(exp_dir, "summary.json", {
         **head, **summary, "convention": config.train.convention, "correction": config.correction,
         "trials": config.trials, "sweeps": tables}))

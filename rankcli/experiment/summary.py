@@ -244,3 +244,12 @@ def sweep_columns(config: ExperimentConfig, kind: str) -> tuple[list[str], list[
         setting = Setting("position-bias=0", "position-bias", 0.0)
         return setting_losses(config, setting), [difference_label(a, b) for a, b in setting_pairs(config, setting)]
     return list(config.losses), [difference_label(config.losses[0], loss) for loss in config.losses[1:]]
+
+
+def loss_options_note(options: dict[str, dict]) -> str:
+    """`` Loss options: listnet step=paper; ...`` (with a leading space), or '' for losses without options."""
+    if not options:
+        return ""
+    return " Loss options: " + "; ".join(f"{loss} " + ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+                                                                for k, v in values.items())
+                                         for loss, values in options.items()) + "."

@@ -256,6 +256,21 @@ def _remove_outputs(exp_dir: Path) -> None:
             shutil.rmtree(target) if target.is_dir() else target.unlink()
 
 
+def stored_config(exp_dir: Path) -> dict | None:
+    """The experiment configuration ``exp_dir/config.json`` records (its ``config``), or ``None`` when there is none
+    that can be read (:func:`prepare_directory` then says why, if it matters)."""
+    from rankcli.formats.atomic import is_experiment_config
+
+    cfg_path = Path(exp_dir) / CONFIG_FILE
+    try:
+        if not cfg_path.is_file() or not is_experiment_config(cfg_path):
+            return None
+        stored = json.loads(cfg_path.read_text())
+    except (OSError, ValueError):
+        return None
+    return stored.get("config") if isinstance(stored, dict) and isinstance(stored.get("config"), dict) else None
+
+
 def _reopen(exp_dir: Path, identity: dict, overwrite: bool) -> bool:
     """Check an existing, non-empty ``exp_dir``; True when it holds the same experiment (to resume)."""
     from rankcli.formats.atomic import is_experiment_config

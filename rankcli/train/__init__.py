@@ -4,12 +4,14 @@ Losses
 ------
 One record per loss in :data:`LOSSES` (:mod:`rankcli.train.losses`): ``lambdamart`` (LightGBM ``lambdarank``),
 ``xendcg-native`` (LightGBM ``rank_xendcg``) and ``pointwise`` (LightGBM ``regression``) are LightGBM's own
-objectives; ``xendcg``, ``listnet`` and ``ranknet`` are the library's (:mod:`rankcli.core.losses`) passed to
-LightGBM as a callable objective (:class:`LibraryObjective`).
+objectives; ``xendcg``, ``listnet``, ``ranknet``, ``listmle``, ``listmle-pa``, ``approxndcg`` and ``lambdaloss``
+are the library's (:mod:`rankcli.core.losses`) passed to LightGBM as a callable objective (:class:`LibraryObjective`).
+A loss's own parameters are declared on its record (:mod:`rankcli.train.loss_options`).
 
 Modules
 -------
 - :mod:`~rankcli.train.losses`: the loss registry and the labels each loss takes.
+- :mod:`~rankcli.train.loss_options`: a loss's declared parameters (``--loss-option``), checked and resolved.
 - :mod:`~rankcli.train.params`: ``--param`` parsing and the checks of LightGBM parameters.
 - :mod:`~rankcli.train.config`: :class:`TrainConfig`, checked when built, and the LightGBM parameters it resolves to.
 - :mod:`~rankcli.train.objective`: the callable objective, LightGBM datasets and callbacks, the early-stopping rule.
@@ -37,6 +39,7 @@ from rankcli.train.config import (
 )
 from rankcli.train.data import IpsOptions, TrainingData, ips_options, load_training_data
 from rankcli.train.datasets import MatrixRows, PreparedData, binning_params, predict_rows, prepare
+from rankcli.train.loss_options import LossOption
 from rankcli.train.losses import (
     LOSSES,
     REAL_LABEL_HINT,
@@ -44,6 +47,7 @@ from rankcli.train.losses import (
     check_grade_range,
     check_loss,
     check_training_labels,
+    options_by_loss,
     trainable_labels,
 )
 from rankcli.train.model import (
@@ -67,7 +71,8 @@ from rankcli.train.training import check_inputs, check_valid_rows, check_validat
 __all__ = [
     "DEFAULT_EARLY_STOPPING", "DEFAULT_TREES", "INFO_FILE", "LOSSES", "MANAGED_PARAMS", "MAX_SEED", "MODEL_FILE",
     "OPTION_PARAMS", "PRESETS", "REAL_LABEL_HINT", "EarlyStopping", "IpsOptions", "LibraryObjective", "Loss",
-    "MatrixRows", "PreparedData", "TrainConfig", "TrainResult", "TrainedModel", "TrainingData", "check_boosting",
+    "LossOption", "MatrixRows", "PreparedData", "options_by_loss", "TrainConfig", "TrainResult", "TrainedModel",
+    "TrainingData", "check_boosting",
     "check_grade_range", "check_inputs", "check_loss", "check_params", "check_position_bias_support", "check_preset",
     "check_seed", "check_training_labels", "check_valid_rows", "check_validation", "feature_difference", "file_sha256",
     "ips_options", "lightgbm_resolved_params", "load_model", "load_training_data", "metric_function", "model_info",

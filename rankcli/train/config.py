@@ -14,7 +14,7 @@ import numpy as np
 from rankcli.core import losses as core_losses
 from rankcli.cpus import check_threads, default_threads
 from rankcli.errors import UsageError
-from rankcli.train.losses import LOSSES, check_grade_range, check_loss
+from rankcli.train.losses import LOSSES, check_grade_range, check_loss, options_by_loss
 from rankcli.train.params import check_params, parse_params
 
 DEFAULT_LEARNING_RATE = 0.05
@@ -99,6 +99,8 @@ class TrainConfig:
     loss : a name of :data:`rankcli.train.losses.LOSSES`.
     gamma : XE-NDCG's gamma (``uniform``, ``mean`` or ``fixed:<g>``; :func:`rankcli.core.losses.parse_gamma`); read
         only with ``loss="xendcg"``.
+    loss_options : the loss's own options that are set (``--loss-option``, ``--step``), by name; the others take
+        their defaults (:attr:`resolved_loss_options`).
     trees : the largest number of trees trained (at least 1).
     early_stopping : trees without improvement of the validation metric before training stops (0: off; without a
         validation set every tree is trained).
@@ -118,6 +120,7 @@ class TrainConfig:
 
     loss: str = "xendcg"
     gamma: str = "uniform"
+    loss_options: dict = field(default_factory=dict)
     trees: int = DEFAULT_TREES
     early_stopping: int = DEFAULT_EARLY_STOPPING
     select_by: str = "ndcg@5"
@@ -143,6 +146,7 @@ class TrainConfig:
         option sets (:func:`check_params`).
         """
         check_loss(self.loss)
+        _ = self.resolved_loss_options  # checks them
         check_preset(self.preset)
         check_seed(self.seed)
         if self.loss == "xendcg":
@@ -163,9 +167,15 @@ class TrainConfig:
         metric_function(self.select_by, self.convention)
         return self
 
+    @property
+    def resolved_loss_options(self) -> dict:
+        """Every option of the loss with its value (the ones set, checked, and the defaults)."""
+        return LOSSES[check_loss(self.loss)].resolve_options(self.loss_options)
+
     @classmethod
     def from_options(cls, *, validating: bool, trees: int | None = None, early_stopping: int | None = None,
-                     param: Iterable[str] = (), **fields: Any) -> TrainConfig:
+                     param: Iterable[str] = (), loss_option: Iterable[str] = (), step: str | None = None,
+                     **fields: Any) -> TrainConfig:
         """The configuration that ``rankcli train``'s options describe.
 
         Parameters
@@ -175,8 +185,13 @@ class TrainConfig:
         early_stopping : ``--early-stopping``; ``None`` is 50 with a validation set, else 0 (a positive value
             without a validation set is a :class:`~rankcli.errors.UsageError`: nothing to stop on).
         param : the ``--param key=value`` texts (:func:`parse_params`).
+        loss_option, step : the ``--loss-option [LOSS:]NAME=VALUE`` texts and ``--step`` (ListNet's), for the loss
+            trained (:func:`rankcli.train.losses.options_by_loss`).
         fields : the other fields of :class:`TrainConfig`, by name.
         """
+        if loss_option or step is not None:
+            loss = check_loss(fields.get("loss", cls.loss))
+            fields["loss_options"] = options_by_loss(list(loss_option), [loss], step).get(loss, {})
         if early_stopping is None:
             early_stopping = DEFAULT_EARLY_STOPPING if validating else 0
         config = cls(trees=DEFAULT_TREES if trees is None else trees, early_stopping=early_stopping, **fields)

@@ -2,7 +2,9 @@
 
 A :class:`Loss` names the loss, says which labels it takes, and either names LightGBM's own objective (``lightgbm``)
 or holds the library's value and boosting step (:mod:`rankcli.core.losses`, passed to LightGBM as a callable
-objective by :class:`rankcli.train.objective.LibraryObjective`). Its ``doc`` gives the formula and the reference.
+objective by :class:`rankcli.train.objective.LibraryObjective`). Its ``doc`` gives the formula and the reference, its
+``options`` the parameters of its own (:class:`rankcli.train.loss_options.LossOption`: ``--loss-option``, with the
+range a hyperparameter search tries).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 from rankcli.core import losses as core
 from rankcli.core.labels import require_integer_grades, to_grades
 from rankcli.errors import InputError, UsageError
+from rankcli.train.loss_options import LossOption, resolve
 
 #: What a loss's labels may be: ``grades`` (integers >= 0; LightGBM casts labels to int), ``float32`` (any real
 #: value a 32-bit float holds; LightGBM keeps labels as float32), ``non-negative`` (any real ``y >= 0``, for
@@ -25,8 +28,10 @@ LABEL_KINDS = ("grades", "float32", "non-negative", "real")
 REAL_LABEL_HINT = "--loss xendcg or --loss listnet, which take real-valued labels"
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
-#: ``step(labels, offsets)`` -> ``f(scores, gamma) -> (gradient, hessian)``: the label-only terms computed once.
-StepFactory = Callable[[np.ndarray, np.ndarray], Callable[[np.ndarray, "np.ndarray | float"], tuple]]
+#: ``step(labels, offsets, options)`` -> ``f(scores, gamma, rng) -> (gradient, hessian)``: the label-only terms
+#: computed once; ``options`` the loss's options resolved (:meth:`Loss.resolve_options`), ``gamma`` XE-NDCG's draw
+#: and ``rng`` the generator of the iteration's random steps (ListMLE's order among equal labels).
+StepFactory = Callable[[np.ndarray, np.ndarray, dict], Callable[..., tuple]]
 
 
 @dataclass(frozen=True)
@@ -44,7 +49,9 @@ class Loss:
     takes_gamma : XE-NDCG's gamma is drawn for it (``--gamma``).
     max_grade : for ``grades`` losses, the largest grade LightGBM can take and why (``None``: no limit).
     search : the loss's own parameters that ``rankcli tune`` searches, name -> range (:mod:`rankcli.tune.space`
-        reads it: ``low``/``high``/``log``/``int`` or ``choices``, and ``default``, the value ``train`` uses).
+        reads it: ``low``/``high``/``log``/``int`` or ``choices``, and ``default``, the value ``train`` uses); the
+        search ranges of ``options`` are added to it.
+    options : the loss's own parameters (``--loss-option``), each with its default, range and search range.
     """
 
     name: str
@@ -56,6 +63,22 @@ class Loss:
     takes_gamma: bool = False
     max_grade: tuple[int, str] | None = None
     search: dict[str, dict] = field(default_factory=dict, compare=False)
+    options: tuple[LossOption, ...] = ()
+
+    def __post_init__(self) -> None:
+        # the options' search ranges join ``search``: what rankcli tune searches for the loss is declared once
+        if self.options:
+            object.__setattr__(self, "search", {**self.option_search(), **self.search})
+
+    def resolve_options(self, given: dict | None = None) -> dict:
+        """Every option of the loss with its value: ``given`` (checked; an unknown name is a :class:`UsageError`)
+        or the default."""
+        return resolve(self.name, self.options, dict(given or {}))
+
+    def option_search(self) -> dict[str, dict]:
+        """The search ranges of the loss's options, name -> :meth:`LossOption.search_entry` (what ``rankcli tune``
+        searches for it; a chosen value goes into ``TrainConfig.loss_options``)."""
+        return {o.name: entry for o in self.options if (entry := o.search_entry()) is not None}
 
     @property
     def native(self) -> bool:
@@ -68,18 +91,62 @@ class Loss:
         return f"--loss {self.name}" + (f" (LightGBM {self.lightgbm})" if self.native else "")
 
 
-def _xendcg_step(labels: np.ndarray, offsets: np.ndarray):
+def _xendcg_step(labels: np.ndarray, offsets: np.ndarray, options: dict):
     terms = core.xendcg_label_terms(labels, offsets)  # constant over the iterations: computed once
-    return lambda scores, gamma: core.xendcg_grad_hess(labels, scores, offsets, gamma, label_terms=terms)
+    return lambda scores, gamma, rng: core.xendcg_grad_hess(labels, scores, offsets, gamma, label_terms=terms)
 
 
-def _listnet_step(labels: np.ndarray, offsets: np.ndarray):
+def _listnet_step(labels: np.ndarray, offsets: np.ndarray, options: dict):
     phi = core.listnet_target(labels, offsets)
-    return lambda scores, gamma: core.listnet_grad_hess(labels, scores, offsets, label_softmax=phi)
+    return lambda scores, gamma, rng: core.listnet_grad_hess(labels, scores, offsets, label_softmax=phi,
+                                                             step=options["step"])
 
 
-def _ranknet_step(labels: np.ndarray, offsets: np.ndarray):
-    return lambda scores, gamma: core.ranknet_grad_hess(labels, scores, offsets)
+def _ranknet_step(labels: np.ndarray, offsets: np.ndarray, options: dict):
+    return lambda scores, gamma, rng: core.ranknet_grad_hess(labels, scores, offsets)
+
+
+def _listmle_step(labels: np.ndarray, offsets: np.ndarray, options: dict):
+    # the order among equal labels is redrawn every iteration from the iteration's generator
+    return lambda scores, gamma, rng: core.listmle_grad_hess(labels, scores, offsets,
+                                                             core.listmle_order(labels, offsets, rng))
+
+
+def _listmle_pa_step(labels: np.ndarray, offsets: np.ndarray, options: dict):
+    return lambda scores, gamma, rng: core.listmle_pa_grad_hess(labels, scores, offsets,
+                                                                core.listmle_order(labels, offsets, rng))
+
+
+def _approxndcg_step(labels: np.ndarray, offsets: np.ndarray, options: dict):
+    gains = core.ndcg_gains(labels, offsets)
+    return lambda scores, gamma, rng: core.approxndcg_grad_hess(labels, scores, offsets, options["temperature"],
+                                                                gains=gains)
+
+
+def _lambdaloss_step(labels: np.ndarray, offsets: np.ndarray, options: dict):
+    gains = core.ndcg_gains(labels, offsets)
+    return lambda scores, gamma, rng: core.lambdaloss_grad_hess(labels, scores, offsets, options["variant"],
+                                                                options["mu"], options["sigma"], gains=gains)
+
+
+LISTNET_STEP = LossOption(
+    "step", "choice", "paper", choices=core.LISTNET_STEPS, search=core.LISTNET_STEPS, flag="--step",
+    before="diagonal",
+    doc="the boosting step: paper (the approximate inverse Hessian (I + S + S^2) D^-1 XE-NDCG takes, Bruch 2021) "
+        "or diagonal (the gradient and the Hessian's diagonal rho (1 - rho))")
+APPROX_TEMPERATURE = LossOption(
+    "temperature", "float", 0.1, low=1e-4, high=1e4, search=(0.01, 1.0, "log"),
+    doc="T of the approximate ranks 1 + sum_j sigmoid((s_j - s_i) / T); 0.1 is TF-Ranking's (alpha = 10)")
+LAMBDALOSS_OPTIONS = (
+    LossOption("variant", "choice", "ndcg-loss2++", choices=core.LAMBDALOSS_VARIANTS,
+               search=core.LAMBDALOSS_VARIANTS,
+               doc="ndcg-loss2++ (weights rho + mu delta) or ndcg-loss2 (delta alone)"),
+    LossOption("mu", "float", 10.0, low=0.0, high=1e6, search=(0.1, 100.0, "log"),
+               only_with=("variant", "ndcg-loss2++"),
+               doc="the weight of delta in NDCG-Loss2++ (10, as allRank)"),
+    LossOption("sigma", "float", 1.0, low=1e-4, high=1e4, search=(0.25, 4.0, "log"),
+               doc="the scale of the score differences, sigmoid(sigma (s_i - s_j)) (1, as allRank)"),
+)
 
 
 _LOSSES = (
@@ -105,14 +172,38 @@ _LOSSES = (
          max_grade=(30, "LightGBM's rank_xendcg computes 2^label in a 32-bit integer"),
          doc="XE-NDCG as LightGBM implements it (rank_xendcg): the same loss and step as xendcg, labels cast to "
              "integers. S. Bruch, An Alternative Cross Entropy Loss for Learning-to-Rank, WWW 2021."),
-    Loss("listnet", labels="real", value=core.listnet_value, step=_listnet_step,
+    Loss("listnet", labels="real", value=core.listnet_value, step=_listnet_step, options=(LISTNET_STEP,),
          doc="ListNet (top-one probability): per query -sum_i softmax(y)_i log softmax(s)_i, gradient softmax(s) - "
-             "softmax(y), hessian the diagonal softmax(s) (1 - softmax(s)). Z. Cao, T. Qin, T.-Y. Liu, M.-F. Tsai, "
-             "H. Li, Learning to Rank: From Pairwise Approach to Listwise Approach, ICML 2007."),
+             "softmax(y); boosted with the paper's approximate Newton step (I + S + S^2) D^-1 as XE-NDCG (--step "
+             "paper, the default) or the Hessian's diagonal softmax(s) (1 - softmax(s)) (--step diagonal). Z. Cao, "
+             "T. Qin, T.-Y. Liu, M.-F. Tsai, H. Li, Learning to Rank: From Pairwise Approach to Listwise Approach, "
+             "ICML 2007."),
     Loss("ranknet", labels="real", value=core.ranknet_value, step=_ranknet_step,
          doc="RankNet: per query sum over pairs (i, j) with y_i > y_j of log(1 + exp(-(s_i - s_j))) (sigma 1, no "
              "normalisation), exact gradient and Hessian diagonal. C. Burges, T. Shaked, E. Renshaw, A. Lazier, "
              "M. Deeds, N. Hamilton, G. Hullender, Learning to Rank using Gradient Descent, ICML 2005."),
+    Loss("listmle", labels="real", value=core.listmle_value, step=_listmle_step,
+         doc="ListMLE: per query the negative log Plackett-Luce likelihood of the ranking by label, sum_p (log "
+             "sum_{k >= p} exp(s_(k)) - s_(p)), equal labels in a random order redrawn every tree from the seed; "
+             "exact gradient and Hessian diagonal. F. Xia, T.-Y. Liu, J. Wang, W. Zhang, H. Li, Listwise Approach "
+             "to Learning to Rank: Theory and Algorithm, ICML 2008."),
+    Loss("listmle-pa", labels="real", value=core.listmle_pa_value, step=_listmle_pa_step,
+         doc="Position-Aware ListMLE: ListMLE with position p of n weighted by 2^(n - p) - 1 (TF-Ranking's "
+             "weights), divided by the query's first weight 2^(n - 1) - 1 so that they stay finite; exact gradient "
+             "and Hessian diagonal. Y. Lan, Y. Zhu, J. Guo, S. Niu, X. Cheng, Position-Aware ListMLE: A Sequential "
+             "Learning Process for Ranking, UAI 2014."),
+    Loss("approxndcg", labels="non-negative", value=core.approxndcg_value, step=_approxndcg_step,
+         options=(APPROX_TEMPERATURE,),
+         doc="ApproxNDCG: per query -sum_i (2^y_i - 1) / log2(1 + pi_i) / maxDCG with the approximate rank pi_i = 1 "
+             "+ sum_{j != i} sigmoid((s_j - s_i) / T); exact gradient, hessian a positive bound of the curvature "
+             "with the rank weights held fixed. T. Qin, T.-Y. Liu, H. Li, A General Approximation Framework for "
+             "Direct Optimization of Information Retrieval Measures, Information Retrieval 13(4), 2010."),
+    Loss("lambdaloss", labels="non-negative", value=core.lambdaloss_value, step=_lambdaloss_step,
+         options=LAMBDALOSS_OPTIONS,
+         doc="LambdaLoss: per query -sum_{y_i > y_j} w_ij log2 sigmoid(sigma (s_i - s_j)), NDCG-Loss2++ weights "
+             "w_ij = (rho_ij + mu delta_ij) |G_i - G_j| (or NDCG-Loss2, delta alone) at the ranks of the current "
+             "scores, held fixed within a tree; exact gradient and Hessian diagonal. X. Wang, C. Li, N. Golbandi, "
+             "M. Bendersky, M. Najork, The LambdaLoss Framework for Ranking Metric Optimization, CIKM 2018."),
     Loss("pointwise", labels="float32", lightgbm="regression",
          doc="Pointwise regression: sum_i (s_i - y_i)^2 / 2 over every document, queries ignored (LightGBM's "
              "regression objective, L2 loss)."),
@@ -181,7 +272,8 @@ def check_training_labels(loss: str, labels: np.ndarray, label_grades: bool = Fa
                          f"label of {top:g}; rescale the labels, pass --label-grades to map the distinct label values "
                          "to grades 0..n-1, or use --loss xendcg, which takes any label >= 0")
     if record.labels == "non-negative" and (labels < 0).any():
-        raise InputError(f"--loss {loss} needs non-negative labels (2^label - gamma), got {labels.min():g}; "
+        gain = "2^label - gamma" if record.takes_gamma else "2^label - 1"
+        raise InputError(f"--loss {loss} needs non-negative labels ({gain}), got {labels.min():g}; "
                          "pass --label-grades to map the distinct label values to grades 0..n-1")
     return labels
 
@@ -203,3 +295,49 @@ def trainable_labels(labels: np.ndarray, config: Any) -> tuple[np.ndarray, list[
         grades, vals = to_grades(labels)
         labels, values = grades.astype(np.float64), [float(v) for v in vals]
     return check_training_labels(config.loss, labels, config.label_grades), values
+
+
+def options_by_loss(texts: list[str], losses: list[str], step: str | None = None,
+                    option: str = "--loss") -> dict[str, dict[str, str]]:
+    """The ``--loss-option [LOSS:]NAME=VALUE`` texts (and ``--step``, ListNet's) as the options set per loss of
+    ``losses`` (values still text; :meth:`Loss.resolve_options` checks them).
+
+    A ``LOSS:`` prefix names one of ``losses``; without it the option goes to every loss of ``losses`` that declares
+    it. ``option`` names the command's loss option in messages (``--loss``, ``--losses``). Raises
+    :class:`UsageError` for a loss that is not trained, an option no trained loss has, one given twice with two
+    values, or ``--step`` without ListNet.
+    """
+    from rankcli.train.loss_options import parse_option_texts, unknown_option
+
+    out: dict[str, dict[str, str]] = {}
+
+    def put(loss: str, name: str, value: str, text: str) -> None:
+        previous = out.setdefault(loss, {}).get(name)
+        if previous is not None and previous != value:
+            raise UsageError(f"{text}: {loss}'s {name} is given twice, as {previous!r} and {value!r}")
+        out[loss][name] = value
+
+    for loss, name, value in parse_option_texts(texts):
+        text = f"--loss-option {'' if loss is None else loss + ':'}{name}={value}"
+        if loss is not None:
+            if loss not in losses:
+                raise UsageError(f"{text}: {loss} is not trained here ({option} {','.join(losses)})")
+            if name not in {o.name for o in LOSSES[loss].options}:
+                raise UsageError(unknown_option(loss, name, [o.name for o in LOSSES[loss].options]))
+            put(loss, name, value, text)
+            continue
+        takers = [x for x in losses if name in {o.name for o in LOSSES[x].options}]
+        if not takers:
+            if len(losses) == 1:
+                raise UsageError(unknown_option(losses[0], name, [o.name for o in LOSSES[losses[0]].options]))
+            raise UsageError(f"{text}: no loss of {option} {','.join(losses)} has an option {name!r}")
+        for x in takers:
+            put(x, name, value, text)
+    if step is not None:
+        if "listnet" not in losses:
+            trained = f"not {option} {losses[0]}'s" if len(losses) == 1 else f"and {option} {','.join(losses)} has none"
+            raise UsageError(f"--step is ListNet's boosting step (listnet), {trained}")
+        put("listnet", "step", step, "--step")
+    for loss, given in out.items():
+        LOSSES[loss].resolve_options(given)  # every value checked now, before any training
+    return out

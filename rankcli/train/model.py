@@ -123,6 +123,8 @@ def model_info(result: TrainResult, config: TrainConfig, *, train_path: Path | s
     loss: dict[str, Any] = {"name": config.loss, "label_grades": config.label_grades}
     if config.loss == "xendcg":
         loss["gamma"] = str(core_losses.parse_gamma(config.gamma))
+    if config.resolved_loss_options:  # the loss's own options, every one with the value it trained with
+        loss["options"] = config.resolved_loss_options
     if result.label_values is not None:
         loss["label_values"] = result.label_values
     curve = [_finite(v) for v in result.curve]
@@ -249,6 +251,7 @@ LOSS_SCHEMA: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
     "name": (True, _is_str, "a string"),
     "label_grades": (False, lambda v: isinstance(v, bool), "true or false"),
     "gamma": (False, _is_str, "a string"),
+    "options": (False, lambda v: isinstance(v, dict), "an object"),
     "label_values": (False, _list_of(_is_number), "a list of numbers"),
 }
 

@@ -39,10 +39,12 @@ class LibraryObjective:
     labels : the training labels (float64), grouped by query.
     offsets : query boundaries, length ``n_queries + 1``.
     gamma : XE-NDCG's gamma strategy (:func:`rankcli.core.losses.parse_gamma`), for a loss that takes it.
-    seed : the seed of the gamma draws.
+    seed : the seed of the iterations' random steps (the gamma draws, ListMLE's order among equal labels).
+    options : the loss's options that are set (the others take their defaults).
     """
 
-    def __init__(self, loss: str, labels: np.ndarray, offsets: np.ndarray, gamma: str = "uniform", seed: int = 0):
+    def __init__(self, loss: str, labels: np.ndarray, offsets: np.ndarray, gamma: str = "uniform", seed: int = 0,
+                 options: dict | None = None):
         record = LOSSES[check_loss(loss)]
         if record.step is None:
             raise ValueError(f"--loss {loss} is LightGBM's own objective ({record.lightgbm}), not a library loss")
@@ -53,23 +55,30 @@ class LibraryObjective:
         self.takes_gamma = record.takes_gamma
         self.seed = int(seed)
         self.iteration = 0
-        self._step = record.step(self.labels, offsets)
+        self.options = record.resolve_options(options)
+        self._step = record.step(self.labels, offsets, self.options)
 
     def __deepcopy__(self, memo: dict) -> LibraryObjective:
         return self
 
-    def gamma_for(self, iteration: int) -> np.ndarray | float:
-        """The gamma of ``iteration`` (0-based): drawn from ``default_rng([seed, iteration])`` for ``uniform``."""
+    def rng_for(self, iteration: int) -> np.random.Generator:
+        """The generator of ``iteration``'s (0-based) random steps: ``default_rng([seed, iteration])``."""
+        return np.random.default_rng([self.seed, iteration])
+
+    def gamma_for(self, iteration: int, rng: np.random.Generator | None = None) -> np.ndarray | float:
+        """The gamma of ``iteration`` (0-based): drawn first from its generator (:meth:`rng_for`, or ``rng``) for
+        ``uniform``."""
         if not self.takes_gamma:
             return 0.5
         if self.gamma.random:
-            return self.gamma.draw(self.labels.shape[0], np.random.default_rng([self.seed, iteration]))
+            return self.gamma.draw(self.labels.shape[0], rng if rng is not None else self.rng_for(iteration))
         return self.gamma.value
 
     def __call__(self, preds: np.ndarray, train_data: Any = None) -> tuple[np.ndarray, np.ndarray]:
-        gamma = self.gamma_for(self.iteration)
+        rng = self.rng_for(self.iteration)
+        gamma = self.gamma_for(self.iteration, rng)
         self.iteration += 1
-        return self._step(preds, gamma)
+        return self._step(preds, gamma, rng)
 
 
 class EarlyStopping:

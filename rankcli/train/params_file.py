@@ -11,7 +11,8 @@ one); its entry for the loss being trained applies. The second applies to whatev
 directory may be given for its ``best.json``.
 
 A parameter is either a field of :class:`~rankcli.train.TrainConfig` (:data:`FIELD_PARAMS`: ``learning_rate``,
-``num_leaves``, ``min_data_in_leaf``, XE-NDCG's ``gamma``) or a LightGBM parameter, checked as ``--param`` checks
+``num_leaves``, ``min_data_in_leaf``, XE-NDCG's ``gamma``), one of the loss's own options (``--loss-option``:
+``TrainConfig.loss_options``), or a LightGBM parameter, checked as ``--param`` checks
 it. Precedence, highest first: an option given on the command line, ``--param``, the file, ``--preset``, rankcli's
 defaults (:func:`apply_params`).
 """
@@ -133,11 +134,25 @@ def apply_params(config: Any, params: dict[str, Any], *, explicit: Iterable[str]
     explicit : the :data:`FIELD_PARAMS` given as options (they win over the file).
     where : how messages name the source of ``params``.
     """
+    from rankcli.train.loss_options import meaningful
+    from rankcli.train.losses import LOSSES
     from rankcli.train.params import check_params
 
     explicit = set(explicit)
     fields = {k: _field_value(k, v, where) for k, v in params.items() if k in FIELD_PARAMS and k not in explicit}
-    lightgbm = {k: v for k, v in params.items() if k not in FIELD_PARAMS}
+    # the loss's own options (--loss-option) go to loss_options, below the ones given
+    record = LOSSES[config.loss]
+    own = {o.name for o in record.options}
+    options = {k: v for k, v in params.items() if k in own and k not in config.loss_options}
+    if options:
+        values = {**record.resolve_options(), **options, **config.loss_options}
+        options = meaningful(record.options, values, options)
+        try:
+            record.resolve_options({**options, **config.loss_options})
+        except UsageError as exc:
+            raise UsageError(f"{where}: {exc}") from None
+        fields["loss_options"] = {**options, **config.loss_options}
+    lightgbm = {k: v for k, v in params.items() if k not in FIELD_PARAMS and k not in own}
     if lightgbm:
         from rankcli.startup import import_lightgbm_lean
 

@@ -272,7 +272,7 @@ def train_prepared(data: PreparedData, config: TrainConfig, on_iteration: OnIter
     native = LOSSES[config.loss].native
     if not native:
         run_params["objective"] = objective if objective is not None else \
-            LibraryObjective(config.loss, labels, train.offsets, config.gamma, config.seed)
+            LibraryObjective(config.loss, labels, train.offsets, config.gamma, config.seed, config.loss_options)
     # LightGBM reads the labels only for its own objectives; rankcli's losses take the float64 labels themselves, and
     # rankcli scores validation itself. LightGBM keeps labels as float32, where labels beyond 3.4e38 (which xendcg,
     # listnet and ranknet take) would become inf with a numpy warning: give it zeros where it does not read them.

@@ -51,7 +51,7 @@ class TuneConfig:
         from rankcli.train import resolve_params
 
         base = self.loss_config(loss)
-        defaults = {**resolve_params(base), "gamma": base.gamma}
+        defaults = {**resolve_params(base), "gamma": base.gamma, **base.resolved_loss_options}
         return loss_space(loss, defaults, self.space, fixed_by_param=set(base.params))
 
     def identity(self, loss: str, data: dict) -> dict:

@@ -140,6 +140,16 @@ def test_different_configuration_refused(capsys, data, tmp_path):
                                                           "queries in (0, 1), got 1\n"),
     (["--logging-fraction", "0.1"], "Error: --logging-fraction sets the logging ranker of the --position-bias sweep; "
                                     "give --position-bias ETA[,ETA...] or drop it\n"),
+    (["--losses", "xendcg", "--step", "paper"], "Error: --step is ListNet's boosting step (listnet), not --losses "
+                                                "xendcg's\n"),
+    (["--losses", "xendcg,lambdamart", "--step", "paper"], "Error: --step is ListNet's boosting step (listnet), "
+                                                           "and --losses xendcg,lambdamart has none\n"),
+    (["--losses", "xendcg,listnet", "--loss-option", "temperature=1"],
+     "Error: --loss-option temperature=1: no loss of --losses xendcg,listnet has an option 'temperature'\n"),
+    (["--losses", "listnet", "--loss-option", "approxndcg:temperature=1"],
+     "Error: --loss-option approxndcg:temperature=1: approxndcg is not trained here (--losses listnet)\n"),
+    (["--losses", "approxndcg,lambdaloss", "--loss-option", "sigma=0"],
+     "Error: --loss-option lambdaloss:sigma: expected >= 0.0001, <= 10000, got '0'\n"),
 ])
 def test_usage_errors(capsys, data, tmp_path, args, message):
     status, _, err = run(capsys, data, "-o", tmp_path / "e", *args, *FAST)
@@ -311,3 +321,26 @@ def test_experiment_imports_lightgbm_without_scikit_learn(data, tmp_path):
             "print(status, 'lightgbm' in sys.modules, 'sklearn' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert result.stdout.split()[-3:] == ["0", "True", "False"], result.stderr
+
+
+def test_every_loss_side_by_side_with_its_options(capsys, data, tmp_path):
+    losses = "lambdamart,xendcg,listnet,listmle,listmle-pa,approxndcg,lambdaloss"
+    status, _, err = run(capsys, data, "-o", tmp_path / "e", "--losses", losses, "--trials", "2", "--json",
+                         "--loss-option", "approxndcg:temperature=0.5", "--step", "diagonal", *FAST)
+    assert status == 0, err
+    rows = _results(tmp_path / "e")
+    assert {r["loss"] for r in rows} == set(losses.split(",")) and len(rows) == 7 * 2 * 2
+    recorded = json.loads((tmp_path / "e" / "config.json").read_text())["config"]["loss_options"]
+    assert recorded == {"approxndcg": {"temperature": 0.5},  # listnet's diagonal step is as before the option
+                        "lambdaloss": {"variant": "ndcg-loss2++", "mu": 10.0, "sigma": 1.0}}
+    summary = json.loads((tmp_path / "e" / "summary.json").read_text())
+    assert summary["loss_options"]["listnet"] == {"step": "diagonal"}
+    assert "Loss options: listnet step=diagonal; approxndcg temperature=0.5; lambdaloss variant=ndcg-loss2++, mu=10, " \
+           "sigma=1." in (tmp_path / "e" / "summary.md").read_text()
+    # the same command without --step resumes with the step the directory started with; another step is refused
+    status, _, err = run(capsys, data, "-o", tmp_path / "e", "--losses", losses, "--trials", "2",
+                         "--loss-option", "approxndcg:temperature=0.5", *FAST)
+    assert status == 0 and "0 units trained, 14 resumed" in err
+    status, _, err = run(capsys, data, "-o", tmp_path / "e", "--losses", losses, "--trials", "2",
+                         "--loss-option", "approxndcg:temperature=0.5", "--step", "paper", *FAST)
+    assert status == 4 and '"listnet": {"step": "paper"}} now' in err

@@ -248,12 +248,16 @@ def test_train_with_an_estimated_propensity_file(run, logs, tmp_path, loss):
      "relevance away; use --loss xendcg (the same loss, in rankcli)\n"),
     (["--propensity", "learn"],
      "Error: --propensity learn is LightGBM's position-bias model for --loss lambdamart (unbiased LambdaMART), not "
-     "--loss xendcg; with xendcg, listnet, pointwise, ranknet give a propensity file (rankcli propensity) or "
-     "pbm:ETA\n"),
+     "--loss xendcg; with xendcg, listnet, pointwise, ranknet, approxndcg, lambdaloss give a propensity file "
+     "(rankcli propensity) or pbm:ETA\n"),
     (["--loss", "ranknet", "--propensity", "learn"],
      "Error: --propensity learn is LightGBM's position-bias model for --loss lambdamart (unbiased LambdaMART), not "
-     "--loss ranknet; with xendcg, listnet, pointwise, ranknet give a propensity file (rankcli propensity) or "
-     "pbm:ETA\n"),
+     "--loss ranknet; with xendcg, listnet, pointwise, ranknet, approxndcg, lambdaloss give a propensity file "
+     "(rankcli propensity) or pbm:ETA\n"),
+    (["--loss", "listmle", "--pool-impressions"],
+     "Error: --loss listmle reads only the order of the labels, so no weighting of the clicks enters it, and the "
+     "order of noisy IPS estimates does not converge where relevances tie: neither unbiased nor consistent; use "
+     "xendcg, listnet, pointwise, ranknet, approxndcg, lambdaloss\n"),
     (["--loss", "lambdamart", "--pool-impressions"],
      "Error: --loss lambdamart: LightGBM's per-document weights scale a document's summed lambda, which is not "
      "pairwise IPS; use --loss ranknet (the pairwise IPS loss), or xendcg, listnet or pointwise, or --propensity learn "

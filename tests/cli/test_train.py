@@ -105,7 +105,8 @@ def test_too_little_data_says_why(cli, tmp_path):
 
 @pytest.mark.parametrize("args, status, message", [
     (["--loss", "xendgc"], 2, "Error: unknown loss 'xendgc'; did you mean 'xendcg'? (choose from lambdamart, "
-                               "xendcg, xendcg-native, listnet, ranknet, pointwise)"),
+                               "xendcg, xendcg-native, listnet, ranknet, listmle, listmle-pa, approxndcg, "
+                               "lambdaloss, pointwise)"),
     (["--early-stopping", "5"], 2, "Error: --early-stopping 5 needs a validation set: pass --valid VALID.parquet "
                                    "(or --early-stopping 0)"),
     (["--gamma", "fixed:2"], 2, "Error: --gamma fixed:<g> needs a number g in [0, 1], got 'fixed:2'"),
@@ -116,6 +117,25 @@ def test_too_little_data_says_why(cli, tmp_path):
     (["--min-data-in-leaf", "-3"], 2, "Error: --min-data-in-leaf must be 0 or more, got -3\n"),
     (["--valid", "NARROW"], 3, "Error: validation feature columns differ from the training data's: missing f46 "
                                "(expected 46 features, got 45)"),
+    (["--step", "diagonal"], 2, "Error: --step is ListNet's boosting step (listnet), not --loss xendcg's\n"),
+    (["--loss", "listnet", "--step", "newton"], 2,
+     "Error: --loss-option listnet:step (--step): expected paper | diagonal, got 'newton'\n"),
+    (["--loss", "approxndcg", "--loss-option", "temperature=-1"], 2,
+     "Error: --loss-option approxndcg:temperature: expected >= 0.0001, <= 10000, got '-1'\n"),
+    (["--loss", "approxndcg", "--loss-option", "temperature=nan"], 2,
+     "Error: --loss-option approxndcg:temperature: expected >= 0.0001, <= 10000, got 'nan'\n"),
+    (["--loss", "approxndcg", "--loss-option", "temp=1"], 2,
+     "Error: --loss-option temp: --loss approxndcg has no option 'temp'; did you mean 'temperature'? (its options: "
+     "temperature)\n"),
+    (["--loss", "xendcg", "--loss-option", "mu=1"], 2, "Error: --loss-option mu: --loss xendcg has no options\n"),
+    (["--loss-option", "nokey"], 2, "Error: --loss-option: expected [LOSS:]NAME=VALUE (e.g. "
+                                    "approxndcg:temperature=0.5), got 'nokey'\n"),
+    (["--loss", "lambdaloss", "--loss-option", "listnet:step=paper"], 2,
+     "Error: --loss-option listnet:step=paper: listnet is not trained here (--loss lambdaloss)\n"),
+    (["--loss", "lambdaloss", "--loss-option", "variant=ndcg-loss2", "--loss-option", "mu=1"], 2,
+     "Error: --loss-option lambdaloss:mu applies only with variant=ndcg-loss2++, got variant=ndcg-loss2\n"),
+    (["--loss", "lambdaloss", "--loss-option", "mu=1", "--loss-option", "lambdaloss:mu=2"], 2,
+     "Error: --loss-option lambdaloss:mu=2: lambdaloss's mu is given twice, as '1' and '2'\n"),
 ])
 def test_train_errors(cli, data, tmp_path, args, status, message):
     args = [str(data["narrow"]) if a == "NARROW" else a for a in args]
@@ -386,3 +406,22 @@ def test_loss_option_shows_every_loss_of_the_registry_in_its_order():
     assert train_cli.LOSS_NAMES == tuple(LOSSES)
     loss = next(p for p in typer.main.get_command(app).commands["train"].params if p.name == "loss")
     assert loss.metavar == "<" + "|".join(LOSSES) + ">"
+
+
+@pytest.mark.parametrize("loss, args, options", [
+    ("listnet", [], {"step": "paper"}),
+    ("listnet", ["--step", "diagonal"], {"step": "diagonal"}),
+    ("listmle", [], None),
+    ("listmle-pa", [], None),
+    ("approxndcg", ["--loss-option", "temperature=0.5"], {"temperature": 0.5}),
+    ("lambdaloss", ["--loss-option", "variant=ndcg-loss2", "--loss-option", "lambdaloss:sigma=2"],
+     {"variant": "ndcg-loss2", "mu": 10.0, "sigma": 2.0}),
+])
+def test_every_new_loss_trains_and_its_options_are_recorded(cli, data, tmp_path, loss, args, options):
+    r = cli("train", data["train"], "-o", tmp_path / "m", *FAST, "--loss", loss, *args, "--json")
+    assert r.returncode == 0, r.stderr
+    info = json.loads((tmp_path / "m" / "rankcli.json").read_text())
+    assert info["loss"]["name"] == loss and info["loss"].get("options") == options
+    assert info["params"]["objective"] == f"rankcli:{loss}"
+    r = cli("predict", tmp_path / "m", data["train"], "-o", tmp_path / "run.parquet")
+    assert r.returncode == 0, r.stderr

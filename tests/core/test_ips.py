@@ -78,7 +78,7 @@ def test_naive_pooling_is_biased():
     assert np.all(naive[gamma > 0.5] < 0.7 * gamma[gamma > 0.5])
 
 
-@pytest.mark.parametrize("loss", ["xendcg", "listnet"])
+@pytest.mark.parametrize("loss", ["xendcg", "listnet", "approxndcg", "lambdaloss"])
 def test_listwise_ips_gradient_converges_to_the_full_information_gradient(loss):
     """A ratio estimator: the mean IPS gradient over logs approaches the full-information gradient as impressions
     grow (tolerance: 4 standard errors of the mean plus the O(1/n) ratio bias bound, checked to shrink)."""
@@ -90,6 +90,10 @@ def test_listwise_ips_gradient_converges_to_the_full_information_gradient(loss):
         labels = ips.training_labels(loss, gain)
         if loss == "xendcg":
             return losses.xendcg_gradient(labels, scores, offsets, gamma_mix)
+        if loss == "approxndcg":
+            return losses.approxndcg_gradient(labels, scores, offsets, 0.5)
+        if loss == "lambdaloss":
+            return losses.lambdaloss_gradient(labels, scores, offsets)
         return losses.listnet_gradient(labels, scores, offsets)
 
     full = grad(np.asarray(PAPER)[grades])
@@ -112,7 +116,9 @@ def test_training_labels_put_the_gain_linearly_into_the_targets():
     # clicks {0, 1}: the listnet label is the click itself
     np.testing.assert_allclose(ips.training_labels("listnet", np.array([0.0, 1.0])), [0.0, 1.0])
     np.testing.assert_array_equal(ips.training_labels("ranknet", g), g)
-    with pytest.raises(UsageError, match="IPS training supports xendcg, listnet, pointwise, ranknet"):
+    for loss in ("approxndcg", "lambdaloss"):
+        np.testing.assert_allclose(2 ** ips.training_labels(loss, g) - 1, g)  # the gain 2^label - 1 is g
+    with pytest.raises(UsageError, match="IPS training supports xendcg, listnet, pointwise, ranknet, approxndcg, "):
         ips.training_labels("lambdamart", g)
 
 

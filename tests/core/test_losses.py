@@ -89,7 +89,7 @@ def test_listnet_gradient_hessian_and_reference():
     np.testing.assert_allclose(losses.listnet_value(y, s, off), ref.listnet_value(s, y, off), atol=1e-12)
     fd = fd_gradient(lambda x: losses.listnet_value(y, x, off), s)
     np.testing.assert_allclose(losses.listnet_gradient(y, s, off), fd, atol=1e-6)
-    grad, hess = losses.listnet_grad_hess(y, s, off)
+    grad, hess = losses.listnet_grad_hess(y, s, off, step="diagonal")
     np.testing.assert_allclose(grad, fd, atol=1e-6)
     np.testing.assert_allclose(hess, fd_hess_diag(lambda x: losses.listnet_gradient(y, x, off), s), atol=1e-6)
 
@@ -113,7 +113,7 @@ def test_ranknet_gradient_hessian_and_reference(real):
 @pytest.mark.parametrize("cap", [16, 64, 1 << 20])
 def test_ranknet_memory_bounded_blocks_and_tiles_agree(monkeypatch, cap):
     # cap=16: every query of width > 4 goes through the row-tiled path; cap=64: several queries per block and tiles.
-    monkeypatch.setattr(losses, "MAX_PAIR_ELEMENTS", cap)
+    monkeypatch.setattr(losses.common, "MAX_PAIR_ELEMENTS", cap)
     rng = np.random.default_rng(5)
     s, y, off = random_batch(rng, n_queries=20, max_size=30)
     value, rgrad, rhess = ref.ranknet(s, y, off)
@@ -126,11 +126,13 @@ def test_ranknet_memory_bounded_blocks_and_tiles_agree(monkeypatch, cap):
 STEPS = {
     "xendcg": lambda s, y, o: losses.xendcg_grad_hess(y, s, o, 0.3),
     "listnet": lambda s, y, o: losses.listnet_grad_hess(y, s, o),
+    "listnet-diagonal": lambda s, y, o: losses.listnet_grad_hess(y, s, o, step="diagonal"),
     "ranknet": lambda s, y, o: losses.ranknet_grad_hess(y, s, o),
 }
 VALUES = {
     "xendcg": lambda s, y, o: losses.xendcg_value(y, s, o, 0.3),
     "listnet": lambda s, y, o: losses.listnet_value(y, s, o),
+    "listnet-diagonal": lambda s, y, o: losses.listnet_value(y, s, o),
     "ranknet": lambda s, y, o: losses.ranknet_value(y, s, o),
 }
 
@@ -173,7 +175,7 @@ def test_invariant_to_a_constant_added_per_query(seed, shift):
 def test_gradients_sum_to_zero_per_query():
     # softmax losses: sum(rho - phi) = 0 per query; ranknet: every pair adds +p and -p
     s, y, off = random_batch(np.random.default_rng(6))
-    for name in ("listnet", "ranknet"):
+    for name in ("listnet-diagonal", "ranknet"):
         g, _ = STEPS[name](s, y, off)
         np.testing.assert_allclose(np.add.reduceat(g, off[:-1]), 0, atol=1e-12)
     np.testing.assert_allclose(np.add.reduceat(losses.xendcg_gradient(y, s, off, 0.5), off[:-1]), 0, atol=1e-12)
@@ -215,7 +217,7 @@ def test_ranknet_memory_stays_bounded_on_a_long_list():
             _, peak = tracemalloc.get_traced_memory()
         finally:
             tracemalloc.stop()
-        assert peak < 32 * losses.MAX_PAIR_ELEMENTS + (1 << 20), (f.__name__, peak)
+        assert peak < 32 * losses.common.MAX_PAIR_ELEMENTS + (1 << 20), (f.__name__, peak)
 
 
 # ------------------------------------------------------------------------------ large labels (issue 12 item 4)
@@ -286,10 +288,12 @@ def test_listnet_labels_spanning_all_of_float64_give_the_exact_limit_without_a_w
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         phi = losses.listnet_target(labels, offsets)
-        grad, hess = losses.listnet_grad_hess(labels, scores, offsets)
+        grad, hess = losses.listnet_grad_hess(labels, scores, offsets, step="diagonal")
+        paper = losses.listnet_grad_hess(labels, scores, offsets)
         value = losses.listnet_value(labels, scores, offsets)
     np.testing.assert_array_equal(phi, [0.0, 1.0, 0.0, 1.0, 0.0])
     assert np.all(np.isfinite(grad)) and np.all(np.isfinite(hess)) and np.all(np.isfinite(value))
+    assert np.all(np.isfinite(paper[0])) and np.all(np.isfinite(paper[1]))
     np.testing.assert_allclose(grad, losses.listnet_gradient(labels, scores, offsets))
 
 
