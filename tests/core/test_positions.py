@@ -52,7 +52,8 @@ def test_a_uint64_beyond_int64_is_reported_as_written():
     (np.array([1, 0]), r"positions are 1-based, got 0 at row 1, impression 0"),
     (np.array([1, -3]), r"positions are 1-based, got -3 at row 1"),
     (np.array([1.0, 2.5]), r"2\.5 at row 1, impression 0 is not a whole number"),
-    (np.array([1.0, np.nan]), r"nan at row 1, impression 0 is not a whole number"),
+    (np.array([1.0, np.nan]), r"column position: a missing value at row 1, impression 0; positions are 1, 2"),
+    (np.array([1.0, np.inf]), r"inf at row 1, impression 0 is not a whole number"),
     (np.array(["1", "2"]), r"expected whole numbers 1, 2, \.\.\., got <U1 values"),
 ])
 def test_what_is_not_a_position(positions, message):
@@ -80,3 +81,21 @@ def test_leading_positions():
     assert leading_positions(np.array([1, 2, 4, 100_000])) == 2  # the work stops at the first position not shown
     assert leading_positions(np.array([2, 3])) == 0
     assert leading_positions(np.zeros(0, np.int64)) == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=8), st.integers(0, 3))
+def test_the_display_order_shortcut_agrees_with_the_sort(sizes, shift):
+    """Impressions shown 1..n in row order pass without a sort; any other order is checked by the sort, and both
+    answer alike (empty impressions included)."""
+    offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    positions = np.concatenate([np.arange(1, s + 1) for s in sizes]).astype(np.int64)
+    assert list(checked_positions(offsets, positions)) == list(positions)
+    if positions.shape[0] > 1:
+        rolled = np.roll(positions, shift)
+        repeated = any(len(set(rolled[a:b])) < b - a for a, b in zip(offsets[:-1], offsets[1:]))
+        if repeated:
+            with pytest.raises(InputError, match="twice"):
+                checked_positions(offsets, rolled)
+        else:
+            assert list(checked_positions(offsets, rolled)) == list(rolled)
