@@ -16,6 +16,11 @@ from rankcli.formats.parquet import write_dataset
 from tests.letor_sample import load_letor
 
 KEYS = {"method", "positions", "propensity", "ci_low", "ci_high", "impressions", "clicks"}
+#: What propensity and train --propensity say about the logs propensities cannot debias.
+CASCADE = ("made with the cascade click model, whose examination depends on the clicks above (the scan stops at the "
+           "first click), which breaks the position-based assumption behind propensities; simulate with --model pbm")
+DROPPED = ("impressions without a click were dropped (footer keep_no_click false), which inflates the click rate of "
+           "every position unevenly; simulate again with --keep-no-click")
 
 
 @pytest.fixture(scope="module")
@@ -110,11 +115,8 @@ def test_too_few_clicks_are_said_and_power_fit(run, logs):
 
 
 @pytest.mark.parametrize("log,message", [
-    ("cascade", "made with the cascade click model, whose examination depends on the clicks above (the scan stops "
-                "at the first click), which breaks the position-based assumption behind propensities; simulate with "
-                "--model pbm"),
-    ("dropped", "impressions without a click were dropped (footer keep_no_click false), which inflates the click "
-                "rate of every position unevenly; simulate again with --keep-no-click"),
+    ("cascade", CASCADE),
+    ("dropped", DROPPED),
     ("deterministic", "logged in ranker 'label''s own order without randomisation, so position and relevance are "
                       "confounded; simulate with --randomize top:N or --randomize swap:K (or --ranker random), or "
                       "give the logs of several rankers (rankcli propensity A.parquet B.parquet ...: intervention "
@@ -526,11 +528,8 @@ def test_a_propensity_above_one_is_taken_by_ips_training(run, logs, tmp_path):
 
 
 @pytest.mark.parametrize("log,message", [
-    ("cascade", "made with the cascade click model, whose examination depends on the clicks above (the scan stops "
-                "at the first click), which breaks the position-based assumption behind propensities; simulate with "
-                "--model pbm"),
-    ("dropped", "impressions without a click were dropped (footer keep_no_click false), which inflates the click "
-                "rate of every position unevenly; simulate again with --keep-no-click"),
+    ("cascade", CASCADE),
+    ("dropped", DROPPED),
 ])
 def test_ips_training_refuses_the_logs_propensity_refuses(run, logs, tmp_path, log, message):
     """train --propensity makes propensity's checks, with its messages: dropping the no-click impressions inflated
