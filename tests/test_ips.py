@@ -3,6 +3,8 @@ global target scale for both, checked by simulation on randomised logs (the cont
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -90,3 +92,20 @@ def test_ips_still_debiases_a_log_in_a_rankers_order():
     # IPS recovers gamma / mean(gamma); naive inflates the top-ranked documents' share
     np.testing.assert_allclose(ips.labels[best], (gamma / gamma.mean())[best], rtol=0.15)
     assert np.all(naive.labels[best] > 1.3 * ips.labels[best])
+
+
+def test_an_in_memory_log_carries_its_own_click_model():
+    """A log simulated in memory (experiment --position-bias) says how it was made, as the file's footer does, so IPS
+    training checks it (a cascade log is refused) and never reads the source's footer for it."""
+    from rankcli.errors import InputError
+
+    src = source()
+    src.metadata = {"clicks": json.dumps({"model": "cascade", "keep_no_click": False})}  # a click log as the source
+    pbm, _ = simulate_clicks(src, model="pbm", impressions=5, ranker="random", keep_no_click=True,
+                             rng=np.random.default_rng(3))
+    assert json.loads(pbm.metadata["clicks"])["model"] == "pbm"
+    pooled_training_set(pbm, loss="xendcg", propensity=("pbm", 1.0))
+    cascade, _ = simulate_clicks(source(), model="cascade", impressions=5, ranker="random", keep_no_click=True,
+                                 rng=np.random.default_rng(3))
+    with pytest.raises(InputError, match="made with the cascade click model"):
+        pooled_training_set(cascade, loss="xendcg", propensity=("pbm", 1.0))
