@@ -39,8 +39,9 @@ def test_propensities_above_one_are_read_and_the_reference_is_kept(tmp_path):
     """Relative to the reference position an estimate can exceed 1 by chance; IPS needs only ratios, so any finite
     value above 0 is read (a file without reference_position too)."""
     path = tmp_path / "p.json"
-    for record in ({"reference_position": 1, "positions": [1, 2, 3], "propensity": [1.0, 1.023, 0.4]},
-                   {"positions": [1, 2], "propensity": [0.5, 2.5]}):
+    for record in ({"method": "click-rate", "reference_position": 1, "positions": [1, 2, 3],
+                    "propensity": [1.0, 1.023, 0.4]},
+                   {"method": "by hand", "positions": [1, 2], "propensity": [0.5, 2.5]}):
         write_propensity(path, record, overwrite=True)
         assert read_propensity(path) == record
     for bad in ("Infinity", "NaN", "1e999"):
