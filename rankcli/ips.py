@@ -10,8 +10,10 @@ from pathlib import Path
 import numpy as np
 
 from rankcli.core import ips as core
+from rankcli.core.positions import checked_positions
 from rankcli.dataset import Dataset
 from rankcli.errors import InputError, SchemaError, UsageError
+from rankcli.propensity import check_debiasable
 
 #: Click-log columns the pooling reads besides qid, label and the features.
 LOG_COLUMNS = ("source_qid", "position", "source_row")
@@ -96,13 +98,7 @@ def position_training_set(ds: Dataset, *, allow_graded: bool = False,
                           "displayed at (a click log from rankcli simulate-clicks)")
     clicks = np.asarray(ds.labels, dtype=np.float64)
     _check_clicks(clicks, allow_graded, what)
-    positions = np.asarray(ds.extra["position"])
-    as_float = positions.astype(np.float64)
-    bad = np.flatnonzero(~(as_float >= 1) | (as_float > np.iinfo(np.int32).max) | (as_float != np.floor(as_float)))
-    if bad.shape[0]:
-        row = int(bad[0])
-        raise InputError(f"{what}: position of row {row} is {positions[row]}, not a position (1, 2, ...)")
-    positions = positions.astype(np.int64)
+    positions = _checked_positions(ds, what)
     info = {
         "mode": "learn",
         "propensity": {"source": "learn"},
@@ -111,6 +107,15 @@ def position_training_set(ds: Dataset, *, allow_graded: bool = False,
         "clicks": int(np.count_nonzero(clicks)),
     }
     return ds, positions, info
+
+
+def _checked_positions(ds: Dataset, what: str) -> np.ndarray:
+    """The log's ``position`` column checked (:func:`rankcli.core.positions.checked_positions`: whole numbers up to
+    the limit, none twice within an impression), as int64; messages name ``what`` and the impression's qid."""
+    try:
+        return checked_positions(ds.offsets, np.asarray(ds.extra["position"]), ds.qids[ds.offsets[:-1]])
+    except InputError as exc:
+        raise InputError(f"{what}: {exc}") from None
 
 
 def _check_clicks(clicks: np.ndarray, allow_graded: bool, what: str) -> None:
@@ -145,7 +150,12 @@ def pooled_training_set(ds: Dataset, *, loss: str, propensity: tuple[str, object
     pooled per source query, labelled for ``loss``; ``propensity`` ``None`` pools the naive click-through rates
     (``--pool-impressions``), ``("values", array)`` takes propensities computed in memory (position ``r`` at
     ``array[r - 1]``). ``clip`` floors the propensities; ``allow_graded`` weights graded labels as clicks; ``what``
-    names the data in messages. Returns the training set and what ``rankcli.json`` records about it."""
+    names the data in messages. Returns the training set and what ``rankcli.json`` records about it.
+
+    With propensities the log must be one they can debias (:func:`rankcli.propensity.check_debiasable`, the check
+    ``rankcli propensity`` makes: not a cascade log, no-click impressions kept); positions are checked in every mode
+    (:func:`rankcli.core.positions.checked_positions`). The gains are divided by :func:`rankcli.core.ips.target_scale`
+    before they become labels, naive and IPS alike, so that the two differ only in the propensities."""
     check_ips_loss(loss)
     for name in ("source_qid", "position"):
         if name not in ds.extra:
@@ -157,9 +167,11 @@ def pooled_training_set(ds: Dataset, *, loss: str, propensity: tuple[str, object
         doc_key = np.asarray(ds.extra["source_row"], dtype=np.int64)
     else:
         raise SchemaError(f"{what}: missing column docid (or source_row): IPS training pools each document's clicks")
+    if propensity is not None:  # IPS: the log must be one whose clicks propensities can debias, as propensity checks
+        check_debiasable(what, ds.metadata)
     clicks = np.asarray(ds.labels, dtype=np.float64)
     _check_clicks(clicks, allow_graded, what)
-    positions = np.asarray(ds.extra["position"], dtype=np.int64)
+    positions = _checked_positions(ds, what)
     top = int(positions.max()) if positions.shape[0] else 1
     p, source = _propensities(propensity, top)
     try:
@@ -169,9 +181,10 @@ def pooled_training_set(ds: Dataset, *, loss: str, propensity: tuple[str, object
     impression = np.repeat(np.arange(ds.n_queries, dtype=np.int64), np.diff(ds.offsets))
     pooled = core.pool(np.asarray(ds.extra["source_qid"]), doc_key, impression, clicks, weights)
     sizes = np.diff(pooled.offsets)
+    scale = core.target_scale(pooled.gain)
     out = Dataset(
         qids=np.repeat(np.asarray(pooled.query_keys, dtype=np.int64), sizes),
-        labels=core.training_labels(loss, pooled.gain),
+        labels=core.training_labels(loss, pooled.gain / scale),
         features=None if ds.features is None else ds.features[pooled.rows],
         feature_names=list(ds.feature_names),
         docids=None if ds.docids is None else ds.docids[pooled.rows],
@@ -185,5 +198,6 @@ def pooled_training_set(ds: Dataset, *, loss: str, propensity: tuple[str, object
         "queries": int(sizes.shape[0]),
         "documents": int(pooled.rows.shape[0]),
         "labels": core.IPS_LABELS[loss].formula,
+        "target_scale": {"rule": core.TARGET_SCALE, "divisor": scale},
     }
     return out, info

@@ -12,9 +12,12 @@ from pathlib import Path
 
 import numpy as np
 
+from rankcli.core.positions import checked_positions
 from rankcli.core.propensity import MIN_CLICKS, PropensityEstimate, estimate
 from rankcli.errors import InputError, UsageError
 
+#: The position every propensity is relative to (its propensity is 1 by definition; the others may exceed 1 by chance).
+REFERENCE_POSITION = 1
 #: Logging policies whose logs identify propensities, and the estimator each one takes.
 POLICY_METHODS = {"random": "click-rate", "top": "click-rate", "swap": "swap-ratio"}
 
@@ -34,13 +37,16 @@ class PropensityResult:
         e = self.estimate
         return {
             "method": e.method,
+            "reference_position": REFERENCE_POSITION,
             "positions": [int(p) for p in e.positions],
-            "propensity": [_finite(v) for v in e.propensity],
-            "ci_low": [_finite(v) for v in e.ci_low],
-            "ci_high": [_finite(v) for v in e.ci_high],
+            "propensity": _finite(e.propensity),
+            "ci_low": _finite(e.ci_low),
+            "ci_high": _finite(e.ci_high),
             "impressions": e.impressions,
             "clicks": e.clicks,
             "fitted": [bool(v) for v in e.fitted],
+            "near_threshold": [bool(v) for v in e.near_threshold],
+            "near_threshold_clicks": e.near_threshold_clicks,
             "clicks_by_position": [int(v) for v in e.clicks_by_position],
             "reference_clicks": [int(v) for v in e.reference_clicks],
             "impressions_by_position": [int(v) for v in e.impressions_by_position],
@@ -60,10 +66,13 @@ class PropensityResult:
         }
 
 
-def _finite(value) -> float | None:
-    """A float for JSON; ``None`` (null) where it is not finite (an interval no bootstrap replicate defined)."""
-    v = float(value)
-    return v if np.isfinite(v) else None
+def _finite(values) -> list[float | None]:
+    """Floats for JSON; ``None`` (null) where a value is not finite (an interval no bootstrap replicate defined)."""
+    values = np.asarray(values, dtype=np.float64)
+    out = values.tolist()
+    for i in np.flatnonzero(~np.isfinite(values)):
+        out[i] = None
+    return out
 
 
 def parse_policy(text: str) -> tuple[str, int | None]:
@@ -88,7 +97,7 @@ def logging_policy(path: Path | str, meta: dict[str, str], override: str | None)
     footer keys are ``meta``; refuses (exit 3) a log that cannot identify propensities, saying why and how to make one
     that can. ``override`` (``--policy``) states the policy of a log without rankcli's footer, or replaces the
     footer's."""
-    params = _click_footer(path, meta)
+    params = click_footer(path, meta)
     model = params.get("model")
     if override is not None:
         kind, number = parse_policy(override)
@@ -109,7 +118,7 @@ def logging_policy(path: Path | str, meta: dict[str, str], override: str | None)
     return kind, number, model, params
 
 
-def _click_footer(path: Path | str, meta: dict[str, str]) -> dict:
+def click_footer(path: Path | str, meta: dict[str, str]) -> dict:
     """The ``rankcli.clicks`` footer of a click log as a dict (empty for a log rankcli did not write)."""
     if "clicks" not in meta:
         return {}
@@ -136,9 +145,12 @@ def _check_position_based(path: Path | str, model: str | None, params: dict) -> 
             "click rate of every position unevenly; simulate again with --keep-no-click")
 
 
-def _harvest_log_checks(path: Path | str, meta: dict[str, str]) -> tuple[str | None, dict]:
-    """One log of a harvest: its click model and footer parameters, checked as :func:`logging_policy` checks them."""
-    params = _click_footer(path, meta)
+def check_debiasable(path: Path | str, meta: dict[str, str]) -> tuple[str | None, dict]:
+    """The click model and footer parameters of the click log at ``path`` (footer keys ``meta``), refusing (exit 3) a
+    log whose clicks cannot be debiased by examination propensities: a cascade log, or one without its no-click
+    impressions. The one check behind ``rankcli propensity`` (every log) and IPS training (``train --propensity``);
+    a log without rankcli's footer passes (its click model is not recorded)."""
+    params = click_footer(path, meta)
     model = params.get("model")
     _check_position_based(path, model, params)
     return model, params
@@ -164,12 +176,16 @@ def estimate_harvest(paths: list[Path | str], *, bootstrap: int = 1000, confiden
 
     models, footers, parts, doc_cols = [], [], [], []
     for path in paths:
-        model, params = _harvest_log_checks(path, read_metadata(path))
+        model, params = check_debiasable(path, read_metadata(path))
         models.append(model)
         footers.append(params)
         cols = read_click_columns(path, swap=False)
         if cols["offsets"].shape[0] == 1:
             raise InputError(f"{path}: the click log holds no impressions")
+        try:  # named per log here: the estimate sees the logs concatenated
+            cols["position"] = checked_positions(cols["offsets"], cols["position"], cols["impression_qid"])
+        except InputError as exc:
+            raise InputError(f"{path}: {exc}") from None
         parts.append(cols)
         doc_cols.append(read_document_column(path))
     if len(paths) == 1 and footers[0] and footers[0].get("ranker") != "random" \
@@ -225,7 +241,7 @@ def estimate_propensity(path: Path | str, *, policy: str | None = None, bootstra
     try:
         est = estimate(offsets, query.reshape(-1), cols["position"], cols["label"], method=POLICY_METHODS[kind],
                        max_position=number if kind == "top" else None, bootstrap=bootstrap, confidence=confidence,
-                       min_clicks=min_clicks, fit=fit, rng=rng, **kw)
+                       min_clicks=min_clicks, fit=fit, rng=rng, impression_ids=cols["impression_qid"], **kw)
     except InputError as exc:
         raise InputError(f"{path}: {exc}") from None
     policy_text = "random" if kind == "random" else f"{kind}:{number}"

@@ -348,8 +348,11 @@ SWEEP_NOTES = {
                      "probabilities (.05, .3, .5, .7, .95), impressions without a click kept). Each loss trained "
                      "naive (impressions pooled per query on click-through rates, no propensities) and `+ips` "
                      "(propensities estimated from a RandTop-10 log of the same size, power fit beyond thin "
-                     "positions, capped at 1, clip 0.01); validation pooled the same way; tested on the graded test "
-                     "set.",
+                     "positions, clip 0.01), the gains of both divided by their mean (one global target scale); "
+                     "validation pooled the same way; tested on the graded test set. The controls `+control` and "
+                     "`+ips+control` train the same two ways on the RandTop-10 log itself, whose random order leaves "
+                     "the click-through rates unbiased up to one constant: there naive and IPS should agree within "
+                     "noise.",
 }
 
 
@@ -456,7 +459,9 @@ def _sweep_markdown(config, kind: str, rows: list[dict]) -> list[str]:
     lines = [f"## sweep {kind}: test {primary_metric(config)}", "", sweep_note(config, kind), ""]
     if kind == "position-bias":
         lines += ["Per loss, `<loss>+ips - <loss>` is mean(IPS) - mean(naive) over the units, with its paired "
-                  f"t-test (p adjusted with `{config.correction}` within each level).", ""]
+                  f"t-test (p adjusted with `{config.correction}` within each level); "
+                  "`<loss>+ips+control - <loss>+control` is the same on the randomised log (the control, adjusted "
+                  "as a family of its own).", ""]
         if naive_only_note(config):
             lines += [naive_only_note(config), ""]
     lines += [f"| {kind} | " + " | ".join(names + diffs + [f"p adjusted ({d})" for d in diffs]) + " |",

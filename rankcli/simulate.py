@@ -7,6 +7,7 @@ click) plus a :class:`ClickSummary`. Never prints and never touches files (excep
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -295,7 +296,9 @@ def simulate_clicks(ds: Dataset, *, model: str = "cascade", click_probs=PAPER_CL
         feature_names=list(ds.feature_names),
         docids=None if ds.docids is None else ds.docids[rows],
         offsets=log.offsets,
-        metadata=dict(ds.metadata),
+        # the log's own footer key (as the file gets it), not the source's: IPS training reads the click model from it
+        metadata={**ds.metadata, "clicks": json.dumps({"model": summary.model, "ranker": summary.ranker,
+                                                       **summary.params})},
         extra={k: v[rows] for k, v in ds.extra.items()},
     )
     extra = {

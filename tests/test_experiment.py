@@ -216,19 +216,28 @@ def test_summarize_single_trial_has_no_test():
 
 def test_position_bias_tests_are_one_compare_family_over_the_same_units():
     """The naive-against-IPS tests of a setting are one call of compare.compare_values (one family for the
-    correction), over the units where every tested variant has a value, as the tests of the other settings are."""
+    correction), over the units where every tested variant has a value, as the tests of the other settings are. The
+    controls on the randomised log are a second family, corrected apart: they leave the main tests' p-values alone."""
     cfg = ex.ExperimentConfig(losses=["xendcg", "listnet"], trials=4, metrics=["ndcg@5"], position_bias=[1.0])
     setting = ex.setting_for("position-bias", 1.0)
     rng = np.random.default_rng(3)
-    names = ["xendcg", "xendcg+ips", "listnet", "listnet+ips"]
+    names = ex.setting_losses(cfg, setting)
+    assert names == ["xendcg", "xendcg+ips", "xendcg+control", "xendcg+ips+control",
+                     "listnet", "listnet+ips", "listnet+control", "listnet+ips+control"]
     vals = {name: rng.random(4) for name in names}
     rows = [dict(trial=t, setting=setting.name, loss=name, metric="ndcg@5", value=float(vals[name][t]), trees=1,
                  seconds=0.0) for name in names for t in range(4) if (name, t) != ("listnet+ips", 3)]
     tests = ex.summarize(rows, cfg, [setting])["settings"][0]["tests"]
-    assert [(t["a"], t["b"], t["n"]) for t in tests] == [("xendcg", "xendcg+ips", 3), ("listnet", "listnet+ips", 3)]
-    ps = [sps.ttest_rel(vals[t["b"]][:3], vals[t["a"]][:3]).pvalue for t in tests]
-    assert [t["p_value"] for t in tests] == pytest.approx(ps)
-    assert [t["p_adjusted"] for t in tests] == pytest.approx(np.maximum.accumulate(
+    assert [(t["a"], t["b"], t["n"]) for t in tests] == [
+        ("xendcg", "xendcg+ips", 3), ("listnet", "listnet+ips", 3),
+        ("xendcg+control", "xendcg+ips+control", 4), ("listnet+control", "listnet+ips+control", 4)]
+    main, control = tests[:2], tests[2:]
+    ps = [sps.ttest_rel(vals[t["b"]][:3], vals[t["a"]][:3]).pvalue for t in main]
+    assert [t["p_value"] for t in main] == pytest.approx(ps)
+    assert [t["p_adjusted"] for t in main] == pytest.approx(np.maximum.accumulate(
+        np.minimum(1, np.sort(ps) * np.array([2, 1])))[np.argsort(np.argsort(ps))])
+    ps = [sps.ttest_rel(vals[t["b"]], vals[t["a"]]).pvalue for t in control]
+    assert [t["p_adjusted"] for t in control] == pytest.approx(np.maximum.accumulate(
         np.minimum(1, np.sort(ps) * np.array([2, 1])))[np.argsort(np.argsort(ps))])
 
 
@@ -621,26 +630,31 @@ def test_position_bias_settings_variants_and_paired_tests(tmp_path):
     res = ex.run_experiment(path, tmp_path / "exp", ex.ExperimentConfig(**PB_CFG))
     # eta = 0 is a setting of its own (clicks without bias), not the graded baseline
     assert [s.name for s in res.settings] == ["baseline", "position-bias=0", "position-bias=1"]
-    # baseline: the losses; position-bias settings: naive, +ips where the loss takes IPS (lambdamart naive only)
-    assert res.ran_units == 2 * (2 + 3 + 3)
+    # baseline: the losses; position-bias settings: naive, +ips and the two controls on the randomised log where the
+    # loss takes IPS (lambdamart naive only)
+    assert res.ran_units == 2 * (2 + 5 + 5)
     rows = _trials(tmp_path / "exp").to_pylist()
     names = {s: {r["loss"] for r in rows if r["setting"] == s} for s in ("baseline", "position-bias=1")}
-    assert names == {"baseline": {"xendcg", "lambdamart"}, "position-bias=1": {"xendcg", "xendcg+ips", "lambdamart"}}
+    variants = ["xendcg", "xendcg+ips", "xendcg+control", "xendcg+ips+control", "lambdamart"]
+    assert names == {"baseline": {"xendcg", "lambdamart"}, "position-bias=1": set(variants)}
     summary = json.loads((tmp_path / "exp" / "summary.json").read_text())
     for s in summary["settings"][1:]:
-        assert list(s["losses"]) == ["xendcg", "xendcg+ips", "lambdamart"]
-        # only naive against IPS is tested, per loss and metric, over the trials
-        assert [(t["a"], t["b"], t["metric"]) for t in s["tests"]] == [("xendcg", "xendcg+ips", "ndcg@3"),
-                                                                       ("xendcg", "xendcg+ips", "ndcg@5")]
+        assert list(s["losses"]) == variants
+        # only naive against IPS is tested, per loss and metric, over the trials; then the control's
+        assert [(t["a"], t["b"], t["metric"]) for t in s["tests"]] == [
+            ("xendcg", "xendcg+ips", "ndcg@3"), ("xendcg", "xendcg+ips", "ndcg@5"),
+            ("xendcg+control", "xendcg+ips+control", "ndcg@3"), ("xendcg+control", "xendcg+ips+control", "ndcg@5")]
         for t in s["tests"]:
             assert t["n"] == 2
-            assert t["difference"] == pytest.approx(s["losses"]["xendcg+ips"][t["metric"]]["mean"]
-                                                    - s["losses"]["xendcg"][t["metric"]]["mean"])
+            assert t["difference"] == pytest.approx(s["losses"][t["b"]][t["metric"]]["mean"]
+                                                    - s["losses"][t["a"]][t["metric"]]["mean"])
     sweep = summary["sweeps"]["position-bias"]
     assert [r["level"] for r in sweep] == [0.0, 1.0]
     assert all("xendcg+ips - xendcg" in r and "xendcg+ips - xendcg p_adjusted" in r for r in sweep)
+    assert all("xendcg+ips+control - xendcg+control p_adjusted" in r for r in sweep)
     md = (tmp_path / "exp" / "summary.md").read_text()
     assert "## sweep position-bias: test ndcg@5" in md and "| xendcg+ips - xendcg | ndcg@5 |" in md
+    assert "| xendcg+ips+control - xendcg+control | ndcg@5 |" in md
     assert "lambdamart: naive only" in md
     # same seed, another directory: identical trials
     again = ex.run_experiment(path, tmp_path / "again", ex.ExperimentConfig(**PB_CFG))
@@ -667,7 +681,7 @@ def test_position_bias_resume_is_keyed_by_variant(tmp_path):
         ex.run_experiment(path, tmp_path / "exp", ex.ExperimentConfig(**cfg), on_unit=interrupt)
     assert [(u.setting, u.loss) for u in seen] == [("baseline", "xendcg"), ("position-bias=1", "xendcg")]
     again = ex.run_experiment(path, tmp_path / "exp", ex.ExperimentConfig(**cfg))
-    assert (again.resumed_units, again.ran_units) == (2, 4)
+    assert (again.resumed_units, again.ran_units) == (2, 8)
     assert _trials(tmp_path / "exp").equals(_trials(tmp_path / "ref"))
     assert (tmp_path / "exp" / "summary.md").read_text() == (tmp_path / "ref" / "summary.md").read_text()
 
@@ -684,11 +698,11 @@ def test_position_bias_ips_with_unit_propensities_is_the_naive_pooling(data):
     assert np.unique(logs.train.extra["source_qid"]).shape[0] == train.n_queries - n_log
     assert logs.train.n_queries == (train.n_queries - n_log) * cfg.click_impressions
     assert logs.train.extra["position"].max() <= ex.DISPLAYED_POSITIONS
-    assert logs.propensity[0] == 1.0 and np.all((logs.propensity > 0) & (logs.propensity <= 1))
+    assert logs.propensity[0] == 1.0 and np.all(logs.propensity > 0)  # relative to position 1, not capped at 1
     naive = ex.variant_data(logs, "xendcg", cfg)
     ips = ex.variant_data(logs, "xendcg+ips", cfg)
     assert _same(naive[0], ips[0]) is False  # estimated propensities reweight the clicks
-    flat = ex.ClickLogs(logs.train, logs.valid, np.ones_like(logs.propensity), logs.estimate)
+    flat = ex.ClickLogs(logs.train, logs.valid, np.ones_like(logs.propensity), logs.estimate, logs.randomised)
     for name in ("xendcg", "ranknet"):
         a, b = ex.variant_data(flat, name, cfg), ex.variant_data(flat, name + ex.IPS_SUFFIX, cfg)
         assert _same(a[0], b[0]) and _same(a[1], b[1])
@@ -732,10 +746,12 @@ def test_position_bias_under_folds_tests_naive_against_ips_over_the_pooled_queri
     root = write_folds(tmp_path / "d", k=2, n_queries=80)
     res = ex.run_experiment(root, tmp_path / "exp", ex.ExperimentConfig(
         losses=["xendcg"], folds=True, trees=3, early_stopping=0, position_bias=[1.0], metrics=["ndcg@5"]))
-    assert res.ran_units == 2 * (1 + 2)
+    assert res.ran_units == 2 * (1 + 4)
     s = res.summary["settings"][1]
-    assert s["setting"] == "position-bias=1" and list(s["losses"]) == ["xendcg", "xendcg+ips"]
-    (t,) = s["tests"]
+    assert s["setting"] == "position-bias=1"
+    assert list(s["losses"]) == ["xendcg", "xendcg+ips", "xendcg+control", "xendcg+ips+control"]
+    t, control = s["tests"]
+    assert (control["a"], control["b"], control["trials"]) == ("xendcg+control", "xendcg+ips+control", 2)
     assert (t["a"], t["b"], t["trials"]) == ("xendcg", "xendcg+ips", 2)
     assert t["n"] > 2 * 10  # the pooled test queries, not the folds
     for k in (1, 2):

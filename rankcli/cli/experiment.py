@@ -248,7 +248,8 @@ def _run(data: Path, output, config, *, jobs: int, overwrite: bool, dask: str | 
             settings, _ = plan_settings(config)
             n_settings = len(settings)
             log(f"experiment: {total} units ({per} x {n_settings} settings"
-                + (", naive and +ips variants in the position-bias settings" if config.position_bias else "") + ")"
+                + (", naive and +ips variants, and both +control on the randomised log, in the position-bias settings"
+                   if config.position_bias else "") + ")"
                 + (f", {done} already done (resuming)" if done else "")
                 + (f", on the Dask cluster {dask}" if dask else f", {jobs} job{'s' if jobs > 1 else ''}"))
 

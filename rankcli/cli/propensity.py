@@ -136,6 +136,10 @@ def _checked_options(clicks: list[Path], bootstrap: int, confidence: float, min_
     return harvest
 
 
+#: Positions the table shows before it leaves out all but the last (the JSON has every one).
+TABLE_ROWS = 30
+
+
 def _render(result, output) -> None:
     from rich.table import Table
 
@@ -148,11 +152,18 @@ def _render(result, output) -> None:
               + (f" -> {output}" if output is not None else ""))
     con.print(f"impressions {e.impressions}  clicks {e.clicks}  source queries {e.queries}  "
               f"{e.confidence:.0%} percentile bootstrap over queries ({e.bootstrap} replicates)")
-    t = Table(title="examination propensity per position (position 1 = 1)")
+    n = len(e.positions)
+    elided = n > TABLE_ROWS + 1  # a fitted tail can run to the longest list: the first rows and the last are shown
+    t = Table(title="examination propensity per position (position 1 = 1)",
+              caption=f"positions {TABLE_ROWS + 1} to {n - 1} left out (-o FILE or --json: every position)"
+              if elided else None)
     for col in ("position", "propensity", "ci low", "ci high", "clicks", "impressions"):
         t.add_column(col, justify="right")
-    for i, r in enumerate(e.positions):
-        mark = " (fitted)" if e.fitted[i] else ""
+    for i in (list(range(TABLE_ROWS)) + [n - 1] if elided else range(n)):
+        r = e.positions[i]
+        if elided and i == n - 1:
+            t.add_row(*["..."] * 6)
+        mark = " (fitted)" if e.fitted[i] else " (near threshold)" if e.near_threshold[i] else ""
         t.add_row(str(int(r)), f"{e.propensity[i]:.4f}{mark}", _num(e.ci_low[i]), _num(e.ci_high[i]),
                   str(int(e.clicks_by_position[i])), str(int(e.impressions_by_position[i])))
     con.print(t)

@@ -132,12 +132,15 @@ def _render(summary, output: Path) -> None:
             f"{g} (label {summary.grade_values[g]:g})"
         t.add_row(label, f"{probs[g]:g}", str(s), str(c), "-" if r != r else f"{r:.4f}")
     con.print(t)
-    t = Table(title="click rate per position")
+    n = len(summary.shown_by_position)
+    elided = n > 12  # the first ten positions and the last, the ones between marked as left out
+    t = Table(title="click rate per position", caption=f"positions 11 to {n - 1} left out (--json lists every "
+              "position)" if elided else None)
     for col in ("position", "shown", "clicks", "click rate"):
         t.add_column(col, justify="right")
-    n = len(summary.shown_by_position)
-    shown = range(n) if n <= 12 else list(range(10)) + [n - 1]
-    for i in shown:
+    for i in (list(range(10)) + [n - 1] if elided else range(n)):
+        if elided and i == n - 1:
+            t.add_row("...", "...", "...", "...")
         r = summary.click_rate_by_position[i]
         t.add_row(str(i + 1), str(summary.shown_by_position[i]), str(summary.clicks_by_position[i]),
                   "-" if r != r else f"{r:.4f}")

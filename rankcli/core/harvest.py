@@ -147,3 +147,26 @@ def fit(stats: np.ndarray, pairs: np.ndarray, weights: np.ndarray, stop: int, R:
     p[~full] = np.nan
     out[..., 1:stop] = p
     return out
+
+
+def pair_support(pair_clicks: np.ndarray, pairs: np.ndarray, R: int) -> np.ndarray:
+    """Per position, the clicks its estimate rests on: the most, over the used pairs that include it, of the pair's
+    smaller click count (each direction must reach ``min_clicks``); 0 where no used pair includes the position.
+
+    Parameters
+    ----------
+    pair_clicks : (R * R,) float
+        ``clicks(k, k')`` summed over queries (as :func:`used_pairs` takes it).
+    pairs : (P, 2) int
+        :func:`used_pairs`' pairs.
+    R : int
+        Positions estimated.
+    """
+    K = pair_clicks.reshape(R, R)
+    out = np.zeros(R)
+    if pairs.shape[0]:
+        i, j = pairs[:, 0], pairs[:, 1]
+        least = np.minimum(K[i, j], K[j, i])
+        np.maximum.at(out, i, least)
+        np.maximum.at(out, j, least)
+    return out

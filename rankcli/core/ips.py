@@ -51,6 +51,18 @@ click-relevance are ordered by the noise of their estimates however many impress
 
 With every propensity 1 (``--propensity pbm:0`` or ``--pool-impressions``) ``g_d`` is the document's click-through rate
 over its query's impressions: the naive pooled model, which learns the logging ranker's position bias.
+
+The target scale. XE-NDCG's target weight ``1 + g - gamma_mix`` and ListNet's ``1 + (e - 1) g`` are not scale-free:
+the same ranking of gains gives flatter or sharper targets as the gains shrink or grow. Click-through rates (around
+0.1 under position bias) and IPS gains (around the click-relevance, several times larger) differ by such a scale even
+on a randomised log, where both rank the documents alike, so that comparing them would credit IPS with what is scale.
+Both are therefore put on one scale before the labels are made (:func:`target_scale`): the gains of the whole training
+set are divided by **their mean over its pooled documents** (one global factor, not one per query, so the IPS gain
+stays an unbiased estimate of the click-relevance up to that one constant; the factor is itself estimated from every
+document of the log, a ratio estimator whose error shrinks with the log). The naive and the IPS variant then differ
+only in the propensities: on a randomised log both scaled gains estimate ``gamma_d / mean(gamma)``. Pointwise
+regression and the pairwise loss are linear in ``g`` (the factor scales gradient and hessian alike), so for them the
+scale changes nothing but the size of the numbers.
 """
 
 from __future__ import annotations
@@ -87,6 +99,8 @@ IPS_REFUSED: dict[str, str] = {
     for loss in ("listmle", "listmle-pa")
 }
 IPS_LOSSES = tuple(IPS_LABELS)
+#: How :func:`target_scale` scales the gains, as ``rankcli.json`` records it.
+TARGET_SCALE = "g / mean(g over the pooled documents)"
 #: Cells of one (queries x n x n) pair block of :func:`ranknet_ips_grad_hess` (bounds its working memory).
 PAIR_CELLS = 1 << 20
 DEFAULT_CLIP = 0.01
@@ -101,7 +115,9 @@ def pbm_propensities(eta: float, max_position: int) -> np.ndarray:
 
 def inverse_weights(positions: np.ndarray, propensity: np.ndarray, clip: float = DEFAULT_CLIP) -> np.ndarray:
     """``1 / max(p(position), clip)`` per row of ``positions`` (1-based); ``propensity[r - 1]`` is position ``r``'s.
-    A position the propensities do not cover is an :class:`InputError` naming it (never extrapolated silently)."""
+    A position the propensities do not cover is an :class:`InputError` naming it (never extrapolated silently).
+    Propensities are any finite numbers above 0: relative to a reference position (position 1 = 1), an estimate can
+    exceed 1 by chance, and IPS needs only their ratios."""
     if not (0 < clip <= 1):
         raise UsageError(f"--propensity-clip: must be within (0, 1], got {clip:g}")
     positions = np.asarray(positions, dtype=np.int64)
@@ -113,9 +129,10 @@ def inverse_weights(positions: np.ndarray, propensity: np.ndarray, clip: float =
             raise InputError(f"the propensities cover positions 1..{p.shape[0]}, but the log shows position "
                              f"{int(positions.max())}; estimate them on a log that shows it (or use --fit power), "
                              "or give pbm:ETA")
-    bad = np.flatnonzero(~((p > 0) & (p <= 1)))
+    bad = np.flatnonzero(~((p > 0) & np.isfinite(p)))
     if bad.shape[0]:
-        raise InputError(f"propensity of position {int(bad[0]) + 1} must be within (0, 1], got {p[bad[0]]:g}")
+        raise InputError(f"propensity of position {int(bad[0]) + 1} must be a finite number above 0, got "
+                         f"{p[bad[0]]:g}")
     return 1.0 / np.maximum(p, clip)[positions - 1]
 
 
@@ -163,6 +180,18 @@ def pool(query_key: np.ndarray, doc_key: np.ndarray, impression_key: np.ndarray,
     offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
     return Pooled(rows=first.astype(np.int64), offsets=offsets, gain=sums / n_imp[q_of], impressions=n_imp,
                   query_keys=q_keys)
+
+
+def target_scale(gain: np.ndarray) -> float:
+    """The one factor every pooled gain of a training set is divided by before it becomes a label: the gains' mean
+    over the pooled documents (1 when it is not positive, a log without a click; see the module docstring).
+
+    >>> target_scale(np.array([0.0, 0.1, 0.3, 0.0]))
+    0.1
+    """
+    gain = np.asarray(gain, dtype=np.float64)
+    mean = float(gain.mean()) if gain.shape[0] else 0.0
+    return mean if mean > 0 and np.isfinite(mean) else 1.0
 
 
 def training_labels(loss: str, gain: np.ndarray) -> np.ndarray:

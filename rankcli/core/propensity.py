@@ -49,7 +49,6 @@ squares on the log-propensities of the positions before it. Intervals: the perce
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -57,12 +56,19 @@ from typing import NamedTuple
 import numpy as np
 
 from rankcli.core import harvest
+from rankcli.core.positions import checked_positions, leading_positions
+from rankcli.core.power_fit import PowerFit, percentiles, power_eta, power_tail, power_weights
 from rankcli.errors import InputError, UsageError
 
 METHODS = ("click-rate", "swap-ratio", "harvest")
 FITS = ("none", "power")
 #: The fewest clicks a position's ratio may rest on (numerator and denominator).
 MIN_CLICKS = 20
+#: A position whose estimate rests on fewer than ``min_clicks + NEAR_SD * sqrt(min_clicks)`` clicks is marked near
+#: the threshold: it is reported because its clicks reached ``min_clicks``, a selection on the estimate's own numerator
+#: that biases it upward while its expected clicks are within a few Poisson standard deviations of the threshold
+#: (+17% when they equal it; below 0.1% once they are 4 standard deviations above it).
+NEAR_SD = 4.0
 #: Bootstrap replicates computed at once (bounds the replicate-by-query weight matrix).
 _BOOTSTRAP_CHUNK = 16
 
@@ -93,6 +99,14 @@ class PropensityEstimate:
     max_position: int = 0  # the last position the log could show (and the policy randomised)
     fit: dict | None = None
     notes: list[str] = field(default_factory=list)
+    #: Estimated positions whose clicks are near ``min_clicks`` (:data:`NEAR_SD`): biased upward by the threshold.
+    near_threshold: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    near_threshold_clicks: float = 0.0  # the clicks below which a position is marked
+
+
+def near_threshold_clicks(min_clicks: int) -> float:
+    """The clicks below which an estimated position is marked near the threshold (see :data:`NEAR_SD`)."""
+    return float(min_clicks + NEAR_SD * np.sqrt(min_clicks))
 
 
 def _impression_lengths(offsets: np.ndarray, positions: np.ndarray) -> np.ndarray:
@@ -125,20 +139,6 @@ def _ratios(stats: np.ndarray, method: str, R: int) -> np.ndarray:
         return (c_r / n_r) / (c_1 / n_1)
 
 
-def _power_eta(ratios: np.ndarray, use: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Weighted least squares of ``-log(ratio_r) = eta * log(r)`` through the origin (``theta_1 = 1`` exactly) over
-    the positions ``use``; ``ratios`` (..., R) -> eta (...). Non-finite logs (a zero in a replicate) are left out."""
-    R = ratios.shape[-1]
-    x = np.log(np.arange(1, R + 1, dtype=np.float64))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        y = -np.log(ratios)
-    ok = use & np.isfinite(y)
-    w = np.where(ok, weights, 0.0)
-    y = np.where(ok, y, 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return (w * x * y).sum(axis=-1) / (w * x * x).sum(axis=-1)
-
-
 class _Log(NamedTuple):
     """The checked click log: impressions and their rows."""
 
@@ -151,6 +151,7 @@ class _Log(NamedTuple):
     length: np.ndarray  # positions each impression shows
     n_impressions: int
     n_queries: int
+    present: int  # positions 1..present all occur in the log: no estimate reaches past them
 
 
 class _Statistics(NamedTuple):
@@ -163,37 +164,59 @@ class _Statistics(NamedTuple):
     n_imp: np.ndarray  # (R,) impressions long enough to show each position
     enough: np.ndarray  # (R,) bool, positions whose ratio rests on enough clicks
     impressions: int  # impressions the estimate uses
+    support: np.ndarray  # (R,) the clicks each position's estimate rests on (its least count)
+    work: int  # W <= R: the positions ratio_of gives (the positions present)
 
 
-def _check_options(method: str, fit: str, bootstrap: int, confidence: float) -> None:
+def _statistics(stats, ratio_of, R: int, num_clicks, den_clicks, lengths: np.ndarray, enough, impressions: int,
+                support=None) -> _Statistics:
+    """A :class:`_Statistics` whose per-position counts cover all ``R`` positions reported, the ratios only the first
+    ``len(enough)`` (the positions present; the rest have no clicks): absent positions count zero clicks and are not
+    enough. ``lengths`` are the impressions' lengths (for the impressions long enough to show each position)."""
+    def pad(values, fill=0):
+        out = np.full(R, fill, dtype=np.asarray(values).dtype)
+        out[:values.shape[0]] = values
+        return out
+
+    num, den = pad(num_clicks), pad(den_clicks)
+    by_length = np.bincount(np.minimum(lengths, R), minlength=R + 1)
+    n_imp = by_length[::-1].cumsum()[::-1][1:R + 1]
+    return _Statistics(stats, ratio_of, num, den, n_imp, pad(enough, False), impressions,
+                       np.minimum(num, den) if support is None else pad(support), int(enough.shape[0]))
+
+
+def _check_options(method: str, fit: str, bootstrap: int, confidence: float, min_clicks: int) -> None:
     if method not in METHODS:
         raise UsageError(f"unknown propensity method {method!r}; expected one of {', '.join(METHODS)}")
     if fit not in FITS:
         raise UsageError(f"--fit: expected one of {', '.join(FITS)}, got {fit!r}")
     if bootstrap < 1:
         raise UsageError(f"--bootstrap: must be at least 1, got {bootstrap}")
+    if min_clicks < 1:  # a position without a click would otherwise be estimated as propensity 0
+        raise UsageError(f"--min-clicks: must be at least 1, got {min_clicks}")
     if not (0.0 < confidence < 1.0):
         raise UsageError(f"--confidence: must be within (0, 1), got {confidence:g}")
 
 
-def _checked_log(offsets, query, positions, clicks) -> _Log:
+def _checked_log(offsets, query, positions, clicks, impression_ids=None) -> _Log:
     offsets = np.asarray(offsets, dtype=np.int64)
-    positions = np.asarray(positions, dtype=np.int64)
     clicks = np.asarray(clicks)
     query = np.asarray(query, dtype=np.int64)
     if offsets.shape[0] == 1:
         raise InputError("the click log holds no impressions")
-    if positions.size and positions.min() < 1:
-        row = int(np.argmax(positions < 1))
-        raise InputError(f"column position: positions are 1-based, got {int(positions[row])} at row {row}")
+    positions = checked_positions(offsets, positions, impression_ids)
     return _Log(offsets, query, positions, clicks, clicks.astype(np.float64), np.repeat(query, np.diff(offsets)),
-                _impression_lengths(offsets, positions), offsets.shape[0] - 1, int(query.max()) + 1)
+                _impression_lengths(offsets, positions), offsets.shape[0] - 1, int(query.max()) + 1,
+                leading_positions(positions))
 
 
-def _positions(log: _Log, max_position: int | None, lengths: np.ndarray) -> int:
-    """R, the positions estimated: ``max_position`` (default the longest of ``lengths``), at most the longest list."""
+def _positions(log: _Log, max_position: int | None, lengths: np.ndarray) -> tuple[int, int]:
+    """``(R, W)``: R, the positions reported: ``max_position`` (default the longest of ``lengths``), at most the
+    longest list; W, those the ratios are computed for: at most the positions present (the first absent one has no
+    clicks, so the estimate stops there), which bounds the work whatever the largest position."""
     max_position = int(lengths.max()) if max_position is None else int(max_position)
-    return max(1, min(max_position, int(log.length.max())))
+    R = max(1, min(max_position, int(log.length.max())))
+    return R, max(1, min(R, log.present))
 
 
 def _enough(num_clicks: np.ndarray, den_clicks: np.ndarray, min_clicks: int) -> np.ndarray:
@@ -203,7 +226,7 @@ def _enough(num_clicks: np.ndarray, den_clicks: np.ndarray, min_clicks: int) -> 
 
 
 def _click_rate_statistics(log: _Log, max_position: int | None, min_clicks: int) -> _Statistics:
-    R = _positions(log, max_position, log.length)
+    R_out, R = _positions(log, max_position, log.length)
     M, Q = log.n_impressions, log.n_queries
     num = _per_query_by_position(log.q_row, log.positions, log.click_f, Q, R)  # clicks at r
     # Clicks at position 1 of the impressions showing r (position 1 is each impression's first row in a rankcli log;
@@ -213,9 +236,8 @@ def _click_rate_statistics(log: _Log, max_position: int | None, min_clicks: int)
     c1[np.repeat(np.arange(M), np.diff(log.offsets))[at1]] = log.click_f[at1]
     den = _at_least(log.query, log.length, c1, Q, R)
     num_clicks, den_clicks = num.sum(axis=0), den.sum(axis=0)
-    return _Statistics(np.concatenate((num, den), axis=1), lambda summed: _ratios(summed, "click-rate", R),
-                       num_clicks, den_clicks, _at_least(log.query, log.length, None, Q, R).sum(axis=0),
-                       _enough(num_clicks, den_clicks, min_clicks), M)
+    return _statistics(np.concatenate((num, den), axis=1), lambda summed: _ratios(summed, "click-rate", R), R_out,
+                       num_clicks, den_clicks, log.length, _enough(num_clicks, den_clicks, min_clicks), M)
 
 
 def _swap_statistics(log: _Log, max_position: int | None, tracked, swap_position, min_clicks: int) -> _Statistics:
@@ -226,7 +248,7 @@ def _swap_statistics(log: _Log, max_position: int | None, tracked, swap_position
     intervened = log.length >= K
     if not intervened.any():
         raise InputError(f"no impression shows position {K} (the swapped one): nothing was intervened on")
-    R = _positions(log, max_position, log.length[intervened])
+    R_out, R = _positions(log, max_position, log.length[intervened])
     Q, q_row, positions, click_f = log.n_queries, log.q_row, log.positions, log.click_f
     sel = tracked.astype(bool) & (length_row >= K)
     imp_of_row = np.repeat(np.arange(log.n_impressions), np.diff(log.offsets))
@@ -237,29 +259,29 @@ def _swap_statistics(log: _Log, max_position: int | None, tracked, swap_position
     c_1 = _at_least(log.query[imp1], log.length[imp1], click_f[at1], Q, R)
     n_1 = _at_least(log.query[imp1], log.length[imp1], None, Q, R)
     num_clicks, den_clicks = c_r.sum(axis=0), c_1.sum(axis=0)
-    return _Statistics(np.concatenate((c_r, n_r, c_1, n_1), axis=1), lambda summed: _ratios(summed, "swap-ratio", R),
-                       num_clicks, den_clicks,
-                       _at_least(log.query[intervened], log.length[intervened], None, Q, R).sum(axis=0),
+    return _statistics(np.concatenate((c_r, n_r, c_1, n_1), axis=1), lambda summed: _ratios(summed, "swap-ratio", R),
+                       R_out, num_clicks, den_clicks, log.length[intervened],
                        _enough(num_clicks, den_clicks, min_clicks), int(np.count_nonzero(intervened)))
 
 
 def _harvest_statistics(log: _Log, max_position: int | None, document, min_clicks: int) -> _Statistics:
     if document is None:
         raise UsageError("intervention harvesting needs the document of every row")
-    R = _positions(log, max_position, log.length)
+    R_out, R = _positions(log, max_position, log.length)
     Q = log.n_queries
     n_query = np.bincount(log.query, minlength=Q)
     sums = harvest.pair_sums(log.q_row, np.asarray(document, dtype=np.int64), log.positions, log.click_f, n_query, Q,
                              R)
-    pairs, pair_w, h_stop = harvest.used_pairs(sums.pair_sums[:, R * R:].sum(axis=0), min_clicks, R)
+    pair_clicks = sums.pair_sums[:, R * R:].sum(axis=0)
+    pairs, pair_w, h_stop = harvest.used_pairs(pair_clicks, min_clicks, R)
     if h_stop <= 1 and R > 1 and not pairs.shape[0]:
         raise InputError(
             f"no document was shown at position 1 by one policy and at another position by another with {min_clicks}"
             " clicks on each side: no intervention links position 1 to the rest; log more impressions or rankers "
             "whose orders differ more")
-    return _Statistics(sums.pair_sums, lambda summed: harvest.fit(summed, pairs, pair_w, h_stop, R), sums.at_k,
-                       sums.elsewhere, _at_least(log.query, log.length, None, Q, R).sum(axis=0),
-                       np.arange(R) < h_stop, log.n_impressions)
+    return _statistics(sums.pair_sums, lambda summed: harvest.fit(summed, pairs, pair_w, h_stop, R), R_out,
+                       sums.at_k, sums.elsewhere, log.length, np.arange(R) < h_stop, log.n_impressions,
+                       harvest.pair_support(pair_clicks, pairs, R))
 
 
 def _stop_note(st: _Statistics, stop: int, method: str, fit: str, min_clicks: int) -> list[str]:
@@ -274,17 +296,12 @@ def _stop_note(st: _Statistics, stop: int, method: str, fit: str, min_clicks: in
                     else "the estimate stops there (--fit power extrapolates (1/r)^eta)")]
 
 
-class _PowerFit(NamedTuple):
-    use: np.ndarray  # (R,) bool, the positions the power fit is fitted on
-    weights: np.ndarray  # (R,) their inverse delta-method variances
-
-
 def _bootstrap(st: _Statistics, bootstrap: int, rng: np.random.Generator,
-               power: _PowerFit | None) -> tuple[np.ndarray, np.ndarray | None]:
+               power: PowerFit | None) -> tuple[np.ndarray, np.ndarray | None]:
     """Replicates of the propensities (bootstrap, R) over source queries (replicate weights: how often each query is
     drawn), chunk by chunk; and with ``power`` the power fit's eta of each replicate."""
     Q = st.stats.shape[0]
-    reps = np.empty((bootstrap, st.enough.shape[0]))
+    reps = np.empty((bootstrap, st.work))
     etas = np.empty(bootstrap) if power is not None else None
     stats_t = np.ascontiguousarray(st.stats.T)  # (k R, Q): the product below runs fast with this layout
     dtype = np.int32 if Q < 2 ** 31 else np.int64
@@ -298,7 +315,7 @@ def _bootstrap(st: _Statistics, bootstrap: int, rng: np.random.Generator,
         rep[:, 0] = 1.0
         reps[a:b] = rep
         if power is not None and power.use.any():
-            etas[a:b] = _power_eta(rep, power.use[None, :], power.weights[None, :])
+            etas[a:b] = power_eta(rep, power.use[None, :st.work], power.weights[None, :st.work])
     return reps, etas
 
 
@@ -306,7 +323,7 @@ def estimate(offsets: np.ndarray, query: np.ndarray, positions: np.ndarray, clic
              method: str = "click-rate", max_position: int | None = None, tracked: np.ndarray | None = None,
              swap_position: int | None = None, document: np.ndarray | None = None, bootstrap: int = 1000,
              confidence: float = 0.95, min_clicks: int = MIN_CLICKS, fit: str = "none",
-             rng: np.random.Generator) -> PropensityEstimate:
+             rng: np.random.Generator, impression_ids: np.ndarray | None = None) -> PropensityEstimate:
     """Estimate the examination propensity of positions ``1..max_position`` relative to position 1.
 
     Parameters
@@ -340,21 +357,36 @@ def estimate(offsets: np.ndarray, query: np.ndarray, positions: np.ndarray, clic
         What follows the first position with too few clicks: nothing (the estimate stops) or ``(1/r)**eta``.
     rng : numpy.random.Generator
         The bootstrap's randomness.
+    impression_ids : (n_impressions,) array, optional
+        How error messages name an impression (the log's ``qid``); default its 0-based number.
+
+    Positions are checked by :func:`rankcli.core.positions.checked_positions` (whole numbers up to
+    :data:`~rankcli.core.positions.MAX_POSITION`, none twice within an impression). The ratios are computed only for
+    the positions present from 1 on (an absent position has no clicks, so no estimate reaches past it); with
+    ``fit="power"`` the fitted tail covers the rest up to the longest list.
 
     Returns
     -------
     PropensityEstimate
     """
-    _check_options(method, fit, bootstrap, confidence)
-    log = _checked_log(offsets, query, positions, clicks)
+    _check_options(method, fit, bootstrap, confidence, min_clicks)
+    log = _checked_log(offsets, query, positions, clicks, impression_ids)
     if method == "swap-ratio":
         st = _swap_statistics(log, max_position, tracked, swap_position, min_clicks)
     elif method == "harvest":
         st = _harvest_statistics(log, max_position, document, min_clicks)
     else:
         st = _click_rate_statistics(log, max_position, min_clicks)
-    R = st.enough.shape[0]
-    point = st.ratio_of(st.stats.sum(axis=0))
+    return _estimate_from(st, log, method, bootstrap, confidence, min_clicks, fit, rng)
+
+
+def _estimate_from(st: _Statistics, log: _Log, method: str, bootstrap: int, confidence: float, min_clicks: int,
+                   fit: str, rng: np.random.Generator) -> PropensityEstimate:
+    """:func:`estimate`'s result from one estimator's statistics: the point estimate, the stop, the power fit, the
+    bootstrap intervals and the positions near the threshold."""
+    R, W = st.enough.shape[0], st.work
+    point = np.full(R, np.nan)
+    point[:W] = st.ratio_of(st.stats.sum(axis=0))
     point[0] = 1.0
     if not st.enough[0]:
         raise InputError(f"position 1 has {int(st.den_clicks[0])} click(s), fewer than {min_clicks}: too few to "
@@ -363,15 +395,19 @@ def estimate(offsets: np.ndarray, query: np.ndarray, positions: np.ndarray, clic
     stop = int(short[0]) if short.shape[0] else R  # 0-based index of the first position with too few clicks
     use = np.zeros(R, bool)
     use[1:stop] = True
-    power = _power_weights(st, use, stop, min_clicks) if fit == "power" else None
-    eta_hat = (float(_power_eta(point, use, power.weights)) if use.any() else float("nan")) if power else None
+    power = power_weights(st.num_clicks, st.den_clicks, use, stop, min_clicks) if fit == "power" else None
+    eta_hat = (float(power_eta(point[:W], use[:W], power.weights[:W])) if use.any() else float("nan")) \
+        if power else None
     reps, etas = _bootstrap(st, bootstrap, rng, power)
     alpha = (1.0 - confidence) / 2.0
-    lo, hi = _percentiles(reps, alpha)
+    lo, hi = np.full(R, np.nan), np.full(R, np.nan)
+    lo[:W], hi[:W] = percentiles(reps, alpha)
     lo[0] = hi[0] = 1.0
     fitted = np.zeros(R, bool)
-    fit_info = _power_tail(point, lo, hi, fitted, etas, eta_hat, use, stop, alpha) if fit == "power" else None
+    fit_info = power_tail(point, lo, hi, fitted, etas, eta_hat, use, stop, alpha) if fit == "power" else None
     keep = R if fit == "power" else stop
+    edge = near_threshold_clicks(min_clicks)
+    near = (np.arange(R) >= 1) & (np.arange(R) < stop) & (st.support < edge)
     return PropensityEstimate(
         method=method, positions=np.arange(1, keep + 1), propensity=point[:keep], ci_low=lo[:keep],
         ci_high=hi[:keep], fitted=fitted[:keep], clicks_by_position=st.num_clicks[:keep].astype(np.int64),
@@ -379,42 +415,16 @@ def estimate(offsets: np.ndarray, query: np.ndarray, positions: np.ndarray, clic
         impressions_by_position=st.n_imp[:keep].astype(np.int64), impressions=st.impressions,
         clicks=int(log.clicks.sum()), queries=log.n_queries, bootstrap=int(bootstrap), confidence=float(confidence),
         min_clicks=int(min_clicks), stopped_at=None if stop >= R else stop + 1, max_position=R, fit=fit_info,
-        notes=_stop_note(st, stop, method, fit, min_clicks),
+        notes=_stop_note(st, stop, method, fit, min_clicks) + _near_note(near, st.support, edge, min_clicks),
+        near_threshold=near[:keep], near_threshold_clicks=edge,
     )
 
 
-def _percentiles(values: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """The ``alpha`` and ``1 - alpha`` quantiles of ``values`` over replicates (axis 0), NaNs left out; NaN where no
-    replicate defines the value (null in JSON)."""
-    with np.errstate(invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanquantile(values, alpha, axis=0), np.nanquantile(values, 1.0 - alpha, axis=0)
-
-
-def _power_weights(st: _Statistics, use: np.ndarray, stop: int, min_clicks: int) -> _PowerFit:
-    """The power fit's positions and weights: the positions it is fitted on (``2..stop``) and their inverse
-    delta-method variances; an :class:`InputError` when there is nothing to fit and a position needs the fit."""
-    R = use.shape[0]
-    if (stop <= 1 or not use.any()) and stop < R:
-        raise InputError(f"--fit power: no position after the first has {min_clicks} clicks to fit eta on; "
-                         "simulate more impressions")
-    weights = np.zeros(R)
-    with np.errstate(divide="ignore"):
-        weights[use] = 1.0 / (1.0 / st.num_clicks[use] + 1.0 / st.den_clicks[use])  # inverse delta-method variance
-    return _PowerFit(use, weights)
-
-
-def _power_tail(point, lo, hi, fitted, etas, eta_hat, use, stop, alpha) -> dict | None:
-    """From 0-based position ``stop`` on, the fitted ``r**-eta`` and the replicates' percentile interval (in place,
-    marked in ``fitted``); returns the power fit's record (``None`` when no position was fitted on)."""
-    if stop < point.shape[0]:
-        r = np.arange(1, point.shape[0] + 1, dtype=np.float64)
-        fitted[stop:] = True
-        point[stop:] = r[stop:] ** -eta_hat
-        curves = r[None, stop:] ** -etas[:, None]
-        lo[stop:] = np.nanquantile(curves, alpha, axis=0)
-        hi[stop:] = np.nanquantile(curves, 1.0 - alpha, axis=0)
-    if not use.any():
-        return None
-    return {"model": "power", "eta": eta_hat, "eta_ci": [float(v) for v in _percentiles(etas, alpha)],
-            "positions_used": [int(i + 1) for i in np.flatnonzero(use)]}
+def _near_note(near: np.ndarray, support: np.ndarray, edge: float, min_clicks: int) -> list[str]:
+    """What the report says about the positions near the threshold, if any."""
+    if not near.any():
+        return []
+    where = ", ".join(f"{i + 1} ({int(support[i])})" for i in np.flatnonzero(near))
+    return [f"near the threshold: position(s) {where} rest on fewer than {edge:.0f} clicks; they are reported "
+            f"because their clicks reached --min-clicks {min_clicks}, which biases them upward (by up to +17% where "
+            "the expected clicks equal the threshold); more impressions shrink the bias"]

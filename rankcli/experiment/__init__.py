@@ -14,7 +14,8 @@ the setting's perturbation to the training (and, for clicks, validation) queries
 
 The position-bias sweep (``position_bias``, issue 15) trains each loss twice per unit key: naive (``xendcg``) and
 with IPS (``xendcg+ips``), on clicks that a logging ranker's rankings received (:func:`position_bias_logs`,
-:func:`variant_data`); its settings test only each loss's naive model against its IPS model.
+:func:`variant_data`); its settings test only each loss's naive model against its IPS model, and the same two ways on
+the randomised log as a control (``xendcg+control``, ``xendcg+ips+control``: :func:`parse_variant`).
 
 Everything random in a unit is seeded from ``(seed, trial)`` (the split) and ``(seed, trial, setting)`` (the
 perturbation and LightGBM's seed) with :class:`numpy.random.SeedSequence`, never from the loss, the order of execution
@@ -53,6 +54,7 @@ This module never prints; the CLI renders its results.
 
 from rankcli.experiment.config import (
     BASELINE,
+    CONTROL_SUFFIX,
     DEFAULT_TRIALS,
     DISPLAYED_POSITIONS,
     IPS_SUFFIX,
@@ -64,6 +66,7 @@ from rankcli.experiment.config import (
     format_level,
     iter_levels,
     model_seed,
+    parse_variant,
     perturbation_rng,
     plan_settings,
     primary_metric,
@@ -111,4 +114,5 @@ __all__ = [
     "perturbation_rng", "plan_settings", "pooled_queries", "position_bias_logs", "primary_metric", "run_experiment",
     "run_unit", "setting_for", "setting_losses", "setting_pairs", "summarize", "sweep_columns", "sweep_rows",
     "trial_ids", "trial_parts", "trial_rng", "trial_split", "variant_data",
+    "CONTROL_SUFFIX", "parse_variant",
 ]

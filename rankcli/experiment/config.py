@@ -20,6 +20,11 @@ SWEEP_KINDS = ("augment-negatives", "label-noise", "click-noise", "position-bias
 CLICK_PROBS = (0.05, 0.3, 0.5, 0.7, 0.95)
 #: The suffix of a loss's IPS variant in the position-bias sweep (``xendcg+ips``).
 IPS_SUFFIX = "+ips"
+#: The suffix of the position-bias sweep's control variants (``xendcg+control``, ``xendcg+ips+control``): the same
+#: naive and IPS training on the randomised log (the logging ranker's top 10 in a uniformly random order per
+#: impression), where the naive click-through rates are already unbiased up to one constant, so that naive and IPS
+#: agree up to noise unless something other than the propensities (a target scale) tells them apart.
+CONTROL_SUFFIX = "+control"
 #: The fewest queries the position-bias sweep's logging ranker is trained on.
 MIN_LOGGING_QUERIES = 5
 #: Positions displayed per impression in the position-bias sweep (the click log and the randomised log: RandTop-10).
@@ -305,12 +310,32 @@ def ips_capable(loss: str) -> bool:
     return loss in IPS_LOSSES
 
 
+class Variant(NamedTuple):
+    """What a name of the position-bias sweep trains: ``loss``, with IPS or naive, on the click log or (``control``)
+    on the randomised log."""
+
+    loss: str
+    ips: bool
+    control: bool
+
+
+def parse_variant(name: str) -> Variant:
+    """``xendcg`` | ``xendcg+ips`` | ``xendcg+control`` | ``xendcg+ips+control`` -> :class:`Variant`."""
+    control = name.endswith(CONTROL_SUFFIX)
+    base = name[: -len(CONTROL_SUFFIX)] if control else name
+    ips = base.endswith(IPS_SUFFIX)
+    return Variant(base[: -len(IPS_SUFFIX)] if ips else base, ips, control)
+
+
 def setting_losses(config: ExperimentConfig, setting: Setting) -> list[str]:
     """The names trained in ``setting``: the losses of ``config``, and under the position-bias sweep each loss's naive
-    variant (its own name) followed by its IPS variant (``<loss>+ips``) where it has one."""
+    variant (its own name) followed by its IPS variant (``<loss>+ips``) and the two controls on the randomised log
+    (``<loss>+control``, ``<loss>+ips+control``) where it has an IPS variant."""
     if setting.kind != "position-bias":
         return list(config.losses)
-    return [name for loss in config.losses for name in ([loss, loss + IPS_SUFFIX] if ips_capable(loss) else [loss])]
+    return [name for loss in config.losses
+            for name in ([loss, loss + IPS_SUFFIX, loss + CONTROL_SUFFIX, loss + IPS_SUFFIX + CONTROL_SUFFIX]
+                         if ips_capable(loss) else [loss])]
 
 
 def all_loss_names(config: ExperimentConfig) -> list[str]:
@@ -322,10 +347,12 @@ def all_loss_names(config: ExperimentConfig) -> list[str]:
 
 def setting_pairs(config: ExperimentConfig, setting: Setting) -> list[tuple[str, str]] | None:
     """The pairs of ``config``'s losses tested in ``setting``: every two losses (``None``), or under the position-bias
-    sweep each loss's naive against its IPS variant."""
+    sweep each loss's naive against its IPS variant, then the same on the randomised log (the controls)."""
     if setting.kind != "position-bias":
         return None
-    return [(loss, loss + IPS_SUFFIX) for loss in config.losses if ips_capable(loss)]
+    capable = [loss for loss in config.losses if ips_capable(loss)]
+    return ([(loss, loss + IPS_SUFFIX) for loss in capable]
+            + [(loss + CONTROL_SUFFIX, loss + IPS_SUFFIX + CONTROL_SUFFIX) for loss in capable])
 
 
 def trial_ids(config: ExperimentConfig) -> list[int]:

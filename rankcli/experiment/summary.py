@@ -17,6 +17,7 @@ from rankcli.experiment.config import (
     ExperimentConfig,
     Setting,
     SweepLevel,
+    parse_variant,
     primary_metric,
     setting_losses,
     setting_pairs,
@@ -90,17 +91,29 @@ def _tests(config: ExperimentConfig, setting: Setting, units: dict, trials: int 
 
     Every two losses, or under the position-bias sweep only each loss's naive variant against its IPS variant (over
     the units where both variants of every tested loss have a value): one call of
-    :func:`rankcli.compare.compare_values`, whose correction covers every pair and metric of the setting.
+    :func:`rankcli.compare.compare_values`, whose correction covers every pair and metric of the setting. The
+    position-bias sweep's controls (naive against IPS on the randomised log) are a family of their own, corrected
+    apart, so that adding them leaves the main tests' adjusted p-values as they were.
     """
     from rankcli.compare import compare_values
-    from rankcli.core.stats import REASON_TOO_FEW
 
     pairs = setting_pairs(config, setting)
-    runs = units if pairs is None else {name: units[name] for pair in pairs for name in pair}
-    if len(runs) < 2:
-        return []
-    comparisons = compare_values(runs, config.metrics, pairs=pairs, test="ttest", correction=config.correction,
-                                 alpha=0.05).comparisons
+    families = [None] if pairs is None else [
+        [p for p in pairs if not parse_variant(p[0]).control], [p for p in pairs if parse_variant(p[0]).control]]
+    tests = []
+    for family in families:
+        runs = units if family is None else {name: units[name] for pair in family for name in pair}
+        if len(runs) < 2:
+            continue
+        tests += _test_rows(compare_values(runs, config.metrics, pairs=family, test="ttest",
+                                           correction=config.correction, alpha=0.05).comparisons, trials)
+    return tests
+
+
+def _test_rows(comparisons, trials: int | None) -> list[dict]:
+    """summary.json's test records of ``comparisons`` (:func:`rankcli.compare.compare_values`)."""
+    from rankcli.core.stats import REASON_TOO_FEW
+
     tests = []
     for c in comparisons:
         r = c.result

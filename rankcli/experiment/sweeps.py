@@ -14,12 +14,12 @@ from rankcli.errors import InputError, UsageError
 from rankcli.experiment.config import (
     CLICK_PROBS,
     DISPLAYED_POSITIONS,
-    IPS_SUFFIX,
     MIN_LOGGING_QUERIES,
     ExperimentConfig,
     Setting,
     ips_capable,
     model_seed,
+    parse_variant,
     perturbation_rng,
     train_config,
     unit_rng,
@@ -92,6 +92,7 @@ class ClickLogs:
     valid: Dataset | None         # the same on the validation queries (None: no validation part, or no click in it)
     propensity: np.ndarray        # estimated from the RandTop-10 log, position r at [r - 1]
     estimate: object              # the rankcli.core.propensity.PropensityEstimate
+    randomised: Dataset           # the RandTop-10 log: the controls train on it
 
 
 #: One process's latest (trial, setting) of the position-bias sweep: its units run one after another (trial-major
@@ -119,7 +120,8 @@ def _logging_ranker(train: Dataset, config: ExperimentConfig, trial: int):
 
 
 def _estimated_propensity(rand_c: Dataset, train_c: Dataset, n_queries: int, rng: np.random.Generator):
-    """The click-rate estimate from the RandTop-10 log ``rand_c`` and its propensities, capped at 1."""
+    """The click-rate estimate from the RandTop-10 log ``rand_c`` and its propensities (relative to position 1, taken as
+    they are: an estimate above 1 by chance is a weight below 1, as ``train --propensity`` takes it)."""
     from rankcli.core.propensity import MIN_CLICKS, estimate
 
     _, query = np.unique(rand_c.extra["source_qid"][rand_c.offsets[:-1]], return_inverse=True)
@@ -135,9 +137,7 @@ def _estimated_propensity(rand_c: Dataset, train_c: Dataset, n_queries: int, rng
     if p.shape[0] < shown or not np.all(np.isfinite(p[:shown])):
         raise InputError(f"the RandTop-{DISPLAYED_POSITIONS} log estimated propensities for "
                          f"positions 1..{int(np.sum(np.isfinite(p)))} only, the click log shows position {shown}")
-    # Relative to position 1, an estimate can exceed 1 by chance (at eta = 0 every ratio scatters around 1); a
-    # propensity is at most 1 (the file format's (0, 1]), so it is capped there: a weight below 1 is never given.
-    return est, np.minimum(p, 1.0)
+    return est, p
 
 
 def position_bias_logs(train: Dataset, valid: Dataset | None, config: ExperimentConfig, setting: Setting,
@@ -178,7 +178,7 @@ def position_bias_logs(train: Dataset, valid: Dataset | None, config: Experiment
     if not np.any(train_c.labels):
         raise InputError("the simulated users clicked nothing in the training queries")
     est, propensity = _estimated_propensity(rand_c, train_c, rest.n_queries, rng)
-    logs = ClickLogs(train_c, valid_c, propensity, est)
+    logs = ClickLogs(train_c, valid_c, propensity, est, rand_c)
     if cache_key is not None:
         _CLICK_LOGS.clear()
         _CLICK_LOGS[cache_key] = logs
@@ -186,19 +186,20 @@ def position_bias_logs(train: Dataset, valid: Dataset | None, config: Experiment
 
 
 def variant_data(logs: ClickLogs, name: str, config: ExperimentConfig):
-    """(train, validation, objective) of the loss variant ``name`` (``loss`` or ``loss+ips``) on ``logs``, under the
-    convention of ``config``.
+    """(train, validation, objective) of the loss variant ``name`` (``loss``, ``loss+ips``, ``loss+control`` or
+    ``loss+ips+control``, :func:`~rankcli.experiment.config.parse_variant`) on ``logs``, under the convention of
+    ``config``.
 
     IPS-capable losses train on the impressions pooled per source query (:func:`rankcli.ips.pooled_training_set`):
-    without propensities (naive) or with the estimated ones (``+ips``). Other losses (lambdamart) train naive on the
-    click impressions as logged, each impression one list. Validation is pooled like the variant (naive: click-through
-    rates; ``+ips``: IPS relevances), labelled so that the convention's gain is the pooled relevance ``g``
-    (exponential gain: ``log2(1 + g)``)."""
+    without propensities (naive) or with the estimated ones (``+ips``); the controls do the same on the randomised
+    (RandTop-10) log instead of the click log. Other losses (lambdamart) train naive on the click impressions as
+    logged, each impression one list. Validation is pooled like the variant (naive: click-through rates; ``+ips``: IPS
+    relevances), labelled so that the convention's gain is the pooled relevance ``g`` (exponential gain:
+    ``log2(1 + g)``)."""
     from rankcli.core.metrics import Convention
     from rankcli.ips import objective_for, pooled_training_set
 
-    ips = name.endswith(IPS_SUFFIX)
-    loss = name[: -len(IPS_SUFFIX)] if ips else name
+    loss, ips, control = parse_variant(name)
     spec = ("values", logs.propensity) if ips else None
     valid = None
     if logs.valid is not None:
@@ -206,5 +207,6 @@ def variant_data(logs: ClickLogs, name: str, config: ExperimentConfig):
         valid, _ = pooled_training_set(logs.valid, loss=as_gain, propensity=spec, what="validation clicks")
     if not ips_capable(loss):
         return logs.train, valid, None
-    train, _ = pooled_training_set(logs.train, loss=loss, propensity=spec, what="training clicks")
+    train, _ = pooled_training_set(logs.randomised if control else logs.train, loss=loss, propensity=spec,
+                                   what="randomised training clicks" if control else "training clicks")
     return train, valid, objective_for(loss, train)

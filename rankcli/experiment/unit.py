@@ -13,10 +13,10 @@ import numpy as np
 
 from rankcli.errors import InputError
 from rankcli.experiment.config import (
-    IPS_SUFFIX,
     ExperimentConfig,
     Setting,
     model_seed,
+    parse_variant,
     perturbation_rng,
     setting_losses,
     train_config,
@@ -97,7 +97,7 @@ def _train(data: ExperimentData, config: ExperimentConfig, setting: Setting, tri
 
     prepared, test, test_rows = _prepared(data, config, setting, trial)
     objective = None
-    base_loss = loss[: -len(IPS_SUFFIX)] if loss.endswith(IPS_SUFFIX) else loss
+    base_loss = parse_variant(loss).loss if setting.kind == "position-bias" else loss
     try:
         if setting.kind == "position-bias":
             logs = position_bias_logs(prepared.train, prepared.valid, config, setting, trial,

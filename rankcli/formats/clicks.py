@@ -222,8 +222,10 @@ def read_click_columns(path: Path | str, swap: bool) -> dict[str, np.ndarray]:
     Returns
     -------
     dict
-        ``offsets`` (impression boundaries, from ``qid``), ``label`` (the clicks, 0/1), ``position``, ``source_qid``
-        (the bootstrap's unit) and, with ``swap``, ``ranker_rank``. A missing or mistyped column is a
+        ``offsets`` (impression boundaries, from ``qid``), ``impression_qid`` (the ``qid`` of each impression, to name
+        it in messages), ``label`` (the clicks, 0/1), ``position`` (as stored: a uint64 column stays uint64, so that
+        a value beyond int64 is reported as written), ``source_qid`` (the bootstrap's unit) and, with ``swap``,
+        ``ranker_rank``. A missing or mistyped column is a
         :class:`SchemaError` naming it; a label other than 0 or 1 an :class:`InputError`.
     """
     names = column_names(path)
@@ -253,6 +255,7 @@ def read_click_columns(path: Path | str, swap: bool) -> dict[str, np.ndarray]:
         except InputError as exc:
             raise SchemaError(f"{path}: {exc}") from None
     out["offsets"] = offsets
+    out["impression_qid"] = qids[offsets[:-1]]
     return out
 
 

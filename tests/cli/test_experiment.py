@@ -288,22 +288,24 @@ def test_position_bias_sweep_reports_naive_against_ips_per_loss(capsys, data, tm
     args = ["--losses", "xendcg,lambdamart", "--trials", "2", "--position-bias", "0,1", "--json", *FAST]
     status, out, err = run(capsys, data, "-o", tmp_path / "e", *args)
     assert status == 0, err
-    assert "experiment: 16 units (2 losses x 2 trials x 3 settings, naive and +ips variants" in err
+    assert ("experiment: 24 units (2 losses x 2 trials x 3 settings, naive and +ips variants, and both +control on "
+            "the randomised log, in the position-bias settings)") in err
     doc = json.loads(out)
     assert [s["setting"] for s in doc["settings"]] == ["baseline", "position-bias=0", "position-bias=1"]
     for s in doc["settings"][1:]:
-        assert list(s["losses"]) == ["xendcg", "xendcg+ips", "lambdamart"]
-        assert {(t["a"], t["b"]) for t in s["tests"]} == {("xendcg", "xendcg+ips")}
+        assert list(s["losses"]) == ["xendcg", "xendcg+ips", "xendcg+control", "xendcg+ips+control", "lambdamart"]
+        assert {(t["a"], t["b"]) for t in s["tests"]} == {("xendcg", "xendcg+ips"),
+                                                          ("xendcg+control", "xendcg+ips+control")}
         assert all(t["n"] == 2 for t in s["tests"])
     md = (tmp_path / "e" / "summary.md").read_text()
-    assert "| position-bias | xendcg | xendcg+ips | lambdamart | xendcg+ips - xendcg | p adjusted (xendcg+ips - " \
-           "xendcg) |" in md
+    assert ("| position-bias | xendcg | xendcg+ips | xendcg+control | xendcg+ips+control | lambdamart | xendcg+ips - "
+            "xendcg | xendcg+ips+control - xendcg+control | p adjusted (xendcg+ips - xendcg) |") in md
     assert "lambdamart: naive only" in md
     assert (tmp_path / "e" / "sweep-position-bias.csv").read_text().startswith("level,setting,xendcg,")
     # rerun: everything resumed, the same summary
     before = md
     status, _, err = run(capsys, data, "-o", tmp_path / "e", *args)
-    assert status == 0 and "16 already done (resuming)" in err
+    assert status == 0 and "24 already done (resuming)" in err
     assert (tmp_path / "e" / "summary.md").read_text() == before
 
 

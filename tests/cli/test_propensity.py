@@ -16,6 +16,11 @@ from rankcli.formats.parquet import write_dataset
 from tests.letor_sample import load_letor
 
 KEYS = {"method", "positions", "propensity", "ci_low", "ci_high", "impressions", "clicks"}
+#: What propensity and train --propensity say about the logs propensities cannot debias.
+CASCADE = ("made with the cascade click model, whose examination depends on the clicks above (the scan stops at the "
+           "first click), which breaks the position-based assumption behind propensities; simulate with --model pbm")
+DROPPED = ("impressions without a click were dropped (footer keep_no_click false), which inflates the click rate of "
+           "every position unevenly; simulate again with --keep-no-click")
 
 
 @pytest.fixture(scope="module")
@@ -110,11 +115,8 @@ def test_too_few_clicks_are_said_and_power_fit(run, logs):
 
 
 @pytest.mark.parametrize("log,message", [
-    ("cascade", "made with the cascade click model, whose examination depends on the clicks above (the scan stops "
-                "at the first click), which breaks the position-based assumption behind propensities; simulate with "
-                "--model pbm"),
-    ("dropped", "impressions without a click were dropped (footer keep_no_click false), which inflates the click "
-                "rate of every position unevenly; simulate again with --keep-no-click"),
+    ("cascade", CASCADE),
+    ("dropped", DROPPED),
     ("deterministic", "logged in ranker 'label''s own order without randomisation, so position and relevance are "
                       "confounded; simulate with --randomize top:N or --randomize swap:K (or --ranker random), or "
                       "give the logs of several rankers (rankcli propensity A.parquet B.parquet ...: intervention "
@@ -359,7 +361,8 @@ def test_learn_input_errors(run, logs, tmp_path):
     assert status == 3 and "label of row 0 is 2, not a click (0 or 1)" in err
     zero = _rewrite(logs["deterministic"], tmp_path / "zero.parquet", position=np.zeros(n, dtype=np.int64))
     status, _, err = run("train", zero, "-o", tmp_path / "m", *common)
-    assert status == 3 and err == f"Error: {zero}: position of row 0 is 0, not a position (1, 2, ...)\n"
+    assert status == 3 and err == (f"Error: {zero}: column position: positions are 1-based, got 0 at row 0, "
+                                   "impression qid 1\n")
     assert not (tmp_path / "m").exists()
 
 
@@ -381,11 +384,11 @@ def test_ips_input_errors(run, logs, tmp_path):
     status, _, err = run("train", graded, "-o", tmp_path / "m", "--propensity", "pbm:1", "--allow-graded",
                          *TRAIN_ARGS)
     assert status == 0, err
-    # A propensity file with a value outside (0, 1]: exit 3 naming the position.
+    # A propensity file with a value that is not a finite number above 0: exit 3 naming the position.
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"positions": [1, 2], "propensity": [1.0, 1.5]}))
+    bad.write_text(json.dumps({"positions": [1, 2], "propensity": [1.0, -1.5]}))
     status, _, err = run("train", logs["random"], "-o", tmp_path / "m2", "--propensity", bad, *TRAIN_ARGS)
-    assert status == 3 and err == f"Error: {bad}: propensity of position 2 must be within (0, 1], got 1.5\n"
+    assert status == 3 and err == f"Error: {bad}: propensity of position 2 must be a finite number above 0, got -1.5\n"
 
 
 def test_ranknet_ips_trains_with_the_pairwise_ips_objective(logs, tmp_path):
@@ -506,3 +509,139 @@ def test_harvest_errors(run, logs, tmp_path):
     pq.write_table(pq.read_table(logs["input"]).drop(["docid"]), bare)
     status, _, err = run("propensity", logs["label"], bare)
     assert status == 3 and "missing column docid (or source_row)" in err
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# What the propensity file may hold and which logs IPS training takes: the same checks as rankcli propensity
+
+
+def test_a_propensity_above_one_is_taken_by_ips_training(run, logs, tmp_path):
+    """Relative to position 1, an estimate exceeds 1 by chance (eta 0: every ratio scatters around 1). The file names
+    its reference position and train --propensity takes the values as they are (it refused them: 'got 1.023')."""
+    flat = tmp_path / "flat.parquet"
+    assert run("simulate-clicks", logs["train"], "-o", flat, "--model", "pbm", "--eta", "0", "--ranker", "random",
+               "--max-rank", "10", "--keep-no-click", "--impressions", "20", "--seed", "2")[0] == 0
+    prop = tmp_path / "p.json"
+    assert run("propensity", flat, "-o", prop, "--bootstrap", "50")[0] == 0
+    d = json.loads(prop.read_text())
+    assert d["reference_position"] == 1 and d["propensity"][0] == 1.0 and max(d["propensity"]) > 1
+    status, _, err = run("train", flat, "-o", tmp_path / "m", "--propensity", prop, *TRAIN_ARGS)
+    assert status == 0, err
+    assert json.loads((tmp_path / "m" / "rankcli.json").read_text())["ips"]["propensity"]["values"] == \
+        d["propensity"]
+
+
+@pytest.mark.parametrize("log,message", [
+    ("cascade", CASCADE),
+    ("dropped", DROPPED),
+])
+def test_ips_training_refuses_the_logs_propensity_refuses(run, logs, tmp_path, log, message):
+    """train --propensity makes propensity's checks, with its messages: dropping the no-click impressions inflated
+    each query's IPS targets by 1/P(at least one click) (median 1.21, up to 20), and a cascade log's examination is
+    not a propensity."""
+    prop = tmp_path / "p.json"
+    assert run("propensity", logs["random"], "-o", prop, "--bootstrap", "20")[0] == 0
+    for spec in ("pbm:1", str(prop)):
+        status, _, err = run("train", logs[log], "-o", tmp_path / "m", "--propensity", spec, *TRAIN_ARGS)
+        assert (status, err) == (3, f"Error: {logs[log]}: {message}\n")
+        assert run("propensity", logs[log])[2] == err  # the same check, the same words
+    assert not (tmp_path / "m").exists()
+    # the naive pooling weights nothing by a propensity: it takes the log as it is
+    assert run("train", logs[log], "-o", tmp_path / "naive", "--pool-impressions", *TRAIN_ARGS)[0] == 0
+
+
+def _positions(path):
+    return pq.read_table(path, columns=["position"]).column("position").to_numpy().astype(np.int64)
+
+
+def _every_reader(bad, tmp_path):
+    """The commands that read a click log's positions, as argument lists."""
+    return [("propensity", bad),
+            ("train", bad, "-o", tmp_path / "m", "--propensity", "pbm:1", *TRAIN_ARGS),
+            ("train", bad, "-o", tmp_path / "m", "--pool-impressions", *TRAIN_ARGS),
+            ("train", bad, "-o", tmp_path / "m", "--loss", "lambdamart", "--propensity", "learn", *TRAIN_ARGS)]
+
+
+def test_a_position_repeated_within_an_impression_is_refused_naming_it(run, logs, tmp_path):
+    """A repeated position gave a propensity of 0.885 where the truth was 0.44, exit 0, and train took the log."""
+    positions = _positions(logs["random"])
+    positions[12] = 1  # impression 2 (qid 2) starts at row 10: it now shows position 1 at rows 10 and 12
+    bad = _rewrite(logs["random"], tmp_path / "bad.parquet", position=positions)
+    for args in _every_reader(bad, tmp_path):
+        status, out, err = run(*args)
+        assert (status, err) == (3, f"Error: {bad}: impression qid 2 shows position 1 twice (rows 10 and 12); each "
+                                    "displayed position holds one document, so a log must not repeat one within "
+                                    "an impression\n"), args
+    ones = _rewrite(logs["random"], tmp_path / "ones.parquet", position=np.ones_like(positions))  # every row at 1
+    for args in _every_reader(ones, tmp_path):
+        status, _, err = run(*args)
+        assert status == 3 and "impression qid 1 shows position 1 twice (rows 0 and 1)" in err, args
+    assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize("value", [2 ** 40, 2 ** 31 - 1, 100_001])
+def test_a_position_beyond_the_limit_is_refused_as_written(run, logs, tmp_path, value):
+    """A position of 2^40 allocated 8 TiB (a traceback), 2^31 - 1 too; the limit is documented
+    (docs/input-limits.md)."""
+    positions = _positions(logs["random"])
+    positions[-1] = value
+    bad = _rewrite(logs["random"], tmp_path / "bad.parquet", position=positions)
+    row, last = positions.shape[0] - 1, pq.read_table(bad, columns=["qid"]).column("qid")[-1].as_py()
+    for args in _every_reader(bad, tmp_path):
+        status, _, err = run(*args)
+        assert (status, err) == (3, f"Error: {bad}: column position: {value} at row {row}, impression qid {last} is "
+                                    "beyond the largest position rankcli reads (100,000; docs/input-limits.md)\n"), args
+
+
+def test_a_uint64_position_beyond_int64_is_reported_as_written(run, logs, tmp_path):
+    positions = _positions(logs["random"]).astype(np.uint64)
+    positions[-1] = 2 ** 64 - 1  # read as int64 it was -1
+    bad = _rewrite(logs["random"], tmp_path / "bad.parquet", position=positions)
+    assert pq.read_schema(bad).field("position").type == pa.uint64()
+    for args in _every_reader(bad, tmp_path):
+        status, _, err = run(*args)
+        assert status == 3 and "column position: 18446744073709551615 at row" in err, args
+
+
+def test_a_position_at_the_limit_costs_what_the_positions_present_cost(run, logs, tmp_path):
+    """One row at position 100,000 took 1.2 GB and 61 s; the work is bounded by the positions present (1..10) and
+    the fitted tail is computed in closed form."""
+    import time
+
+    positions = _positions(logs["random"])
+    positions[-1] = 100_000
+    far = _rewrite(logs["random"], tmp_path / "far.parquet", position=positions)
+    prop = tmp_path / "p.json"
+    start = time.perf_counter()
+    status, stdout, err = run("propensity", far, "-o", prop, "--fit", "power")
+    assert status == 0, err
+    assert time.perf_counter() - start < 30
+    # the table: positions 1..30, a mark, the last (the file has every one)
+    rows = [line.split("│")[1].strip() for line in stdout.splitlines() if line.startswith("│")]
+    assert rows == [str(r) for r in range(1, 31)] + ["...", "100000"]
+    assert "positions 31 to 99999 left out (-o FILE or --json: every position)" in stdout
+    d = json.loads(prop.read_text())
+    assert d["positions"][-1] == 100_000 and d["fitted"][-1] and not d["fitted"][8]
+    status, _, err = run("train", far, "-o", tmp_path / "m", "--propensity", prop, *TRAIN_ARGS)
+    assert status == 0, err
+
+
+def test_positions_near_the_min_clicks_threshold_are_marked(run, logs):
+    """An estimate reported because its clicks reached --min-clicks is biased upward when they are near it: the
+    positions below min_clicks + 4 sqrt(min_clicks) clicks are marked in the JSON and the table, and said."""
+    status, stdout, err = run("propensity", logs["random"], "--min-clicks", "140", "--bootstrap", "50", "--json")
+    assert status == 0, err
+    d = json.loads(stdout)
+    edge = 140 + 4 * 140 ** 0.5
+    assert d["near_threshold_clicks"] == pytest.approx(edge)
+    clicks = np.minimum(d["clicks_by_position"], d["reference_clicks"])
+    assert d["near_threshold"] == [bool(i > 0 and c < edge) for i, c in enumerate(clicks)]
+    assert d["near_threshold"][-2:] == [True, True] and not any(d["near_threshold"][:8])
+    status, stdout, _ = run("propensity", logs["random"], "--min-clicks", "140", "--bootstrap", "50")
+    assert stdout.count("(near threshold)") == 2
+    assert "near the threshold: position(s) 9 (" in stdout and "biases them upward" in stdout
+    # harvesting marks by the intervention pairs a position rests on
+    status, stdout, err = run("propensity", logs["label"], logs["input"], "--bootstrap", "20", "--json")
+    assert status == 0, err
+    d = json.loads(stdout)
+    assert len(d["near_threshold"]) == len(d["positions"]) and not d["near_threshold"][0]

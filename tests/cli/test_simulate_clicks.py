@@ -261,3 +261,24 @@ def test_default_policy_has_no_ranker_rank_column(run, data, tmp_path):
     assert status == 0, err
     assert json.loads(stdout)["params"]["policy"] == "none"
     assert "ranker_rank" not in pq.read_table(out).column_names
+
+
+def test_per_position_table_marks_the_positions_it_leaves_out(run, data, tmp_path):
+    """Lists longer than 12: the table shows positions 1..10 and the last, the rows between marked as left out (it
+    jumped from 10 to the last without a mark); --json lists every position."""
+    out = tmp_path / "c.parquet"
+    status, stdout, err = run("simulate-clicks", data["train"], "-o", out, "--model", "pbm", "--impressions", "2")
+    assert status == 0, err
+    table = stdout[stdout.index("click rate per position"):]
+    last = max(np.diff(data["train_ds"].offsets))
+    rows = [line.split("│")[1].strip() for line in table.splitlines() if line.startswith("│")]
+    assert rows == [str(r) for r in range(1, 11)] + ["...", str(last)]
+    assert f"positions 11 to {last - 1} left out (--json lists every position)" in table
+    status, stdout, err = run("simulate-clicks", data["train"], "-o", out, "--model", "pbm", "--impressions", "2",
+                              "--overwrite", "--json")
+    assert status == 0, err
+    assert [p["position"] for p in json.loads(stdout)["by_position"]] == list(range(1, last + 1))
+    # short lists: every position, no mark
+    status, stdout, _ = run("simulate-clicks", data["train"], "-o", out, "--model", "pbm", "--impressions", "2",
+                            "--max-rank", "12", "--overwrite")
+    assert "left out" not in stdout and "..." not in stdout

@@ -127,8 +127,11 @@ def test_clip_and_coverage():
     np.testing.assert_allclose(ips.inverse_weights(np.array([1, 2, 3]), p, 0.01), [1, 2, 100])
     with pytest.raises(InputError, match="cover positions 1..3, but the log shows position 4"):
         ips.inverse_weights(np.array([1, 4]), p)
-    with pytest.raises(InputError, match="propensity of position 2 must be within"):
-        ips.inverse_weights(np.array([1]), np.array([1.0, 1.5]))
+    # relative to position 1 a propensity can exceed 1 (a weight below 1); not finite or not above 0 cannot be
+    np.testing.assert_allclose(ips.inverse_weights(np.array([1, 2]), np.array([1.0, 1.5])), [1, 1 / 1.5])
+    for bad in (0.0, -1.0, np.inf, np.nan):
+        with pytest.raises(InputError, match="propensity of position 2 must be a finite number above 0"):
+            ips.inverse_weights(np.array([1]), np.array([1.0, bad]))
     with pytest.raises(UsageError, match="--propensity-clip"):
         ips.inverse_weights(np.array([1]), p, 0.0)
     np.testing.assert_allclose(ips.pbm_propensities(0.0, 3), [1, 1, 1])
