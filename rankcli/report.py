@@ -333,29 +333,6 @@ def eval_table(report):
 # =====================================================================================================================
 # experiment (rankcli.experiment.ExperimentResult)
 
-#: One line per sweep saying what its level does (summary.md and the terminal).
-SWEEP_NOTES = {
-    "augment-negatives": "Each training list grown by the level's fraction with documents of other training queries, "
-                         "labelled 0; validation and test untouched.",
-    "label-noise": "That fraction of each training list given random grades, p(0..4) = (.5, .2, .15, .1, .05); "
-                   "validation and test untouched.",
-    "click-noise": "Training and validation replaced by cascade clicks ({impressions} impressions per query, random "
-                   "ranker, click probabilities (level, .3, .5, .7, .95)); impressions without a click dropped; "
-                   "tested on the graded test set.",
-    "position-bias": "A logging ranker (lambdamart on the graded labels of a fraction {logging} of the training "
-                     "queries, at least 5) ranks the other training and the validation queries; PBM clicks at "
-                     "examination (1/r)^level on its top 10 ({impressions} impressions per query, click "
-                     "probabilities (.05, .3, .5, .7, .95), impressions without a click kept). Each loss trained "
-                     "naive (impressions pooled per query on click-through rates, no propensities) and `+ips` "
-                     "(propensities estimated from a RandTop-10 log of the same size, power fit beyond thin "
-                     "positions, clip 0.01), the gains of both divided by their mean (one global target scale); "
-                     "validation pooled the same way; tested on the graded test set. The controls `+control` and "
-                     "`+ips+control` train the same two ways on the RandTop-10 log itself, whose random order leaves "
-                     "the click-through rates unbiased up to one constant: there naive and IPS should agree within "
-                     "noise.",
-}
-
-
 def number_cell(x: float | None, digits: int = 4) -> str:
     """A number for an experiment table: ``n/a`` when it is missing or not finite."""
     return "n/a" if x is None or not math.isfinite(x) else f"{x:.{digits}f}"
@@ -371,25 +348,6 @@ def p_cell(p: float | None, digits: int = 3, reason: str | None = None) -> str:
     if p is None or not math.isfinite(p):
         return f"not testable: {reason}" if reason else "not testable"
     return f"{p:.{digits}f}"
-
-
-def sweep_note(config, kind: str) -> str:
-    """The sweep's one-paragraph description, filled in with the configuration's numbers."""
-    return SWEEP_NOTES[kind].format(impressions=config.click_impressions, logging=f"{config.logging_fraction:g}")
-
-
-def naive_only_note(config) -> str:
-    """The sentence saying which losses of the position-bias sweep have no IPS variant ('' when all have one)."""
-    from rankcli.core.ips import IPS_LOSSES, IPS_REFUSED
-
-    naive = [loss for loss in config.losses if loss not in IPS_LOSSES]
-    if not config.position_bias or not naive:
-        return ""
-    why = ["LightGBM's per-document weights are not pairwise IPS"] if set(naive) - set(IPS_REFUSED) else []
-    if set(naive) & set(IPS_REFUSED):
-        why.append("ListMLE reads only the order of the labels, which IPS weights do not enter")
-    return (f"{', '.join(naive)}: naive only, trained on the click impressions as logged (each impression one list, "
-            f"the click its label); no IPS variant (IPS training takes {', '.join(IPS_LOSSES)}; {'; '.join(why)}).")
 
 
 def protocol_note(config, summary: dict | None = None) -> str:
@@ -454,6 +412,7 @@ def _setting_markdown(result, s: dict) -> list[str]:
 def _sweep_markdown(config, kind: str, rows: list[dict]) -> list[str]:
     from rankcli.experiment.config import format_level, primary_metric
     from rankcli.experiment.summary import sweep_columns
+    from rankcli.experiment.sweeps import naive_only_note, sweep_note
 
     names, diffs = sweep_columns(config, kind)
     lines = [f"## sweep {kind}: test {primary_metric(config)}", "", sweep_note(config, kind), ""]

@@ -759,11 +759,15 @@ def test_position_bias_under_folds_tests_naive_against_ips_over_the_pooled_queri
 
 
 def test_position_bias_variants_of_the_new_losses():
-    """approxndcg and lambdaloss take IPS labels (an +ips variant); listmle and listmle-pa are trained naive only."""
+    """approxndcg and lambdaloss take IPS labels (an +ips variant and the two controls on the randomised log); listmle
+    and listmle-pa are trained naive only."""
     from rankcli.experiment.config import Setting, setting_losses, setting_pairs
 
     config = ex.ExperimentConfig(losses=["listmle", "approxndcg", "listmle-pa", "lambdaloss"], position_bias=[1.0])
     setting = Setting("position-bias=1", "position-bias", 1.0)
-    assert setting_losses(config, setting) == ["listmle", "approxndcg", "approxndcg+ips", "listmle-pa", "lambdaloss",
-                                               "lambdaloss+ips"]
-    assert setting_pairs(config, setting) == [("approxndcg", "approxndcg+ips"), ("lambdaloss", "lambdaloss+ips")]
+    assert setting_losses(config, setting) == [
+        "listmle", "approxndcg", "approxndcg+ips", "approxndcg+control", "approxndcg+ips+control", "listmle-pa",
+        "lambdaloss", "lambdaloss+ips", "lambdaloss+control", "lambdaloss+ips+control"]
+    assert setting_pairs(config, setting) == [
+        ("approxndcg", "approxndcg+ips"), ("lambdaloss", "lambdaloss+ips"),
+        ("approxndcg+control", "approxndcg+ips+control"), ("lambdaloss+control", "lambdaloss+ips+control")]

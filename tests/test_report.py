@@ -11,6 +11,7 @@ import pytest
 
 from rankcli import experiment as ex
 from rankcli import report
+from rankcli.experiment import sweeps as experiment_sweeps
 
 
 def _result(config, settings, rng):
@@ -49,7 +50,7 @@ def test_summary_markdown_tables_and_sign_convention():
     assert (f"| b - a | ndcg@5 | {test['difference']:+.4f} | {test['stderr']:.4f} | 3 | {test['p_value']:.3f} | "
             f"{test['p_adjusted']:.3f} |") in lines
     assert "## sweep label-noise: test ndcg@5" in lines
-    assert report.SWEEP_NOTES["label-noise"] in lines
+    assert experiment_sweeps.SWEEP_NOTES["label-noise"] in lines
     assert "| label-noise | a | b | b - a | p adjusted (b - a) |" in lines
     assert sum(line.startswith("| 0 |") or line.startswith("| 0.3 |") for line in lines) == 2
 
@@ -60,14 +61,15 @@ def test_notes():
                                            "queries of all folds; paired t-tests over those queries (n = queries)")
     one = ex.ExperimentConfig(losses=["a", "b"], trials=1)
     assert report.protocol_note(one).startswith("1 random split (trials)")
-    assert report.naive_only_note(ex.ExperimentConfig(losses=["xendcg", "lambdamart"])) == ""
+    assert experiment_sweeps.naive_only_note(ex.ExperimentConfig(losses=["xendcg", "lambdamart"])) == ""
     biased = ex.ExperimentConfig(losses=["xendcg", "lambdamart"], position_bias=[1.0], click_impressions=7,
                                  logging_fraction=0.02)
-    assert report.naive_only_note(biased).startswith("lambdamart: naive only, trained on the click impressions")
-    note = report.sweep_note(biased, "position-bias")
+    assert experiment_sweeps.naive_only_note(biased).startswith(
+        "lambdamart: naive only, trained on the click impressions")
+    note = experiment_sweeps.sweep_note(biased, "position-bias")
     assert "a fraction 0.02 of the training queries" in note and "(7 impressions per query" in note
     with pytest.raises(KeyError):
-        report.sweep_note(biased, "unknown")
+        experiment_sweeps.sweep_note(biased, "unknown")
 
 
 @pytest.fixture

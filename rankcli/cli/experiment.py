@@ -370,7 +370,8 @@ def _sweep_table(cfg, kind: str, rows: list[dict]):
     from rich.text import Text
 
     from rankcli.experiment import format_level, primary_metric, sweep_columns
-    from rankcli.report import naive_only_note, number_cell, p_cell, signed_cell, sweep_note
+    from rankcli.experiment.sweeps import naive_only_note, sweep_note
+    from rankcli.report import number_cell, p_cell, signed_cell
 
     names, diffs = sweep_columns(cfg, kind)
     caption = sweep_note(cfg, kind) + (f" {naive_only_note(cfg)}" if kind == "position-bias" and
