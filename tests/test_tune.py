@@ -136,6 +136,59 @@ def test_bad_space_files_are_named(run, letor, tmp_path, text, message):
     assert not (tmp_path / "t").exists()  # refused before any output
 
 
+SPACE_TOML = '[num_leaves]\nlow = 8\nhigh = 16\n[xendcg.gamma]\nchoices = ["mean"]\n'
+SPACE_ENTRIES = {"num_leaves": {"low": 8, "high": 16}, "xendcg": {"gamma": {"choices": ["mean"]}}}
+
+
+def test_toml_space_without_tomllib_reads_with_tomli(tmp_path, monkeypatch):
+    """Python 3.10 has no tomllib: the tune extra's tomli reads the file, with the same checks."""
+    tomli = pytest.importorskip("tomli", reason="tomli is not installed (the tune extra's TOML reader on 3.10)")
+    from rankcli.errors import InputError
+    from rankcli.tune.space import read_space_file
+
+    monkeypatch.setitem(sys.modules, "tomllib", None)  # `import tomllib` raises ImportError, as on 3.10
+    read = []
+    real = tomli.loads
+    monkeypatch.setattr(tomli, "loads", lambda text, **k: read.append(text) or real(text, **k))
+    space = tmp_path / "space.toml"
+    space.write_text(SPACE_TOML)
+    assert read_space_file(space) == {"path": str(space), "entries": SPACE_ENTRIES}
+    assert read == [SPACE_TOML]  # tomli read it
+    space.write_text("num_leaves = [")
+    with pytest.raises(InputError, match="not valid TOML"):
+        read_space_file(space)
+
+
+def test_toml_space_without_a_toml_reader_says_what_to_install(run, letor, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "tomllib", None)
+    monkeypatch.setitem(sys.modules, "tomli", None)
+    space = tmp_path / "space.toml"
+    space.write_text(SPACE_TOML)
+    status, _, err = run(*tune_args(letor, tmp_path / "t", "--space", space, budget=1, losses=("xendcg",)))
+    assert status == 2 and "TOML needs Python 3.11 or the tomli package (pip install tomli)" in err
+    assert "write the space as JSON" in err and not (tmp_path / "t").exists()
+    from rankcli.tune.space import read_space_file
+
+    as_json = tmp_path / "space.json"
+    as_json.write_text(json.dumps(SPACE_ENTRIES))
+    assert read_space_file(as_json)["entries"] == SPACE_ENTRIES  # JSON needs no TOML reader
+
+
+def test_the_tune_extra_installs_tomli_exactly_where_python_has_no_tomllib():
+    import ast
+
+    from packaging.requirements import Requirement
+
+    text = (REPO / "pyproject.toml").read_text()
+    start = text.index("\ntune = [")
+    extra = ast.literal_eval(text[start + len("\ntune = "):text.index("]", start) + 1])  # requirement strings
+    tomli = [Requirement(r) for r in extra if Requirement(r).name == "tomli"]
+    assert len(tomli) == 1 and tomli[0].marker is not None
+    assert tomli[0].marker.evaluate({"python_version": "3.10"})
+    assert not tomli[0].marker.evaluate({"python_version": "3.11"})
+    assert not tomli[0].marker.evaluate({"python_version": "3.13"})
+
+
 def test_missing_optuna_is_exit_2_with_the_pip_line(run, letor, tmp_path, monkeypatch):
     import importlib.util
 
