@@ -229,6 +229,70 @@ def test_a_trial_left_running_by_a_dead_process_is_failed_and_run_again(letor, t
         "xendcg"].finished]  # the resumed study is the uninterrupted one
 
 
+def _files_state(out: Path, loss: str) -> tuple[list[str], dict | None]:
+    """trials.csv's (trial, state, value) cells and best.json's entry of ``loss``."""
+    import csv
+
+    with open(out / loss / "trials.csv", newline="") as f:
+        rows = [(r["trial"], r["state"], r["value"]) for r in csv.DictReader(f)]
+    best = out / loss / "best.json"
+    return rows, json.loads(best.read_text())["losses"][loss] if best.exists() else None
+
+
+def _journal_state(out: Path, loss: str) -> tuple[list[str], dict | None]:
+    trials = trials_of(out, loss)
+    done = [t for t in trials if t["state"] == "COMPLETE"]
+    best = max(done, key=lambda t: (t["value"], -t["trial"])) if done else None
+    return ([(str(t["trial"]), t["state"], "" if t["value"] is None else repr(t["value"])) for t in trials],
+            best and {"trial": best["trial"], "value": best["value"], "params": best["params"]})
+
+
+def test_trials_and_best_are_written_after_every_trial_and_everything_on_interruption(letor, tmp_path, monkeypatch):
+    """A run killed at any point leaves each loss's trials.csv and best.json as of its last finished trial; an
+    interrupted one (Ctrl-C, SIGTERM) writes every file, the plot included, before it stops."""
+    from rankcli.train import TrainConfig
+    from rankcli.tune import trial as trial_module
+    from rankcli.tune.config import TuneConfig
+    from rankcli.tune.runner import run_tune
+
+    out = tmp_path / "t"
+    config = TuneConfig(["lambdamart", "xendcg"], 4, TrainConfig(trees=3, early_stopping=0, threads=1))
+    seen = []
+
+    def on_trial(loss, record, best):  # what a SIGKILL now would leave
+        rows, entry = _files_state(out, loss)
+        journal_rows, journal_best = _journal_state(out, loss)
+        assert rows == journal_rows and len(rows) == record["trial"] + 1
+        assert {k: entry[k] for k in ("trial", "value", "params")} == journal_best and entry["value"] == best
+        seen.append(loss)
+
+    real, calls = trial_module.train_trial, []
+
+    def interrupted_at_the_sixth(*args, **kw):
+        calls.append(1)
+        if len(calls) == 6:  # xendcg's trial 1: lambdamart's 4 and xendcg's trial 0 finished
+            raise KeyboardInterrupt
+        return real(*args, **kw)
+
+    monkeypatch.setattr(trial_module, "train_trial", interrupted_at_the_sixth)
+    with pytest.raises(KeyboardInterrupt):
+        run_tune(letor["train"], letor["vali"], out, config, on_trial=on_trial)
+    assert seen == ["lambdamart"] * 4 + ["xendcg"]
+    for loss in ("lambdamart", "xendcg"):
+        rows, entry = _files_state(out, loss)
+        assert rows == _journal_state(out, loss)[0]
+        assert {k: entry[k] for k in ("trial", "value", "params")} == _journal_state(out, loss)[1]
+    assert [r[1] for r in _files_state(out, "xendcg")[0]] == ["COMPLETE", "RUNNING"]  # the trial interrupted
+    curve = (out / "best-so-far.csv").read_text().splitlines()
+    assert len(curve) == 1 + 4 + 1
+    assert set(json.loads((out / "best.json").read_text())["losses"]) == {"lambdamart", "xendcg"}
+    assert (out / "best-so-far.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    monkeypatch.setattr(trial_module, "train_trial", real)
+    result = run_tune(letor["train"], letor["vali"], out, config)  # the rerun runs the interrupted trial again
+    assert [t["state"] for t in result.losses["xendcg"].trials] == ["COMPLETE", "FAIL"] + ["COMPLETE"] * 3
+    assert len(_files_state(out, "xendcg")[0]) == 5
+
+
 def _cli(*args, **kw) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.Popen([sys.executable, "-m", "rankcli", *map(str, args)], env=env, stdout=subprocess.PIPE,
@@ -251,6 +315,10 @@ def test_sigint_mid_run_and_a_rerun_lose_no_finished_trial(letor, tmp_path):
     assert proc.returncode == 130, err
     after_signal = finished(out, "xendcg")
     assert len(after_signal) >= len(before) >= 2 and len(after_signal) < 8
+    rows, best = _files_state(out, "xendcg")  # the files as the journal stands: every finished trial, the plot
+    assert rows == _journal_state(out, "xendcg")[0] and best["value"] == _journal_state(out, "xendcg")[1]["value"]
+    assert (out / "best-so-far.png").exists() and len((out / "best-so-far.csv").read_text().splitlines()) == \
+        1 + len(after_signal)
     rerun = _cli(*args)
     _, err = rerun.communicate(timeout=120)
     assert rerun.returncode == 0, err
