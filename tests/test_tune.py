@@ -405,7 +405,9 @@ def test_experiment_params_file_applies_per_loss_and_is_recorded(run, letor, tmp
     config = json.loads((exp / "config.json").read_text())
     assert config["config"]["params_file"] == {"lambdamart": {"num_leaves": 6},
                                                "xendcg": {"num_leaves": 5, "lambda_l2": 1.0}}
-    assert "from " + str(f) in (exp / "summary.md").read_text()
+    summary = (exp / "summary.md").read_text()
+    assert "from " + str(f) in summary  # and the parameters each loss trained with
+    assert "| lambdamart | num_leaves=6 |" in summary and "| xendcg | num_leaves=5, lambda_l2=1 |" in summary
     status, _, err = run("experiment", letor["train"], "-o", tmp_path / "e2", "--params-file", f, "--tune", "2",
                          "--losses", "xendcg")
     assert status == 2 and "--tune and --params-file do not combine" in err
@@ -444,6 +446,98 @@ def test_experiment_tune_tunes_each_unit_on_its_own_training_and_validation_data
         assert set(u["params"]) >= {"learning_rate", "num_leaves", "min_data_in_leaf", "lambda_l2"}
     assert "| baseline | 0 | lambdamart |" in (tmp_path / "e" / "summary.md").read_text()
     assert np.isfinite(result.summary["settings"][0]["losses"]["xendcg"]["ndcg@5"]["mean"])
+
+
+def _experiment(run, letor, out, *extra):
+    return run("experiment", letor["train"], "-o", out, "--trials", "1", "--losses", "lambdamart,xendcg", "--trees",
+               "3", "--early-stopping", "0", "--no-plots", "--json", *extra)
+
+
+def test_experiment_tune_space_is_searched_recorded_and_part_of_the_configuration(run, letor, tmp_path):
+    space = tmp_path / "space.toml"
+    space.write_text('[num_leaves]\nvalue = 7\n[xendcg.gamma]\nchoices = ["mean"]\n'
+                     '[learning_rate]\nlow = 0.05\nhigh = 0.06\n')
+    exp = tmp_path / "e"
+    status, stdout, err = _experiment(run, letor, exp, "--tune", "3", "--space", space)
+    assert status == 0, err
+    h = json.loads(stdout)["hyperparameters"]
+    assert h["space"]["path"] == str(space) and f"search space as {space} changes it" in err
+    assert len(h["units"]) == 2
+    for u in h["units"]:
+        assert u["params"]["num_leaves"] == 7 and 0.05 <= u["params"]["learning_rate"] <= 0.06
+        assert u["params"]["gamma"] == "mean" if u["loss"] == "xendcg" else "gamma" not in u["params"]
+    config = json.loads((exp / "config.json").read_text())
+    entries = {"num_leaves": {"value": 7}, "xendcg": {"gamma": {"choices": ["mean"]}},
+               "learning_rate": {"low": 0.05, "high": 0.06}}
+    assert config["config"]["tune_space"] == entries and config["tune_space"]["path"] == str(space)
+    same = tmp_path / "space.json"  # the same space as JSON: the same configuration, resumed
+    same.write_text(json.dumps(entries))
+    status, _, err = _experiment(run, letor, exp, "--tune", "3", "--space", same)
+    assert status == 0 and "0 units trained, 2 resumed" in err, err
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**entries, "num_leaves": {"value": 9}}))
+    for args in (("--space", other), ()):  # another space, or none: another configuration
+        status, _, err = _experiment(run, letor, exp, "--tune", "3", *args)
+        assert status == 4 and "tune_space" in err, err
+    status, stdout, err = _experiment(run, letor, exp, "--tune", "3", "--space", other, "--overwrite")
+    assert status == 0, err
+    assert {u["params"]["num_leaves"] for u in json.loads(stdout)["hyperparameters"]["units"]} == {9}
+
+
+@pytest.mark.parametrize("extra, status, message", [
+    (("--space", "{space}"), 2, "changes the search space of --tune: give --tune N, or drop --space"),
+    (("--tune", "2", "--space", "{bad}"), 3, "num_leaves: low must be a number below high"),
+    (("--tune", "2", "--space", "{space}", "--param", "lambda_l2=0.5"), 2, "lambda_l2 is also set by --param"),
+    (("--tune", "2", "--space", "{alias}"), 2, "num_leaf is LightGBM's alias of num_leaves"),
+])
+def test_experiment_space_is_checked_before_any_output(run, letor, tmp_path, extra, status, message):
+    files = {"space": ("space.toml", "[lambda_l2]\nvalue = 1.0\n"), "bad": ("bad.json", '{"num_leaves": {"low": 9, '
+                                                                             '"high": 2}}'),
+             "alias": ("alias.toml", "[num_leaf]\nlow = 2\nhigh = 9\n")}
+    paths = {}
+    for key, (name, text) in files.items():
+        paths[key] = tmp_path / name
+        paths[key].write_text(text)
+    got, _, err = _experiment(run, letor, tmp_path / "e", *(a.format(**paths) for a in extra))
+    assert got == status and message in err, err
+    assert not (tmp_path / "e").exists()
+
+
+def test_experiment_tune_trains_the_drawn_loss_options_even_when_one_is_set(letor, monkeypatch):
+    """A loss option set for the unit (--loss-option, or the value a resumed experiment records) is trial 0's value,
+    and every later trial trains with the value it drew (never the set one in its place)."""
+    from rankcli.train import TrainConfig, load_training_data
+    from rankcli.tune import inline
+
+    trained = []
+    real = inline.train_trial
+    monkeypatch.setattr(inline, "train_trial", lambda prepared, config, objective=None: trained.append(
+        config.resolved_loss_options["temperature"]) or real(prepared, config, objective))
+    base = TrainConfig(loss="approxndcg", trees=3, early_stopping=0, threads=1, loss_options={"temperature": 0.7})
+    prepared = load_training_data(letor["train"], letor["vali"], base).prepare()
+    tuned = inline.tune_in_memory(prepared, base, 4)
+    assert trained[0] == 0.7 and len(set(trained)) == 4  # trial 0 at the set value, then the drawn ones
+    assert tuned.params["temperature"] in trained
+
+
+def test_experiment_tune_5_trials_3_end_to_end_lists_each_units_parameters(run, letor, tmp_path):
+    exp = tmp_path / "e"
+    status, stdout, err = run("experiment", letor["train"], "-o", exp, "--trials", "3", "--losses",
+                              "lambdamart,xendcg", "--tune", "5", "--trees", "3", "--early-stopping", "0",
+                              "--no-plots", "--json")
+    assert status == 0, err
+    h = json.loads(stdout)["hyperparameters"]
+    assert h["source"] == "tuned" and h["budget"] == 5 and h["space"] is None
+    assert sorted((u["trial"], u["loss"]) for u in h["units"]) == [(t, loss) for t in range(3)
+                                                                    for loss in ("lambdamart", "xendcg")]
+    summary = (exp / "summary.md").read_text()
+    assert "tuned per loss and trial on that trial's own training and validation data, 5 trainings each" in summary
+    for u in h["units"]:
+        assert u["trials"] == 5 and u["validation"] >= u["default_validation"]
+        shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in u["params"].items())
+        assert f"| baseline | {u['trial']} | {u['loss']} | {u['validation']:.4f} | " \
+               f"{u['default_validation']:.4f} | {shown} |" in summary
+    assert "tuned per loss and trial" in err
 
 
 def test_a_first_run_stopped_by_bad_data_leaves_nothing_that_blocks_the_next(run, letor, tmp_path):

@@ -328,3 +328,14 @@ def loss_space(loss: str, base_defaults: dict[str, Any], spec: dict | None = Non
             clipped.append(name)
         dims.append(dim)
     return Space(loss, tuple(dims), tuple(clipped))
+
+
+def train_space(base: Any, spec: dict | None = None) -> Space:
+    """The search space of ``base``'s loss around ``rankcli train``'s values under ``base`` (a
+    :class:`~rankcli.train.TrainConfig`): each dimension's default is what ``train`` uses (the resolved LightGBM
+    parameters, ``gamma`` and the loss's own options), so that trial 0 is ``train``'s model, and ``--param``
+    (``base.params``) fixes what it sets. ``spec``: a ``--space`` file (:func:`read_space_file`), or ``None``."""
+    from rankcli.train import resolve_params
+
+    defaults = {**resolve_params(base), "gamma": base.gamma, **base.resolved_loss_options}
+    return loss_space(base.loss, defaults, spec, fixed_by_param=set(base.params))

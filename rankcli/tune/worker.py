@@ -17,11 +17,10 @@ OnTrial = Callable[[str, dict, "float | None"], None]
 
 def _train_one(study: LossStudy, claimed: Claimed, base: Any, data: Any, prepared: Any) -> dict:
     """Train one claimed trial and record it; returns its record."""
-    from rankcli.train.params_file import apply_params
-    from rankcli.tune.trial import train_trial
+    from rankcli.tune.trial import train_trial, trial_config
 
     try:
-        config = apply_params(base, claimed.params, where=f"trial {claimed.trial.number} of {base.loss}")
+        config = trial_config(base, claimed.params, where=f"trial {claimed.trial.number} of {base.loss}")
         outcome = train_trial(prepared, config, objective=data.objective)
     except (InputError, UsageError) as exc:
         study.fail(claimed, str(exc))
