@@ -540,6 +540,85 @@ def test_experiment_tune_5_trials_3_end_to_end_lists_each_units_parameters(run, 
     assert "tuned per loss and trial" in err
 
 
+def test_experiment_tuning_does_not_depend_on_the_test_rows(run, letor, tmp_path):
+    """Two copies of one fold that differ only in their test file (its labels reversed, its features shifted): every
+    unit's tuning (the trials' parameters and validation values) is the same, while the test metrics differ."""
+    import dataclasses
+    import shutil
+
+    from rankcli.formats.parquet import read_dataset, write_dataset
+
+    docs = {}
+    for name in ("a", "b"):
+        fold = tmp_path / name
+        fold.mkdir()
+        for part in ("train", "vali", "test"):
+            shutil.copy(letor[part], fold / f"{part}.parquet")
+    test = read_dataset(tmp_path / "b" / "test.parquet")
+    write_dataset(tmp_path / "b" / "test.parquet", dataclasses.replace(
+        test, labels=test.labels.max() - test.labels, features=test.features + 1.0), overwrite=True)
+    for name in ("a", "b"):
+        status, stdout, err = run("experiment", tmp_path / name, "--folds", "-o", tmp_path / f"e{name}", "--losses",
+                                  "lambdamart,xendcg", "--tune", "3", "--trees", "3", "--early-stopping", "0",
+                                  "--no-plots", "--json")
+        assert status == 0, err
+        docs[name] = json.loads(stdout)
+    assert docs["a"]["hyperparameters"]["units"] == docs["b"]["hyperparameters"]["units"]
+    assert docs["a"]["settings"] != docs["b"]["settings"]
+
+
+def test_every_loss_tunes_and_its_trial_0_is_trains_model(run, letor, tmp_path):
+    """Every loss train knows (the newest included) tunes, with trial 0 worth exactly train's validation value."""
+    from rankcli.train import LOSSES
+
+    out = tmp_path / "t"
+    fast = ("--trees", "3", "--early-stopping", "0", "--threads", "1")
+    args = ["tune", letor["train"], "--valid", letor["vali"], "-o", out, "--budget", "2", *fast, "--json"]
+    for loss in LOSSES:
+        args += ["--loss", loss]
+    status, stdout, err = run(*args)
+    assert status == 0, err
+    doc = json.loads(stdout)["losses"]
+    assert set(doc) == set(LOSSES)
+    for loss, s in doc.items():
+        assert s["trials"] == 2 and s["failed"] == 0 and (out / loss / "best.json").is_file(), loss
+        status, model, err = run("train", letor["train"], "--valid", letor["vali"], "-o", tmp_path / loss, "--loss",
+                                 loss, *fast, "--json")
+        assert status == 0, err
+        assert json.loads(model)["best_valid_metric"] == s["default_value"], loss
+
+
+def test_experiment_tune_with_the_newest_losses(run, letor, tmp_path):
+    status, stdout, err = run("experiment", letor["train"], "-o", tmp_path / "e", "--trials", "1", "--losses",
+                              "listmle,listmle-pa,approxndcg,lambdaloss", "--tune", "2", "--trees", "3",
+                              "--early-stopping", "0", "--no-plots", "--json")
+    assert status == 0, err
+    units = json.loads(stdout)["hyperparameters"]["units"]
+    assert sorted(u["loss"] for u in units) == ["approxndcg", "lambdaloss", "listmle", "listmle-pa"]
+    by_loss = {u["loss"]: u["params"] for u in units}
+    assert "temperature" in by_loss["approxndcg"] and "variant" in by_loss["lambdaloss"]
+
+
+def test_a_seeded_run_repeats_and_a_larger_budget_adds_its_difference_to_every_loss(run, letor, tmp_path):
+    fast = ("--trees", "3", "--early-stopping", "0")
+    runs = {}
+    for name, seed in (("a", "0"), ("b", "0"), ("c", "1")):
+        status, stdout, err = run(*tune_args(letor, tmp_path / name, *fast, "--seed", seed, "--json", budget=3))
+        assert status == 0, err
+        runs[name] = {loss: [(t["params"], t["value"], t["trees"]) for t in finished(tmp_path / name, loss)]
+                      for loss in ("lambdamart", "xendcg")}
+    assert runs["a"] == runs["b"]  # the same command, the same trials
+    for loss in ("lambdamart", "xendcg"):  # another seed (LightGBM's too): trial 0 has train's parameters still
+        assert runs["c"][loss][0][0] == runs["a"][loss][0][0]
+        assert [t[0] for t in runs["c"][loss][1:]] != [t[0] for t in runs["a"][loss][1:]]
+    status, stdout, err = run(*tune_args(letor, tmp_path / "a", *fast, "--json", budget=5))
+    assert status == 0, err
+    for loss, s in json.loads(stdout)["losses"].items():
+        assert s["ran"] == 2 and s["trials"] == 5
+        done = finished(tmp_path / "a", loss)
+        assert len(done) == 5 and [(t["params"], t["value"], t["trees"]) for t in done[:3]] == runs["a"][loss]
+
+
 def test_a_first_run_stopped_by_bad_data_leaves_nothing_that_blocks_the_next(run, letor, tmp_path):
     bad = tmp_path / "bad.parquet"
     bad.write_bytes(b"junk")
