@@ -234,12 +234,11 @@ class ExperimentConfig:
             raise UsageError(f"--space {self.tune_space['path']} changes the search space of --tune: give --tune N, or "
                              "drop --space")
         if self.tune is not None:
+            from rankcli.train import check_loss
             from rankcli.tune import require_optuna
             from rankcli.tune.space import train_space
 
             require_optuna("experiment --tune")
-            from rankcli.train import check_loss
-
             for loss in self.losses:  # a bad space is refused before any unit, with tune's messages
                 check_loss(loss)
                 train_space(train_config(self, loss, self.seed), self.tune_space)
