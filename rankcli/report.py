@@ -365,25 +365,6 @@ def protocol_note(config, summary: dict | None = None) -> str:
             "(n = trials, one test mean per trial)")
 
 
-def _hyperparameter_markdown(h: dict | None) -> list[str]:
-    """The sentence saying which hyperparameters the units used and, when tuned, the table of each unit's."""
-    from rankcli.experiment.summary import hyperparameter_note
-
-    if h is None:
-        return []
-    note = hyperparameter_note(h)
-    lines = [f"{note[0].upper()}{note[1:]}.", ""]
-    if h["source"] == "tuned" and h["units"]:
-        lines += ["| setting | trial | loss | validation (tuned) | validation (train's) | parameters |",
-                  "|---|---:|---|---:|---:|---|"]
-        for u in h["units"]:
-            shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in u["params"].items())
-            lines.append(f"| {u['setting']} | {u['trial']} | {u['loss']} | {number_cell(u['validation'])} | "
-                         f"{number_cell(u['default_validation'])} | {shown} |")
-        lines.append("")
-    return lines
-
-
 def _setting_markdown(result, s: dict) -> list[str]:
     from rankcli.experiment.config import setting_losses
     from rankcli.experiment.summary import difference_label
@@ -440,7 +421,7 @@ def experiment_markdown(result, sweep_tables: dict[str, list[dict]]) -> str:
     result : the :class:`rankcli.experiment.ExperimentResult` (its config, settings and summary).
     sweep_tables : :func:`rankcli.experiment.sweep_rows` of its summary.
     """
-    from rankcli.experiment.summary import loss_options_note
+    from rankcli.experiment.summary import hyperparameter_markdown, loss_options_note
 
     config, train = result.config, result.config.train
     split = "given folds" if config.folds else "split " + ",".join(f"{x:g}" for x in config.split)
@@ -454,7 +435,7 @@ def experiment_markdown(result, sweep_tables: dict[str, list[dict]]) -> str:
              + loss_options_note(config.resolved_loss_options()), ""]
     lines += [f"Overlap allowed (`--allow-overlap`): {note}." for note in result.summary.get("overlap", [])]
     lines += [""] if result.summary.get("overlap") else []
-    lines += _hyperparameter_markdown(result.summary.get("hyperparameters"))
+    lines += hyperparameter_markdown(result.summary.get("hyperparameters"))
     for s in result.summary["settings"]:
         lines += _setting_markdown(result, s)
     for kind, rows in sweep_tables.items():

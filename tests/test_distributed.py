@@ -340,6 +340,27 @@ def test_train_cli_on_a_running_scheduler(client, sample, tmp_path):
     assert res.returncode == 2 and "--loss listnet cannot train with --dask" in res.stderr.decode()
 
 
+def test_train_cli_params_file_is_recorded_as_on_one_machine(client, sample, tmp_path):
+    """`train --dask --params-file`: the file's parameters train the model and rankcli.json records the file (path,
+    SHA-256, parameters) exactly as single-machine training does."""
+    f = tmp_path / "best.json"
+    f.write_text(json.dumps({"format": "rankcli-params/1", "losses": {"lambdamart": {
+        "params": {"num_leaves": 7, "learning_rate": 0.2, "min_data_in_leaf": 3}}}}))
+    common = ("--valid", sample / "vali.parquet", "--loss", "lambdamart", "--trees", "3", "--early-stopping", "0",
+              "--params-file", f, "--num-leaves", "5")
+    res = run_cli("train", sample / "train.parquet", "-o", tmp_path / "dask", *common, "--dask",
+                  client.scheduler.address)
+    assert res.returncode == 0, res.stderr.decode()
+    res = run_cli("train", sample / "train.parquet", "-o", tmp_path / "here", *common)
+    assert res.returncode == 0, res.stderr.decode()
+    dask, here = (json.loads((tmp_path / d / "rankcli.json").read_text()) for d in ("dask", "here"))
+    assert dask["params_file"] == here["params_file"]
+    assert dask["params_file"]["path"] == str(f) and dask["params_file"]["params"]["num_leaves"] == 7
+    assert (dask["params"]["num_leaves"], dask["params"]["learning_rate"], dask["params"]["min_data_in_leaf"]) \
+        == (5, 0.2, 3)  # the explicit flag over the file, the file over train's defaults
+    assert "dask" in dask and "dask" not in here
+
+
 def test_scheduler_without_workers_is_an_output_error():
     from distributed import LocalCluster
 

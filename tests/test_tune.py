@@ -136,6 +136,59 @@ def test_bad_space_files_are_named(run, letor, tmp_path, text, message):
     assert not (tmp_path / "t").exists()  # refused before any output
 
 
+SPACE_TOML = '[num_leaves]\nlow = 8\nhigh = 16\n[xendcg.gamma]\nchoices = ["mean"]\n'
+SPACE_ENTRIES = {"num_leaves": {"low": 8, "high": 16}, "xendcg": {"gamma": {"choices": ["mean"]}}}
+
+
+def test_toml_space_without_tomllib_reads_with_tomli(tmp_path, monkeypatch):
+    """Python 3.10 has no tomllib: the tune extra's tomli reads the file, with the same checks."""
+    tomli = pytest.importorskip("tomli", reason="tomli is not installed (the tune extra's TOML reader on 3.10)")
+    from rankcli.errors import InputError
+    from rankcli.tune.space import read_space_file
+
+    monkeypatch.setitem(sys.modules, "tomllib", None)  # `import tomllib` raises ImportError, as on 3.10
+    read = []
+    real = tomli.loads
+    monkeypatch.setattr(tomli, "loads", lambda text, **k: read.append(text) or real(text, **k))
+    space = tmp_path / "space.toml"
+    space.write_text(SPACE_TOML)
+    assert read_space_file(space) == {"path": str(space), "entries": SPACE_ENTRIES}
+    assert read == [SPACE_TOML]  # tomli read it
+    space.write_text("num_leaves = [")
+    with pytest.raises(InputError, match="not valid TOML"):
+        read_space_file(space)
+
+
+def test_toml_space_without_a_toml_reader_says_what_to_install(run, letor, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "tomllib", None)
+    monkeypatch.setitem(sys.modules, "tomli", None)
+    space = tmp_path / "space.toml"
+    space.write_text(SPACE_TOML)
+    status, _, err = run(*tune_args(letor, tmp_path / "t", "--space", space, budget=1, losses=("xendcg",)))
+    assert status == 2 and "TOML needs Python 3.11 or the tomli package (pip install tomli)" in err
+    assert "write the space as JSON" in err and not (tmp_path / "t").exists()
+    from rankcli.tune.space import read_space_file
+
+    as_json = tmp_path / "space.json"
+    as_json.write_text(json.dumps(SPACE_ENTRIES))
+    assert read_space_file(as_json)["entries"] == SPACE_ENTRIES  # JSON needs no TOML reader
+
+
+def test_the_tune_extra_installs_tomli_exactly_where_python_has_no_tomllib():
+    import ast
+
+    from packaging.requirements import Requirement
+
+    text = (REPO / "pyproject.toml").read_text()
+    start = text.index("\ntune = [")
+    extra = ast.literal_eval(text[start + len("\ntune = "):text.index("]", start) + 1])  # requirement strings
+    tomli = [Requirement(r) for r in extra if Requirement(r).name == "tomli"]
+    assert len(tomli) == 1 and tomli[0].marker is not None
+    assert tomli[0].marker.evaluate({"python_version": "3.10"})
+    assert not tomli[0].marker.evaluate({"python_version": "3.11"})
+    assert not tomli[0].marker.evaluate({"python_version": "3.13"})
+
+
 def test_missing_optuna_is_exit_2_with_the_pip_line(run, letor, tmp_path, monkeypatch):
     import importlib.util
 
@@ -176,6 +229,70 @@ def test_a_trial_left_running_by_a_dead_process_is_failed_and_run_again(letor, t
         "xendcg"].finished]  # the resumed study is the uninterrupted one
 
 
+def _files_state(out: Path, loss: str) -> tuple[list[str], dict | None]:
+    """trials.csv's (trial, state, value) cells and best.json's entry of ``loss``."""
+    import csv
+
+    with open(out / loss / "trials.csv", newline="") as f:
+        rows = [(r["trial"], r["state"], r["value"]) for r in csv.DictReader(f)]
+    best = out / loss / "best.json"
+    return rows, json.loads(best.read_text())["losses"][loss] if best.exists() else None
+
+
+def _journal_state(out: Path, loss: str) -> tuple[list[str], dict | None]:
+    trials = trials_of(out, loss)
+    done = [t for t in trials if t["state"] == "COMPLETE"]
+    best = max(done, key=lambda t: (t["value"], -t["trial"])) if done else None
+    return ([(str(t["trial"]), t["state"], "" if t["value"] is None else repr(t["value"])) for t in trials],
+            best and {"trial": best["trial"], "value": best["value"], "params": best["params"]})
+
+
+def test_trials_and_best_are_written_after_every_trial_and_everything_on_interruption(letor, tmp_path, monkeypatch):
+    """A run killed at any point leaves each loss's trials.csv and best.json as of its last finished trial; an
+    interrupted one (Ctrl-C, SIGTERM) writes every file, the plot included, before it stops."""
+    from rankcli.train import TrainConfig
+    from rankcli.tune import trial as trial_module
+    from rankcli.tune.config import TuneConfig
+    from rankcli.tune.runner import run_tune
+
+    out = tmp_path / "t"
+    config = TuneConfig(["lambdamart", "xendcg"], 4, TrainConfig(trees=3, early_stopping=0, threads=1))
+    seen = []
+
+    def on_trial(loss, record, best):  # what a SIGKILL now would leave
+        rows, entry = _files_state(out, loss)
+        journal_rows, journal_best = _journal_state(out, loss)
+        assert rows == journal_rows and len(rows) == record["trial"] + 1
+        assert {k: entry[k] for k in ("trial", "value", "params")} == journal_best and entry["value"] == best
+        seen.append(loss)
+
+    real, calls = trial_module.train_trial, []
+
+    def interrupted_at_the_sixth(*args, **kw):
+        calls.append(1)
+        if len(calls) == 6:  # xendcg's trial 1: lambdamart's 4 and xendcg's trial 0 finished
+            raise KeyboardInterrupt
+        return real(*args, **kw)
+
+    monkeypatch.setattr(trial_module, "train_trial", interrupted_at_the_sixth)
+    with pytest.raises(KeyboardInterrupt):
+        run_tune(letor["train"], letor["vali"], out, config, on_trial=on_trial)
+    assert seen == ["lambdamart"] * 4 + ["xendcg"]
+    for loss in ("lambdamart", "xendcg"):
+        rows, entry = _files_state(out, loss)
+        assert rows == _journal_state(out, loss)[0]
+        assert {k: entry[k] for k in ("trial", "value", "params")} == _journal_state(out, loss)[1]
+    assert [r[1] for r in _files_state(out, "xendcg")[0]] == ["COMPLETE", "RUNNING"]  # the trial interrupted
+    curve = (out / "best-so-far.csv").read_text().splitlines()
+    assert len(curve) == 1 + 4 + 1
+    assert set(json.loads((out / "best.json").read_text())["losses"]) == {"lambdamart", "xendcg"}
+    assert (out / "best-so-far.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    monkeypatch.setattr(trial_module, "train_trial", real)
+    result = run_tune(letor["train"], letor["vali"], out, config)  # the rerun runs the interrupted trial again
+    assert [t["state"] for t in result.losses["xendcg"].trials] == ["COMPLETE", "FAIL"] + ["COMPLETE"] * 3
+    assert len(_files_state(out, "xendcg")[0]) == 5
+
+
 def _cli(*args, **kw) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.Popen([sys.executable, "-m", "rankcli", *map(str, args)], env=env, stdout=subprocess.PIPE,
@@ -198,6 +315,10 @@ def test_sigint_mid_run_and_a_rerun_lose_no_finished_trial(letor, tmp_path):
     assert proc.returncode == 130, err
     after_signal = finished(out, "xendcg")
     assert len(after_signal) >= len(before) >= 2 and len(after_signal) < 8
+    rows, best = _files_state(out, "xendcg")  # the files as the journal stands: every finished trial, the plot
+    assert rows == _journal_state(out, "xendcg")[0] and best["value"] == _journal_state(out, "xendcg")[1]["value"]
+    assert (out / "best-so-far.png").exists() and len((out / "best-so-far.csv").read_text().splitlines()) == \
+        1 + len(after_signal)
     rerun = _cli(*args)
     _, err = rerun.communicate(timeout=120)
     assert rerun.returncode == 0, err
@@ -284,7 +405,9 @@ def test_experiment_params_file_applies_per_loss_and_is_recorded(run, letor, tmp
     config = json.loads((exp / "config.json").read_text())
     assert config["config"]["params_file"] == {"lambdamart": {"num_leaves": 6},
                                                "xendcg": {"num_leaves": 5, "lambda_l2": 1.0}}
-    assert "from " + str(f) in (exp / "summary.md").read_text()
+    summary = (exp / "summary.md").read_text()
+    assert "from " + str(f) in summary  # and the parameters each loss trained with
+    assert "| lambdamart | num_leaves=6 |" in summary and "| xendcg | num_leaves=5, lambda_l2=1 |" in summary
     status, _, err = run("experiment", letor["train"], "-o", tmp_path / "e2", "--params-file", f, "--tune", "2",
                          "--losses", "xendcg")
     assert status == 2 and "--tune and --params-file do not combine" in err
@@ -323,6 +446,177 @@ def test_experiment_tune_tunes_each_unit_on_its_own_training_and_validation_data
         assert set(u["params"]) >= {"learning_rate", "num_leaves", "min_data_in_leaf", "lambda_l2"}
     assert "| baseline | 0 | lambdamart |" in (tmp_path / "e" / "summary.md").read_text()
     assert np.isfinite(result.summary["settings"][0]["losses"]["xendcg"]["ndcg@5"]["mean"])
+
+
+def _experiment(run, letor, out, *extra):
+    return run("experiment", letor["train"], "-o", out, "--trials", "1", "--losses", "lambdamart,xendcg", "--trees",
+               "3", "--early-stopping", "0", "--no-plots", "--json", *extra)
+
+
+def test_experiment_tune_space_is_searched_recorded_and_part_of_the_configuration(run, letor, tmp_path):
+    space = tmp_path / "space.toml"
+    space.write_text('[num_leaves]\nvalue = 7\n[xendcg.gamma]\nchoices = ["mean"]\n'
+                     '[learning_rate]\nlow = 0.05\nhigh = 0.06\n')
+    exp = tmp_path / "e"
+    status, stdout, err = _experiment(run, letor, exp, "--tune", "3", "--space", space)
+    assert status == 0, err
+    h = json.loads(stdout)["hyperparameters"]
+    assert h["space"]["path"] == str(space) and f"search space as {space} changes it" in err
+    assert len(h["units"]) == 2
+    for u in h["units"]:
+        assert u["params"]["num_leaves"] == 7 and 0.05 <= u["params"]["learning_rate"] <= 0.06
+        assert u["params"]["gamma"] == "mean" if u["loss"] == "xendcg" else "gamma" not in u["params"]
+    config = json.loads((exp / "config.json").read_text())
+    entries = {"num_leaves": {"value": 7}, "xendcg": {"gamma": {"choices": ["mean"]}},
+               "learning_rate": {"low": 0.05, "high": 0.06}}
+    assert config["config"]["tune_space"] == entries and config["tune_space"]["path"] == str(space)
+    same = tmp_path / "space.json"  # the same space as JSON: the same configuration, resumed
+    same.write_text(json.dumps(entries))
+    status, _, err = _experiment(run, letor, exp, "--tune", "3", "--space", same)
+    assert status == 0 and "0 units trained, 2 resumed" in err, err
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**entries, "num_leaves": {"value": 9}}))
+    for args in (("--space", other), ()):  # another space, or none: another configuration
+        status, _, err = _experiment(run, letor, exp, "--tune", "3", *args)
+        assert status == 4 and "tune_space" in err, err
+    status, stdout, err = _experiment(run, letor, exp, "--tune", "3", "--space", other, "--overwrite")
+    assert status == 0, err
+    assert {u["params"]["num_leaves"] for u in json.loads(stdout)["hyperparameters"]["units"]} == {9}
+
+
+@pytest.mark.parametrize("extra, status, message", [
+    (("--space", "{space}"), 2, "changes the search space of --tune: give --tune N, or drop --space"),
+    (("--tune", "2", "--space", "{bad}"), 3, "num_leaves: low must be a number below high"),
+    (("--tune", "2", "--space", "{space}", "--param", "lambda_l2=0.5"), 2, "lambda_l2 is also set by --param"),
+    (("--tune", "2", "--space", "{alias}"), 2, "num_leaf is LightGBM's alias of num_leaves"),
+])
+def test_experiment_space_is_checked_before_any_output(run, letor, tmp_path, extra, status, message):
+    files = {"space": ("space.toml", "[lambda_l2]\nvalue = 1.0\n"), "bad": ("bad.json", '{"num_leaves": {"low": 9, '
+                                                                             '"high": 2}}'),
+             "alias": ("alias.toml", "[num_leaf]\nlow = 2\nhigh = 9\n")}
+    paths = {}
+    for key, (name, text) in files.items():
+        paths[key] = tmp_path / name
+        paths[key].write_text(text)
+    got, _, err = _experiment(run, letor, tmp_path / "e", *(a.format(**paths) for a in extra))
+    assert got == status and message in err, err
+    assert not (tmp_path / "e").exists()
+
+
+def test_experiment_tune_trains_the_drawn_loss_options_even_when_one_is_set(letor, monkeypatch):
+    """A loss option set for the unit (--loss-option, or the value a resumed experiment records) is trial 0's value,
+    and every later trial trains with the value it drew (never the set one in its place)."""
+    from rankcli.train import TrainConfig, load_training_data
+    from rankcli.tune import inline
+
+    trained = []
+    real = inline.train_trial
+    monkeypatch.setattr(inline, "train_trial", lambda prepared, config, objective=None: trained.append(
+        config.resolved_loss_options["temperature"]) or real(prepared, config, objective))
+    base = TrainConfig(loss="approxndcg", trees=3, early_stopping=0, threads=1, loss_options={"temperature": 0.7})
+    prepared = load_training_data(letor["train"], letor["vali"], base).prepare()
+    tuned = inline.tune_in_memory(prepared, base, 4)
+    assert trained[0] == 0.7 and len(set(trained)) == 4  # trial 0 at the set value, then the drawn ones
+    assert tuned.params["temperature"] in trained
+
+
+def test_experiment_tune_5_trials_3_end_to_end_lists_each_units_parameters(run, letor, tmp_path):
+    exp = tmp_path / "e"
+    status, stdout, err = run("experiment", letor["train"], "-o", exp, "--trials", "3", "--losses",
+                              "lambdamart,xendcg", "--tune", "5", "--trees", "3", "--early-stopping", "0",
+                              "--no-plots", "--json")
+    assert status == 0, err
+    h = json.loads(stdout)["hyperparameters"]
+    assert h["source"] == "tuned" and h["budget"] == 5 and h["space"] is None
+    assert sorted((u["trial"], u["loss"]) for u in h["units"]) == [(t, loss) for t in range(3)
+                                                                    for loss in ("lambdamart", "xendcg")]
+    summary = (exp / "summary.md").read_text()
+    assert "tuned per loss and trial on that trial's own training and validation data, 5 trainings each" in summary
+    for u in h["units"]:
+        assert u["trials"] == 5 and u["validation"] >= u["default_validation"]
+        shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in u["params"].items())
+        assert f"| baseline | {u['trial']} | {u['loss']} | {u['validation']:.4f} | " \
+               f"{u['default_validation']:.4f} | {shown} |" in summary
+    assert "tuned per loss and trial" in err
+
+
+def test_experiment_tuning_does_not_depend_on_the_test_rows(run, letor, tmp_path):
+    """Two copies of one fold that differ only in their test file (its labels reversed, its features shifted): every
+    unit's tuning (the trials' parameters and validation values) is the same, while the test metrics differ."""
+    import dataclasses
+    import shutil
+
+    from rankcli.formats.parquet import read_dataset, write_dataset
+
+    docs = {}
+    for name in ("a", "b"):
+        fold = tmp_path / name
+        fold.mkdir()
+        for part in ("train", "vali", "test"):
+            shutil.copy(letor[part], fold / f"{part}.parquet")
+    test = read_dataset(tmp_path / "b" / "test.parquet")
+    write_dataset(tmp_path / "b" / "test.parquet", dataclasses.replace(
+        test, labels=test.labels.max() - test.labels, features=test.features + 1.0), overwrite=True)
+    for name in ("a", "b"):
+        status, stdout, err = run("experiment", tmp_path / name, "--folds", "-o", tmp_path / f"e{name}", "--losses",
+                                  "lambdamart,xendcg", "--tune", "3", "--trees", "3", "--early-stopping", "0",
+                                  "--no-plots", "--json")
+        assert status == 0, err
+        docs[name] = json.loads(stdout)
+    assert docs["a"]["hyperparameters"]["units"] == docs["b"]["hyperparameters"]["units"]
+    assert docs["a"]["settings"] != docs["b"]["settings"]
+
+
+def test_every_loss_tunes_and_its_trial_0_is_trains_model(run, letor, tmp_path):
+    """Every loss train knows (the newest included) tunes, with trial 0 worth exactly train's validation value."""
+    from rankcli.train import LOSSES
+
+    out = tmp_path / "t"
+    fast = ("--trees", "3", "--early-stopping", "0", "--threads", "1")
+    args = ["tune", letor["train"], "--valid", letor["vali"], "-o", out, "--budget", "2", *fast, "--json"]
+    for loss in LOSSES:
+        args += ["--loss", loss]
+    status, stdout, err = run(*args)
+    assert status == 0, err
+    doc = json.loads(stdout)["losses"]
+    assert set(doc) == set(LOSSES)
+    for loss, s in doc.items():
+        assert s["trials"] == 2 and s["failed"] == 0 and (out / loss / "best.json").is_file(), loss
+        status, model, err = run("train", letor["train"], "--valid", letor["vali"], "-o", tmp_path / loss, "--loss",
+                                 loss, *fast, "--json")
+        assert status == 0, err
+        assert json.loads(model)["best_valid_metric"] == s["default_value"], loss
+
+
+def test_experiment_tune_with_the_newest_losses(run, letor, tmp_path):
+    status, stdout, err = run("experiment", letor["train"], "-o", tmp_path / "e", "--trials", "1", "--losses",
+                              "listmle,listmle-pa,approxndcg,lambdaloss", "--tune", "2", "--trees", "3",
+                              "--early-stopping", "0", "--no-plots", "--json")
+    assert status == 0, err
+    units = json.loads(stdout)["hyperparameters"]["units"]
+    assert sorted(u["loss"] for u in units) == ["approxndcg", "lambdaloss", "listmle", "listmle-pa"]
+    by_loss = {u["loss"]: u["params"] for u in units}
+    assert "temperature" in by_loss["approxndcg"] and "variant" in by_loss["lambdaloss"]
+
+
+def test_a_seeded_run_repeats_and_a_larger_budget_adds_its_difference_to_every_loss(run, letor, tmp_path):
+    fast = ("--trees", "3", "--early-stopping", "0")
+    runs = {}
+    for name, seed in (("a", "0"), ("b", "0"), ("c", "1")):
+        status, stdout, err = run(*tune_args(letor, tmp_path / name, *fast, "--seed", seed, "--json", budget=3))
+        assert status == 0, err
+        runs[name] = {loss: [(t["params"], t["value"], t["trees"]) for t in finished(tmp_path / name, loss)]
+                      for loss in ("lambdamart", "xendcg")}
+    assert runs["a"] == runs["b"]  # the same command, the same trials
+    for loss in ("lambdamart", "xendcg"):  # another seed (LightGBM's too): trial 0 has train's parameters still
+        assert runs["c"][loss][0][0] == runs["a"][loss][0][0]
+        assert [t[0] for t in runs["c"][loss][1:]] != [t[0] for t in runs["a"][loss][1:]]
+    status, stdout, err = run(*tune_args(letor, tmp_path / "a", *fast, "--json", budget=5))
+    assert status == 0, err
+    for loss, s in json.loads(stdout)["losses"].items():
+        assert s["ran"] == 2 and s["trials"] == 5
+        done = finished(tmp_path / "a", loss)
+        assert len(done) == 5 and [(t["params"], t["value"], t["trees"]) for t in done[:3]] == runs["a"][loss]
 
 
 def test_a_first_run_stopped_by_bad_data_leaves_nothing_that_blocks_the_next(run, letor, tmp_path):

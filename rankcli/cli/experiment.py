@@ -105,6 +105,7 @@ def command(
         "--tune", help="Tune each loss on each trial's own training and validation data with this budget of "
                        "trainings (as rankcli tune) before testing it; the summary lists the parameters chosen. "
                        "Needs pip install \"rankcli\\[tune]\".", show_default=False, metavar="N")] = None,
+    space: Annotated[Path | None, opt.space(lead="With --tune: a", after=" (as rankcli tune --space)")] = None,
     preset: Annotated[str | None, typer.Option("--preset", help="Hyperparameter preset of `train` "
                                                                "(paper-web30k, paper-yahoo).",
                                                                metavar="<paper-web30k|paper-yahoo>")] = None,
@@ -140,7 +141,7 @@ def command(
 
     # EXP_DIR is reopened by the experiment's own rules (resume, --overwrite of an experiment only); here: not an
     # input, not a special file. Not "final": a run interrupted while summarising is resumed, not redone.
-    output = prepare_output(output, overwrite=overwrite, kind="experiment", inputs=[data], final=False)
+    output = prepare_output(output, overwrite=overwrite, kind="experiment", inputs=[data, space], final=False)
     config = _config(options)
     _check_dask(dask, jobs)
     result, seconds, total = _run(data, output, config, jobs=jobs, overwrite=overwrite, dask=dask)
@@ -193,7 +194,8 @@ def _config(o: dict):
         losses=loss_list, trials=o["trials"], split=split, folds=folds, metrics=[o["metric"]], train=train,
         seed=o["seed"], **sweeps, logging_fraction=0.01 if o["logging_fraction"] is None else o["logging_fraction"],
         correction=o["correction"], allow_overlap=o["allow_overlap"],
-        params_file=_params_file(o["params_file"], loss_list), tune=o["tune"], loss_options=loss_options)
+        params_file=_params_file(o["params_file"], loss_list), tune=o["tune"], tune_space=_space_file(o["space"]),
+        loss_options=loss_options)
     if o["logging_fraction"] is not None and not o["position_bias"]:
         raise UsageError("--logging-fraction sets the logging ranker of the --position-bias sweep; give "
                          "--position-bias ETA[,ETA...] or drop it")
@@ -210,6 +212,15 @@ def _params_file(path: Path | None, losses: list[str]) -> dict | None:
 
     pf = read_params_file(path)
     return {loss: pf.record(loss) for loss in losses}
+
+
+def _space_file(path: Path | None) -> dict | None:
+    """``--space``: the file's entries (checked against each loss's space when the configuration is validated)."""
+    if path is None:
+        return None
+    from rankcli.tune.space import read_space_file
+
+    return read_space_file(path)
 
 
 def _check_dask(dask: str | None, jobs: int) -> None:

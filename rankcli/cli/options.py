@@ -190,6 +190,12 @@ def params_file() -> typer.models.OptionInfo:
                         "--preset. Recorded in the output.", show_default=False, metavar="FILE")
 
 
+def space(*, lead: str = "A", after: str = "") -> typer.models.OptionInfo:
+    """``--space FILE``: a search-space file of ``rankcli tune`` (and ``experiment --tune``)."""
+    return typer.Option("--space", help=f"{lead} TOML or JSON file that narrows, widens, fixes or adds dimensions of "
+                        f"the search space{after}.", show_default=False, metavar="FILE")
+
+
 def loss_option(*, scope: str) -> typer.models.OptionInfo:
     """``--loss-option [LOSS:]NAME=VALUE``: a loss's own parameter, repeatable (``scope`` says which losses)."""
     text = ("A loss's own parameter, [LOSS:]NAME=VALUE (repeatable), e.g. approxndcg:temperature=0.5, "

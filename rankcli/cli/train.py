@@ -108,20 +108,21 @@ def command(
     # Fail before a long training, not after: an output holding an input, a directory that is not a model.
     output = prepare_output(output, overwrite=overwrite, kind="model", inputs=[train, valid])
     if dask is not None:  # data-parallel on a Dask cluster (rankcli.distributed); same model directory
-        info = _train_dask(dask, train, valid, config, output, overwrite=overwrite)
+        info = _train_dask(dask, train, valid, config, output, overwrite=overwrite, extra=extra)
     else:
         info = _train_here(train, valid, config, output, ips=ips, overwrite=overwrite, extra=extra)
     _render(info, output, loss, validated=valid is not None, json_out=json_out)
 
 
-def _train_dask(dask: str, train: Path, valid: Path | None, config, output: Path, *, overwrite: bool) -> dict:
+def _train_dask(dask: str, train: Path, valid: Path | None, config, output: Path, *, overwrite: bool,
+                extra: dict) -> dict:
     """Train data-parallel on a Dask cluster and write the model directory; returns its rankcli.json."""
     from rankcli.cli._common import log, progress_bar
     from rankcli.distributed import train_command
 
     with progress_bar(config.trees, f"train {config.loss}", extra="{task.fields[metric]}") as bar:
         return train_command(dask, train, valid, config, output, overwrite=overwrite, log=log,
-                             on_iteration=_progress(bar, config.select_by))
+                             on_iteration=_progress(bar, config.select_by), extra=extra)
 
 
 def _train_here(train: Path, valid: Path | None, config, output: Path, *, ips, overwrite: bool, extra: dict) -> dict:

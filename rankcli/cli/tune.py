@@ -49,9 +49,7 @@ def command(
                                                                 "stopping's).")] = "ndcg@5",
     convention: Annotated[str, opt.convention(applies_to="--select-by", presets=opt.TRAINING_CONVENTIONS)]
     = "paper",
-    space: Annotated[Path | None, typer.Option("--space", help="A TOML or JSON file that narrows, widens, fixes or "
-                                                               "adds dimensions of the search space.",
-                                               show_default=False)] = None,
+    space: Annotated[Path | None, opt.space()] = None,
     trees: Annotated[int, opt.trees()] = 500,
     early_stopping: Annotated[int, opt.early_stopping()] = 50,
     param: Annotated[list[str] | None, opt.param(overrides="the preset; fixed for every trial")] = None,

@@ -257,12 +257,13 @@ def train_distributed(client: distributed.Client, train_path: Path | str, valid:
 
 def train_command(dask: str, train_path: Path, valid_path: Path | None, config: Any, output: Path, *,
                   overwrite: bool = False, log: Callable[[str], None] | None = None,
-                  on_iteration: OnIteration | None = None) -> dict:
+                  on_iteration: OnIteration | None = None, extra: dict | None = None) -> dict:
     """``rankcli train ... --dask SPEC``: every check first (cheap ones before a cluster starts), then
     :func:`train_distributed` and the model directory.
 
     ``dask`` is the ``--dask`` value, ``output`` the model directory (``overwrite``: replace one rankcli wrote),
-    ``log`` receives progress lines for stderr. Returns the ``rankcli.json`` content."""
+    ``log`` receives progress lines for stderr, ``extra`` more keys for ``rankcli.json`` (``params_file``, as
+    ``rankcli train`` records it). Returns the ``rankcli.json`` content."""
     from rankcli.formats.atomic import check_target
     from rankcli.formats.parquet import check_query_aligned, read_dataset, read_metadata
     from rankcli.normalization import conform, recorded
@@ -291,22 +292,24 @@ def train_command(dask: str, train_path: Path, valid_path: Path | None, config: 
             f"{info.queries} queries")
     return save_distributed_model(result, config, info, output, train_path=train_path, valid_path=valid_path,
                                   feature_names=result.booster.feature_name(), overwrite=overwrite,
-                                  normalization=normalization)
+                                  normalization=normalization, extra=extra)
 
 
 def save_distributed_model(result: Any, config: Any, info: DistributedInfo, model_dir: Path | str, *,
                            train_path: Path | str, valid_path: Path | str | None = None,
-                           feature_names: list[str], overwrite: bool = False, normalization: Any = None) -> dict:
+                           feature_names: list[str], overwrite: bool = False, normalization: Any = None,
+                           extra: dict | None = None) -> dict:
     """Write the same model directory as ``rankcli train`` (``model.txt``, ``rankcli.json`` with the model's
     SHA-256), plus a ``dask`` key.
 
     ``result`` and ``config``: the :class:`rankcli.train.TrainResult` and its configuration; ``info``: where it was
     trained; ``train_path``/``valid_path``: the data files (their SHA-256 is recorded); ``feature_names``: the
-    model's features; ``normalization``: the training features' transform (``None``: raw). Returns the
-    ``rankcli.json`` content."""
+    model's features; ``normalization``: the training features' transform (``None``: raw); ``extra``: more keys for
+    ``rankcli.json``. Returns the ``rankcli.json`` content."""
     from rankcli.normalization import FOOTER_KEY
     from rankcli.train import save_model
 
-    extra = {FOOTER_KEY: None if normalization is None else normalization.as_dict(), "dask": info.as_dict()}
+    extra = {**(extra or {}), FOOTER_KEY: None if normalization is None else normalization.as_dict(),
+             "dask": info.as_dict()}
     return save_model(result, config, model_dir, train_path=train_path, valid_path=valid_path,
                       feature_names=feature_names, overwrite=overwrite, extra=extra)

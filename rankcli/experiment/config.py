@@ -65,6 +65,8 @@ class ExperimentConfig:
         :meth:`rankcli.train.params_file.ParamsFile.record`), applied to every unit of that loss below the options.
     tune : tune each loss on each trial's own training and validation data with this budget before training it
         (``None``: no tuning).
+    tune_space : with ``tune``, a ``--space`` file (:func:`rankcli.tune.space.read_space_file`: ``{"path",
+        "entries"}``) that changes the search space, or ``None`` for ``rankcli tune``'s own.
     loss_options : per loss, its own options that are set (``--loss-option``, ``--step``; the others take their
         defaults, or on resume the values the experiment directory records: :meth:`adopt_loss_options`).
     hyperparameters : :data:`HYPERPARAMETERS` by name (``trees=100``), set on ``train`` (checked as it checks them).
@@ -87,6 +89,7 @@ class ExperimentConfig:
     allow_overlap: bool
     params_file: dict | None
     tune: int | None
+    tune_space: dict | None
     loss_options: dict
 
     def __init__(self, losses: list[str] | None = None, trials: int | None = None,
@@ -96,7 +99,7 @@ class ExperimentConfig:
                  click_noise: list[float] | None = None, click_impressions: int = 10,
                  position_bias: list[float] | None = None, logging_fraction: float = 0.01, correction: str = "holm",
                  allow_overlap: bool = False, params_file: dict | None = None, tune: int | None = None,
-                 loss_options: dict | None = None, **hyperparameters) -> None:
+                 tune_space: dict | None = None, loss_options: dict | None = None, **hyperparameters) -> None:
         import dataclasses
 
         from rankcli.train import TrainConfig
@@ -119,7 +122,7 @@ class ExperimentConfig:
         self.position_bias = [] if position_bias is None else position_bias
         self.logging_fraction, self.correction = logging_fraction, correction
         self.allow_overlap = allow_overlap
-        self.params_file, self.tune = params_file, tune
+        self.params_file, self.tune, self.tune_space = params_file, tune, tune_space
         self.loss_options = {loss: dict(given) for loss, given in (loss_options or {}).items()}
 
     def resolved_loss_options(self) -> dict[str, dict]:
@@ -178,11 +181,13 @@ class ExperimentConfig:
         if self.recorded_loss_options():  # absent when every option has its pre-option value (earlier directories)
             d["loss_options"] = self.recorded_loss_options()
         d["split"] = list(d["split"])
-        for key in ("params_file", "tune"):
+        for key in ("params_file", "tune", "tune_space"):
             if d[key] is None:  # as written before they existed, so that earlier experiment directories still resume
                 del d[key]
         if "params_file" in d:  # the parameters decide the results, not where the file was
             d["params_file"] = {loss: entry["params"] for loss, entry in d["params_file"].items()}
+        if "tune_space" in d:  # the space decides them, not the file's name or format
+            d["tune_space"] = d["tune_space"]["entries"]
         if not d["position_bias"]:
             # as written before the position-bias sweep existed, so that earlier experiment directories still resume
             del d["position_bias"], d["logging_fraction"]
@@ -225,10 +230,18 @@ class ExperimentConfig:
         if self.tune is not None and not self.folds and self.split[1] <= 0:
             raise UsageError("--tune scores every trial on the validation part: give --split with a validation "
                              "fraction above 0")
+        if self.tune_space is not None and self.tune is None:
+            raise UsageError(f"--space {self.tune_space['path']} changes the search space of --tune: give --tune N, or "
+                             "drop --space")
         if self.tune is not None:
+            from rankcli.train import check_loss
             from rankcli.tune import require_optuna
+            from rankcli.tune.space import train_space
 
             require_optuna("experiment --tune")
+            for loss in self.losses:  # a bad space is refused before any unit, with tune's messages
+                check_loss(loss)
+                train_space(train_config(self, loss, self.seed), self.tune_space)
 
     def _validate_sweeps(self) -> None:
         for lv in self.augment_negatives:

@@ -164,6 +164,8 @@ def run_experiment(data_path: Path | str, exp_dir: Path | str, config: Experimen
     extra = {"trials": config.trials, "correction": config.correction}
     if config.params_file:  # where the parameters came from (the identity holds the parameters themselves)
         extra["params_file"] = config.params_file
+    if config.tune_space:  # the same: the file's path beside the entries the identity holds
+        extra["tune_space"] = config.tune_space
     resumed = prepare_directory(exp_dir, identity, extra, overwrite)
     settings, sweeps = plan_settings(config)
     store = ResultStore(exp_dir, [s.name for s in settings], all_loss_names(config), config.metrics,

@@ -185,7 +185,7 @@ def hyperparameters(config: ExperimentConfig, tuned: dict[tuple[str, int, str], 
         units = [{"setting": k[0], "trial": k[1], "loss": k[2],
                   **{f: r.get(f) for f in ("params", "validation", "default_validation", "trials")}}
                  for k, r in sorted(tuned.items())]
-        return {"source": "tuned", "budget": config.tune, "units": units}
+        return {"source": "tuned", "budget": config.tune, "space": config.tune_space, "units": units}
     if config.params_file:
         return {"source": "params-file", "params_file": config.params_file}
     return {"source": "options"}
@@ -194,12 +194,42 @@ def hyperparameters(config: ExperimentConfig, tuned: dict[tuple[str, int, str], 
 def hyperparameter_note(h: dict) -> str:
     """One sentence saying which hyperparameters the units trained with."""
     if h["source"] == "tuned":
+        space = h.get("space")
         return (f"hyperparameters tuned per loss and trial on that trial's own training and validation data, "
-                f"{h['budget']} trainings each (trial 0: train's parameters), with rankcli tune's search space")
+                f"{h['budget']} trainings each (trial 0: train's parameters), with rankcli tune's search space"
+                + (f" as {space['path']} changes it" if space else ""))
     if h["source"] == "params-file":
         files = sorted({e["path"] for e in h["params_file"].values()})
         return f"hyperparameters from {', '.join(files)} for every trial (below the options given)"
     return "hyperparameters from the options, the same for every loss and trial"
+
+
+def _shown(params: dict) -> str:
+    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
+
+
+def _cell(x: float | None) -> str:
+    return "n/a" if x is None or not math.isfinite(x) else f"{x:.4f}"
+
+
+def hyperparameter_markdown(h: dict | None) -> list[str]:
+    """``summary.md``'s lines on the hyperparameters: the sentence of :func:`hyperparameter_note` and, when tuned,
+    the parameters of each unit, or with a parameter file the parameters of each loss."""
+    if h is None:
+        return []
+    note = hyperparameter_note(h)
+    lines = [f"{note[0].upper()}{note[1:]}.", ""]
+    if h["source"] == "tuned" and h["units"]:
+        lines += ["| setting | trial | loss | validation (tuned) | validation (train's) | parameters |",
+                  "|---|---:|---|---:|---:|---|"]
+        lines += [f"| {u['setting']} | {u['trial']} | {u['loss']} | {_cell(u['validation'])} | "
+                  f"{_cell(u['default_validation'])} | {_shown(u['params'])} |" for u in h["units"]]
+        lines.append("")
+    if h["source"] == "params-file":
+        lines += ["| loss | parameters (from the file) |", "|---|---|"]
+        lines += [f"| {loss} | {_shown(e['params']) or 'none: the options'} |" for loss, e in h["params_file"].items()]
+        lines.append("")
+    return lines
 
 
 def json_shape(summary: dict) -> dict:

@@ -106,22 +106,23 @@ def _train(data: ExperimentData, config: ExperimentConfig, setting: Setting, tri
             prepared = prepare(train, valid)  # each variant trains on its own pooled click data
         unit_config = train_config(config, base_loss, model_seed(config.seed, trial, setting.name))
         if config.tune:  # tuned on this unit's training and validation data only: the test part is not passed on
-            return _tuned(prepared, unit_config, objective, config.tune) + (test, test_rows)
+            return _tuned(prepared, unit_config, objective, config) + (test, test_rows)
         result = train_prepared(prepared, unit_config, objective=objective)
     except InputError as exc:  # say which unit: a random split can leave, e.g., a validation part without relevance
         raise InputError(f"{setting.name}, {'fold' if config.folds else 'trial'} {trial}, {loss}: {exc}") from None
     return result, None, test, test_rows
 
 
-def _tuned(prepared, config, objective, budget: int) -> tuple:
-    """The best model of ``budget`` tuning trials on ``prepared`` (the unit's training and validation data), and what
-    the summary reports of it."""
+def _tuned(prepared, config, objective, experiment: ExperimentConfig) -> tuple:
+    """The best model of ``experiment.tune`` tuning trials (in ``experiment.tune_space``) of the unit's training
+    configuration ``config`` on ``prepared`` (the unit's training and validation data), and what the summary reports
+    of it."""
     from rankcli.tune.inline import tune_in_memory
 
     if prepared.valid is None:
         raise InputError("--tune scores every tuning trial on the validation set, and this unit has none (give each "
                          "fold a vali.parquet)")
-    tuned = tune_in_memory(prepared, config, budget, objective=objective)
+    tuned = tune_in_memory(prepared, config, experiment.tune, experiment.tune_space, objective=objective)
     return tuned.best.result, {"params": tuned.params, "validation": tuned.best.value,
                                "default_validation": tuned.default_value, "trials": tuned.trials}
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rankcli.errors import UsageError
-from rankcli.tune.space import Space, loss_space
+from rankcli.tune.space import Space, train_space
 
 
 @dataclass
@@ -48,11 +48,7 @@ class TuneConfig:
 
     def space_of(self, loss: str) -> Space:
         """The search space of ``loss`` under these options (each default is what ``train`` uses)."""
-        from rankcli.train import resolve_params
-
-        base = self.loss_config(loss)
-        defaults = {**resolve_params(base), "gamma": base.gamma, **base.resolved_loss_options}
-        return loss_space(loss, defaults, self.space, fixed_by_param=set(base.params))
+        return train_space(self.loss_config(loss), self.space)
 
     def identity(self, loss: str, data: dict) -> dict:
         """What decides the trials of ``loss``: the data, every training option and the space (not the budget)."""

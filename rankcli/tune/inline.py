@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from rankcli.tune.space import loss_space
+from rankcli.tune.space import train_space
 from rankcli.tune.study import quiet_optuna, sampler_seed, startup_trials
-from rankcli.tune.trial import TrialOutcome, train_trial
+from rankcli.tune.trial import TrialOutcome, train_trial, trial_config
 
 
 class Tuned(NamedTuple):
@@ -38,12 +38,8 @@ def tune_in_memory(prepared: Any, base: Any, budget: int, space_spec: dict | Non
     """
     import optuna
 
-    from rankcli.train import resolve_params
-    from rankcli.train.params_file import apply_params
-
     quiet_optuna()
-    space = loss_space(base.loss, {**resolve_params(base), "gamma": base.gamma}, space_spec,
-                       fixed_by_param=set(base.params))
+    space = train_space(base, space_spec)
     study = optuna.create_study(direction="maximize")
     study.enqueue_trial(space.defaults())
     best: tuple[TrialOutcome, dict] | None = None
@@ -53,7 +49,7 @@ def tune_in_memory(prepared: Any, base: Any, budget: int, space_spec: dict | Non
                                                    n_startup_trials=startup_trials(budget))
         trial = study.ask()
         params = space.suggest(trial)
-        outcome = train_trial(prepared, apply_params(base, params, where=f"tuning trial {slot} of {base.loss}"),
+        outcome = train_trial(prepared, trial_config(base, params, where=f"tuning trial {slot} of {base.loss}"),
                               objective=objective)
         if outcome.value is None:
             study.tell(trial, state=optuna.trial.TrialState.FAIL)

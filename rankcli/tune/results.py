@@ -1,5 +1,6 @@
-"""A tune's results: the files written after every run (trials, best parameters, the best-so-far curve and its plot)
-and the JSON summary ``rankcli tune --json`` prints."""
+"""A tune's results: the files written after every trial (a loss's trials and best parameters) and at the end of a
+run, finished or interrupted (every loss's best parameters, the best-so-far curve and its plot), and the JSON summary
+``rankcli tune --json`` prints."""
 
 from __future__ import annotations
 
@@ -79,19 +80,29 @@ def default_value(r: LossResult) -> float | None:
     return d["value"] if d is not None and not r.space.clipped else None
 
 
+def write_loss_files(out_dir: Path, r: LossResult, config: Any) -> tuple[list[Path], dict | None]:
+    """Write ``<loss>/trials.csv`` and, once a trial has finished, ``<loss>/best.json`` (atomically: a reader sees
+    the previous version or this one); returns the files written and the loss's parameter-file entry."""
+    from rankcli.formats.tune_store import BEST_FILE, params_document, write_json, write_trials
+
+    files = [write_trials(out_dir / r.loss, r.trials, [d.name for d in r.space.dimensions])]
+    entry = best_entry(r, config)
+    if entry is not None:
+        files.append(write_json(out_dir / r.loss / BEST_FILE, params_document({r.loss: entry})))
+    return files, entry
+
+
 def write_results(result: TuneResult) -> list[Path]:
     """Write ``<loss>/trials.csv``, ``<loss>/best.json``, ``best.json``, ``best-so-far.csv`` and, with matplotlib,
     ``best-so-far.png``; returns the files written."""
-    from rankcli.formats.tune_store import BEST_FILE, params_document, write_curves, write_json, write_trials
+    from rankcli.formats.tune_store import BEST_FILE, params_document, write_curves, write_json
 
     out, files, entries = result.out_dir, [], {}
     for loss, r in result.losses.items():
-        names = [d.name for d in r.space.dimensions]
-        files.append(write_trials(out / loss, r.trials, names))
-        entry = best_entry(r, result.config)
+        written, entry = write_loss_files(out, r, result.config)
+        files += written
         if entry is not None:
             entries[loss] = entry
-            files.append(write_json(out / loss / BEST_FILE, params_document({loss: entry})))
     files.append(write_json(out / BEST_FILE, params_document(entries)))
     curves = {loss: r.best_so_far() for loss, r in result.losses.items()}
     files.append(write_curves(out, curves))

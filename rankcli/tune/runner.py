@@ -76,7 +76,11 @@ def run_tune(train_path: Path | str, valid_path: Path | str, out_dir: Path | str
             _check_budget(out, loss, config.budget, resumed)
             if log is not None:
                 log(_plan_line(loss, spaces[loss], config.budget, resumed))
-    ran = _run_workers(str(train_path), str(valid_path), str(out), config, jobs, dask, on_trial)
+    try:
+        ran = _run_workers(str(train_path), str(valid_path), str(out), config, jobs, dask, on_trial)
+    except BaseException:  # Ctrl-C, SIGTERM, a failed trial: every file as the journals stand, then the error
+        _write_interrupted(out, config)
+        raise
     results = collect(out, config)
     for loss, n in ran.items():
         results[loss].ran = n
@@ -84,6 +88,16 @@ def run_tune(train_path: Path | str, valid_path: Path | str, out_dir: Path | str
     result.files = write_results(result)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _write_interrupted(out: Path, config: TuneConfig) -> None:
+    """Every result file (the plot included) after an interrupted run, as far as it can be written: the error that
+    stopped the run is the one reported, and each loss's trials.csv and best.json were written after its last
+    finished trial already."""
+    try:
+        write_results(TuneResult(out, config, collect(out, config)))
+    except Exception:  # a full disk, say: the run's own error is the one to report
+        pass
 
 
 def _plan_line(loss: str, s, budget: int, resumed: bool) -> str:

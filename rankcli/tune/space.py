@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,15 +152,24 @@ class Space:
 
 
 # ------------------------------------------------------------------------------------------------- the space file
-def _read_toml(path: Path, data: bytes) -> dict:
-    if sys.version_info >= (3, 11):
+def _toml_module():
+    """The TOML reader: the standard library's ``tomllib`` (Python 3.11+), else ``tomli`` (its origin, the tune
+    extra's on 3.10), else ``None``."""
+    try:
         import tomllib
-    else:  # pragma: no cover - Python 3.10
+    except ImportError:
         try:
             import tomli as tomllib
         except ImportError:
-            raise UsageError(f"--space {path}: TOML needs Python 3.11 or the tomli package (pip install tomli); or "
-                             "write the space as JSON (a .json file)") from None
+            return None
+    return tomllib
+
+
+def _read_toml(path: Path, data: bytes) -> dict:
+    tomllib = _toml_module()
+    if tomllib is None:
+        raise UsageError(f"--space {path}: TOML needs Python 3.11 or the tomli package (pip install tomli); or "
+                         "write the space as JSON (a .json file)")
     try:
         return tomllib.loads(data.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
@@ -320,3 +328,14 @@ def loss_space(loss: str, base_defaults: dict[str, Any], spec: dict | None = Non
             clipped.append(name)
         dims.append(dim)
     return Space(loss, tuple(dims), tuple(clipped))
+
+
+def train_space(base: Any, spec: dict | None = None) -> Space:
+    """The search space of ``base``'s loss around ``rankcli train``'s values under ``base`` (a
+    :class:`~rankcli.train.TrainConfig`): each dimension's default is what ``train`` uses (the resolved LightGBM
+    parameters, ``gamma`` and the loss's own options), so that trial 0 is ``train``'s model, and ``--param``
+    (``base.params``) fixes what it sets. ``spec``: a ``--space`` file (:func:`read_space_file`), or ``None``."""
+    from rankcli.train import resolve_params
+
+    defaults = {**resolve_params(base), "gamma": base.gamma, **base.resolved_loss_options}
+    return loss_space(base.loss, defaults, spec, fixed_by_param=set(base.params))

@@ -163,7 +163,7 @@ class LossStudy:
         quiet_optuna()
         self.dir, self.space, self.seed, self.budget, self.worker = loss_dir, space, seed, budget, worker
         storage = journal_storage(loss_dir / JOURNAL_FILE)
-        with self._claim_lock():
+        with self.claim_lock():
             self.study = optuna.create_study(study_name=space.loss, storage=storage, direction="maximize",
                                              load_if_exists=True)
             if not self.study.get_trials(deepcopy=False):
@@ -171,7 +171,8 @@ class LossStudy:
                 self.study.enqueue_trial(space.defaults(), user_attrs={"defaults": True}, skip_if_exists=True)
 
     @contextmanager
-    def _claim_lock(self) -> Iterator[None]:
+    def claim_lock(self) -> Iterator[None]:
+        """Hold the study's claim lock: one process at a time takes a trial, or writes the loss's result files."""
         from rankcli.formats.atomic import FileLock
 
         with FileLock(self.dir / CLAIM_LOCK):
@@ -205,7 +206,7 @@ class LossStudy:
         import optuna
         from optuna.trial import TrialState
 
-        with self._claim_lock():
+        with self.claim_lock():
             trials = self.trials()
             self._recover(trials)
             trials = self.trials()

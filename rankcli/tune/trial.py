@@ -31,3 +31,17 @@ def train_trial(prepared: Any, config: Any, objective: Any = None) -> TrialOutco
     result = train_prepared(prepared, config, objective=objective)
     value = result.curve[result.best_iteration - 1] if result.curve and result.best_iteration > 0 else None
     return TrialOutcome(value, int(result.best_iteration), int(result.trees_trained), float(result.seconds), result)
+
+
+def trial_config(base: Any, params: dict[str, Any], where: str) -> Any:
+    """``base`` (a :class:`~rankcli.train.TrainConfig`) with one trial's ``params``: they replace ``train``'s values,
+    the loss's own options included (an option set in ``base`` is trial 0's value, not a fixed one: the trial draws
+    it), and stay below ``--param``. ``where`` names the trial in messages."""
+    import dataclasses
+
+    from rankcli.train.losses import LOSSES
+    from rankcli.train.params_file import apply_params
+
+    drawn = set(params) & {o.name for o in LOSSES[base.loss].options}
+    base = dataclasses.replace(base, loss_options={k: v for k, v in base.loss_options.items() if k not in drawn})
+    return apply_params(base, params, where=where)

@@ -17,11 +17,10 @@ OnTrial = Callable[[str, dict, "float | None"], None]
 
 def _train_one(study: LossStudy, claimed: Claimed, base: Any, data: Any, prepared: Any) -> dict:
     """Train one claimed trial and record it; returns its record."""
-    from rankcli.train.params_file import apply_params
-    from rankcli.tune.trial import train_trial
+    from rankcli.tune.trial import train_trial, trial_config
 
     try:
-        config = apply_params(base, claimed.params, where=f"trial {claimed.trial.number} of {base.loss}")
+        config = trial_config(base, claimed.params, where=f"trial {claimed.trial.number} of {base.loss}")
         outcome = train_trial(prepared, config, objective=data.objective)
     except (InputError, UsageError) as exc:
         study.fail(claimed, str(exc))
@@ -32,6 +31,16 @@ def _train_one(study: LossStudy, claimed: Claimed, base: Any, data: Any, prepare
     study.finish(claimed, outcome.value, attrs)
     return {"trial": claimed.trial.number, "state": "COMPLETE", "value": outcome.value, **attrs,
             "retry_of": claimed.retry_of, "params": claimed.params}
+
+
+def _write_loss_files(out: Path, study: LossStudy, config: Any) -> None:
+    """The loss's trials.csv and best.json as the journal stands after a trial, so that a killed run leaves them
+    readable. Under the claim lock: each process reads the journal and writes in turn, the last write the newest."""
+    from rankcli.tune.results import LossResult, trial_record, write_loss_files
+
+    with study.claim_lock():
+        trials = [trial_record(t) for t in study.trials()]
+        write_loss_files(out, LossResult(study.space.loss, trials, study.space), config)
 
 
 def show_params(params: dict) -> str:
@@ -64,6 +73,7 @@ def tune_losses(train_path: str, valid_path: str, out_dir: str, config: Any,
             while (claimed := study.claim()) is not None:
                 record = _train_one(study, claimed, base, data, prepared)
                 ran[loss] += 1
+                _write_loss_files(out, study, config)
                 if on_trial is not None:
                     best = max((t.value for t in study.trials() if t.value is not None), default=None)
                     on_trial(loss, record, best)
