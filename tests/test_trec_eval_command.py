@@ -168,3 +168,15 @@ def test_iprec_of_an_empty_ranking_is_minus_nan_as_on_x86(tmp_path):
     out = run_te(["-q", "-J", "-m", "iprec_at_recall.0,1", "-m", "11pt_avg", q, r])
     assert out.splitlines()[0] == b"iprec_at_recall_0.00  \t1\t  -nan"
     assert out.splitlines()[-1] == b"11pt_avg              \tall\t  -nan"
+
+
+@pytest.mark.parametrize("args,expected", [
+    # trec_eval 10.0's output (built from tests/data/trec_eval/src): -c averages over every query of the relevance
+    # file, and num_q counts them, whichever query -D keeps
+    ("-c -D 0.301 -m map -m num_q test/qrels.test test/results.test",
+     b"num_q                 \tall\t3\nmap                   \tall\t0.0108\n"),
+    ("-q -c -D 0.301 -R qrels_jg -m map_avgjg -m num_q test/qrels.123 test/results.test",
+     b"map_avgjg             \t301\t0.0266\nnum_q                 \tall\t3\nmap_avgjg             \tall\t0.0089\n"),
+])
+def test_complete_averages_over_the_relevance_files_queries(args, expected):
+    assert run_te(_local(args)) == expected

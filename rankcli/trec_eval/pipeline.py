@@ -36,6 +36,7 @@ class Prepared:
     run_id: bytes
     positive_labels: int
     query: np.ndarray | None = None  # -R qrels_jg: the real query of each evaluated (query, group)
+    rel_queries: int | None = None  # queries in the qrels (-c averages over them), when not every one is evaluated
 
 
 def _codes(*arrays: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -62,20 +63,24 @@ def prepare(o: Options) -> Prepared:
     run = read.read_results(run_path, data=run_data)
     del qrels_data, run_data
     qnames, (qq, rq) = _codes(qrels.qids, run.qids)
+    rel_queries = np.unique(qq).shape[0]
     _, (qd, rd, stand_in) = _codes(qrels.docnos, run.docnos, np.array([STAND_IN]))
     only = None
     if o.debug_query is not None:
         hit = np.flatnonzero(qnames == o.debug_query.encode("utf-8", "surrogateescape"))
         only = int(hit[0]) if hit.shape[0] else -1
     real = None
-    run_side = Side(rq, rd, run.sims, run.lines)
+    qrels_side, run_side = Side(qq, qd, qrels.labels, qrels.lines), Side(rq, rd, run.sims, run.lines)
     if qrels.groups is not None:  # each (query, judgment group) a query of its own
         g = groups.split(qq, _codes(qrels.groups)[1][0], rq, qnames.shape[0])
-        if only is not None:
-            only = -1  # -D N.qid: not with judgment groups
-        qq, real = g.of_qrels, g.query
+        real = g.query
+        qrels_side = Side(g.of_qrels, qd, qrels.labels, qrels.lines)
         run_side = Side(g.of_run, rd[g.run_rows], run.sims[g.run_rows], run.lines[g.run_rows])
-    joined = join(Side(qq, qd, qrels.labels, qrels.lines), run_side,
+        if only is not None:  # -D N.qid: that query's groups
+            qrels_side, run_side = (Side(*(a[real[s.qcodes] == only] for a in (s.qcodes, s.dcodes, s.values, s.lines)))
+                                    for s in (qrels_side, run_side))
+            only = None
+    joined = join(qrels_side, run_side,
                   complete=o.complete, max_docs=o.max_docs, judged_only=o.judged_only,
                   stand_in_code=int(stand_in[0]), only_query=only)
     if isinstance(joined, Duplicate):
@@ -86,7 +91,8 @@ def prepare(o: Options) -> Prepared:
         raise InputError("no queries with both results and relevance info")
     positive = int((qrels.labels > 0).sum())
     query = real[joined.qcodes] if real is not None else None
-    return Prepared(qnames[joined.qcodes if real is None else query], joined, run.run_id, positive, query)
+    return Prepared(qnames[joined.qcodes if real is None else query], joined, run.run_id, positive, query,
+                    rel_queries)
 
 
 def _blocks(ret_offsets: np.ndarray, label_offsets: np.ndarray) -> Iterator[tuple[int, int]]:
@@ -198,5 +204,7 @@ def evaluate(o: Options) -> Iterator[bytes]:
         if o.query:
             yield render.queries(qids, values, strings)
     n = j.qcodes.shape[0] if p.query is None else np.unique(p.query).shape[0]
+    if o.complete and p.rel_queries is not None:  # -c: over every query of the relevance file, whatever -D keeps
+        n = p.rel_queries
     if o.summary:
         yield render.summary(total, n, p.run_id, p.positive_labels)
