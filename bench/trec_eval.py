@@ -7,6 +7,9 @@ each command --repeat times, alternating, and prints the best and median wall ti
 wait4's rusage) and the ratios; every output is checked equal to trec_eval's.
 
     flock /tmp/rankcli-bench.lock .venv/bin/python bench/trec_eval.py [--queries 30000] [--docs 1000] [--repeat 3]
+
+``--prefs`` times the preference measures instead (``-R qrels_prefs -m all_prefs``: the qrels read as preferences),
+for instance on 50 queries of 2,000 judged documents: ``--queries 50 --judged 2000 --prefs``.
 """
 
 from __future__ import annotations
@@ -74,6 +77,7 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=1000)
     ap.add_argument("--judged", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--prefs", action="store_true", help="-R qrels_prefs -m all_prefs instead of all_trec, official")
     args = ap.parse_args()
     DATA.mkdir(exist_ok=True)
     plain = build(["-g"], DATA / "trec_eval_plain")
@@ -82,7 +86,7 @@ def main() -> None:
     rankcli = [sys.executable, "-m", "rankcli", "trec_eval"]
     print(f"case: {args.queries} queries x {args.docs} documents, {args.queries * args.judged} qrels lines; "
           f"load {os.getloadavg()}")
-    for measures in (["-m", "all_trec"], []):
+    for measures in ([["-q", "-R", "qrels_prefs", "-m", "all_prefs"]] if args.prefs else [["-m", "all_trec"], []]):
         contenders = {"trec_eval (Makefile flags)": [str(plain), *measures, str(qrels), str(run)],
                       "trec_eval -O2": [str(optimised), *measures, str(qrels), str(run)],
                       "rankcli trec_eval": [*rankcli, *measures, str(qrels), str(run)]}

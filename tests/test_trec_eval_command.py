@@ -46,14 +46,15 @@ def _local(args: str) -> list[str]:
     return words
 
 
-QRELS_ONLY = [(a, e) for a, e in quicktests() if "prefs" not in a]
+QUICKTESTS = quicktests()
 
 
 def test_the_makefile_lists_fifteen_comparisons():
-    assert len(quicktests()) == 15
+    assert len(QUICKTESTS) == 15
+    assert sum("-R prefs" in a or "-R qrels_prefs" in a for a, _ in QUICKTESTS) == 3
 
 
-@pytest.mark.parametrize("args,expected", QRELS_ONLY, ids=[a for a, _ in QRELS_ONLY])
+@pytest.mark.parametrize("args,expected", QUICKTESTS, ids=[a for a, _ in QUICKTESTS])
 def test_quicktest_byte_for_byte(args, expected):
     assert run_te(_local(args)) == (DATA / expected).read_bytes()
 
@@ -168,3 +169,29 @@ def test_iprec_of_an_empty_ranking_is_minus_nan_as_on_x86(tmp_path):
     out = run_te(["-q", "-J", "-m", "iprec_at_recall.0,1", "-m", "11pt_avg", q, r])
     assert out.splitlines()[0] == b"iprec_at_recall_0.00  \t1\t  -nan"
     assert out.splitlines()[-1] == b"11pt_avg              \tall\t  -nan"
+
+
+@pytest.mark.parametrize("args,expected", [
+    # trec_eval 10.0's output (built from tests/data/trec_eval/src): -c averages over every query of the relevance
+    # file, and num_q counts them, whichever query -D keeps
+    ("-c -D 0.301 -m map -m num_q test/qrels.test test/results.test",
+     b"num_q                 \tall\t3\nmap                   \tall\t0.0108\n"),
+    ("-c -D 0.11.PA=1 -m prefs_simp -m num_q -m prefs_num_prefs_poss -R prefs test/prefs.test "
+     "test/prefs.results.test",
+     b"num_q                 \tall\t24\nprefs_num_prefs_poss  \tall\t1\nprefs_simp            \tall\t0.0417\n"),
+    ("-q -c -D 0.301 -R qrels_jg -m map_avgjg -m num_q test/qrels.123 test/results.test",
+     b"map_avgjg             \t301\t0.0266\nnum_q                 \tall\t3\nmap_avgjg             \tall\t0.0089\n"),
+    ("-D 0.11.PA=1 -m prefs_simp -m num_q -R prefs test/prefs.test test/prefs.results.test",
+     b"num_q                 \tall\t1\nprefs_simp            \tall\t1.0000\n"),
+])
+def test_complete_averages_over_the_relevance_files_queries(args, expected):
+    assert run_te(_local(args)) == expected
+
+
+def test_preference_blocks_of_any_size_give_the_same_lines(monkeypatch):
+    from rankcli.trec_eval import prefs
+
+    args = _local("-m all_prefs -q -R qrels_prefs test/qrels.test test/results.test")
+    whole = run_te(args)
+    monkeypatch.setattr(prefs, "BLOCK_PAIRS", 1)  # one query a block
+    assert run_te(args) == whole == (DATA / "test" / "out.test.qrels_prefs").read_bytes()

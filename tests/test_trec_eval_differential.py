@@ -1,7 +1,8 @@
-"""``rankcli trec_eval`` against trec_eval itself on random qrels and runs (tests/trec_eval_random.py), every line
-under each flag set. The binary is ``$TREC_EVAL`` when set, else built from NIST's source copied in
-tests/data/trec_eval/src (with the one-line rbp fix of PROVENANCE.md); the test is skipped when neither is possible.
-bench/trec_eval_diff.py runs the same over 300 cases."""
+"""``rankcli trec_eval`` against trec_eval itself on random qrels and runs, and on random preference files
+(``-R prefs``, ``-R qrels_prefs``) and runs (tests/trec_eval_random.py), every line under each flag set. The binary
+is ``$TREC_EVAL`` when set, else built from NIST's source copied in tests/data/trec_eval/src (with the one-line rbp
+fix of PROVENANCE.md); the test is skipped when neither is possible. bench/trec_eval_diff.py runs the same over 300
+cases of each kind."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rankcli.errors import InputError
 from rankcli.trec_eval import getopt
 from rankcli.trec_eval.pipeline import evaluate
-from tests.trec_eval_random import case, flag_sets
+from tests.trec_eval_random import case, flag_sets, prefs_case, prefs_flag_sets
 
 SRC = Path(__file__).parent / "data" / "trec_eval" / "src"
 CASES = 12
@@ -55,3 +57,18 @@ def test_every_line_equals_trec_eval(trec_eval, tmp_path, seed):
         assert rankcli_lines(args) == expected.stdout.splitlines(), f"flags {flags}"
         compared += 1
     assert compared >= len(flag_sets(complete)) // 2
+
+
+@pytest.mark.parametrize("seed", range(CASES))
+def test_every_preference_line_equals_trec_eval(trec_eval, tmp_path, seed):
+    prefs, run, complete, rel_format = prefs_case(np.random.default_rng(seed))
+    (tmp_path / "p").write_bytes(prefs)
+    (tmp_path / "r").write_bytes(run)
+    for flags in prefs_flag_sets(complete, rel_format):
+        args = [*flags, str(tmp_path / "p"), str(tmp_path / "r")]
+        expected = subprocess.run([trec_eval, *args], capture_output=True, cwd=tmp_path)
+        if expected.returncode:  # preferences trec_eval refuses (or aborts on): rankcli refuses them too
+            with pytest.raises(InputError):
+                rankcli_lines(args)
+            continue
+        assert rankcli_lines(args) == expected.stdout.splitlines(), f"flags {flags}"

@@ -72,3 +72,91 @@ def flag_sets(complete: bool) -> list[list[str]]:
             flags.append("-c")
         out.append(["-q", *([] if "qrels_jg" in flags else ["-m", "all_trec"]), *flags])
     return out
+
+
+#: Judgment group and sub-group names (byte order traps: "10" < "2", "B" < "a").
+GROUPS = [b"0", b"10", b"2", b"a", b"B", b"u:1"]
+#: How a level is spelt (atof reads each): the level's value, then spellings.
+LEVEL_TEXT = {0.0: [b"0", b"0.0", b"-0"], 1.0: [b"1", b"1.0", b"1e0"], 2.0: [b"2", b"0x1p1", b"2.00"],
+              1.5: [b"1.5"], 3.0: [b"3"], 6.0: [b"6"], -1.0: [b"-1"], -2.0: [b"-2"], -3.0: [b"-3.0", b"-3"]}
+
+
+def _level(rng: np.random.Generator, value: float) -> bytes:
+    options = LEVEL_TEXT[value]
+    return options[int(rng.integers(len(options)))]
+
+
+def _ec_levels(rng: np.random.Generator, n: int) -> list[float]:
+    """Levels of one sub-group's documents: positive ones and at most one level at or below 0 (with two, trec_eval's
+    prefs_avgjg_Rnonrel reads past an array: docs/trec_eval.md); now and then all -3.0 (its marker level)."""
+    if rng.random() < 0.04:
+        return [-3.0] * n
+    low = [0.0, 0.0, -1.0, None][int(rng.integers(4))]
+    pool = [1.0, 2.0, 1.5, 3.0] + ([low] * 2 if low is not None else [])
+    return [pool[int(rng.integers(len(pool)))] for _ in range(n)]
+
+
+def _group_lines(rng: np.random.Generator, docs: list[bytes], qrels_style: bool) -> list[tuple[bytes, bytes, float]]:
+    """(sub-group, document, level) lines of one judgment group: one sub-group (classes of levels) or several drawn
+    from one hidden order (so that the group is consistent), with a rare inconsistency trec_eval refuses."""
+    if qrels_style or rng.random() < 0.5:
+        chosen = [docs[i] for i in rng.choice(len(docs), size=int(rng.integers(1, min(len(docs), 8) + 1)),
+                                               replace=False)]
+        lines = [(b"0", d, lv) for d, lv in zip(chosen, _ec_levels(rng, len(chosen)))]
+        if rng.random() < 0.15:  # a document given twice at its level counts twice
+            lines.append(lines[int(rng.integers(len(lines)))])
+        if rng.random() < 0.008:  # one document at two levels of one sub-group: refused
+            sub, d, lv = lines[0]
+            lines.append((sub, d, 6.0 if lv != 6.0 else 1.0))
+        return lines
+    hidden = {d: [0.0, 0.0, 1.0, 2.0, 3.0, 6.0, -1.0][int(rng.integers(7))] for d in docs}
+    lines = []
+    for s in rng.choice(len(GROUPS), size=int(rng.integers(2, 4)), replace=False):
+        chosen = rng.choice(len(docs), size=int(rng.integers(1, min(len(docs), 6) + 1)), replace=False)
+        lines += [(GROUPS[s], docs[i], hidden[docs[i]]) for i in chosen]
+    if rng.random() < 0.01:  # a reversed sub-group: a cycle (trec_eval aborts) or a 0 / above-0 clash
+        sub = lines[0][0]
+        lines = [(s, d, {0.0: 6.0, 6.0: 0.0}.get(lv, -lv) if s == sub else lv) for s, d, lv in lines]
+    return lines
+
+
+def prefs_case(rng: np.random.Generator) -> tuple[bytes, bytes, bool, str]:
+    """One (preference file, run, every query ranked, -R format) of random content: judgment groups of one
+    sub-group and of several, levels at and below 0, documents judged in several groups, unretrieved and unjudged
+    documents, ties, comments, queries missing from the run."""
+    qrels_style = rng.random() < 0.35
+    prefs, run, complete = [], [], True
+    for q in rng.choice(len(QIDS), size=int(rng.integers(1, 6)), replace=False):
+        qid = QIDS[q]
+        docs = [DOCS[i] for i in rng.choice(len(DOCS), size=int(rng.integers(2, 15)), replace=False)]
+        for g in rng.choice(len(GROUPS), size=int(rng.integers(1, 4)), replace=False):
+            for sub, d, lv in _group_lines(rng, docs, qrels_style):
+                fields = [qid, GROUPS[g], d, _level(rng, lv)] if qrels_style else [qid, GROUPS[g], sub, d,
+                                                                                   _level(rng, lv)]
+                end = b" \r" if rng.random() < 0.05 else b""
+                prefs.append((b" ", b"\t")[int(rng.integers(2))].join(fields) + end)
+        if rng.random() < 0.15:
+            complete = False
+            continue
+        pool = docs + [DOCS[i] for i in rng.choice(len(DOCS), size=4, replace=False) if DOCS[i] not in docs]
+        for rank, i in enumerate(rng.choice(len(pool), size=int(rng.integers(1, len(pool) + 1)), replace=False)):
+            run.append(b"%s Q0 %s %d %d tag" % (qid, pool[i], rank, rng.integers(0, 4)))
+    if not run:
+        run.append(b"%s Q0 d1 1 1 tag" % prefs[0].split()[0])
+        complete = complete and all(line.split()[0] == prefs[0].split()[0] for line in prefs)
+    rng.shuffle(prefs)
+    rng.shuffle(run)
+    for at in sorted(rng.choice(len(prefs), size=min(int(rng.integers(0, 3)), len(prefs)),
+                                replace=False), reverse=True):
+        prefs.insert(int(at), b"# a comment")  # never last: trec_eval reads past the end of a last comment
+    return b"\n".join(prefs) + b"\n", b"\n".join(run) + b"\n", complete, "qrels_prefs" if qrels_style else "prefs"
+
+
+#: Flag sets compared on preference cases (-R added): -J, -l and -N change nothing there.
+PREFS_FLAG_SETS = [["-q", "-m", "all_prefs"], ["-q", "-m", "all_prefs", "-M3"], ["-m", "all_prefs", "-c", "-M5"],
+                   ["-q", "-m", "prefs", "-J", "-l2", "-N", "9"], ["-q", "-m", "prefs_pair", "-m", "num_q", "-c"]]
+
+
+def prefs_flag_sets(complete: bool, rel_format: str) -> list[list[str]]:
+    """The flag sets to compare a preference case under (``-c`` added when a query has no ranking)."""
+    return [[*flags, "-R", rel_format, *([] if complete or "-c" in flags else ["-c"])] for flags in PREFS_FLAG_SETS]

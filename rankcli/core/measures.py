@@ -229,8 +229,8 @@ def _unknown_message(name: str) -> str:
         c = close[0]
         target = _ALIAS[c].name if c in _ALIAS else c
         hint = f"; did you mean {target!r}?"
-    if name in UNSUPPORTED_TREC:
-        hint = "; rankcli does not compute this trec_eval measure (see docs/trec_eval.md)"
+    if name in UNSUPPORTED_TREC or name.startswith("prefs_"):
+        hint = "; rankcli eval does not compute this trec_eval measure, rankcli trec_eval does (see docs/trec_eval.md)"
     return (f"unknown metric {name!r}{hint} (known: {', '.join(CORE)}, each optionally @k; bpref, rprec, success@k "
             f"and the other trec_eval measures, by rankcli's or trec_eval's name (P_5, ndcg_cut.10); sets official, "
             f"all_trec)")

@@ -8,6 +8,9 @@
 - A qrels line is exactly ``qid iter docno rel``, ``rel`` read as ``atol`` reads it (``1.5`` is 1, ``x`` is 0). A
   line starting with ``#`` in its first column is a comment, but (as in trec_eval) a line right after a comment is
   data whatever it starts with. Blank lines are skipped (trec_eval refuses them).
+- A preference line (``-R prefs``, ``get_prefs.c``) is exactly ``qid jg jsg docno rel_level``; under ``-R qrels_prefs``
+  (``get_qrels_prefs.c``) a qrels line ``qid jg docno rel_level`` is one, its sub-group ``0``. ``rel_level`` is read
+  with ``atof``; comments and blank lines as in qrels.
 - Any byte but NUL may be part of an id; a NUL byte is refused (trec_eval's rule) where it is first met, before the
   rest of the file is read, and so is a line of more than :data:`MAX_LINE` bytes. Gzipped files (by their magic
   bytes) are decompressed as they are read; ``-`` is standard input.
@@ -336,6 +339,45 @@ def read_qrels(path: str, groups: bool = False, data: bytes | None = None) -> Qr
     head = t.first[data]
     labels = atol_array(_gather(t, head + 3))
     return Qrels(_gather(t, head), _gather(t, head + 2), labels, data + 1, _gather(t, head + 1) if groups else None)
+
+
+@dataclass
+class Prefs:
+    """Preference lines in file order: query, judgment group, sub-group and document ids (numpy ``S``), the level
+    (``atof``'s) and the line number."""
+
+    qids: np.ndarray
+    groups: np.ndarray
+    subgroups: np.ndarray
+    docnos: np.ndarray
+    levels: np.ndarray
+    lines: np.ndarray
+
+
+def read_prefs(path: str, qrels_style: bool = False, data: bytes | None = None) -> Prefs:
+    """``-R prefs`` (``get_prefs.c``: ``qid jg jsg docno rel_level``) or, ``qrels_style``, ``-R qrels_prefs``
+    (``get_qrels_prefs.c``: ``qid jg docno rel_level``, every line in sub-group ``0``); ``data``: the bytes, already
+    read. A NaN level is refused: trec_eval sorts it with a comparison that is not an order, so that its result is
+    the C library's."""
+    name = "<stdin>" if path == "-" else path
+    t = _tokens(read_input(path) if data is None else data)
+    data = _qrels_data_lines(t)
+    fields = 4 if qrels_style else 5
+    form = "'qid jg docno rel_level'" if qrels_style else "'qid jg jsg docno rel_level'"
+    if data.shape[0] == 0:
+        raise InputError(f"{name}: no preference lines (expected {form})")
+    bad = t.count[data] != fields
+    if bad.any():
+        raise _malformed(t, int(data[int(np.argmax(bad))]), name, f"expected {fields} fields {form}")
+    head = t.first[data]
+    levels = atof_array(_gather(t, head + fields - 1))
+    nan = np.isnan(levels)
+    if nan.any():
+        raise _malformed(t, int(data[int(np.argmax(nan))]), name, "a NaN preference level (trec_eval's order of it "
+                         "is the C library's)")
+    groups = _gather(t, head + 1)
+    subgroups = np.full(head.shape[0], b"0") if qrels_style else _gather(t, head + 2)
+    return Prefs(_gather(t, head), groups, subgroups, _gather(t, head + fields - 2), levels, data + 1)
 
 
 def read_zscores(path: str) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rankcli.core.treceval.registry import BY_NAME, MEASURES, Selection, TrecMeasure, mark
+from rankcli.core.treceval.registry import BY_NAME, MEASURES, Selection, TrecMeasure, mark, reads
 from rankcli.errors import UsageError
 from rankcli.formats.trec_eval_read import atof
 from rankcli.trec_eval.getopt import atol
@@ -95,13 +95,14 @@ def select(requests: list[str], rel_format: str) -> list[Active]:
     for record in MEASURES:
         if record.name not in selection.marked:
             continue
+        if not reads(record, rel_format):
+            needs = "prefs or qrels_prefs" if record.needs == "prefs" else record.needs
+            raise UsageError(f"measure {record.name} needs -R {needs} (trec_eval cannot compute it with -R "
+                             f"{rel_format} either)")
         if record.name in _SHARED:
             shared = selection.parameters_of(record.name) or shared
             out.append(activate(record, shared))
             continue
-        if record.needs not in ("any", rel_format):
-            raise UsageError(f"measure {record.name} needs -R {record.needs} (trec_eval cannot compute it with -R "
-                             f"{rel_format} either)")
         out.append(activate(record, selection.parameters_of(record.name)))
     last = next((m.params for m in reversed(out) if m.record.name in _SHARED), None)
     for m in out:  # each computes with the parameters the last of them was given

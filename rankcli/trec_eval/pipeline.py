@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from rankcli.core.treceval.chunk import Chunk, padded
-from rankcli.core.treceval.join import Duplicate, Side, join
+from rankcli.core.treceval.join import Duplicate, Side, code_of, codes, join
 from rankcli.errors import InputError, InputFormatError, UsageError
 from rankcli.formats import trec_eval_read as read
-from rankcli.trec_eval import groups, native
+from rankcli.trec_eval import groups, native, prefs
 from rankcli.trec_eval.getopt import Options
 from rankcli.trec_eval.measures import Active, select
 from rankcli.trec_eval.render import Renderer
@@ -36,17 +36,7 @@ class Prepared:
     run_id: bytes
     positive_labels: int
     query: np.ndarray | None = None  # -R qrels_jg: the real query of each evaluated (query, group)
-
-
-def _codes(*arrays: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Integer codes of the ids in ``arrays`` (numpy ``S``), in byte order, shared across them."""
-    both = np.concatenate(arrays) if arrays else np.zeros(0, "S1")
-    names, inverse = np.unique(both, return_inverse=True)
-    out, start = [], 0
-    for a in arrays:
-        out.append(inverse[start:start + a.shape[0]].astype(np.int64))
-        start += a.shape[0]
-    return names, out
+    rel_queries: int | None = None  # queries in the qrels (-c averages over them), when not every one is evaluated
 
 
 def prepare(o: Options) -> Prepared:
@@ -61,21 +51,22 @@ def prepare(o: Options) -> Prepared:
     qrels = read.read_qrels(qrels_path, groups=o.rel_format == "qrels_jg", data=qrels_data)
     run = read.read_results(run_path, data=run_data)
     del qrels_data, run_data
-    qnames, (qq, rq) = _codes(qrels.qids, run.qids)
-    _, (qd, rd, stand_in) = _codes(qrels.docnos, run.docnos, np.array([STAND_IN]))
-    only = None
-    if o.debug_query is not None:
-        hit = np.flatnonzero(qnames == o.debug_query.encode("utf-8", "surrogateescape"))
-        only = int(hit[0]) if hit.shape[0] else -1
+    qnames, (qq, rq) = codes(qrels.qids, run.qids)
+    rel_queries = np.unique(qq).shape[0]
+    _, (qd, rd, stand_in) = codes(qrels.docnos, run.docnos, np.array([STAND_IN]))
+    only = None if o.debug_query is None else code_of(qnames, o.debug_query.encode("utf-8", "surrogateescape"))
     real = None
-    run_side = Side(rq, rd, run.sims, run.lines)
+    qrels_side, run_side = Side(qq, qd, qrels.labels, qrels.lines), Side(rq, rd, run.sims, run.lines)
     if qrels.groups is not None:  # each (query, judgment group) a query of its own
-        g = groups.split(qq, _codes(qrels.groups)[1][0], rq, qnames.shape[0])
-        if only is not None:
-            only = -1  # -D N.qid: not with judgment groups
-        qq, real = g.of_qrels, g.query
+        g = groups.split(qq, codes(qrels.groups)[1][0], rq, qnames.shape[0])
+        real = g.query
+        qrels_side = Side(g.of_qrels, qd, qrels.labels, qrels.lines)
         run_side = Side(g.of_run, rd[g.run_rows], run.sims[g.run_rows], run.lines[g.run_rows])
-    joined = join(Side(qq, qd, qrels.labels, qrels.lines), run_side,
+        if only is not None:  # -D N.qid: that query's groups
+            qrels_side, run_side = (Side(*(a[real[s.qcodes] == only] for a in (s.qcodes, s.dcodes, s.values, s.lines)))
+                                    for s in (qrels_side, run_side))
+            only = None
+    joined = join(qrels_side, run_side,
                   complete=o.complete, max_docs=o.max_docs, judged_only=o.judged_only,
                   stand_in_code=int(stand_in[0]), only_query=only)
     if isinstance(joined, Duplicate):
@@ -86,7 +77,8 @@ def prepare(o: Options) -> Prepared:
         raise InputError("no queries with both results and relevance info")
     positive = int((qrels.labels > 0).sum())
     query = real[joined.qcodes] if real is not None else None
-    return Prepared(qnames[joined.qcodes if real is None else query], joined, run.run_id, positive, query)
+    return Prepared(qnames[joined.qcodes if real is None else query], joined, run.run_id, positive, query,
+                    rel_queries)
 
 
 def _blocks(ret_offsets: np.ndarray, label_offsets: np.ndarray) -> Iterator[tuple[int, int]]:
@@ -176,27 +168,50 @@ def z_scores(values: np.ndarray, qids: np.ndarray, names: list[bytes], table: di
     return out
 
 
+@dataclass
+class _Source:
+    """The evaluated queries' values, block by block, and what the summary needs besides them: the number of
+    queries it averages over (``-c``: every query of the relevance file), the run's id, the qrels' positive labels."""
+
+    blocks: Iterator[tuple]
+    num_q: int
+    run_id: bytes
+    positive_labels: int = 0
+
+
+def _qrels_source(o: Options, measures: list[Active]) -> _Source:
+    p = prepare(o)
+    n = p.joined.qcodes.shape[0] if p.query is None else np.unique(p.query).shape[0]
+    if o.complete and p.rel_queries is not None:
+        n = p.rel_queries
+    return _Source(_query_values(p, measures, o), n, p.run_id, p.positive_labels)
+
+
+def _prefs_source(o: Options, measures: list[Active]) -> _Source:
+    counted = any(m.record.needs == "prefs" for m in measures)
+    p = prefs.prepare(o, STAND_IN, counted)
+    blocks = ((p.qids[a:b], *_values(measures, block, p.ranked.stand_in[a:b]))
+              for a, b, block in prefs.blocks(p, o.files[0], check=counted))
+    return _Source(blocks, p.rel_queries if o.complete else p.ranked.qcodes.shape[0], p.run_id)
+
+
 def evaluate(o: Options) -> Iterator[bytes]:
     """trec_eval's output for the options ``o``, block by block."""
-    if o.rel_format not in ("qrels", "qrels_jg"):
-        if o.rel_format in ("prefs", "qrels_prefs"):
-            raise UsageError(f"-R {o.rel_format}: rankcli trec_eval reads qrels and qrels_jg, not preferences yet")
+    if o.rel_format not in ("qrels", "qrels_jg", *prefs.FORMATS):
         raise UsageError(f"trec_eval: Illegal rel_format '{o.rel_format}'")
     if o.results_format != "trec_results":
         raise UsageError(f"trec_eval: Illegal retrieval results format '{o.results_format}'")
     measures = select(o.measures, o.rel_format)
-    p = prepare(o)
+    source = (_prefs_source if o.rel_format in prefs.FORMATS else _qrels_source)(o, measures)
     zscores = read.read_zscores(o.zscores) if o.zscores is not None else None
     render = Renderer(measures, o)
     total = None
-    j = p.joined
-    for qids, values, strings in _query_values(p, measures, o):
+    for qids, values, strings in source.blocks:
         if zscores is not None:
             values = z_scores(values, qids, render.column_names, zscores)
         running = values if total is None else np.vstack([total[None, :], values])
         total = np.cumsum(running, axis=0)[-1] if running.shape[0] else total
         if o.query:
             yield render.queries(qids, values, strings)
-    n = j.qcodes.shape[0] if p.query is None else np.unique(p.query).shape[0]
     if o.summary:
-        yield render.summary(total, n, p.run_id, p.positive_labels)
+        yield render.summary(total, source.num_q, source.run_id, source.positive_labels)

@@ -48,6 +48,21 @@ class Duplicate:
     line: int
 
 
+def codes(*arrays: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Integer codes of the ids in ``arrays`` (numpy ``S``), in byte order, shared across them: the distinct ids
+    and each array's codes."""
+    both = np.concatenate(arrays) if arrays else np.zeros(0, "S1")
+    names, inverse = np.unique(both, return_inverse=True)
+    bounds = np.cumsum([0] + [a.shape[0] for a in arrays])
+    return names, [inverse[a:b].astype(np.int64) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def code_of(names: np.ndarray, name: bytes) -> int:
+    """The code of ``name`` among the distinct ids ``names`` (-1 when absent: ``-D N.qid`` of a query not there)."""
+    hit = np.flatnonzero(names == name)
+    return int(hit[0]) if hit.shape[0] else -1
+
+
 def _offsets(codes: np.ndarray, queries: np.ndarray) -> np.ndarray:
     """Start of each of ``queries`` in the sorted ``codes`` (and the end)."""
     return np.searchsorted(codes, np.append(queries, np.iinfo(np.int64).max), side="left")

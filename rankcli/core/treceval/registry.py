@@ -9,7 +9,8 @@ A record's ``kind`` is trec_eval's family of init/print procedures (``meas_init.
 - ``param_double``: one value; parameters read with ``atof`` in the order given (named ``11pt_avg_<params>`` when
   given); ``param_pairs``: one value; parameters ``name=value`` (``ndcg_1=3,2=9``).
 
-``needs`` is the ``-R`` format a measure reads (``any``: every format). The ``_avgjg`` measures of ``-R qrels_jg``
+``needs`` is the ``-R`` format a measure reads (``any``: every format; ``prefs``: ``prefs`` or ``qrels_prefs``, whose
+measures follow ``form_prefs_counts.c``, see :mod:`.prefs_counts`). The ``_avgjg`` measures of ``-R qrels_jg``
 compute the measure of their name on each judgment group's qrels (the kernel given) and average over the groups.
 
 ``summary`` says how the ``all`` line comes from the per-query values: ``mean`` (the running sum over the queries,
@@ -23,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rankcli.core.treceval import cutoffs, gains, interp, simple
+from rankcli.core.treceval import prefs_measures as prefs
 from rankcli.errors import UsageError
 
 _CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
@@ -44,8 +46,23 @@ class TrecMeasure:
     needs: str = "qrels"
 
 
+def reads(record: TrecMeasure, rel_format: str) -> bool:
+    """Whether trec_eval computes ``record`` from relevance information in ``rel_format`` (``-R``)."""
+    if record.needs == "prefs":
+        return rel_format in ("prefs", "qrels_prefs")
+    return record.needs in ("any", rel_format)
+
+
 def _m(name, kind, kernel, source, defaults=(), per_query=True, summary="mean", needs="qrels") -> TrecMeasure:
     return TrecMeasure(name, kind, kernel, source, defaults, per_query, summary, needs)
+
+
+def _pref(name, kernel) -> TrecMeasure:
+    """A measure of ``-R prefs`` or ``-R qrels_prefs``: the three counts (``prefs_num_*``) summed, the others
+    averaged."""
+    count = name.startswith("prefs_num_")
+    return _m(name, "long" if count else "double", kernel, f"m_{name}.c", summary="sum" if count else "mean",
+              needs="prefs")
 
 
 MEASURES: tuple[TrecMeasure, ...] = (
@@ -86,10 +103,20 @@ MEASURES: tuple[TrecMeasure, ...] = (
     _m("set_map", "double", simple.set_map, "m_set_map.c"),
     _m("set_F", "param_double", simple.set_F, "m_set_F.c", (1.0,)),
     _m("num_nonrel_judged_ret", "long", simple.num_nonrel_judged_ret, "m_num_nonrel_judged_ret.c", summary="sum"),
-    *(_m(name, "double", None, f"m_{name}.c", needs="prefs") for name in (
-        "prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret", "prefs_simp", "prefs_pair",
-        "prefs_avgjg", "prefs_avgjg_Rnonrel", "prefs_simp_ret", "prefs_pair_ret", "prefs_avgjg_ret",
-        "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp", "prefs_pair_imp", "prefs_avgjg_imp")),
+    _pref("prefs_num_prefs_poss", prefs.num_prefs_poss),
+    _pref("prefs_num_prefs_ful", prefs.num_prefs_ful),
+    _pref("prefs_num_prefs_ful_ret", prefs.num_prefs_ful_ret),
+    _pref("prefs_simp", prefs.simp),
+    _pref("prefs_pair", prefs.pair),
+    _pref("prefs_avgjg", prefs.avgjg),
+    _pref("prefs_avgjg_Rnonrel", prefs.avgjg_Rnonrel),
+    _pref("prefs_simp_ret", prefs.simp_ret),
+    _pref("prefs_pair_ret", prefs.pair_ret),
+    _pref("prefs_avgjg_ret", prefs.avgjg_ret),
+    _pref("prefs_avgjg_Rnonrel_ret", prefs.avgjg_Rnonrel_ret),
+    _pref("prefs_simp_imp", prefs.simp_imp),
+    _pref("prefs_pair_imp", prefs.pair_imp),
+    _pref("prefs_avgjg_imp", prefs.avgjg_imp),
     _m("map_avgjg", "double", simple.ap, "m_map_avgjg.c", needs="qrels_jg"),
     _m("P_avgjg", "cut_long", cutoffs.P, "m_P_avgjg.c", _CUTS, needs="qrels_jg"),
     _m("Rprec_mult_avgjg", "cut_double", interp.Rprec_mult, "m_Rprec_mult_avgjg.c",
