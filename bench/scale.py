@@ -60,6 +60,13 @@ def measured(cmd: list[str]) -> tuple[float, float]:
     return seconds, usage.ru_maxrss / 1024
 
 
+def same_trees(a: Path, b: Path) -> bool:
+    """Whether two model directories hold the same trees (``model.txt`` up to its parameters section)."""
+    def trees(d: Path) -> str:
+        return (d / "model.txt").read_text().split("\nparameters:")[0]
+    return trees(a) == trees(b)
+
+
 def rankcli(*args: str) -> list[str]:
     return [sys.executable, "-m", "rankcli", *args]
 
@@ -97,6 +104,8 @@ def main() -> None:
     ap.add_argument("--trees", type=int, default=30)
     ap.add_argument("--only", nargs="*", default=["train", "experiment", "predict", "eval", "trials"])
     ap.add_argument("--trials", type=int, default=3)
+    ap.add_argument("--col-wise", action="store_true",
+                    help="also train with --param force_col_wise=true (LightGBM keeps no row-wise copy)")
     ap.add_argument("--model", type=Path, help="score with this model directory instead of the one trained here")
     args = ap.parse_args()
     out: dict = {"data": str(args.data), "load": os.getloadavg()}
@@ -110,6 +119,11 @@ def main() -> None:
                     "--overwrite")))
                 out.setdefault("train_lightgbm", []).append(measured(
                     [sys.executable, "-c", HAND["train"], str(args.data), str(args.trees)]))
+            if "train" in args.only and args.col_wise:  # the leaner histograms (no row-wise copy)
+                out.setdefault("train_col_wise", []).append(measured(rankcli(
+                    "train", str(args.data), "-o", str(tmp / "model_col"), "--loss", "xendcg-native", "--trees",
+                    str(args.trees), "--param", "force_col_wise=true", "--overwrite")))
+                out.setdefault("same_trees_col_wise", []).append(same_trees(model, tmp / "model_col"))
             if "experiment" in args.only:
                 out.setdefault("experiment", []).append(measured(rankcli(
                     "experiment", str(args.data), "-o", str(tmp / f"exp{r}"), "--trials", "2", "--trees", "10",

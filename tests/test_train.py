@@ -20,6 +20,7 @@ from rankcli.train import (
     save_model,
     train_model,
 )
+from rankcli.train.model import lightgbm_resolved_params
 from tests.letor_sample import load_letor
 
 FAST = dict(trees=8, threads=1, num_leaves=7, min_data_in_leaf=5)
@@ -168,6 +169,21 @@ def test_presets_and_params(data, tmp_path):
     for key in ("loss", "params", "seed", "features", "data_sha256", "best_iteration", "curve", "versions", "seconds"):
         assert key in stored
     assert stored["loss"] == {"name": "xendcg", "label_grades": False, "gamma": "uniform"}
+
+
+
+@pytest.mark.parametrize("value", [True, "true", "TRUE", "+"])
+def test_column_wise_histograms_replace_rankcli_s_row_wise_default(data, value):
+    """rankcli trains with row-wise histograms (force_row_wise); --param force_col_wise=true (LightGBM then keeps no
+    row-wise copy of the binned data) turns them off instead of being refused for asking for both."""
+    train, valid = data
+    assert resolve_params(TrainConfig())["force_row_wise"] is True
+    assert resolve_params(TrainConfig(params={"force_col_wise": False}))["force_row_wise"] is True
+    p = resolve_params(TrainConfig(params={"force_col_wise": value}))
+    assert p["force_row_wise"] is False and p["force_col_wise"] == value
+    result = train_model(train, valid, TrainConfig(trees=3, threads=1, params={"force_col_wise": value}))
+    resolved = lightgbm_resolved_params(result.booster)
+    assert (resolved["force_col_wise"], resolved["force_row_wise"]) == (1, 0)  # what LightGBM trained with
 
 
 # ------------------------------------------------------------------------------------------ --param (issue 11 item 8)

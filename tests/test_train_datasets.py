@@ -158,3 +158,34 @@ def test_train_command_model_is_the_in_memory_model(split, tmp_path):
     assert main(["train", str(tmp_path / "t.parquet"), "--valid", str(tmp_path / "v.parquet"), "-o",
                  str(tmp_path / "m"), "--trees", "8", "--early-stopping", "3", "--threads", "1"]) == 0
     assert (tmp_path / "m" / "model.txt").read_text() == _text(train_model(train, valid, _config()))
+
+
+def test_after_binning_the_row_groups_and_the_freed_heap_are_released(split, tmp_path, monkeypatch):
+    """What keeps `train`'s peak memory down at scale (BENCHMARKS.md, Scale): once a Dataset is built, its Parquet
+    reader drops the decoded row group and Arrow's unused buffers, and the C heap's free pages (the binning sampler's
+    rows) go back to the operating system before LightGBM allocates its training buffers."""
+    import rankcli.train.datasets as datasets
+
+    events: list[str] = []
+    monkeypatch.setattr(datasets, "release_free_memory", lambda: events.append("heap") or True)
+
+    class Rows(ParquetFeatureRows):
+        def release(self) -> None:
+            super().release()
+            events.append(f"rows {self.path.stem}")
+
+    train, valid = split
+    _write(tmp_path / "train.parquet", train, 97)
+    _write(tmp_path / "valid.parquet", valid, 50)
+    t_index = read_dataset(tmp_path / "train.parquet", features=False)
+    v_index = read_dataset(tmp_path / "valid.parquet", features=False)
+    t_rows = Rows(tmp_path / "train.parquet", t_index.feature_names)
+    data = prepare(t_index, v_index, train_rows=t_rows,
+                   valid_rows=Rows(tmp_path / "valid.parquet", v_index.feature_names))
+    train_prepared(data, _config())
+    assert events == ["rows train", "heap", "rows valid", "heap"]
+    decoded = t_rows.decoded
+    t_rows[0]  # the row group was dropped: reading again decodes it again
+    assert t_rows.decoded == decoded + 1
+    train_prepared(data, _config(learning_rate=0.2))
+    assert len(events) == 4  # a reused Dataset is not built, nor released, again

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from rankcli.formats.arrow import column_to_numpy
 from rankcli.formats.parquet import open_parquet, read_row_group_features
@@ -86,8 +87,10 @@ class ParquetFeatureRows:
         return label_values, out.get("docid")
 
     def release(self) -> None:
-        """Drop the decoded row group (the next read decodes again)."""
+        """Drop the decoded row group (the next read decodes again) and return Arrow's unused buffers to the
+        operating system."""
         self._group, self._matrix = -1, np.zeros((0, len(self.names)), dtype=np.float32)
+        pa.default_memory_pool().release_unused()
 
     def _group_of(self, row: int) -> int:
         return int(np.searchsorted(self.starts, row, side="right") - 1)

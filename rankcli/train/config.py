@@ -239,5 +239,13 @@ def resolve_params(config: TrainConfig, max_grade: int | None = None, rows: int 
         check_grade_range("lambdamart", np.array([max_grade]), config.label_grades)
         # LightGBM's default label_gain has 31 entries (grades 0..30); extend it with the same 2^g - 1 gains.
         params["label_gain"] = [float(2.0**g - 1.0) for g in range(max_grade + 1)]
-    params.update(check_params(config.params))
+    given = check_params(config.params)
+    if _lightgbm_true(given.get("force_col_wise")):  # LightGBM refuses both; the user's choice wins
+        params["force_row_wise"] = False
+    params.update(given)
     return params
+
+
+def _lightgbm_true(value: Any) -> bool:
+    """Whether LightGBM reads the parameter value ``value`` as true (``true`` or ``+`` in any case)."""
+    return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "+"))

@@ -36,6 +36,7 @@ import numpy as np
 from rankcli.core.groups import sizes
 from rankcli.dataset import Dataset
 from rankcli.errors import SchemaError
+from rankcli.memory import release_free_memory
 
 #: Rows per batch pushed into a Dataset built from a Sequence (LightGBM's default is 4096; larger is faster).
 SEQUENCE_BATCH_ROWS = 65_536
@@ -182,6 +183,7 @@ class PreparedData:
         release = getattr(rows, "release", None)
         if release is not None:  # a Parquet reader's decoded row group is no longer needed
             release()
+        release_free_memory()  # the binning's freed memory, before training allocates its own (rankcli.memory)
         self.constructions += 1
         return built
 
