@@ -25,6 +25,9 @@ from rankcli.trec_eval.render import Renderer
 STAND_IN = b"ceci_nest_pas_un_docno"
 #: Cells (queries x documents) of one block: bounds the memory of the padded matrices.
 BLOCK_CELLS = 1 << 21
+#: Queries of one block: bounds the memory of its ``-q`` lines (a block of 200,000 one-document queries was 1.3 GB of
+#: lines held at once).
+BLOCK_QUERIES = 4096
 
 
 @dataclass
@@ -82,7 +85,8 @@ def prepare(o: Options) -> Prepared:
 
 
 def _blocks(ret_offsets: np.ndarray, label_offsets: np.ndarray) -> Iterator[tuple[int, int]]:
-    """Consecutive query ranges whose padded matrices stay within :data:`BLOCK_CELLS` cells (one query at least)."""
+    """Consecutive query ranges whose padded matrices stay within :data:`BLOCK_CELLS` cells (one query at least) and
+    of at most :data:`BLOCK_QUERIES` queries."""
     n = ret_offsets.shape[0] - 1
     width = np.maximum(np.diff(ret_offsets), np.diff(label_offsets))
     start = 0
@@ -90,7 +94,7 @@ def _blocks(ret_offsets: np.ndarray, label_offsets: np.ndarray) -> Iterator[tupl
         stop, widest = start, 0
         while stop < n:
             w = max(widest, int(width[stop]), 1)
-            if stop > start and w * (stop - start + 1) > BLOCK_CELLS:
+            if stop > start and (w * (stop - start + 1) > BLOCK_CELLS or stop - start >= BLOCK_QUERIES):
                 break
             widest, stop = w, stop + 1
         yield start, stop
