@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from rankcli.errors import InputError, InputFormatError
-from rankcli.formats.inputs import unreadable_input
-from rankcli.formats.trec_eval_read import check_first_block, read_input, token_bounds
+from rankcli.formats.trec_eval_read import token_bounds
+from rankcli.formats.trec_text import read_text_bytes
 
 RUN_LAYOUT = "qid Q0 docid rank score tag"
 QRELS_LAYOUT = "qid iteration docid relevance"
@@ -63,85 +63,6 @@ class TrecColumns:
         """Line ``number`` (1-based) of the file, as text."""
         lines = self.text.split(b"\n", number)
         return lines[number - 1].decode("utf-8", "replace").rstrip("\r") if len(lines) >= number else ""
-
-
-def read_text_bytes(path: Path | str) -> bytes:
-    """A TREC file's bytes as both readers take them: gunzipped when gzipped (by its magic bytes), without a UTF-8
-    byte-order mark, checked to be UTF-8 (an :class:`InputError` otherwise)."""
-    return _read_text(Path(path), as_array=False)
-
-
-def read_text_array(path: Path | str) -> np.ndarray:
-    """The bytes :func:`read_text_bytes` gives, in a numpy uint8 array, for the C path: a large numpy array gets
-    transparent huge pages, and reading 100 MB into one takes ~1,000 page faults instead of ~25,000 (a third of the
-    time)."""
-    return _read_text(Path(path), as_array=True)
-
-
-def _raw_bytes(path: Path, as_array: bool):
-    if not (as_array and path.is_file()):
-        data = path.read_bytes()
-        return np.frombuffer(data, dtype=np.uint8) if as_array else data
-    size = path.stat().st_size
-    buf = np.empty(size, dtype=np.uint8)
-    view, got = memoryview(buf), 0
-    with open(path, "rb", buffering=0) as f:
-        while got < size:
-            n = f.readinto(view[got:])
-            if not n:
-                break  # the file shrank while read: what is there
-            got += n
-        rest = f.read()  # it grew while read: the rest too
-    return np.concatenate([buf[:got], np.frombuffer(rest, dtype=np.uint8)]) if rest else buf[:got]
-
-
-def _first_block_is_gzip(path: Path) -> bool:
-    with open(path, "rb") as f:
-        return f.read(2) == b"\x1f\x8b"  # gzip's magic bytes: runs and qrels as TREC distributes them
-
-
-def _refuse_nul(data, path: Path) -> None:
-    """A NUL byte anywhere is not text (trec_eval refuses it too): an error naming its line."""
-    where = bytes(data).find(b"\0") if isinstance(data, bytes) else (
-        int(np.argmax(data == 0)) if data.shape[0] and (data == 0).any() else -1)
-    if where >= 0:
-        line = bytes(data[:where]).count(b"\n") + 1
-        raise InputFormatError("a NUL byte (not a text file; trec_eval refuses it too)", str(path), line)
-
-
-def _is_ascii(data) -> bool:
-    if isinstance(data, bytes):
-        return data.isascii()  # far cheaper than decoding
-    whole = data.shape[0] // 8 * 8
-    high = np.bitwise_or.reduce(data[:whole].view(np.uint64)) if whole else 0
-    return not (int(high) & 0x8080808080808080 or (data[whole:] >= 0x80).any())
-
-
-def _read_text(path: Path, as_array: bool):
-    if not path.exists():
-        raise unreadable_input(path)
-    if path.is_dir():
-        raise InputError(f"{path}: is a directory, expected a file")
-    try:
-        if not path.is_file() or _first_block_is_gzip(path):
-            # a pipe, a device (/dev/zero) or a gzipped file: read block by block, each checked (a NUL byte, a line
-            # over 1 MiB, a gzip stream expanding 200 times) before the next is read
-            data = read_input(str(path))
-            data = np.frombuffer(data, dtype=np.uint8) if as_array else data
-        else:
-            check_first_block(path)  # a sparse 1 TiB file of zeros is refused before it is read
-            data = _raw_bytes(path, as_array)
-            _refuse_nul(data, path)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if bytes(data[:3]) == b"\xef\xbb\xbf":
-        data = data[3:]  # a UTF-8 byte-order mark would become part of the first query id
-    try:
-        if not _is_ascii(data):  # ASCII (the usual TREC file) is UTF-8
-            bytes(data).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    return data
 
 
 def _gather(arr: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
