@@ -2,8 +2,8 @@
 
 - A run: one line per retrieved document, ``qid Q0 docid rank score tag``; qrels: ``qid iteration docid relevance``.
   Reading them (any run of C whitespace between fields, gzip, blank and ``#`` lines, errors naming the line) is
-  :mod:`rankcli.formats.trec_read`; a run joined with its qrels as trec_eval joins them is
-  :mod:`rankcli.formats.trec_join`.
+  :mod:`rankcli.formats.trec_read`; a run joined with its qrels as trec_eval joins them goes through the stages of
+  :func:`rankcli.runs.load_trec`.
 - Documents that rankcli writes (``export --format trec-qrels``, ``predict --format trec``) are named by
   :func:`document_names`: the docid, else ``<qid>-<row>``.
 - :func:`trec_eval_text` prints results exactly as trec_eval prints them.
