@@ -141,7 +141,7 @@ def rank(joined: Joined, *, ties: str, max_docs: int | None = None, judged_only:
     rows). ``max_docs``, ``judged_only``, ``complete``: trec_eval's -M, -J, -c; the paths name the files in notes and
     errors."""
     rows = joined.rows
-    if rows.docids is not None:  # the numpy join's rows, in the run's order
+    if rows.docids is not None and (ties != "input" or max_docs is not None):  # the numpy join's rows, run's order
         rows = rows.take(_trec_order(rows))
     if max_docs is not None:
         rows = rows.take(_top_ranked(rows.positions(), max_docs))
