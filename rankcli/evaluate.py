@@ -17,20 +17,20 @@ Returns :class:`EvalReport` objects; never prints (rendering lives in :mod:`rank
 
 from __future__ import annotations
 
-import errno
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from rankcli.core.groups import order_within
-from rankcli.core.metrics import Convention, EvalResult, MetricSpec, evaluate, parse_metrics
-from rankcli.dataset import Run, offsets_from_qids
-from rankcli.errors import InputError, RankcliError, SchemaError, UsageError
-from rankcli.formats.inputs import unreadable_input
+from rankcli import runs
+from rankcli.core.metrics import Convention, EvalResult, MetricSpec, parse_metrics
+from rankcli.dataset import Run
 from rankcli.formats.trec import row_names
-from rankcli.formats.trec_join import load_trec_run
+from rankcli.runs import is_parquet, not_parquet_error, read_run, run_from_arrays
+
+__all__ = ["EvalReport", "evaluate_input", "evaluate_model", "evaluate_path", "evaluate_run", "evaluate_trec",
+           "is_parquet", "model_run", "not_parquet_error", "read_run", "run_from_arrays", "write_per_query"]
 
 
 @dataclass
@@ -59,71 +59,6 @@ class EvalReport:
 # Reading
 
 
-def _first_bad_row(mask: np.ndarray) -> int:
-    return int(np.flatnonzero(mask)[0])
-
-
-def run_from_arrays(qids: np.ndarray, labels: np.ndarray, scores: np.ndarray, source: str = "") -> Run:
-    """Check and group arrays of a run whose rows of a query are contiguous; errors name the row and qid."""
-    prefix = f"{source}: " if source else ""
-    labels = np.asarray(labels, dtype=np.float64)
-    scores = np.asarray(scores, dtype=np.float64)
-    bad = np.isnan(scores)
-    if bad.any():
-        r = _first_bad_row(bad)
-        raise InputError(f"{prefix}column score: NaN at row {r} (qid {qids[r]}); every document needs a score")
-    bad = np.isnan(labels)
-    if bad.any():
-        r = _first_bad_row(bad)
-        raise InputError(f"{prefix}column label: NaN or missing at row {r} (qid {qids[r]})")
-    try:
-        offsets = offsets_from_qids(qids)
-    except InputError as exc:
-        raise SchemaError(f"{prefix}column qid: {exc}") from None
-    return Run(qids=np.asarray(qids)[offsets[:-1]], labels=labels, scores=scores, offsets=offsets, source=source)
-
-
-def not_parquet_error(path: Path | str, example: str = "") -> RankcliError:
-    """The error for a run that is not Parquet: SVMlight text is told to convert it (exit 3), anything else how a TREC
-    run is given (exit 2, ``example`` the command line to show)."""
-    from rankcli.formats.svmlight_text import SVMLIGHT_HINT, looks_like_svmlight
-
-    if looks_like_svmlight(path):
-        return InputError(f"{path}: not Parquet; {SVMLIGHT_HINT}")
-    return UsageError(f"{path}: not a Parquet file; a TREC run needs --qrels QRELS{example}")
-
-
-def is_parquet(path: Path | str) -> bool:
-    """Whether ``path`` starts with Parquet's magic bytes; a missing or unreadable path is an :class:`InputError`."""
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(4) == b"PAR1"
-    except FileNotFoundError:
-        raise unreadable_input(path) from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, expected a run file") from None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise unreadable_input(path) from None
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-
-
-def read_run(path: Path | str, *, docids: bool = False) -> Run:
-    """Read a Parquet run with ``qid``, ``label`` and ``score`` (other columns are ignored;
-    :func:`rankcli.formats.runs.read_run_columns` checks them).
-
-    With ``docids``, the rows are also named (``Run.docids``), as TREC files name them: the ``docid`` column, else
-    ``<qid>-<row>`` with the ``row`` column that ``rankcli predict`` writes, else the row number in the file.
-    """
-    from rankcli.formats.runs import read_run_columns
-
-    cols = read_run_columns(path, docids=docids)
-    run = run_from_arrays(cols.qids, cols.labels, cols.scores, str(path))
-    if docids:
-        run.docids = cols.names()
-    return run
-
-
 def model_run(data_path: Path | str, model_dir: Path | str, *, docids: bool = False) -> Run:
     """Score a Parquet dataset with a model written by ``rankcli train`` (its labels are the judgments); with
     ``docids`` its rows are named as TREC files name them (the docid, else ``<qid>-<row>``)."""
@@ -144,89 +79,16 @@ def model_run(data_path: Path | str, model_dir: Path | str, *, docids: bool = Fa
 # Evaluating
 
 
-def _empty_ranking_values(specs: Sequence[MetricSpec], labels: list, convention: Convention) -> dict:
-    """Per-query values of queries evaluated with an empty ranking: num_q 1, num_rel their R, every other measure 0
-    (NaN under ``no_relevant=skip`` for a query without a relevant document, as for any other query)."""
-    thr = convention.relevance_threshold
-    n_rel = np.array([float((y >= thr).sum()) for y in labels])
-    has_graded = np.array([bool((y > 0).any()) for y in labels])
-    out = {}
-    for spec in specs:
-        v = np.zeros(len(labels))
-        if spec.name == "num_q":
-            v[:] = 1.0
-        elif spec.name == "num_rel":
-            v = n_rel.copy()
-        elif spec.record.aggregate == "mean" or spec.record.aggregate == "gmean":
-            has = has_graded if spec.graded else n_rel > 0
-            if convention.no_relevant == "skip":
-                v[~has] = np.nan
-            elif convention.no_relevant == "one" and spec.record.normalised:
-                v[~has] = 1.0
-        out[str(spec)] = v
-    return out
-
-
-def _in_rank_order(run: Run) -> Run:
-    """The run with each query's rows in rank order (score descending, equal scores in their order, so that no tie
-    rule changes): every metric kernel then sorts rows that are already sorted, which costs next to nothing, instead
-    of sorting each query again. Only for TREC runs joined with their qrels, whose rows are not the lines of a file
-    (a Parquet run keeps its rows, which its error messages name)."""
-    if run.judged is None or run.ranked:
-        return run
-    s, o = run.scores, run.offsets
-    rising = s[1:] > s[:-1]
-    rising[o[1:-1] - 1] = False  # across two queries
-    if not rising.any():
-        return run
-    perm = order_within(s, o)
-    return replace(run, labels=run.labels[perm], scores=s[perm],
-                   docids=None if run.docids is None else run.docids[perm],
-                   judged=None if run.judged is None else run.judged[perm])
-
-
-def kernel_convention(run: Run, convention: Convention) -> Convention:
-    """The convention to compute ``run``'s metrics under: the one given, except that rows already in trec_eval's rank
-    order (``run.ranked``) need no ordering by document id: their equal scores stand in that rule's order, which
-    the input-order rule keeps."""
-    if run.ranked and convention.ties == "docid-desc":
-        return replace(convention, ties="input")
-    if run.ranked and convention.ties == "input":
-        raise ValueError("a run in trec_eval's rank order has lost the order of its input (load it without ranked)")
-    return convention
-
-
 def evaluate_run(run: Run, metrics: Sequence[MetricSpec | str], convention: Convention = Convention()) -> EvalReport:
-    """Compute ``metrics`` on ``run`` under ``convention``: the report holds a value per query and their summary.
-
-    Queries evaluated with an empty ranking (``run.empty_qids``) come after the others, valued as trec_eval values
-    them (0, num_rel their R); an :class:`InputError` is prefixed with the run's source."""
-    from rankcli.core.metrics import per_query, summarize
+    """Compute ``metrics`` on ``run`` under ``convention`` (the measure stage, :func:`rankcli.runs.measure`): the
+    report holds a value per query and their summary. Queries evaluated with an empty ranking (``run.empty_qids``)
+    come after the others."""
+    from rankcli.core.metrics import summarize
 
     specs = parse_metrics([str(m) for m in metrics])
     computed = [s for s in specs if s.record.family != "info"]
-    run = _in_rank_order(run)
-    kernel = kernel_convention(run, convention)
-    try:
-        if not run.empty_qids:
-            result = evaluate(computed, run.labels, run.scores, run.offsets, kernel,
-                              unranked_labels=run.unranked_labels, unranked_offsets=run.unranked_offsets,
-                              docids=run.docids, judged=run.judged)
-            result = replace(result, convention=convention)
-            qids = run.qids
-        else:
-            pq = per_query(computed, run.labels, run.scores, run.offsets, kernel,
-                           unranked_labels=run.unranked_labels, unranked_offsets=run.unranked_offsets,
-                           docids=run.docids, judged=run.judged)
-            extra = _empty_ranking_values(computed, run.empty_labels, convention)
-            pq = {name: np.concatenate([v, extra[name]]) for name, v in pq.items()}
-            result = summarize(computed, pq, convention)
-            qids = np.concatenate([np.asarray(run.qids, dtype=object), np.asarray(run.empty_qids, dtype=object)])
-            if all(isinstance(q, (int, np.integer)) for q in qids.tolist()):
-                qids = qids.astype(np.int64)
-    except InputError as exc:
-        raise type(exc)(f"{run.source}: {exc}" if run.source else str(exc)) from None
-    return EvalReport(result=result, specs=specs, qids=qids, source=run.source, rows=run.n_rows,
+    result = summarize(computed, runs.measure(run, computed, convention), convention)
+    return EvalReport(result=result, specs=specs, qids=runs.measured_qids(run), source=run.source, rows=run.n_rows,
                       notes=list(run.notes), queries_without_judged=run.queries_without_judged, runid=run.runid)
 
 
@@ -247,14 +109,13 @@ def evaluate_path(path: Path | str, metrics: Sequence[MetricSpec | str],
 def evaluate_trec(run_path: Path | str, qrels_path: Path | str, metrics: Sequence[MetricSpec | str],
                   convention: Convention | None = None, *, max_docs: int | None = None, judged_only: bool = False,
                   complete: bool = False) -> EvalReport:
-    """A TREC run against its qrels; the convention defaults to the ``trec`` preset. ``max_docs``, ``judged_only``
-    and ``complete`` are trec_eval's ``-M``, ``-J`` and ``-c`` (see :func:`rankcli.formats.trec_join.load_trec_run`)."""
+    """A TREC run against its qrels (:func:`rankcli.runs.load_trec`, then :func:`evaluate_run`); the convention
+    defaults to the ``trec`` preset. ``max_docs``, ``judged_only`` and ``complete`` are trec_eval's ``-M``, ``-J``
+    and ``-c``."""
     if convention is None:
         convention = Convention.preset(default_convention(True))
-    from rankcli.cpus import available_cpus
-
-    run = load_trec_run(run_path, qrels_path, max_docs=max_docs, judged_only=judged_only, complete=complete,
-                        ranked=convention.ties != "input", threads=available_cpus())
+    run = runs.load_trec(run_path, qrels_path, convention, max_docs=max_docs, judged_only=judged_only,
+                         complete=complete)
     return evaluate_run(run, metrics, convention)
 
 

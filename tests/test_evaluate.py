@@ -6,7 +6,7 @@ import pytest
 from rankcli import evaluate as E
 from rankcli.core import metrics as M
 from rankcli.errors import InputError
-from rankcli.formats.trec_join import load_trec_run
+from tests.trec_loading import load_trec_run
 
 
 def write_trec(tmp_path, rng, n_queries=25):
@@ -80,7 +80,7 @@ def test_run_sharing_no_document_with_the_qrels_is_an_error(tmp_path):
 def test_queries_without_a_judged_document_are_counted(tmp_path):
     (tmp_path / "r.txt").write_text("1 Q0 a 1 2 t\n1 Q0 b 2 1 t\n2 Q0 c 1 1 t\n3 Q0 d 1 1 t\n")
     (tmp_path / "j.txt").write_text("1 0 b 1\n2 0 x 1\n3 0 y 0\n")
-    run = load_trec_run(tmp_path / "r.txt", tmp_path / "j.txt")
+    run = load_trec_run(tmp_path / "r.txt", tmp_path / "j.txt", ranked=True)
     assert run.queries_without_judged == 2
     report = E.evaluate_run(run, ["ndcg"], M.Convention.preset("trec"))
     assert report.as_dict()["queries_without_judged"] == 2
@@ -103,17 +103,19 @@ def test_both_files_bad_names_the_run_first_and_rows_come_in_rank_order(tmp_path
     (tmp_path / "j.txt").write_text("1 0 a\n")
     with pytest.raises(InputError, match=r"r.txt:1: score must be a number"):
         load_trec_run(tmp_path / "r.txt", tmp_path / "j.txt")
-    # rows ranked once for the metrics (equal scores keep their file order), then trec_eval's tie rule: c before a
+    # rows ranked once, by the rank stage, under the convention's tie rule: trec_eval's (c before a) or the run's order
     (tmp_path / "r.txt").write_text("1 Q0 a 1 2 t\n1 Q0 b 2 3 t\n1 Q0 c 3 2 t\n2 Q0 d 1 1 t\n2 Q0 e 2 5 t\n")
     (tmp_path / "j.txt").write_text("1 0 a 1\n1 0 c 0\n2 0 d 1\n")
-    run = load_trec_run(tmp_path / "r.txt", tmp_path / "j.txt")
-    ranked = E._in_rank_order(run)
-    assert ranked.scores.tolist() == [3.0, 2.0, 2.0, 5.0, 1.0] and ranked.docids.tolist() == [b"b", b"a", b"c", b"e",
-                                                                                                b"d"]
-    assert ranked.judged.tolist() == [False, True, True, False, True]
+    for ranked, judged in ((True, [False, True, True, False, True]), (False, [False, True, True, False, True])):
+        run = load_trec_run(tmp_path / "r.txt", tmp_path / "j.txt", ranked=ranked)
+        assert run.scores.tolist() == [3.0, 2.0, 2.0, 5.0, 1.0] and run.judged.tolist() == judged
+    run = load_trec_run(tmp_path / "r.txt", tmp_path / "j.txt", ranked=True)
+    assert run.labels.tolist() == [0.0, 0.0, 1.0, 0.0, 1.0]  # b, c, a: the docid rule put c before a
     report = E.evaluate_run(run, ["recip_rank", "P_2"], M.Convention.preset("trec"))
     assert report.result.per_query["mrr"].tolist() == pytest.approx([1 / 3, 0.5])
     assert report.result.per_query["precision@2"].tolist() == pytest.approx([0.0, 0.5])
+    run = load_trec_run(tmp_path / "r.txt", tmp_path / "j.txt")
+    assert run.labels.tolist() == [0.0, 1.0, 0.0, 0.0, 1.0]  # b, a, c: the run's order among equal scores
 
 
 def test_run_from_arrays_errors_name_row_and_qid():

@@ -223,10 +223,9 @@ def _render(report, fmt: Format, by_query: bool) -> None:
         from rankcli.core.measures import trec_order
         from rankcli.formats.trec import trec_eval_blocks
 
-        qids = [str(q) for q in report.qids.tolist()]
         out = sys.stdout.buffer  # bytes: an id is written as read, whatever PYTHONIOENCODING says
-        for block in trec_eval_blocks(trec_order(report.specs), report.result.per_query, report.result.means, qids,
-                                      runid=report.runid, queries=by_query):
+        for block in trec_eval_blocks(trec_order(report.specs), report.result.per_query, report.result.means,
+                                      report.qids, runid=report.runid, queries=by_query):
             out.write(block.encode("utf-8", "surrogateescape"))
         out.flush()
     elif fmt == Format.json:

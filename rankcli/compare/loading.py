@@ -70,9 +70,9 @@ def load_input(path: Path | str, name: str, specs: Sequence, convention, *, qrel
     qrels : the qrels of a TREC run.
     """
     from rankcli.core.metrics import per_query
-    from rankcli.evaluate import is_parquet, not_parquet_error
     from rankcli.formats import parquet
     from rankcli.formats.metric_file import is_metric_file
+    from rankcli.runs import is_parquet, not_parquet_error, read_run
 
     path = Path(path)
     if not is_parquet(path):
@@ -83,8 +83,6 @@ def load_input(path: Path | str, name: str, specs: Sequence, convention, *, qrel
     meta = parquet.read_metadata(path)
     if is_metric_file(names, meta):
         return _load_per_query(path, name, names, meta, specs)
-    from rankcli.evaluate import read_run
-
     # Checks columns, NaN and contiguous queries, as eval does; names the documents for the docid tie rule.
     run = read_run(path, docids=convention.ties == "docid-desc")
     wanted = list(specs) if specs is not None else list(DEFAULT_METRICS)
@@ -141,20 +139,13 @@ def _stored_convention(path: Path, text: str) -> dict:
 
 
 def _load_trec(path: Path, name: str, specs, convention, qrels: Path) -> LoadedInput:
-    from rankcli.core.metrics import per_query
-    from rankcli.cpus import available_cpus
-    from rankcli.evaluate import kernel_convention
-    from rankcli.formats.trec_join import load_trec_run
+    """A TREC run with its qrels through the stages eval uses (:mod:`rankcli.runs`): read, join, rank, measure."""
+    from rankcli.core.metrics import parse_metrics
+    from rankcli.runs import load_trec, measure
 
-    run = load_trec_run(path, qrels, ranked=convention.ties != "input", threads=available_cpus())
-    wanted = list(specs) if specs is not None else list(DEFAULT_METRICS)
-    try:
-        values = per_query(wanted, run.labels, run.scores, run.offsets, kernel_convention(run, convention),
-                           unranked_labels=run.unranked_labels, unranked_offsets=run.unranked_offsets,
-                           docids=run.docids, judged=run.judged)  # bpref, infAP: which documents are judged
-    except InputError as exc:
-        raise type(exc)(f"{path}: {exc}") from None
-    qids, values = _sorted_queries(run.qids, values)
+    run = load_trec(path, qrels, convention)
+    wanted = parse_metrics([str(s) for s in (specs if specs is not None else DEFAULT_METRICS)])
+    qids, values = _sorted_queries(run.qids, measure(run, wanted, convention))
     return LoadedInput(name, str(path), "trec", qids, values, convention=convention.as_dict(),
                        notes=[f"{name}: {n}" for n in run.notes])
 

@@ -2,8 +2,8 @@
 
 - A run: one line per retrieved document, ``qid Q0 docid rank score tag``; qrels: ``qid iteration docid relevance``.
   Reading them (any run of C whitespace between fields, gzip, blank and ``#`` lines, errors naming the line) is
-  :mod:`rankcli.formats.trec_read`; a run joined with its qrels as trec_eval joins them is
-  :mod:`rankcli.formats.trec_join`.
+  :mod:`rankcli.formats.trec_read`; a run joined with its qrels as trec_eval joins them goes through the stages of
+  :func:`rankcli.runs.load_trec`.
 - Documents that rankcli writes (``export --format trec-qrels``, ``predict --format trec``) are named by
   :func:`document_names`: the docid, else ``<qid>-<row>``.
 - :func:`trec_eval_text` prints results exactly as trec_eval prints them.
@@ -178,8 +178,15 @@ def write_qrels(path: Path | str, dataset_path: Path | str, *, overwrite: bool =
     return rows
 
 
-def _qid_key(qid) -> bytes:
-    return str(qid).encode()
+def _qid_bytes(qids) -> np.ndarray:
+    """The query ids as numpy ``S`` (UTF-8, a non-UTF-8 byte kept by ``surrogateescape``), sorted as trec_eval sorts
+    them by byte order; no Python object per query."""
+    ids = np.asarray(qids)
+    if ids.dtype.kind in "iu":
+        return ids.astype("S")
+    if ids.dtype.kind == "S":
+        return ids
+    return np.char.encode(ids.astype("U"), "utf-8", "surrogateescape") if ids.shape[0] else ids.astype("S1")
 
 
 def _queries_averaged(ordered, per_query: dict, count: float) -> float:
@@ -221,18 +228,20 @@ def trec_eval_blocks(ordered, per_query: dict, means: dict, qids, *, runid: str 
 
     ``ordered``: the metric specs in trec_eval's order (:func:`rankcli.core.measures.trec_order`); each gives its
     printed name (``output_name()``) and its record (``integer``, ``per_query_line``, ``family``). ``per_query`` and
-    ``means`` are keyed by ``str(spec)``; ``qids`` are the query ids as text, aligned with the per-query values.
+    ``means`` are keyed by ``str(spec)``; ``qids`` are the query ids (an array of integers or of text), aligned with
+    the per-query values.
     """
     if queries:
-        cols = [(f"{spec.output_name():<22}\t", spec, per_query[str(spec)]) for spec in ordered
+        cols = [(f"{spec.output_name():<22}\t", spec, np.asarray(per_query[str(spec)])) for spec in ordered
                 if spec.record.per_query_line and str(spec) in per_query]
-        order = sorted(range(len(qids)), key=lambda i: _qid_key(qids[i]))
-        for start in range(0, len(order), QUERY_BLOCK):
+        names = _qid_bytes(qids)
+        order = np.argsort(names, kind="stable")
+        for start in range(0, order.shape[0], QUERY_BLOCK):
             rows = order[start:start + QUERY_BLOCK]
-            texts = [(p, _texts(spec, [values[i] for i in rows])) for p, spec, values in cols]
+            texts = [(p, _texts(spec, values[rows].tolist())) for p, spec, values in cols]
             out = []
-            for j, i in enumerate(rows):
-                q = f"{qids[i]}\t"
+            for j, name in enumerate(names[rows].tolist()):
+                q = f"{name.decode('utf-8', 'surrogateescape')}\t"
                 out.extend([p + q + t[j] for p, t in texts if t[j] is not None])
             yield "".join(out)
     out = []

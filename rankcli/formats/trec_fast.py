@@ -1,13 +1,14 @@
-"""The fast path of reading a TREC run with its qrels: the C module ``rankcli.formats.trec_native`` (its source in
-``rankcli/formats/csrc/``) reads both files, checks them and joins them in one pass. The numpy path
-(:mod:`rankcli.formats.trec_read`) stays the reference.
+"""The C variant of the join stage (:func:`rankcli.formats.trec_join.join`): the C module
+``rankcli.formats.trec_native`` (its source in ``rankcli/formats/csrc/``) parses both files, joins them and ranks each
+query's lines in one pass. The numpy variant (:mod:`rankcli.formats.trec_read`'s parser and the hash join) stays the
+reference.
 
 The C module takes only input whose meaning is certain: every data line with its number of fields, values that are
-plain decimal numbers, no NUL byte, no (query, document) pair on two lines. For anything else :func:`join` returns
-None, and the caller reads the files with the numpy path, which gives the same result or names the line at fault.
-Both paths read the same bytes (:func:`rankcli.formats.trec_read.read_text_bytes` and ``read_text_array``: gzip,
-byte-order mark and UTF-8 handled there) and give the same values; ``tests/formats/test_trec_fast.py`` checks that
-they agree.
+plain decimal numbers (a subset of what Arrow reads as numbers), no NUL byte, no (query, document) pair on two lines,
+no infinite relevance. For anything else :func:`join` returns None, and the join stage hands the same bytes to the
+numpy variant, which gives the same result or names the line at fault. Both read what the read stage gives
+(:mod:`rankcli.formats.trec_text`: gzip, byte-order mark and UTF-8 handled there) and give the same values;
+``tests/formats/test_trec_fast.py`` checks that they agree.
 
 The module is optional: an install without a C compiler has none (``setup.py``), and ``RANKCLI_PURE_PYTHON=1`` in
 the environment turns it off, to compare the two paths or to rule the C code out when something looks wrong.
@@ -50,7 +51,7 @@ def available() -> bool:
 
 
 def join(run_data, qrels_data, threads: int = 1) -> NativeJoin | None:
-    """The run and qrels files' bytes (``bytes`` or a numpy uint8 array, as :func:`rankcli.formats.trec_read.
+    """The run and qrels files' bytes (``bytes`` or a numpy uint8 array, as :func:`rankcli.formats.trec_text.
     read_text_array` gives them) read and joined in C on up to ``threads`` threads; None when the C path is
     unavailable or leaves this input to the numpy path."""
     if not available():
@@ -59,8 +60,11 @@ def join(run_data, qrels_data, threads: int = 1) -> NativeJoin | None:
     if out is None:
         return None
     run_qids, run_first, scores, match, tag, qrels_qids, qrels_codes, relevance = out
+    relevance = np.frombuffer(relevance, dtype=np.float64)
+    if not np.isfinite(relevance).all():
+        return None  # an infinite relevance (1e999): the numpy path names its line
     qrels = TrecColumns(np.frombuffer(qrels_codes, dtype=np.int32), np.array(qrels_qids, dtype=bytes), None,
-                        np.frombuffer(relevance, dtype=np.float64), None)
+                        relevance, None)
     return NativeJoin(np.array(run_qids, dtype=bytes), np.frombuffer(run_first, dtype=np.int64),
                       np.frombuffer(scores, dtype=np.float64), np.frombuffer(match, dtype=np.int32), tag.decode(),
                       qrels)

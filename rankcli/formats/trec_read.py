@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from rankcli.errors import InputError, InputFormatError
-from rankcli.formats.inputs import unreadable_input
-from rankcli.formats.trec_eval_read import check_first_block, read_input, token_bounds
+from rankcli.formats.trec_eval_read import token_bounds
+from rankcli.formats.trec_text import read_text_bytes
 
 RUN_LAYOUT = "qid Q0 docid rank score tag"
 QRELS_LAYOUT = "qid iteration docid relevance"
@@ -63,85 +63,6 @@ class TrecColumns:
         """Line ``number`` (1-based) of the file, as text."""
         lines = self.text.split(b"\n", number)
         return lines[number - 1].decode("utf-8", "replace").rstrip("\r") if len(lines) >= number else ""
-
-
-def read_text_bytes(path: Path | str) -> bytes:
-    """A TREC file's bytes as both readers take them: gunzipped when gzipped (by its magic bytes), without a UTF-8
-    byte-order mark, checked to be UTF-8 (an :class:`InputError` otherwise)."""
-    return _read_text(Path(path), as_array=False)
-
-
-def read_text_array(path: Path | str) -> np.ndarray:
-    """The bytes :func:`read_text_bytes` gives, in a numpy uint8 array, for the C path: a large numpy array gets
-    transparent huge pages, and reading 100 MB into one takes ~1,000 page faults instead of ~25,000 (a third of the
-    time)."""
-    return _read_text(Path(path), as_array=True)
-
-
-def _raw_bytes(path: Path, as_array: bool):
-    if not (as_array and path.is_file()):
-        data = path.read_bytes()
-        return np.frombuffer(data, dtype=np.uint8) if as_array else data
-    size = path.stat().st_size
-    buf = np.empty(size, dtype=np.uint8)
-    view, got = memoryview(buf), 0
-    with open(path, "rb", buffering=0) as f:
-        while got < size:
-            n = f.readinto(view[got:])
-            if not n:
-                break  # the file shrank while read: what is there
-            got += n
-        rest = f.read()  # it grew while read: the rest too
-    return np.concatenate([buf[:got], np.frombuffer(rest, dtype=np.uint8)]) if rest else buf[:got]
-
-
-def _first_block_is_gzip(path: Path) -> bool:
-    with open(path, "rb") as f:
-        return f.read(2) == b"\x1f\x8b"  # gzip's magic bytes: runs and qrels as TREC distributes them
-
-
-def _refuse_nul(data, path: Path) -> None:
-    """A NUL byte anywhere is not text (trec_eval refuses it too): an error naming its line."""
-    where = bytes(data).find(b"\0") if isinstance(data, bytes) else (
-        int(np.argmax(data == 0)) if data.shape[0] and (data == 0).any() else -1)
-    if where >= 0:
-        line = bytes(data[:where]).count(b"\n") + 1
-        raise InputFormatError("a NUL byte (not a text file; trec_eval refuses it too)", str(path), line)
-
-
-def _is_ascii(data) -> bool:
-    if isinstance(data, bytes):
-        return data.isascii()  # far cheaper than decoding
-    whole = data.shape[0] // 8 * 8
-    high = np.bitwise_or.reduce(data[:whole].view(np.uint64)) if whole else 0
-    return not (int(high) & 0x8080808080808080 or (data[whole:] >= 0x80).any())
-
-
-def _read_text(path: Path, as_array: bool):
-    if not path.exists():
-        raise unreadable_input(path)
-    if path.is_dir():
-        raise InputError(f"{path}: is a directory, expected a file")
-    try:
-        if not path.is_file() or _first_block_is_gzip(path):
-            # a pipe, a device (/dev/zero) or a gzipped file: read block by block, each checked (a NUL byte, a line
-            # over 1 MiB, a gzip stream expanding 200 times) before the next is read
-            data = read_input(str(path))
-            data = np.frombuffer(data, dtype=np.uint8) if as_array else data
-        else:
-            check_first_block(path)  # a sparse 1 TiB file of zeros is refused before it is read
-            data = _raw_bytes(path, as_array)
-            _refuse_nul(data, path)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if bytes(data[:3]) == b"\xef\xbb\xbf":
-        data = data[3:]  # a UTF-8 byte-order mark would become part of the first query id
-    try:
-        if not _is_ascii(data):  # ASCII (the usual TREC file) is UTF-8
-            bytes(data).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    return data
 
 
 def _gather(arr: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -310,8 +231,8 @@ def _read_simple(data: bytes, count: int, docid_field: int, value_field: int) ->
     if any(pc.min(pc.binary_length(table.column(n))).as_py() == 0 for n in names if n != names[value_field]):
         return None  # an empty field: two spaces in a row, or a leading space
     values = column_to_numpy(table.column(names[value_field]))  # ChunkedArray.to_numpy costs ~0.2 s here
-    if np.isnan(values).any():
-        return None  # the general path names the line
+    if np.isnan(values).any() or (count == 4 and np.isinf(values).any()):
+        return None  # NaN, or an infinite relevance: the general path names the line
     enc = pc.dictionary_encode(table.column(names[0]))
     qnames = np.array(enc.chunk(0).dictionary.to_pylist() if enc.num_chunks else [], dtype=bytes)
     if qnames.shape[0] and (qnames.astype("S1") == b"#").any():
@@ -325,8 +246,28 @@ def _read_simple(data: bytes, count: int, docid_field: int, value_field: int) ->
     return cols
 
 
-def _numbers(arr, starts, lengths, what, path, numbers) -> np.ndarray:
-    """Parse number tokens in C (Arrow's cast), NaN refused; an error names the first bad line."""
+def _first_unparsable(strings) -> int:
+    """The index of the first string Arrow's number parser refuses (one is known to be refused), by bisection: the
+    tokens are judged by the same parser that read the rest, so what is a number cannot differ between the two
+    (Python's ``float`` takes ``1_0`` and Arabic-Indic digits, which Arrow refuses)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    lo, hi = 0, len(strings)  # the first refused token is in [lo, hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        try:
+            pc.cast(strings.slice(lo, mid - lo), pa.float64())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            hi = mid
+        else:
+            lo = mid
+    return lo
+
+
+def _numbers(arr, starts, lengths, what, path, numbers) -> tuple[np.ndarray, InputFormatError | None]:
+    """Parse number tokens in C (Arrow's cast): the values, and the error of the first token that is not a number, or
+    NaN, or (a relevance) infinite; with an error, only the values before its line."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -340,22 +281,23 @@ def _numbers(arr, starts, lengths, what, path, numbers) -> np.ndarray:
     try:
         values = pc.cast(strings, pa.float64()).to_numpy(zero_copy_only=False)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        for i, text in enumerate(strings.to_pylist()):  # the error path only: find the first bad token
-            try:
-                float(text)
-            except ValueError:
-                raise InputFormatError(f"{what} must be a number", str(path), int(numbers[i]), text) from None
-        raise InputFormatError(f"{what} must be a number", str(path), int(numbers[0]), "?") from None
-    bad = np.isnan(values)
+        i = _first_unparsable(strings)
+        values = pc.cast(strings.slice(0, i), pa.float64()).to_numpy(zero_copy_only=False)
+        problem = InputFormatError(f"{what} must be a number", str(path), int(numbers[i]), strings[i].as_py())
+    else:
+        problem = None
+    bad = np.isnan(values) | (np.isinf(values) if what == "relevance" else False)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise InputFormatError(f"{what} is NaN", str(path), int(numbers[i]), strings[i].as_py())
-    return values
+        kind = "NaN" if np.isnan(values[i]) else "infinite"
+        problem = InputFormatError(f"{what} is {kind}", str(path), int(numbers[i]), strings[i].as_py())
+        values = values[:i]
+    return values, problem
 
 
 def _tokens(arr: np.ndarray, layout: str, path: Path):
-    """Token starts and ends (``(lines, fields)``) of the data lines and their line numbers; a line with another field
-    count is an :class:`InputFormatError`."""
+    """Token starts and ends (``(lines, fields)``) of the data lines and their line numbers, and the error of the
+    first line with another field count (None when there is none; the lines are then those before it)."""
     count = len(layout.split())
     starts, ends = token_bounds(arr)
     newlines = np.flatnonzero(arr == 10)
@@ -373,26 +315,38 @@ def _tokens(arr: np.ndarray, layout: str, path: Path):
         starts, ends = starts[keep], ends[keep]
         data_lines = data_lines[~comment]
     bad = per_line[data_lines] != count
-    if bad.any():
-        number = int(data_lines[int(np.argmax(bad))]) + 1
+    problem = None
+    if bad.any():  # the lines before it are read on: an error of theirs comes first in the file
+        first = int(np.argmax(bad))
+        number = int(data_lines[first]) + 1
         text = bytes(arr).split(b"\n", number)[number - 1].decode("utf-8", "replace").rstrip("\r")
-        raise InputFormatError(f'expected {count} fields "{layout}"', str(path), number, text)
-    return starts.reshape(-1, count), ends.reshape(-1, count), data_lines + 1
+        problem = InputFormatError(f'expected {count} fields "{layout}"', str(path), number, text)
+        data_lines, starts, ends = data_lines[:first], starts[:first * count], ends[:first * count]
+    return starts.reshape(-1, count), ends.reshape(-1, count), data_lines + 1, problem
 
 
-def _read_general(data: bytes, path: Path, layout: str, docid_field: int, value_field: int) -> TrecColumns:
-    """Any whitespace layout, tokenised with numpy."""
+def _read_general(data: bytes, path: Path, layout: str, docid_field: int, value_field: int,
+                  duplicate: str) -> TrecColumns:
+    """Any whitespace layout, tokenised with numpy. Of the errors a file may have (a line with another field count, a
+    value that is not a number, a pair on two lines), the one on the earliest line is raised: the checks run on the
+    lines before the first error found so far."""
     arr = np.frombuffer(data, dtype=np.uint8)
     empty = np.zeros(0, dtype=np.int64)
     if arr.shape[0] == 0:
         return TrecColumns(empty, np.zeros(0, "S1"), np.zeros((0, 1), np.uint64), np.zeros(0), empty)
-    starts, ends, numbers = _tokens(arr, layout, path)
+    starts, ends, numbers, problem = _tokens(arr, layout, path)
     lengths = ends - starts
     what = "score" if layout == RUN_LAYOUT else "relevance"
-    values = _numbers(arr, starts[:, value_field], lengths[:, value_field], what, path, numbers)
+    values, bad_value = _numbers(arr, starts[:, value_field], lengths[:, value_field], what, path, numbers)
+    if bad_value is not None:  # on an earlier line than a field count's error, which ended the lines read
+        problem, n = bad_value, values.shape[0]
+        starts, lengths, numbers = starts[:n], lengths[:n], numbers[:n]
     qcodes, qnames = _codes(_gather(arr, starts[:, 0], lengths[:, 0]))
     words = words_of(_gather(arr, starts[:, docid_field], lengths[:, docid_field]))
     cols = TrecColumns(qcodes, qnames, words, values, numbers, text=data)
+    if problem is not None:
+        check_unique_pairs(cols, path, duplicate)  # a pair repeated before the error's line comes first
+        raise problem
     if layout == RUN_LAYOUT and numbers.shape[0]:
         cols.tag = bytes(arr[starts[0, 5]:ends[0, 5]]).decode()
     return cols
@@ -401,14 +355,15 @@ def _read_general(data: bytes, path: Path, layout: str, docid_field: int, value_
 def read_columns(path: Path | str, layout: str, docid_field: int, value_field: int, duplicate: str,
                  data: bytes | None = None) -> TrecColumns:
     """Read a whitespace-separated TREC file (see the module docstring), or its ``data`` already read by
-    :func:`read_text_bytes`; a line with another field count, a value that is not a number or NaN, or a (qid, docid)
-    pair on two lines is an :class:`InputFormatError` naming the line."""
+    :func:`read_text_bytes`; a line with another field count, a value that is not a number (as Arrow reads numbers)
+    or NaN, an infinite relevance, or a (qid, docid) pair on two lines is an :class:`InputFormatError` naming the
+    earliest line with an error."""
     path = Path(path)
     if data is None:
         data = read_text_bytes(path)
     cols = _read_simple(data, len(layout.split()), docid_field, value_field)
     if cols is None:
-        cols = _read_general(data, path, layout, docid_field, value_field)
+        cols = _read_general(data, path, layout, docid_field, value_field, duplicate)
     check_unique_pairs(cols, path, duplicate)
     return cols
 

@@ -25,6 +25,9 @@ from rankcli.trec_eval.render import Renderer
 STAND_IN = b"ceci_nest_pas_un_docno"
 #: Cells (queries x documents) of one block: bounds the memory of the padded matrices.
 BLOCK_CELLS = 1 << 21
+#: Queries of one block: bounds the memory of its ``-q`` lines (a block of 200,000 one-document queries was 1.3 GB of
+#: lines held at once).
+BLOCK_QUERIES = 4096
 
 
 @dataclass
@@ -39,11 +42,19 @@ class Prepared:
     rel_queries: int | None = None  # queries in the qrels (-c averages over them), when not every one is evaluated
 
 
-def prepare(o: Options) -> Prepared:
-    """Read both files and join them (see :mod:`rankcli.core.treceval.join`)."""
+def read_files(o: Options) -> tuple[bytes, bytes]:
+    """The read stage: both files' bytes (qrels, then run), checked block by block as they are read."""
     qrels_path, run_path = o.files
-    qrels_data = read.read_input(qrels_path)
-    run_data = read.read_input(run_path)
+    return read.read_input(qrels_path), read.read_input(run_path)
+
+
+def prepare(o: Options, data: tuple[bytes, bytes]) -> Prepared:
+    """The join and rank stage: both files' ``data`` parsed and joined, each query's documents ranked, by the C module
+    when it takes them (:mod:`rankcli.trec_eval.native`), else by trec_eval's own parsing and
+    :mod:`rankcli.core.treceval.join`."""
+    qrels_path, run_path = o.files
+    qrels_data, run_data = data
+    del data
     if o.rel_format == "qrels" and o.debug_query is None:
         fast = native.prepare(o, qrels_data, run_data)
         if fast is not None:
@@ -82,7 +93,8 @@ def prepare(o: Options) -> Prepared:
 
 
 def _blocks(ret_offsets: np.ndarray, label_offsets: np.ndarray) -> Iterator[tuple[int, int]]:
-    """Consecutive query ranges whose padded matrices stay within :data:`BLOCK_CELLS` cells (one query at least)."""
+    """Consecutive query ranges whose padded matrices stay within :data:`BLOCK_CELLS` cells (one query at least) and
+    of at most :data:`BLOCK_QUERIES` queries."""
     n = ret_offsets.shape[0] - 1
     width = np.maximum(np.diff(ret_offsets), np.diff(label_offsets))
     start = 0
@@ -90,7 +102,7 @@ def _blocks(ret_offsets: np.ndarray, label_offsets: np.ndarray) -> Iterator[tupl
         stop, widest = start, 0
         while stop < n:
             w = max(widest, int(width[stop]), 1)
-            if stop > start and w * (stop - start + 1) > BLOCK_CELLS:
+            if stop > start and (w * (stop - start + 1) > BLOCK_CELLS or stop - start >= BLOCK_QUERIES):
                 break
             widest, stop = w, stop + 1
         yield start, stop
@@ -129,9 +141,9 @@ def _values(measures: list[Active], ch: Chunk, stand_in: np.ndarray) -> tuple[np
     return matrix, strings
 
 
-def _query_values(p: Prepared, measures: list[Active], o: Options) -> Iterator[tuple]:
-    """Blocks of (query ids, values, relstrings) in query order; under -R qrels_jg one block of the groups'
-    averages."""
+def measure(p: Prepared, measures: list[Active], o: Options) -> Iterator[tuple]:
+    """The measure stage: blocks of (query ids, values, relstrings) in query order, each block's kernels run as the
+    block is asked for; under -R qrels_jg one block of the groups' averages."""
     j = p.joined
     parts = []
     for start, stop in _blocks(j.ret_offsets, j.label_offsets):
@@ -180,11 +192,12 @@ class _Source:
 
 
 def _qrels_source(o: Options, measures: list[Active]) -> _Source:
-    p = prepare(o)
+    """Qrels (``-R qrels``, ``qrels_jg``): the stages read, join and rank, and measure (streamed)."""
+    p = prepare(o, read_files(o))
     n = p.joined.qcodes.shape[0] if p.query is None else np.unique(p.query).shape[0]
     if o.complete and p.rel_queries is not None:
         n = p.rel_queries
-    return _Source(_query_values(p, measures, o), n, p.run_id, p.positive_labels)
+    return _Source(measure(p, measures, o), n, p.run_id, p.positive_labels)
 
 
 def _prefs_source(o: Options, measures: list[Active]) -> _Source:
@@ -195,14 +208,9 @@ def _prefs_source(o: Options, measures: list[Active]) -> _Source:
     return _Source(blocks, p.rel_queries if o.complete else p.ranked.qcodes.shape[0], p.run_id)
 
 
-def evaluate(o: Options) -> Iterator[bytes]:
-    """trec_eval's output for the options ``o``, block by block."""
-    if o.rel_format not in ("qrels", "qrels_jg", *prefs.FORMATS):
-        raise UsageError(f"trec_eval: Illegal rel_format '{o.rel_format}'")
-    if o.results_format != "trec_results":
-        raise UsageError(f"trec_eval: Illegal retrieval results format '{o.results_format}'")
-    measures = select(o.measures, o.rel_format)
-    source = (_prefs_source if o.rel_format in prefs.FORMATS else _qrels_source)(o, measures)
+def write(source: _Source, measures: list[Active], o: Options) -> Iterator[bytes]:
+    """The write stage: each block's ``-q`` lines as soon as it is measured (``-Z``: as z-scores), then the summary
+    from the running sums, in trec_eval's order of additions."""
     zscores = read.read_zscores(o.zscores) if o.zscores is not None else None
     render = Renderer(measures, o)
     total = None
@@ -215,3 +223,15 @@ def evaluate(o: Options) -> Iterator[bytes]:
             yield render.queries(qids, values, strings)
     if o.summary:
         yield render.summary(total, source.num_q, source.run_id, source.positive_labels)
+
+
+def evaluate(o: Options) -> Iterator[bytes]:
+    """trec_eval's output for the options ``o``, block by block: the stages read, join and rank, measure, write, each
+    called once (measure and write stream the queries block by block)."""
+    if o.rel_format not in ("qrels", "qrels_jg", *prefs.FORMATS):
+        raise UsageError(f"trec_eval: Illegal rel_format '{o.rel_format}'")
+    if o.results_format != "trec_results":
+        raise UsageError(f"trec_eval: Illegal retrieval results format '{o.results_format}'")
+    measures = select(o.measures, o.rel_format)
+    source = (_prefs_source if o.rel_format in prefs.FORMATS else _qrels_source)(o, measures)
+    yield from write(source, measures, o)

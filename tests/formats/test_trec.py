@@ -178,12 +178,13 @@ def test_hash_collisions_neither_hide_a_duplicate_nor_break_the_join(tmp_path, m
     documents themselves, and the join still pairs each run line with its own judgment."""
     import numpy as np
 
-    from rankcli.formats import trec_join, trec_read
+    from rankcli.formats import trec_read
+    from tests.trec_loading import load_trec_run
 
     monkeypatch.setattr(trec_read, "doc_hash", lambda words, seed=0: np.zeros(words.shape[0], dtype=np.uint64))
     (tmp_path / "r.txt").write_text("1 Q0 a 1 3 t\n1 Q0 b 2 2 t\n1 Q0 c 3 1 t\n2 Q0 a 1 1 t\n2 Q0 d 2 0 t\n")
     (tmp_path / "q.txt").write_text("1 0 c 1\n1 0 a 3\n2 0 d 2\n2 0 x 4\n1 0 e 1\n")
-    run = trec_join.load_trec_run(tmp_path / "r.txt", tmp_path / "q.txt")
+    run = load_trec_run(tmp_path / "r.txt", tmp_path / "q.txt")
     assert run.labels.tolist() == [3.0, 0.0, 1.0, 0.0, 2.0]
     assert run.judged.tolist() == [True, False, True, False, True]
     assert run.unranked_labels.tolist() == [1.0, 4.0]
@@ -195,7 +196,7 @@ def test_hash_collisions_neither_hide_a_duplicate_nor_break_the_join(tmp_path, m
 @pytest.mark.parametrize("which", ["run", "qrels"])
 def test_a_symlink_loop_or_a_broken_link_is_named_as_such(tmp_path, which):
     from rankcli.errors import InputError
-    from rankcli.formats.trec_join import load_trec_run
+    from tests.trec_loading import load_trec_run
 
     (tmp_path / "r.txt").write_text("1 Q0 a 1 2 t\n")
     (tmp_path / "q.txt").write_text("1 0 a 1\n")
@@ -218,7 +219,7 @@ def test_the_c_paths_array_holds_the_numpy_paths_bytes(tmp_path, content, gzippe
 
     import numpy as np
 
-    from rankcli.formats.trec_read import read_text_array, read_text_bytes
+    from rankcli.formats.trec_text import read_text_array, read_text_bytes
 
     path = tmp_path / "f.txt"
     path.write_bytes(gzip.compress(content) if gzipped else content)
@@ -229,7 +230,7 @@ def test_the_c_paths_array_holds_the_numpy_paths_bytes(tmp_path, content, gzippe
 @pytest.mark.parametrize("content", [b"1 0 \xe9 1\n", b"1 0 a 1\n" * 5 + b"\xff", b"\xc3"])
 def test_the_c_paths_array_refuses_what_is_not_utf8_alike(tmp_path, content):
     from rankcli.errors import InputError
-    from rankcli.formats.trec_read import read_text_array, read_text_bytes
+    from rankcli.formats.trec_text import read_text_array, read_text_bytes
 
     path = tmp_path / "f.txt"
     path.write_bytes(content)
@@ -245,7 +246,7 @@ def test_the_c_paths_array_reads_a_pipe(tmp_path):
     import os
     import threading
 
-    from rankcli.formats.trec_read import read_text_array
+    from rankcli.formats.trec_text import read_text_array
 
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)

@@ -15,9 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rankcli import evaluate as E
+from rankcli import runs
 from rankcli.core import metrics as M
+from rankcli.dataset import Run
 from rankcli.errors import InputError
-from rankcli.formats import trec_fast, trec_join
+from rankcli.formats import trec_fast
+from tests.trec_loading import load_trec_run
 
 native = pytest.mark.skipif(trec_fast.trec_native is None, reason="the C path is not built (no C compiler)")
 
@@ -39,7 +42,7 @@ def _numpy_path(monkeypatch):
 
 
 def _evaluate(run_path, qrels_path, **options):
-    run = trec_join.load_trec_run(run_path, qrels_path, ranked=True, threads=options.pop("threads", 1), **options)
+    run = load_trec_run(run_path, qrels_path, ranked=True, threads=options.pop("threads", 1), **options)
     report = E.evaluate_run(run, ALL, M.Convention.preset("trec"))
     return run, report
 
@@ -61,7 +64,7 @@ def _both_paths(monkeypatch, run_path, qrels_path, **options):
     with monkeypatch.context() as m:
         _numpy_path(m)
         slow_run, slow = _evaluate(run_path, qrels_path, **options)
-    assert not slow_run.ranked and slow_run.docids is not None
+    assert slow_run.ranked and slow_run.docids is None  # the numpy join's rows, ranked by the rank stage
     return fast_run, fast, slow
 
 
@@ -188,7 +191,7 @@ def test_a_run_sharing_no_document_gets_the_numpy_paths_error(tmp_path, monkeypa
     (tmp_path / "q.txt").write_text("1 0 b 1\n")
     assert trec_fast.join(b"1 Q0 a 1 2 t\n", b"1 0 b 1\n") is not None  # read, but it cannot name the documents
     with pytest.raises(InputError, match="share no document id.*the run has 'a', the qrels 'b'"):
-        trec_join.load_trec_run(tmp_path / "r.txt", tmp_path / "q.txt", ranked=True)
+        load_trec_run(tmp_path / "r.txt", tmp_path / "q.txt", ranked=True)
 
 
 @native
@@ -220,16 +223,17 @@ def test_rankcli_pure_python_turns_the_c_path_off(tmp_path, monkeypatch):
     run_path, qrels_path = _random_files(tmp_path, 3)
     monkeypatch.setenv("RANKCLI_PURE_PYTHON", "1")
     assert not trec_fast.available() and trec_fast.join(b"1 Q0 a 1 2 t\n", b"1 0 a 1\n") is None
-    run = trec_join.load_trec_run(run_path, qrels_path, ranked=True)
-    assert not run.ranked and run.docids is not None
+    slow = load_trec_run(run_path, qrels_path, ranked=True)
+    monkeypatch.setenv("RANKCLI_PURE_PYTHON", "0")
+    assert slow.ranked and np.array_equal(slow.labels, load_trec_run(run_path, qrels_path, ranked=True).labels)
 
 
 def test_a_ranked_run_cannot_be_evaluated_in_input_order():
-    run = trec_join.Run(qids=np.array([1]), labels=np.zeros(1), scores=np.zeros(1), offsets=np.array([0, 1]),
+    run = Run(qids=np.array([1]), labels=np.zeros(1), scores=np.zeros(1), offsets=np.array([0, 1]),
                         ranked=True)
-    assert E.kernel_convention(run, M.Convention.preset("trec")).ties == "input"
+    assert runs.kernel_convention(run, M.Convention.preset("trec")).ties == "input"
     with pytest.raises(ValueError, match="rank order"):
-        E.kernel_convention(run, M.Convention(ties="input"))
+        runs.kernel_convention(run, M.Convention(ties="input"))
 
 
 # ---------------------------------------------------------------------------------------------------------------------
