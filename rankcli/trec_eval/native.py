@@ -56,7 +56,7 @@ def prepare(o, qrels_data: bytes, run_data: bytes):
         return None
     from rankcli.cpus import available_cpus
 
-    joined = trec_fast.join(run_data, qrels_data, available_cpus())
+    joined = trec_fast.join(run_data, qrels_data, available_cpus(), scores=False)
     if joined is None:
         return None
     labels = joined.qrels.values

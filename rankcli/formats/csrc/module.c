@@ -26,6 +26,14 @@ typedef struct {
     Slice *run, *qrels;
 } ReadTask;
 
+static void *count_task(void *arg)
+{
+    ReadTask *t = arg;
+    t->run->cap = trec_count_lines(t->run->d, t->run->begin, t->run->end);
+    t->qrels->cap = trec_count_lines(t->qrels->d, t->qrels->begin, t->qrels->end);
+    return NULL;
+}
+
 static void *read_task(void *arg)
 {
     ReadTask *t = arg;
@@ -62,11 +70,33 @@ static int convert_pending(Slice *s)
 }
 
 typedef struct {
-    int threads;
+    int threads, scores;
     Slice run_slices[MAX_THREADS], qrels_slices[MAX_THREADS];
     Lines run, qrels;
     PyObject *run_first, *ranked_scores, *ranked_match, *qrels_codes, *qrels_values;
 } Join;
+
+/* Give each slice its share of the arrays of all the lines, which hold as many lines as the slices' bytes: one
+ * array per column, filled in place by the slices and merged in place (no copy of the lines). */
+static int share_lines(Slice *slices, int threads, Lines *l)
+{
+    Py_ssize_t at = 0;
+    for (int k = 0; k < threads; k++) {
+        slices[k].codes = l->codes + at;
+        slices[k].values = l->values + at;
+        slices[k].doc = l->doc + at;
+        at += slices[k].cap;
+    }
+    return 0;
+}
+
+static Py_ssize_t total_cap(const Slice *slices, int threads)
+{
+    Py_ssize_t total = 0;
+    for (int k = 0; k < threads; k++)
+        total += slices[k].cap;
+    return total;
+}
 
 static int read_both(Join *j, const Py_buffer *run_buf, const Py_buffer *qrels_buf)
 {
@@ -82,6 +112,28 @@ static int read_both(Join *j, const Py_buffer *run_buf, const Py_buffer *qrels_b
         tasks[k] = (ReadTask){&j->run_slices[k], &j->qrels_slices[k]};
     }
     Py_BEGIN_ALLOW_THREADS
+    trec_run_all(count_task, (char *)tasks, sizeof(ReadTask), j->threads);
+    Py_END_ALLOW_THREADS
+    Py_ssize_t run_cap = total_cap(j->run_slices, j->threads), qrels_cap = total_cap(j->qrels_slices, j->threads);
+    if (run_cap == 0 || qrels_cap == 0 || run_cap >= INT32_MAX || qrels_cap >= INT32_MAX ||
+        (uint64_t)run_buf->len >= (1ULL << (64 - DOC_LEN_BITS)) ||
+        (uint64_t)qrels_buf->len >= (1ULL << (64 - DOC_LEN_BITS)))
+        return FAST_BAIL;  /* an empty file (the numpy path says so), or beyond the int32 line numbers */
+    j->run = (Lines){.d = rd, .codes = big_alloc((size_t)run_cap * sizeof(int32_t)),
+                     .values = big_alloc((size_t)run_cap * sizeof(double)),
+                     .doc = big_alloc((size_t)run_cap * sizeof(uint64_t))};
+    j->qrels_codes = PyByteArray_FromStringAndSize(NULL, qrels_cap * (Py_ssize_t)sizeof(int32_t));
+    j->qrels_values = PyByteArray_FromStringAndSize(NULL, qrels_cap * (Py_ssize_t)sizeof(double));
+    if (!j->run.codes || !j->run.values || !j->run.doc || !j->qrels_codes || !j->qrels_values)
+        return FAST_NOMEM;
+    j->qrels = (Lines){.d = qd, .codes = (int32_t *)PyByteArray_AS_STRING(j->qrels_codes),
+                       .values = (double *)PyByteArray_AS_STRING(j->qrels_values),
+                       .doc = big_alloc((size_t)qrels_cap * sizeof(uint64_t))};
+    if (j->qrels.doc == NULL)
+        return FAST_NOMEM;
+    share_lines(j->run_slices, j->threads, &j->run);
+    share_lines(j->qrels_slices, j->threads, &j->qrels);
+    Py_BEGIN_ALLOW_THREADS
     trec_run_all(read_task, (char *)tasks, sizeof(ReadTask), j->threads);
     Py_END_ALLOW_THREADS
     Py_ssize_t nrun = 0, nqrels = 0;
@@ -91,28 +143,23 @@ static int read_both(Join *j, const Py_buffer *run_buf, const Py_buffer *qrels_b
         nrun += j->run_slices[k].n;
         nqrels += j->qrels_slices[k].n;
     }
-    if (!err && (nrun == 0 || nqrels == 0 || nrun >= INT32_MAX || nqrels >= INT32_MAX ||
-                 (uint64_t)run_buf->len >= (1ULL << (64 - DOC_LEN_BITS)) ||
-                 (uint64_t)qrels_buf->len >= (1ULL << (64 - DOC_LEN_BITS))))
-        err = FAST_BAIL;  /* an empty file (the numpy path says so), or beyond the int32 line numbers */
+    if (!err && (nrun == 0 || nqrels == 0))
+        err = FAST_BAIL;  /* no data lines (the numpy path says so) */
     for (int k = 0; !err && k < j->threads; k++)
         err = worse(convert_pending(&j->run_slices[k]), convert_pending(&j->qrels_slices[k]));
     if (err)
         return err;
+    j->run.n = nrun;
+    j->qrels.n = nqrels;
     Py_ssize_t most_queries = 1;  /* the run's distinct queries: at most those of its slices together */
     for (int k = 0; k < j->threads; k++)
         most_queries += j->run_slices[k].queries.count;
     j->run_first = PyByteArray_FromStringAndSize(NULL, most_queries * (Py_ssize_t)sizeof(int64_t));
-    j->ranked_scores = PyByteArray_FromStringAndSize(NULL, nrun * (Py_ssize_t)sizeof(double));
+    if (j->scores)
+        j->ranked_scores = PyByteArray_FromStringAndSize(NULL, nrun * (Py_ssize_t)sizeof(double));
     j->ranked_match = PyByteArray_FromStringAndSize(NULL, nrun * (Py_ssize_t)sizeof(int32_t));
-    j->qrels_codes = PyByteArray_FromStringAndSize(NULL, nqrels * (Py_ssize_t)sizeof(int32_t));
-    j->qrels_values = PyByteArray_FromStringAndSize(NULL, nqrels * (Py_ssize_t)sizeof(double));
-    if (!j->run_first || !j->ranked_scores || !j->ranked_match || !j->qrels_codes || !j->qrels_values)
+    if (!j->run_first || (j->scores && !j->ranked_scores) || !j->ranked_match)
         return FAST_NOMEM;
-    j->run.d = rd;
-    j->run.n = nrun;
-    j->qrels = (Lines){.d = qd, .n = nqrels, .codes = (int32_t *)PyByteArray_AS_STRING(j->qrels_codes),
-                       .values = (double *)PyByteArray_AS_STRING(j->qrels_values)};
     return 0;
 }
 
@@ -121,12 +168,9 @@ static int merge_and_join(Join *j)
     int err = trec_merge_slices(j->run_slices, j->threads, &j->run);
     if (!err)
         err = trec_merge_slices(j->qrels_slices, j->threads, &j->qrels);
-    for (int k = 0; k < j->threads; k++) {  /* the lines are in j->run and j->qrels now */
-        trec_free_slice(&j->run_slices[k]);
-        trec_free_slice(&j->qrels_slices[k]);
-    }
     if (!err)
-        err = trec_join_all(&j->run, &j->qrels, (double *)PyByteArray_AS_STRING(j->ranked_scores),
+        err = trec_join_all(&j->run, &j->qrels,
+                            j->ranked_scores ? (double *)PyByteArray_AS_STRING(j->ranked_scores) : NULL,
                        (int32_t *)PyByteArray_AS_STRING(j->ranked_match),
                        (int64_t *)PyByteArray_AS_STRING(j->run_first), j->threads);
     return err;
@@ -152,21 +196,22 @@ static void free_join(Join *j)
 }
 
 PyDoc_STRVAR(join_doc,
-"join(run, qrels, threads=1) -> tuple | None\n\n"
+"join(run, qrels, threads=1, scores=True) -> tuple | None\n\n"
 "Read a TREC run (qid Q0 docid rank score tag) and its qrels (qid iteration docid relevance), both as bytes, and\n"
 "join them, on up to `threads` threads. None when the input is outside the fast path (see the module's source):\n"
 "read it with the numpy path. Otherwise (run_qids, run_first, scores, match, tag, qrels_qids, qrels_codes,\n"
 "relevance), the arrays as bytearrays: the run's query ids in order of first appearance (a list of bytes); the\n"
 "run's lines ranked: query by query in that order (query c at run_first[c]:run_first[c + 1], int64), each query's\n"
-"in trec_eval's rank order, their scores (float64) and the qrels line of the same (query, document), -1 if none\n"
+"in trec_eval's rank order, their scores (float64; None unless `scores`) and the qrels line of the same (query,\n"
+"document), -1 if none\n"
 "(int32); the sixth field of the run's first line; the qrels' query ids in order of first appearance and per line\n"
 "its query's number (int32) and its relevance (float64).");
 
 static PyObject *join(PyObject *self, PyObject *args)
 {
     Py_buffer run_buf, qrels_buf;
-    int threads = 1;
-    if (!PyArg_ParseTuple(args, "y*y*|i:join", &run_buf, &qrels_buf, &threads))
+    int threads = 1, scores = 1;
+    if (!PyArg_ParseTuple(args, "y*y*|ip:join", &run_buf, &qrels_buf, &threads, &scores))
         return NULL;
     Join *j = calloc(1, sizeof(Join));
     PyObject *result = NULL;
@@ -176,6 +221,7 @@ static PyObject *join(PyObject *self, PyObject *args)
         return PyErr_NoMemory();
     }
     j->threads = threads < 1 ? 1 : threads > MAX_THREADS ? MAX_THREADS : threads;
+    j->scores = scores;
     int err = read_both(j, &run_buf, &qrels_buf);
     if (!err) {
         Py_BEGIN_ALLOW_THREADS
@@ -189,8 +235,11 @@ static PyObject *join(PyObject *self, PyObject *args)
         result = Py_None;
         Py_INCREF(result);
     } else {
-        if (PyByteArray_Resize(j->run_first, (j->run.queries.count + 1) * (Py_ssize_t)sizeof(int64_t)) == 0)
-            result = Py_BuildValue("(NOOONNOO)", query_names(&j->run.queries), j->run_first, j->ranked_scores,
+        if (PyByteArray_Resize(j->run_first, (j->run.queries.count + 1) * (Py_ssize_t)sizeof(int64_t)) == 0 &&
+            PyByteArray_Resize(j->qrels_codes, j->qrels.n * (Py_ssize_t)sizeof(int32_t)) == 0 &&
+            PyByteArray_Resize(j->qrels_values, j->qrels.n * (Py_ssize_t)sizeof(double)) == 0)
+            result = Py_BuildValue("(NOOONNOO)", query_names(&j->run.queries), j->run_first,
+                                   j->ranked_scores ? j->ranked_scores : Py_None,
                                    j->ranked_match,
                                    PyBytes_FromStringAndSize((const char *)j->run.d + j->run.tag_start,
                                                              j->run.tag_len),

@@ -168,16 +168,29 @@ int trec_convert_slowly(const unsigned char *p, Py_ssize_t len, double *out)
 
 void trec_free_slice(Slice *s)
 {
-    free(s->codes);
-    free(s->values);
-    free(s->doc);
     free(s->pending);
     trec_free_queries(&s->queries);
-    s->codes = NULL;
-    s->values = NULL;
-    s->doc = NULL;
     s->pending = NULL;
-    s->n = s->npending = s->cap_pending = 0;
+    s->npending = s->cap_pending = 0;
+}
+
+/* The lines of d[begin:end]: its newlines, and one more when it ends without one. Eight bytes at a time: a byte of
+ * x is zero exactly when its high bit survives in ~(((x & 7f..) + 7f..) | x), with no carry between bytes; those
+ * bits, shifted to each byte's low bit, are summed into the top byte by one multiplication. */
+Py_ssize_t trec_count_lines(const unsigned char *d, Py_ssize_t begin, Py_ssize_t end)
+{
+    const uint64_t low7 = 0x7f7f7f7f7f7f7f7fULL, newlines = 0x0a0a0a0a0a0a0a0aULL;
+    Py_ssize_t count = 0, i = begin;
+    for (; i + 8 <= end; i += 8) {
+        uint64_t x;
+        memcpy(&x, d + i, 8);
+        x ^= newlines;
+        uint64_t zero = ~(((x & low7) + low7) | x) & ~low7;
+        count += (Py_ssize_t)(((zero >> 7) * 0x0101010101010101ULL) >> 56);
+    }
+    for (; i < end; i++)
+        count += d[i] == '\n';
+    return count + (end > begin && d[end - 1] != '\n');
 }
 
 /* The fields of the line at *pos (their starts and lengths), *pos moved past its newline: the number of fields (0:
@@ -212,21 +225,15 @@ static inline int split_line(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t
     return cls == NUL ? -1 : count;
 }
 
+/* The data lines of a slice into its share of the lines' arrays (s->codes, s->values, s->doc: room for
+ * trec_count_lines of its bytes, which no slice exceeds). */
 int trec_read_slice(Slice *s)
 {
     const unsigned char *d = s->d;
     const int fields = s->fields, doc_field = s->doc_field, value_field = s->value_field;
-    /* A data line takes at least 2 * fields bytes (each field a byte and a separator); the pages of the arrays
-     * beyond the lines read are never touched. */
-    Py_ssize_t cap = (s->end - s->begin) / (2 * fields) + 2;
     int err = grow_queries(&s->queries);
     if (err)
         return err;
-    s->codes = big_alloc((size_t)cap * sizeof(int32_t));
-    s->values = big_alloc((size_t)cap * sizeof(double));
-    s->doc = big_alloc((size_t)cap * sizeof(uint64_t));
-    if (s->codes == NULL || s->values == NULL || s->doc == NULL)
-        return FAST_NOMEM;
     Py_ssize_t tail = s->end;  /* where the last line starts if it lacks a newline: only it needs bounds checks */
     while (tail > s->begin && d[tail - 1] != '\n')
         tail--;
@@ -239,6 +246,8 @@ int trec_read_slice(Slice *s)
                                : split_line(d, &pos, s->end, 1, fields, start, len);
         if (count == 0)
             continue;  /* blank or comment */
+        if (n == s->cap)
+            return FAST_BAIL;  /* never: trec_count_lines counted every line */
         if (count != fields || len[0] > INT32_MAX || len[doc_field] >= (1 << DOC_LEN_BITS))
             return FAST_BAIL;
         const unsigned char *q = d + start[0];

@@ -113,7 +113,9 @@ typedef struct {
     const unsigned char *d;         /* the whole file */
     Py_ssize_t begin, end;          /* this slice's bytes */
     int fields, doc_field, value_field;
+    Py_ssize_t cap;                 /* lines in the slice's bytes (trec_count_lines): room in the arrays below */
     Py_ssize_t n;                   /* data lines */
+    /* The slice's share of the arrays of all the lines (Lines; not owned), from the line where it starts: */
     int32_t *codes;                 /* each line's query, numbered in `queries` */
     double *values;                 /* score (run) or relevance (qrels) */
     uint64_t *doc;                  /* each line's document id: offset << DOC_LEN_BITS | length */
@@ -124,11 +126,11 @@ typedef struct {
     int err;
 } Slice;
 
-typedef struct {
+typedef struct {            /* the lines of a file, read by slices into these arrays and merged in place */
     const unsigned char *d;
     Py_ssize_t n;
-    int32_t *codes;         /* each line's query, by first appearance in the file (a bytearray's buffer) */
-    double *values;         /* (a bytearray's buffer) */
+    int32_t *codes;         /* each line's query, by first appearance in the file (qrels: a bytearray's buffer) */
+    double *values;         /* (qrels: a bytearray's buffer) */
     uint64_t *doc;
     Py_ssize_t tag_start, tag_len;
     QueryTable queries;
@@ -142,6 +144,7 @@ void trec_free_queries(QueryTable *t);
 int trec_query_code(QueryTable *t, const unsigned char *p, int32_t len, int add, int32_t *code);
 int trec_convert_slowly(const unsigned char *p, Py_ssize_t len, double *out);
 void trec_free_slice(Slice *s);
+Py_ssize_t trec_count_lines(const unsigned char *d, Py_ssize_t begin, Py_ssize_t end);
 int trec_read_slice(Slice *s);
 void trec_run_all(Task task, char *items, size_t item_size, int count);
 Py_ssize_t trec_slice_start(const unsigned char *d, Py_ssize_t size, int k, int threads);
@@ -149,6 +152,6 @@ Py_ssize_t trec_slice_start(const unsigned char *d, Py_ssize_t size, int k, int 
 /* join.c */
 int trec_merge_slices(Slice *slices, int count, Lines *out);
 int trec_join_all(const Lines *run, const Lines *qrels, double *ranked_scores, int32_t *ranked_match,
-                  int64_t *run_first, int threads);
+                  int64_t *run_first, int threads);  /* ranked_scores: NULL when not wanted */
 
 #endif
