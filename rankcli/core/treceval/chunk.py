@@ -25,6 +25,16 @@ def padded(values: np.ndarray, offsets: np.ndarray, fill, width: int | None = No
     return out
 
 
+def padded_at(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray, fill) -> np.ndarray:
+    """Segments ``values[starts[i]:starts[i] + lengths[i]]`` as rows of a matrix, ``fill`` after each row's end."""
+    w = int(lengths.max()) if lengths.shape[0] else 0
+    out = np.full((lengths.shape[0], w), fill, dtype=values.dtype)
+    cols = np.arange(w)
+    inside = cols[None, :] < lengths[:, None]
+    out[inside] = values[(starts[:, None] + cols[None, :])[inside]]
+    return out
+
+
 def at(matrix: np.ndarray, k: np.ndarray, empty: float = 0.0) -> np.ndarray:
     """``matrix[i, k[i] - 1]`` (the prefix of row i through its first ``k[i]`` cells); ``empty`` where k <= 0."""
     n = matrix.shape[0]

@@ -38,6 +38,9 @@ class Joined:
     ret_offsets: np.ndarray
     labels: np.ndarray
     label_offsets: np.ndarray
+    #: where each ranking starts in ``rel`` when the rankings are not laid end to end (their lengths still
+    #: ``ret_offsets``' differences); None: at ``ret_offsets``
+    ret_starts: np.ndarray | None = None
 
 
 @dataclass
