@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rankcli.core.treceval.chunk import Chunk, padded
+from rankcli.core.treceval.chunk import NONPOOL, Chunk, padded, padded_at
 from rankcli.core.treceval.join import Duplicate, Side, code_of, codes, join
 from rankcli.errors import InputError, InputFormatError, UsageError
 from rankcli.formats import trec_eval_read as read
@@ -24,7 +24,7 @@ from rankcli.trec_eval.render import Renderer
 #: trec_eval's stand-in document for a judged query the run lacks (``-c``).
 STAND_IN = b"ceci_nest_pas_un_docno"
 #: Cells (queries x documents) of one block: bounds the memory of the padded matrices.
-BLOCK_CELLS = 1 << 21
+BLOCK_CELLS = 1 << 17
 #: Queries of one block: bounds the memory of its ``-q`` lines (a block of 200,000 one-document queries was 1.3 GB of
 #: lines held at once).
 BLOCK_QUERIES = 4096
@@ -112,7 +112,8 @@ def _blocks(ret_offsets: np.ndarray, label_offsets: np.ndarray) -> Iterator[tupl
 def _chunk(p: Prepared, start: int, stop: int, o: Options) -> Chunk:
     j = p.joined
     ro, lo = j.ret_offsets[start:stop + 1], j.label_offsets[start:stop + 1]
-    rel = padded(j.rel, ro, -1)
+    rel = padded(j.rel, ro, NONPOOL) if j.ret_starts is None else \
+        padded_at(j.rel, j.ret_starts[start:stop], np.diff(ro), NONPOOL)
     labels = padded(j.labels, lo, -1)
     labels = -np.sort(-labels, axis=1)  # descending: labels >= 0 first
     num_labels = (labels >= 0).sum(axis=1)
@@ -141,13 +142,46 @@ def _values(measures: list[Active], ch: Chunk, stand_in: np.ndarray) -> tuple[np
     return matrix, strings
 
 
+def _block_values(p: Prepared, measures: list[Active], o: Options, block: tuple[int, int]) -> tuple:
+    start, stop = block
+    return _values(measures, _chunk(p, start, stop, o), p.joined.stand_in[start:stop])
+
+
+def _in_order(work, blocks: list, threads: int) -> Iterator:
+    """``work(block)`` of every block, in order, on up to ``threads`` threads (numpy releases the GIL in its loops),
+    at most two blocks a thread computed ahead of the one awaited."""
+    if threads <= 1 or len(blocks) <= 1:
+        yield from map(work, blocks)
+        return
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="rankcli-measures")
+    try:
+        pending: deque = deque()
+        for block in blocks:
+            pending.append(pool.submit(work, block))
+            if len(pending) > 2 * threads:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def measure(p: Prepared, measures: list[Active], o: Options) -> Iterator[tuple]:
-    """The measure stage: blocks of (query ids, values, relstrings) in query order, each block's kernels run as the
-    block is asked for; under -R qrels_jg one block of the groups' averages."""
+    """The measure stage: blocks of (query ids, values, relstrings) in query order, the blocks' kernels run on as
+    many threads as the process may use, a few blocks ahead of the one asked for; under -R qrels_jg one block of the
+    groups' averages."""
+    from functools import partial
+
+    from rankcli.cpus import available_cpus
+
     j = p.joined
+    blocks = list(_blocks(j.ret_offsets, j.label_offsets))
     parts = []
-    for start, stop in _blocks(j.ret_offsets, j.label_offsets):
-        values, strings = _values(measures, _chunk(p, start, stop, o), j.stand_in[start:stop])
+    work = partial(_block_values, p, measures, o)
+    for (start, stop), (values, strings) in zip(blocks, _in_order(work, blocks, available_cpus())):
         if p.query is None:
             yield p.qids[start:stop], values, strings
         else:

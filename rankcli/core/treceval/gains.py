@@ -168,9 +168,14 @@ def _discount(width: int) -> np.ndarray:
 
 
 def _dcgs(ch: Chunk, g: Gains):
-    results = np.cumsum(g.results / _discount(g.results.shape[1]), axis=1)
-    ideal = np.cumsum(g.ideal / _discount(g.ideal.shape[1]), axis=1)
-    return results, ideal
+    """The running DCG of the results and of the ideal ranking, once per chunk and gains (ndcg, dcg, ideal_dcg,
+    ndcg_rel and Rndcg read the same ones)."""
+    key = ("dcgs", id(g))
+    if key not in ch.cache:
+        results = np.cumsum(g.results / _discount(g.results.shape[1]), axis=1)
+        ideal = np.cumsum(g.ideal / _discount(g.ideal.shape[1]), axis=1)
+        ch.cache[key] = (results, ideal, g)  # g kept with them: its id stays its own
+    return ch.cache[key][:2]
 
 
 def ndcg(ch: Chunk, pairs):

@@ -61,20 +61,26 @@ def _walk(ch: Chunk, cuts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return values, ~skipped
 
 
-def _cuts(ch: Chunk, levels) -> np.ndarray:
-    return _lround(np.asarray(levels, dtype=np.float64)[None, :] * ch.num_rel[:, None].astype(np.float64))
+def _walk_levels(ch: Chunk, levels) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_walk` at the cutoffs of recall ``levels``, once per chunk and levels (iprec_at_recall and 11pt_avg
+    share their default levels)."""
+    key = ("walk", tuple(levels))
+    if key not in ch.cache:
+        cuts = _lround(np.asarray(levels, dtype=np.float64)[None, :] * ch.num_rel[:, None].astype(np.float64))
+        ch.cache[key] = _walk(ch, cuts)
+    return ch.cache[key]
 
 
 def iprec_at_recall(ch: Chunk, levels):
     """``m_iprec_at_recall.c``: at each recall level x, the best precision at or below the rank of the
     lround(x R)-th relevant document (0 when fewer are retrieved); NaN for a query with nothing retrieved."""
-    return _walk(ch, _cuts(ch, levels))[0]
+    return _walk_levels(ch, levels)[0]
 
 
 def pt11_avg(ch: Chunk, levels):
     """``m_11pt_avg.c``: the interpolated precisions at the levels (given order), summed from the last level to the
     first as trec_eval adds them, over the number of levels."""
-    values, added = _walk(ch, _cuts(ch, levels))
+    values, added = _walk_levels(ch, levels)
     total = np.zeros(ch.n)
     for j in range(values.shape[1] - 1, -1, -1):
         total = total + np.where(added[:, j], values[:, j], 0.0)
