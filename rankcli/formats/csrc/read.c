@@ -193,6 +193,25 @@ Py_ssize_t trec_count_lines(const unsigned char *d, Py_ssize_t begin, Py_ssize_t
     return count + (end > begin && d[end - 1] != '\n');
 }
 
+/* Past the bytes of a field at d[i], eight at a time while eight bytes remain before `end`: to the first byte below
+ * '!' (every byte that ends a field is one: whitespace, newline, NUL), found as the lowest byte flagged by
+ * (x - 0x21..) & ~x & 0x80.. (bytes of 0x80 and above are never flagged, and a borrow only flags bytes above the
+ * first). The caller's byte loop then goes on past a control character that is part of the field. */
+static inline Py_ssize_t field_end(const unsigned char *d, Py_ssize_t i, Py_ssize_t end)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    while (i + 8 <= end) {
+        uint64_t x;
+        memcpy(&x, d + i, 8);
+        uint64_t below = (x - 0x2121212121212121ULL) & ~x & 0x8080808080808080ULL;
+        if (below)
+            return i + (__builtin_ctzll(below) >> 3);
+        i += 8;
+    }
+#endif
+    return i;
+}
+
 /* The fields of the line at *pos (their starts and lengths), *pos moved past its newline: the number of fields (0:
  * blank or a comment), -1 for a NUL or more than `fields` fields. Unless `guarded`, a newline is known to come
  * before `end`, and the scans need no bounds check. */
@@ -215,6 +234,8 @@ static inline int split_line(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t
         if (count == fields)
             return -1;
         start[count] = i;
+        if (!guarded)
+            i = field_end(d, i, end);
         while ((cls = CLASS_AT(i)) == FIELD)
             i++;
         len[count] = i - start[count];
