@@ -21,6 +21,9 @@ ADD_HELP_OPTION = False
 
 
 def command(ctx: typer.Context) -> None:
+    from rankcli.startup import import_numpy_single_threaded_blas
+
+    import_numpy_single_threaded_blas()  # no linear algebra here: OpenBLAS's idle threads would spin on a core
     from rankcli.errors import UsageError
     from rankcli.trec_eval import getopt
     from rankcli.trec_eval.help import help_text, version_text
