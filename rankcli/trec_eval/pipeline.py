@@ -19,6 +19,7 @@ from rankcli.formats import trec_eval_read as read
 from rankcli.trec_eval import groups, native, prefs
 from rankcli.trec_eval.getopt import Options
 from rankcli.trec_eval.measures import Active, select
+from rankcli.trec_eval.reading import Reading
 from rankcli.trec_eval.render import Renderer
 
 #: trec_eval's stand-in document for a judged query the run lacks (``-c``).
@@ -43,7 +44,8 @@ class Prepared:
 
 
 def read_files(o: Options) -> tuple[bytes, bytes]:
-    """The read stage: both files' bytes (qrels, then run), checked block by block as they are read."""
+    """The read stage: both files' bytes (qrels, then run), checked block by block as they are read (``rankcli
+    trec_eval`` reads them on a thread from its start: :class:`rankcli.trec_eval.reading.Reading`)."""
     qrels_path, run_path = o.files
     return read.read_input(qrels_path), read.read_input(run_path)
 
@@ -225,18 +227,19 @@ class _Source:
     positive_labels: int = 0
 
 
-def _qrels_source(o: Options, measures: list[Active]) -> _Source:
-    """Qrels (``-R qrels``, ``qrels_jg``): the stages read, join and rank, and measure (streamed)."""
-    p = prepare(o, read_files(o))
+def _qrels_source(o: Options, measures: list[Active], data: tuple[bytes, bytes]) -> _Source:
+    """Qrels (``-R qrels``, ``qrels_jg``): the stages join and rank (of the files' ``data``), and measure
+    (streamed)."""
+    p = prepare(o, data)
     n = p.joined.qcodes.shape[0] if p.query is None else np.unique(p.query).shape[0]
     if o.complete and p.rel_queries is not None:
         n = p.rel_queries
     return _Source(measure(p, measures, o), n, p.run_id, p.positive_labels)
 
 
-def _prefs_source(o: Options, measures: list[Active]) -> _Source:
+def _prefs_source(o: Options, measures: list[Active], data: tuple[bytes, bytes]) -> _Source:
     counted = any(m.record.needs == "prefs" for m in measures)
-    p = prefs.prepare(o, STAND_IN, counted)
+    p = prefs.prepare(o, STAND_IN, counted, data)
     blocks = ((p.qids[a:b], *_values(measures, block, p.ranked.stand_in[a:b]))
               for a, b, block in prefs.blocks(p, o.files[0], check=counted))
     return _Source(blocks, p.rel_queries if o.complete else p.ranked.qcodes.shape[0], p.run_id)
@@ -259,13 +262,16 @@ def write(source: _Source, measures: list[Active], o: Options) -> Iterator[bytes
         yield render.summary(total, source.num_q, source.run_id, source.positive_labels)
 
 
-def evaluate(o: Options) -> Iterator[bytes]:
+def evaluate(o: Options, reading: Reading | None = None) -> Iterator[bytes]:
     """trec_eval's output for the options ``o``, block by block: the stages read, join and rank, measure, write, each
-    called once (measure and write stream the queries block by block)."""
+    called once (measure and write stream the queries block by block); ``reading``: the read stage, started already
+    (its errors come after the usage errors found here)."""
     if o.rel_format not in ("qrels", "qrels_jg", *prefs.FORMATS):
         raise UsageError(f"trec_eval: Illegal rel_format '{o.rel_format}'")
     if o.results_format != "trec_results":
         raise UsageError(f"trec_eval: Illegal retrieval results format '{o.results_format}'")
     measures = select(o.measures, o.rel_format)
-    source = (_prefs_source if o.rel_format in prefs.FORMATS else _qrels_source)(o, measures)
+    data = reading.result() if reading is not None else read_files(o)
+    source = (_prefs_source if o.rel_format in prefs.FORMATS else _qrels_source)(o, measures, data)
+    del data
     yield from write(source, measures, o)
