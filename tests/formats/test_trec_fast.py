@@ -290,3 +290,26 @@ def test_every_c_file_is_built_and_shipped():
         assert f'"{{CSRC}}/{c_file.name}"' in setup_py.replace("f\"", "\""), c_file.name
     for header in csrc.glob("*.h"):
         assert any(fnmatch.fnmatch(f"rankcli/formats/csrc/{header.name}", pattern) for pattern in includes), header
+
+
+@native
+@pytest.mark.parametrize("threads", [1, 2, 3, 7])
+def test_blank_and_comment_lines_between_the_lines_leave_no_gap(tmp_path, threads):
+    """Each thread reads into its share of one array sized by its bytes' lines; blank and comment lines leave gaps
+    that the merge closes in place: the same result as the file without them, scores listed or not."""
+    run_path, qrels_path = _random_files(tmp_path, 5, n_queries=30)
+    lines = run_path.read_text(encoding="utf-8").splitlines()
+    holed = []
+    for i, line in enumerate(lines):
+        holed += [line] + (["", "# 1 Q0 x 1 2 t", "  \t"] if i % 4 == 0 else [])
+    clean = trec_fast.join(run_path.read_bytes(), qrels_path.read_bytes(), 1)
+    data = ("\n".join(holed) + "\n").encode()
+    got = trec_fast.join(data, qrels_path.read_bytes(), threads)
+    bare = trec_fast.join(data, qrels_path.read_bytes(), threads, scores=False)
+    for name in ("run_qnames", "run_first", "scores", "match"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(clean, name), err_msg=name)
+    for name in ("run_qnames", "run_first", "match"):
+        np.testing.assert_array_equal(getattr(bare, name), getattr(clean, name), err_msg=name)
+    assert bare.scores is None
+    np.testing.assert_array_equal(got.qrels.qcodes, clean.qrels.qcodes)
+    np.testing.assert_array_equal(bare.qrels.values, clean.qrels.values)
