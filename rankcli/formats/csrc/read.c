@@ -193,24 +193,68 @@ Py_ssize_t trec_count_lines(const unsigned char *d, Py_ssize_t begin, Py_ssize_t
     return count + (end > begin && d[end - 1] != '\n');
 }
 
-/* Past the bytes of a field at d[i], eight at a time while eight bytes remain before `end`: to the first byte below
- * '!' (every byte that ends a field is one: whitespace, newline, NUL), found as the lowest byte flagged by
- * (x - 0x21..) & ~x & 0x80.. (bytes of 0x80 and above are never flagged, and a borrow only flags bytes above the
- * first). The caller's byte loop then goes on past a control character that is part of the field. */
-static inline Py_ssize_t field_end(const unsigned char *d, Py_ssize_t i, Py_ssize_t end)
-{
 #if defined(__GNUC__) || defined(__clang__)
-    while (i + 8 <= end) {
+#define HAVE_WORD_SCAN 1
+/* C's isspace bytes but the newline (\t \v \f \r and space), as bits of a word: all are below 64. */
+#define SPACE_BITS 0x100003A00ULL
+
+/* The common line, eight bytes at a time: fields of bytes from '!' up, separated by whitespace, ending at a newline.
+ * A field's end is the lowest byte below '!' of a word, flagged by (x - 0x21..) & ~x & 0x80.. (bytes of 0x80 and
+ * above are never flagged, and a borrow only flags bytes above the first); the byte that ends it is read from the
+ * word, not loaded again. Returns the number of fields (0: a blank line), -1 for more than `fields` fields, or -2
+ * for anything else (a comment, a NUL or other control byte, fewer than eight bytes left before `end`): the byte
+ * loop (split_line) reads that line. */
+static inline int split_words(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end, const int fields,
+                              Py_ssize_t *start, Py_ssize_t *len)
+{
+    Py_ssize_t i = *pos;
+    int count = 0;
+    for (;;) {
+        if (i + 8 > end)
+            return -2;
         uint64_t x;
         memcpy(&x, d + i, 8);
-        uint64_t below = (x - 0x2121212121212121ULL) & ~x & 0x8080808080808080ULL;
-        if (below)
-            return i + (__builtin_ctzll(below) >> 3);
-        i += 8;
+        unsigned b = (unsigned)(x & 0xff);
+        if (b < 0x21) {  /* whitespace before a field, or the line's end */
+            if (b == '\n') {
+                *pos = i + 1;
+                return count;
+            }
+            if (!((SPACE_BITS >> b) & 1))
+                return -2;
+            i++;
+            continue;
+        }
+        if (count == 0 && b == '#')
+            return -2;
+        if (count == fields)
+            return -1;
+        start[count] = i;
+        for (;;) {
+            uint64_t below = (x - 0x2121212121212121ULL) & ~x & 0x8080808080808080ULL;
+            if (below) {
+                int k = __builtin_ctzll(below) >> 3;
+                i += k;
+                b = (unsigned)((x >> (8 * k)) & 0xff);
+                break;
+            }
+            i += 8;
+            if (i + 8 > end)
+                return -2;
+            memcpy(&x, d + i, 8);
+        }
+        len[count] = i - start[count];
+        count++;
+        if (b == '\n') {
+            *pos = i + 1;
+            return count;
+        }
+        if (!((SPACE_BITS >> b) & 1))
+            return -2;
+        i++;
     }
-#endif
-    return i;
 }
+#endif
 
 /* The fields of the line at *pos (their starts and lengths), *pos moved past its newline: the number of fields (0:
  * blank or a comment), -1 for a NUL or more than `fields` fields. Unless `guarded`, a newline is known to come
@@ -234,8 +278,6 @@ static inline int split_line(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t
         if (count == fields)
             return -1;
         start[count] = i;
-        if (!guarded)
-            i = field_end(d, i, end);
         while ((cls = CLASS_AT(i)) == FIELD)
             i++;
         len[count] = i - start[count];
@@ -263,7 +305,12 @@ int trec_read_slice(Slice *s)
     Py_ssize_t n = 0, pos = s->begin;
     while (pos < s->end) {
         Py_ssize_t start[6], len[6];
-        int count = pos < tail ? split_line(d, &pos, s->end, 0, fields, start, len)
+        int count = -2;
+#ifdef HAVE_WORD_SCAN
+        count = split_words(d, &pos, s->end, fields, start, len);
+#endif
+        if (count == -2)
+            count = pos < tail ? split_line(d, &pos, s->end, 0, fields, start, len)
                                : split_line(d, &pos, s->end, 1, fields, start, len);
         if (count == 0)
             continue;  /* blank or comment */
