@@ -270,9 +270,12 @@ static inline int split_line(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t
             i++;
         if (cls != FIELD)
             break;
-        if (count == 0 && d[i] == '#') {  /* a comment line: skipped whatever it holds */
+        if (count == 0 && d[i] == '#') {  /* a comment line: skipped whatever it holds but a NUL */
             const unsigned char *nl = memchr(d + i, '\n', (size_t)(end - i));
-            *pos = nl ? nl - d + 1 : end;
+            Py_ssize_t stop = nl ? nl - d : end;
+            if (memchr(d + i, 0, (size_t)(stop - i)) != NULL)
+                return -1;  /* refused wherever it is (the numpy path names it) */
+            *pos = stop < end ? stop + 1 : end;
             return 0;
         }
         if (count == fields)
