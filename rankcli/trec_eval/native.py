@@ -96,9 +96,9 @@ def _rankings(joined, labels: np.ndarray, run_code: np.ndarray, stand_in: np.nda
     ``NONPOOL`` judgment added at the end."""
     small = labels.shape[0] == 0 or (labels.min() >= -(1 << 31) and labels.max() < (1 << 31))
     table = np.empty(labels.shape[0] + 1, dtype=np.int32 if small else np.int64)
-    table[0] = NONPOOL
-    np.copyto(table[1:], np.where(labels < 0, UNJUDGED, labels), casting="unsafe")
-    rel = table[joined.match + 1]
+    np.copyto(table[:-1], np.where(labels < 0, UNJUDGED, labels), casting="unsafe")
+    table[-1] = NONPOOL
+    rel = table[joined.match]  # no match (-1): the last entry
     first = joined.run_first
     code = np.where(stand_in, 0, run_code)
     sizes = np.minimum(first[code + 1] - first[code], max(max_docs, 0))
