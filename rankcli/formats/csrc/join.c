@@ -370,3 +370,197 @@ int trec_join_all(const Lines *run, const Lines *qrels, double *ranked_scores, i
     free(qg.lines);
     return err;
 }
+
+/* ------------------------------------------------------------------------------------------------------------------
+ * The run joined as it is read: when each query's lines are together in the file (as runs are written), a thread
+ * joins and ranks each query as soon as its last line is read, from a small array of that query's lines, and writes
+ * its ranking to the output: no array of every line of the run, no second pass over them. The qrels are read whole
+ * first (QrelsIndex). A query met again later, or a number for Python's conversion, is STREAM_FALLBACK: the caller
+ * reads the run whole (trec_merge_slices, trec_join_all). */
+
+struct QrelsIndex {
+    const Lines *qrels;
+    Groups groups;
+};
+
+/* The qrels grouped by query and checked for a document judged twice for one query (FAST_BAIL), on `threads`. */
+int trec_index_qrels(const Lines *qrels, int threads, QrelsIndex **out)
+{
+    QrelsIndex *index = calloc(1, sizeof(QrelsIndex));
+    if (index == NULL)
+        return FAST_NOMEM;
+    index->qrels = qrels;
+    *out = index;
+    int err = group(qrels, &index->groups);
+    if (err)
+        return err;
+    JoinTask tasks[MAX_THREADS];
+    Py_ssize_t nq = qrels->queries.count, widest = widest_query(&index->groups, nq);
+    for (int k = 0; k < threads; k++)
+        tasks[k] = (JoinTask){NULL, qrels, NULL, &index->groups, NULL, NULL, 0, 0,
+                              share_start(&index->groups, nq, qrels->n, k, threads),
+                              share_start(&index->groups, nq, qrels->n, k + 1, threads), widest, 0};
+    trec_run_all(join_task, (char *)tasks, sizeof(JoinTask), threads);
+    for (int k = 0; k < threads; k++)
+        err = worse(err, tasks[k].err);
+    return err;
+}
+
+void trec_free_index(QrelsIndex *index)
+{
+    if (index != NULL) {
+        free(index->groups.first);
+        free(index->groups.lines);
+        free(index);
+    }
+}
+
+typedef struct Stream {
+    const QrelsIndex *index;
+    int32_t *ranked_match;      /* the slice's output, from its first line */
+    double *ranked_scores;      /* NULL: not wanted */
+    Py_ssize_t out;             /* lines written */
+    Py_ssize_t *first;          /* per query of the slice, in order (its code): where its ranking starts in the output */
+    Py_ssize_t cap_first;
+    DocSet set;
+    Ranked *ranked, *tmp;
+} Stream;
+
+/* Give slice s a stream writing its rankings from ranked_match[0] (and ranked_scores[0] unless NULL). */
+int trec_stream_start(Slice *s, const QrelsIndex *index, int32_t *ranked_match, double *ranked_scores)
+{
+    Stream *t = calloc(1, sizeof(Stream));
+    if (t == NULL)
+        return FAST_NOMEM;
+    *t = (Stream){.index = index, .ranked_match = ranked_match, .ranked_scores = ranked_scores};
+    s->stream = t;
+    s->cap = 0;
+    return trec_stream_grow(s);
+}
+
+void trec_stream_free(Slice *s)
+{
+    Stream *t = s->stream;
+    if (t == NULL)
+        return;
+    free(s->values);
+    free(s->doc);
+    s->values = NULL;
+    s->doc = NULL;
+    free(t->first);
+    free(t->set.slots);
+    free(t->ranked);
+    free(t->tmp);
+    free(t);
+    s->stream = NULL;
+}
+
+/* Room for twice as many lines of one query (at least 1024). */
+int trec_stream_grow(Slice *s)
+{
+    Stream *t = s->stream;
+    Py_ssize_t cap = s->cap ? 2 * s->cap : 1024;
+    double *values = realloc(s->values, (size_t)cap * sizeof(double));
+    if (values != NULL)
+        s->values = values;
+    uint64_t *doc = realloc(s->doc, (size_t)cap * sizeof(uint64_t));
+    if (doc != NULL)
+        s->doc = doc;
+    Ranked *ranked = realloc(t->ranked, (size_t)cap * sizeof(Ranked));
+    if (ranked != NULL)
+        t->ranked = ranked;
+    Ranked *tmp = realloc(t->tmp, (size_t)(cap / 2 + 1) * sizeof(Ranked));
+    if (tmp != NULL)
+        t->tmp = tmp;
+    if (values == NULL || doc == NULL || ranked == NULL || tmp == NULL)
+        return FAST_NOMEM;
+    s->cap = cap;
+    return 0;
+}
+
+/* The query `code` of slice s, its n lines in s->values and s->doc: each line matched with the qrels line of its
+ * document, a document ranked twice refused (FAST_BAIL), the lines ranked and written out. */
+int trec_stream_query(Slice *s, int32_t code, Py_ssize_t n)
+{
+    Stream *t = s->stream;
+    const Lines *qrels = t->index->qrels;
+    const Groups *qg = &t->index->groups;
+    const unsigned char *d = s->d;
+    int err;
+    while (code >= t->cap_first) {
+        Py_ssize_t cap = t->cap_first ? 2 * t->cap_first : 256;
+        Py_ssize_t *first = realloc(t->first, (size_t)cap * sizeof(Py_ssize_t));
+        if (first == NULL)
+            return FAST_NOMEM;
+        t->first = first;
+        t->cap_first = cap;
+    }
+    if ((err = docset_reset(&t->set, n)))
+        return err;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (docset_find(&t->set, d, s->doc, d, s->doc[k], (int32_t)k) >= 0)
+            return FAST_BAIL;
+        t->ranked[k] = (Ranked){score_key(s->values[k]), (int32_t)k, -1};
+    }
+    const Query *q = &s->queries.items[code];
+    int32_t qc;
+    trec_query_code((QueryTable *)&qrels->queries, q->p, q->len, 0, &qc);  /* a lookup: never fails */
+    for (Py_ssize_t k = qc >= 0 ? qg->first[qc] : 0; qc >= 0 && k < qg->first[qc + 1]; k++) {
+        int32_t j = group_line(qg, k);
+        int32_t member = docset_find(&t->set, d, s->doc, qrels->d, qrels->doc[j], -1);
+        if (member >= 0)
+            t->ranked[member].match = j;
+    }
+    const Lines lines = {.d = d, .doc = s->doc};
+    rank_sort(&lines, t->ranked, t->tmp, n);
+    for (Py_ssize_t k = 0; k < n; k++)
+        t->ranked_match[t->out + k] = t->ranked[k].match;
+    if (t->ranked_scores != NULL)
+        for (Py_ssize_t k = 0; k < n; k++)
+            t->ranked_scores[t->out + k] = s->values[t->ranked[k].line];
+    t->first[code] = t->out;
+    t->out += n;
+    return 0;
+}
+
+/* The slices' queries numbered in one table (run->queries, by first appearance; a query in two slices is
+ * STREAM_FALLBACK), their rankings closed up in the output (each slice wrote from where its share starts), and where
+ * each query's ranking starts (run_first, one more entry: the end). */
+int trec_stream_merge(Slice *slices, int count, Lines *run, int32_t *ranked_match, double *ranked_scores,
+                      int64_t *run_first)
+{
+    run->queries = slices[0].queries;
+    memset(&slices[0].queries, 0, sizeof(QueryTable));
+    Py_ssize_t at = 0, c = 0;
+    int tagged = 0;
+    for (int k = 0; k < count; k++) {
+        Slice *s = &slices[k];
+        Stream *t = s->stream;
+        if (s->n && !tagged) {
+            run->tag_start = s->tag_start;
+            run->tag_len = s->tag_len;
+            tagged = 1;
+        }
+        for (Py_ssize_t j = 0; k > 0 && j < s->queries.count; j++) {
+            Py_ssize_t known = run->queries.count;
+            int32_t code;
+            int err = trec_query_code(&run->queries, s->queries.items[j].p, s->queries.items[j].len, 1, &code);
+            if (err)
+                return err;
+            if (run->queries.count == known)
+                return STREAM_FALLBACK;
+        }
+        if (t->ranked_match != ranked_match + at) {
+            memmove(ranked_match + at, t->ranked_match, (size_t)t->out * sizeof(int32_t));
+            if (ranked_scores != NULL)
+                memmove(ranked_scores + at, t->ranked_scores, (size_t)t->out * sizeof(double));
+        }
+        Py_ssize_t own = k == 0 ? run->queries.count : s->queries.count;  /* slice 0's table is run's now */
+        for (Py_ssize_t j = 0; j < own; j++)
+            run_first[c++] = (int64_t)(at + t->first[j]);
+        at += t->out;
+    }
+    run_first[c] = (int64_t)at;
+    run->n = at;
+    return 0;
+}

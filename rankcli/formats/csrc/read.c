@@ -168,6 +168,7 @@ int trec_convert_slowly(const unsigned char *p, Py_ssize_t len, double *out)
 
 void trec_free_slice(Slice *s)
 {
+    trec_stream_free(s);
     free(s->pending);
     trec_free_queries(&s->queries);
     s->pending = NULL;
@@ -292,7 +293,8 @@ static inline int split_line(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t
 }
 
 /* The data lines of a slice into its share of the lines' arrays (s->codes, s->values, s->doc: room for
- * trec_count_lines of its bytes, which no slice exceeds). */
+ * trec_count_lines of its bytes, which no slice exceeds); with a stream (join.c), each query's lines into the
+ * stream's arrays, joined and ranked when the query ends. */
 int trec_read_slice(Slice *s)
 {
     const unsigned char *d = s->d;
@@ -305,7 +307,7 @@ int trec_read_slice(Slice *s)
         tail--;
     const unsigned char *last_q = NULL;
     int32_t last_len = -1, last_code = -1;
-    Py_ssize_t n = 0, pos = s->begin;
+    Py_ssize_t n = 0, lines = 0, pos = s->begin;  /* n: in the arrays (with a stream: of the current query) */
     while (pos < s->end) {
         Py_ssize_t start[6], len[6];
         int count = -2;
@@ -317,19 +319,29 @@ int trec_read_slice(Slice *s)
                                : split_line(d, &pos, s->end, 1, fields, start, len);
         if (count == 0)
             continue;  /* blank or comment */
-        if (n == s->cap)
-            return FAST_BAIL;  /* never: trec_count_lines counted every line */
         if (count != fields || len[0] > INT32_MAX || len[doc_field] >= (1 << DOC_LEN_BITS))
             return FAST_BAIL;
         const unsigned char *q = d + start[0];
         if (!(len[0] == last_len && memcmp(q, last_q, (size_t)last_len) == 0)) {
+            if (s->stream != NULL && n > 0) {  /* the query before ends here: joined now */
+                if ((err = trec_stream_query(s, last_code, n)))
+                    return err;
+                n = 0;
+            }
+            Py_ssize_t known = s->queries.count;
             if ((err = trec_query_code(&s->queries, q, (int32_t)len[0], 1, &last_code)))
                 return err;
+            if (s->stream != NULL && s->queries.count == known)
+                return STREAM_FALLBACK;  /* a query met again after another: its lines are not together */
             last_q = q;
             last_len = (int32_t)len[0];
         }
+        if (n == s->cap && (s->stream == NULL || (err = trec_stream_grow(s))))
+            return s->stream == NULL ? FAST_BAIL : err;  /* never without a stream: the lines were counted */
         err = parse_number(d + start[value_field], (int32_t)len[value_field], &s->values[n]);
-        if (err == SLOW_NUMBER) {
+        if (err == SLOW_NUMBER && s->stream != NULL) {
+            return STREAM_FALLBACK;  /* converted by Python after the threads: too late to rank the query */
+        } else if (err == SLOW_NUMBER) {
             if (s->npending == s->cap_pending) {
                 Py_ssize_t more = s->cap_pending ? 2 * s->cap_pending : 64;
                 Pending *p = realloc(s->pending, (size_t)more * sizeof(Pending));
@@ -342,15 +354,20 @@ int trec_read_slice(Slice *s)
         } else if (err) {
             return err;
         }
-        if (n == 0 && fields == 6) {
+        if (!s->tagged && fields == 6) {
             s->tag_start = start[5];
             s->tag_len = len[5];
+            s->tagged = 1;
         }
-        s->codes[n] = last_code;
+        if (s->stream == NULL)
+            s->codes[n] = last_code;
         s->doc[n] = (uint64_t)start[doc_field] << DOC_LEN_BITS | (uint64_t)len[doc_field];
         n++;
+        lines++;
     }
-    s->n = n;
+    if (s->stream != NULL && n > 0 && (err = trec_stream_query(s, last_code, n)))
+        return err;
+    s->n = lines;
     return 0;
 }
 
@@ -390,4 +407,39 @@ Py_ssize_t trec_slice_start(const unsigned char *d, Py_ssize_t size, int k, int 
     Py_ssize_t at = (Py_ssize_t)((double)size * k / threads);
     const unsigned char *nl = memchr(d + at, '\n', (size_t)(size - at));
     return nl ? nl - d + 1 : size;
+}
+
+/* The first field of the line at d[at:] (its start and length): 0 when the line is blank or a comment. */
+static Py_ssize_t first_field(const unsigned char *d, Py_ssize_t size, Py_ssize_t at, Py_ssize_t *start)
+{
+    while (at < size && trec_byte_class[d[at]] == SPACE)
+        at++;
+    if (at >= size || trec_byte_class[d[at]] != FIELD || d[at] == '#')
+        return 0;
+    *start = at;
+    while (at < size && trec_byte_class[d[at]] == FIELD)
+        at++;
+    return at - *start;
+}
+
+/* Slice k of `threads` for a run joined as it is read: as trec_slice_start, then moved past the lines that go on
+ * with the query of the last data line before it, so that no query's lines are split between two slices. */
+Py_ssize_t trec_query_slice_start(const unsigned char *d, Py_ssize_t size, int k, int threads)
+{
+    Py_ssize_t at = trec_slice_start(d, size, k, threads), end = at, qstart = 0, qlen = 0;
+    while (k > 0 && end > 0 && qlen == 0) {  /* the last data line before: back line by line */
+        Py_ssize_t line = end - 1;
+        while (line > 0 && d[line - 1] != '\n')
+            line--;
+        qlen = first_field(d, end, line, &qstart);
+        end = line;
+    }
+    while (qlen > 0 && at < size) {
+        Py_ssize_t start, len = first_field(d, size, at, &start);
+        if (len != 0 && (len != qlen || memcmp(d + start, d + qstart, (size_t)len) != 0))
+            break;  /* another query starts here */
+        const unsigned char *nl = memchr(d + at, '\n', (size_t)(size - at));
+        at = nl ? nl - d + 1 : size;
+    }
+    return at;
 }

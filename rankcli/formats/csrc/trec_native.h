@@ -18,6 +18,7 @@
 #define FAST_BAIL 1     /* outside the fast path's input: the caller uses the numpy path */
 #define FAST_NOMEM 2    /* out of memory */
 #define SLOW_NUMBER 3   /* a number for Python's conversion (with the GIL) */
+#define STREAM_FALLBACK 4 /* the run cannot be joined as it is read (a query's lines apart, a number for Python) */
 #define DOC_LEN_BITS 24 /* a document id is kept as its offset in the file (40 bits) and its length (24 bits) */
 #define MAX_THREADS 64
 
@@ -122,7 +123,9 @@ typedef struct {
     Pending *pending;               /* values left to Python's conversion */
     Py_ssize_t npending, cap_pending;
     Py_ssize_t tag_start, tag_len;  /* runs: the slice's first line's sixth field */
+    int tagged;
     QueryTable queries;
+    struct Stream *stream;          /* NULL: every line kept in the arrays; else each query joined when read (join.c) */
     int err;
 } Slice;
 
@@ -148,6 +151,19 @@ Py_ssize_t trec_count_lines(const unsigned char *d, Py_ssize_t begin, Py_ssize_t
 int trec_read_slice(Slice *s);
 void trec_run_all(Task task, char *items, size_t item_size, int count);
 Py_ssize_t trec_slice_start(const unsigned char *d, Py_ssize_t size, int k, int threads);
+
+/* join.c: the run joined query by query as it is read (each query's lines together in the file), into the ranked
+ * output directly: no array of every line. */
+typedef struct QrelsIndex QrelsIndex;
+int trec_index_qrels(const Lines *qrels, int threads, QrelsIndex **out);
+void trec_free_index(QrelsIndex *index);
+int trec_stream_start(Slice *s, const QrelsIndex *index, int32_t *ranked_match, double *ranked_scores);
+void trec_stream_free(Slice *s);
+int trec_stream_grow(Slice *s);
+int trec_stream_query(Slice *s, int32_t code, Py_ssize_t n);
+int trec_stream_merge(Slice *slices, int count, Lines *run, int32_t *ranked_match, double *ranked_scores,
+                      int64_t *run_first);
+Py_ssize_t trec_query_slice_start(const unsigned char *d, Py_ssize_t size, int k, int threads);
 
 /* join.c */
 int trec_merge_slices(Slice *slices, int count, Lines *out);
