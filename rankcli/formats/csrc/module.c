@@ -12,9 +12,12 @@
  * one correctly rounded multiplication or division, any other by Python's correctly rounded PyOS_string_to_double;
  * Arrow's parser, which the numpy path uses, is correctly rounded too, so both give the same double.
  *
- * The work is split over `threads` threads (POSIX threads; one elsewhere), without the GIL: each reads a slice of
- * whole lines of both files, then each joins and ranks a range of queries. Query ids are numbered by first appearance
- * in each slice, then renumbered in slice order, which gives the numbering by first appearance in the file.
+ * The work is split over `threads` threads (POSIX threads; one elsewhere), without the GIL. The qrels are read
+ * whole, each thread a slice of whole lines. The run, when each query's lines are together (as runs are written), is
+ * joined as it is read (stream_join): each thread takes a slice of whole queries and ranks each query as soon as its
+ * last line is read. Otherwise (read_both, merge_and_join) each thread reads a slice of whole lines of both files,
+ * then each joins and ranks a range of queries. Query ids are numbered by first appearance in each slice, then
+ * renumbered in slice order, which gives the numbering by first appearance in the file.
  *
  * No numpy C API: the arrays come back as bytearrays, which numpy views without a copy.
  */
