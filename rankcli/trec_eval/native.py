@@ -74,37 +74,39 @@ def prepare(o, qrels_data: bytes, run_data: bytes):
     evaluated = order[keep]
     run_code = np.where(has_run, run_sorted[at] if run_names.shape[0] else 0, -1)[keep]
     stand_in = run_code < 0
-    rel, ret_starts, ret_offsets = _rankings(joined, labels, run_code, stand_in, o.max_docs)
-    if o.judged_only:  # laid end to end, each cut to its judged documents
+    rel, table, ret_starts, ret_offsets = _rankings(joined, labels, run_code, stand_in, o.max_docs)
+    if o.judged_only:  # judgments laid end to end, each ranking cut to its judged documents
         rows = np.repeat(ret_starts - ret_offsets[:-1], np.diff(ret_offsets)) + np.arange(ret_offsets[-1])
-        rel = rel[rows]
+        rel = table[rel[rows]]
         keep_rows = rel >= 0
         kept = np.concatenate(([0], np.cumsum(keep_rows))).astype(np.int64)
-        rel, ret_offsets, ret_starts = rel[keep_rows], kept[ret_offsets], None
+        rel, ret_offsets, ret_starts, table = rel[keep_rows], kept[ret_offsets], None, None
     qcodes = joined.qrels.qcodes
     by_query = np.argsort(qcodes, kind="stable")
     starts = np.searchsorted(qcodes[by_query], np.arange(qnames.shape[0] + 1))
     lab_rows, label_offsets = _ranked_rows(starts, evaluated, 1 << 62)
-    out = Joined(evaluated, stand_in, rel, ret_offsets, labels[by_query[lab_rows]], label_offsets, ret_starts)
+    out = Joined(evaluated, stand_in, rel, ret_offsets, labels[by_query[lab_rows]], label_offsets, ret_starts,
+                 table)
     return qnames[evaluated], out, run_id, int((labels > 0).sum())
 
 
 def _rankings(joined, labels: np.ndarray, run_code: np.ndarray, stand_in: np.ndarray, max_docs: int):
-    """Every run line's judgment in the run's order (its label, ``NONPOOL`` or ``UNJUDGED``; int32 when the labels
-    fit), and where each evaluated query's ranking starts in it and ends (offsets of their lengths, cut to
-    ``max_docs``). A query the run lacks (``-c``) ranks trec_eval's stand-in document, not in the pool: a
-    ``NONPOOL`` judgment added at the end."""
+    """The C module's matches in the run's order (each run line's qrels line, -1 if none) and the table turning them
+    into trec_eval's judgments (the label, ``UNJUDGED`` for a negative one, and last ``NONPOOL``, which -1 takes;
+    int32 when the labels fit), where each evaluated query's ranking starts among them and ends (offsets of their
+    lengths, cut to ``max_docs``). A query the run lacks (``-c``) ranks trec_eval's stand-in document, not in the
+    pool: a -1 added at the end. The judgments are looked up block by block, as the measures need them."""
     small = labels.shape[0] == 0 or (labels.min() >= -(1 << 31) and labels.max() < (1 << 31))
     table = np.empty(labels.shape[0] + 1, dtype=np.int32 if small else np.int64)
     np.copyto(table[:-1], np.where(labels < 0, UNJUDGED, labels), casting="unsafe")
     table[-1] = NONPOOL
-    rel = table[joined.match]  # no match (-1): the last entry
+    match = joined.match
     first = joined.run_first
     code = np.where(stand_in, 0, run_code)
     sizes = np.minimum(first[code + 1] - first[code], max(max_docs, 0))
     starts = first[code]
     if stand_in.any():
-        rel = np.append(rel, np.array([NONPOOL], dtype=rel.dtype))
+        match = np.append(match, np.int32(-1))
         sizes = np.where(stand_in, 1 if max_docs > 0 else 0, sizes)
-        starts = np.where(stand_in, rel.shape[0] - 1, starts)
-    return rel, starts, np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+        starts = np.where(stand_in, match.shape[0] - 1, starts)
+    return match, table, starts, np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)

@@ -116,6 +116,8 @@ def _chunk(p: Prepared, start: int, stop: int, o: Options) -> Chunk:
     ro, lo = j.ret_offsets[start:stop + 1], j.label_offsets[start:stop + 1]
     rel = padded(j.rel, ro, NONPOOL) if j.ret_starts is None else \
         padded_at(j.rel, j.ret_starts[start:stop], np.diff(ro), NONPOOL)
+    if j.rel_table is not None:  # indices into the table, the padding (-1) its last entry, NONPOOL
+        rel = j.rel_table[rel]
     labels = padded(j.labels, lo, -1)
     labels = -np.sort(-labels, axis=1)  # descending: labels >= 0 first
     num_labels = (labels >= 0).sum(axis=1)
