@@ -12,8 +12,7 @@ wait4's rusage) and the ratios; every output is checked equal to trec_eval's.
 ``--prefs`` times the preference measures instead (``-R qrels_prefs -m all_prefs``: the qrels read as preferences),
 for instance on 50 queries of 2,000 judged documents: ``--queries 50 --judged 2000 --prefs``.
 
-A contender that fails (trec_eval built with its Makefile's flags dies of SIGSEGV on the 30,000-query case) is
-reported as failed and left out of the rounds that follow.
+A contender that fails is reported as failed (its exit status or signal) and left out of the rounds that follow.
 """
 
 from __future__ import annotations
@@ -87,7 +86,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--prefs", action="store_true", help="-R qrels_prefs -m all_prefs instead of all_trec, official")
     ap.add_argument("--skip-plain", action="store_true",
-                    help="leave out the build with the Makefile's flags (it crashes on the 30,000-query case)")
+                    help="leave out the build with the Makefile's flags (the slowest contender)")
     ap.add_argument("--only", choices=["all_trec", "official"], help="one measure set only")
     args = ap.parse_args()
     DATA.mkdir(exist_ok=True)
