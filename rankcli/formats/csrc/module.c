@@ -116,19 +116,29 @@ static Py_ssize_t total_cap(const Slice *slices, int threads)
     return total;
 }
 
+typedef Py_ssize_t (*SliceStart)(const unsigned char *d, Py_ssize_t size, int k, int threads);
+
+/* Both files' slices, one per thread: the qrels' of whole lines, the run's as `run_start` cuts them. */
+static void set_slices(Join *j, const Py_buffer *run_buf, const Py_buffer *qrels_buf, SliceStart run_start)
+{
+    const unsigned char *rd = run_buf->buf, *qd = qrels_buf->buf;
+    for (int k = 0; k < j->threads; k++) {
+        j->run_slices[k] = (Slice){.d = rd, .fields = 6, .doc_field = 2, .value_field = 4,
+                                   .begin = run_start(rd, run_buf->len, k, j->threads),
+                                   .end = run_start(rd, run_buf->len, k + 1, j->threads)};
+        j->qrels_slices[k] = (Slice){.d = qd, .fields = 4, .doc_field = 2, .value_field = 3,
+                                     .begin = trec_slice_start(qd, qrels_buf->len, k, j->threads),
+                                     .end = trec_slice_start(qd, qrels_buf->len, k + 1, j->threads)};
+    }
+}
+
 static int read_both(Join *j, const Py_buffer *run_buf, const Py_buffer *qrels_buf)
 {
     const unsigned char *rd = run_buf->buf, *qd = qrels_buf->buf;
     ReadTask tasks[MAX_THREADS];
-    for (int k = 0; k < j->threads; k++) {
-        j->run_slices[k] = (Slice){.d = rd, .fields = 6, .doc_field = 2, .value_field = 4,
-                                   .begin = trec_slice_start(rd, run_buf->len, k, j->threads),
-                                   .end = trec_slice_start(rd, run_buf->len, k + 1, j->threads)};
-        j->qrels_slices[k] = (Slice){.d = qd, .fields = 4, .doc_field = 2, .value_field = 3,
-                                     .begin = trec_slice_start(qd, qrels_buf->len, k, j->threads),
-                                     .end = trec_slice_start(qd, qrels_buf->len, k + 1, j->threads)};
+    set_slices(j, run_buf, qrels_buf, trec_slice_start);
+    for (int k = 0; k < j->threads; k++)
         tasks[k] = (ReadTask){&j->run_slices[k], &j->qrels_slices[k]};
-    }
     Py_BEGIN_ALLOW_THREADS
     trec_run_all(count_task, (char *)tasks, sizeof(ReadTask), j->threads);
     Py_END_ALLOW_THREADS
@@ -225,15 +235,8 @@ static int read_qrels(Join *j, const Py_buffer *qrels_buf, Py_ssize_t qrels_cap)
  * each thread a slice of whole queries; STREAM_FALLBACK when the run does not lend itself to it. */
 static int stream_join(Join *j, const Py_buffer *run_buf, const Py_buffer *qrels_buf)
 {
-    const unsigned char *rd = run_buf->buf, *qd = qrels_buf->buf;
-    for (int k = 0; k < j->threads; k++) {
-        j->run_slices[k] = (Slice){.d = rd, .fields = 6, .doc_field = 2, .value_field = 4,
-                                   .begin = trec_query_slice_start(rd, run_buf->len, k, j->threads),
-                                   .end = trec_query_slice_start(rd, run_buf->len, k + 1, j->threads)};
-        j->qrels_slices[k] = (Slice){.d = qd, .fields = 4, .doc_field = 2, .value_field = 3,
-                                     .begin = trec_slice_start(qd, qrels_buf->len, k, j->threads),
-                                     .end = trec_slice_start(qd, qrels_buf->len, k + 1, j->threads)};
-    }
+    const unsigned char *rd = run_buf->buf;
+    set_slices(j, run_buf, qrels_buf, trec_query_slice_start);
     Py_BEGIN_ALLOW_THREADS
     trec_run_all(count_one, (char *)j->run_slices, sizeof(Slice), j->threads);
     trec_run_all(count_one, (char *)j->qrels_slices, sizeof(Slice), j->threads);
