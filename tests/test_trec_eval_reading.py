@@ -9,6 +9,7 @@ import pytest
 from rankcli.cli import main
 from rankcli.errors import InputFormatError
 from rankcli.formats import trec_eval_bytes
+from rankcli.trec_eval import getopt
 from rankcli.trec_eval.reading import Reading
 
 
@@ -38,9 +39,10 @@ def test_past_the_first_block_a_refusal_names_its_line(tmp_path, small_blocks, b
 def test_the_reading_thread_gives_the_bytes_or_the_first_error(tmp_path):
     (tmp_path / "q").write_bytes(b"1 0 a 1\n")
     (tmp_path / "r").write_bytes(b"1 Q0 a 1 2 r\n")
-    assert Reading(str(tmp_path / "q"), str(tmp_path / "r")).result() == (b"1 0 a 1\n", b"1 Q0 a 1 2 r\n")
+    assert Reading(getopt.parse([str(tmp_path / "q"), str(tmp_path / "r")])).result() == \
+        (b"1 0 a 1\n", b"1 Q0 a 1 2 r\n")
     with pytest.raises(Exception, match="q2: no such file"):  # the qrels' error, though the run is missing too
-        Reading(str(tmp_path / "q2"), str(tmp_path / "r2")).result()
+        Reading(getopt.parse([str(tmp_path / "q2"), str(tmp_path / "r2")])).result()
 
 
 def test_a_usage_error_comes_before_an_unreadable_file(tmp_path, capsys):

@@ -44,7 +44,7 @@ def command(ctx: typer.Context) -> None:
         return
     from rankcli.trec_eval.reading import Reading
 
-    reading = Reading(*options.files)  # the files are read while numpy and the measures are imported
+    reading = Reading(options)  # the files are read while numpy and the measures are imported
     from rankcli.startup import import_numpy_single_threaded_blas
 
     import_numpy_single_threaded_blas()  # no linear algebra here: OpenBLAS's idle threads would spin on a core

@@ -16,10 +16,9 @@ from rankcli.core.treceval.chunk import NONPOOL, Chunk, padded, padded_at
 from rankcli.core.treceval.join import Duplicate, Side, code_of, codes, join
 from rankcli.errors import InputError, InputFormatError, UsageError
 from rankcli.formats import trec_eval_read as read
-from rankcli.trec_eval import groups, native, prefs
+from rankcli.trec_eval import groups, native, prefs, reading
 from rankcli.trec_eval.getopt import Options
 from rankcli.trec_eval.measures import Active, select
-from rankcli.trec_eval.reading import Reading
 from rankcli.trec_eval.render import Renderer
 
 #: trec_eval's stand-in document for a judged query the run lacks (``-c``).
@@ -41,13 +40,6 @@ class Prepared:
     positive_labels: int
     query: np.ndarray | None = None  # -R qrels_jg: the real query of each evaluated (query, group)
     rel_queries: int | None = None  # queries in the qrels (-c averages over them), when not every one is evaluated
-
-
-def read_files(o: Options) -> tuple[bytes, bytes]:
-    """The read stage: both files' bytes (qrels, then run), checked block by block as they are read (``rankcli
-    trec_eval`` reads them on a thread from its start: :class:`rankcli.trec_eval.reading.Reading`)."""
-    qrels_path, run_path = o.files
-    return read.read_input(qrels_path), read.read_input(run_path)
 
 
 def prepare(o: Options, data: tuple[bytes, bytes]) -> Prepared:
@@ -264,16 +256,16 @@ def write(source: _Source, measures: list[Active], o: Options) -> Iterator[bytes
         yield render.summary(total, source.num_q, source.run_id, source.positive_labels)
 
 
-def evaluate(o: Options, reading: Reading | None = None) -> Iterator[bytes]:
-    """trec_eval's output for the options ``o``, block by block: the stages read, join and rank, measure, write, each
-    called once (measure and write stream the queries block by block); ``reading``: the read stage, started already
-    (its errors come after the usage errors found here)."""
+def evaluate(o: Options, started: reading.Reading | None = None) -> Iterator[bytes]:
+    """trec_eval's output for the options ``o``, block by block: the stages read (:func:`rankcli.trec_eval.reading.
+    read_files`), join and rank, measure, write, each called once (measure and write stream the queries block by
+    block); ``started``: the read stage, started already (its errors come after the usage errors found here)."""
     if o.rel_format not in ("qrels", "qrels_jg", *prefs.FORMATS):
         raise UsageError(f"trec_eval: Illegal rel_format '{o.rel_format}'")
     if o.results_format != "trec_results":
         raise UsageError(f"trec_eval: Illegal retrieval results format '{o.results_format}'")
     measures = select(o.measures, o.rel_format)
-    data = reading.result() if reading is not None else read_files(o)
+    data = started.result() if started is not None else reading.read_files(o)
     source = (_prefs_source if o.rel_format in prefs.FORMATS else _qrels_source)(o, measures, data)
     del data
     yield from write(source, measures, o)

@@ -12,11 +12,18 @@ import threading
 from rankcli.formats.trec_eval_bytes import read_input
 
 
-class Reading:
-    """The bytes of ``qrels`` and ``run`` (paths; ``-``: standard input), read on a daemon thread."""
+def read_files(o) -> tuple[bytes, bytes]:
+    """The read stage: both files' bytes (qrels, then run; the options ``o`` name them), checked block by block as
+    they are read."""
+    qrels_path, run_path = o.files
+    return read_input(qrels_path), read_input(run_path)
 
-    def __init__(self, qrels: str, run: str):
-        self._paths = (qrels, run)
+
+class Reading:
+    """The read stage (:func:`read_files`) of the options ``o``, on a daemon thread."""
+
+    def __init__(self, o):
+        self._options = o
         self._data: tuple[bytes, bytes] | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._read, name="rankcli-read", daemon=True)
@@ -24,8 +31,7 @@ class Reading:
 
     def _read(self) -> None:
         try:
-            qrels = read_input(self._paths[0])
-            self._data = (qrels, read_input(self._paths[1]))
+            self._data = read_files(self._options)
         except BaseException as exc:  # noqa: BLE001 - raised again in the thread that asks for the bytes
             self._error = exc
 
