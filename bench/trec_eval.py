@@ -7,9 +7,12 @@ each command --repeat times, alternating, and prints the best and median wall ti
 wait4's rusage) and the ratios; every output is checked equal to trec_eval's.
 
     flock /tmp/rankcli-bench.lock .venv/bin/python bench/trec_eval.py [--queries 30000] [--docs 1000] [--repeat 3]
+        [--skip-plain] [--only all_trec|official] [--prefs]
 
 ``--prefs`` times the preference measures instead (``-R qrels_prefs -m all_prefs``: the qrels read as preferences),
 for instance on 50 queries of 2,000 judged documents: ``--queries 50 --judged 2000 --prefs``.
+
+A contender that fails is reported as failed (its exit status or signal) and left out of the rounds that follow.
 """
 
 from __future__ import annotations
@@ -59,16 +62,20 @@ def generate(queries: int, docs: int, judged: int) -> tuple[Path, Path]:
     return qrels, run
 
 
-def timed(cmd: list[str]) -> tuple[float, int, bytes]:
-    """Wall seconds, peak RSS (KiB) and standard output of one whole process."""
+def timed(cmd: list[str]) -> tuple[float, int, bytes, float, int]:
+    """Wall seconds, peak RSS (KiB), standard output, CPU seconds (user + system) and wait status of one whole
+    process."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE)
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
-    if status:
-        raise SystemExit(f"{cmd[0]} failed ({status})")
-    return wall, usage.ru_maxrss, out
+    return wall, usage.ru_maxrss, out, usage.ru_utime + usage.ru_stime, status
+
+
+def describe(status: int) -> str:
+    return f"killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else \
+        f"exit status {os.WEXITSTATUS(status)}"
 
 
 def main() -> None:
@@ -78,35 +85,57 @@ def main() -> None:
     ap.add_argument("--judged", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--prefs", action="store_true", help="-R qrels_prefs -m all_prefs instead of all_trec, official")
+    ap.add_argument("--skip-plain", action="store_true",
+                    help="leave out the build with the Makefile's flags (the slowest contender)")
+    ap.add_argument("--only", choices=["all_trec", "official"], help="one measure set only")
     args = ap.parse_args()
     DATA.mkdir(exist_ok=True)
     plain = build(["-g"], DATA / "trec_eval_plain")
     optimised = build(["-O2"], DATA / "trec_eval_O2")
     qrels, run = generate(args.queries, args.docs, args.judged)
     rankcli = [sys.executable, "-m", "rankcli", "trec_eval"]
+    # Bytecode as an installed package has it (pip compiles it; an editable checkout under PYTHONDONTWRITEBYTECODE
+    # would otherwise compile rankcli's imported modules in every timed process).
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "rankcli")], check=True,
+                   stdout=subprocess.DEVNULL)
     print(f"case: {args.queries} queries x {args.docs} documents, {args.queries * args.judged} qrels lines; "
           f"load {os.getloadavg()}")
-    for measures in ([["-q", "-R", "qrels_prefs", "-m", "all_prefs"]] if args.prefs else [["-m", "all_trec"], []]):
+    sets = {"all_prefs": ["-q", "-R", "qrels_prefs", "-m", "all_prefs"]} if args.prefs else \
+        {"all_trec": ["-m", "all_trec"], "official": []}
+    for label, measures in sets.items():
+        if args.only not in (None, label):
+            continue
         contenders = {"trec_eval (Makefile flags)": [str(plain), *measures, str(qrels), str(run)],
                       "trec_eval -O2": [str(optimised), *measures, str(qrels), str(run)],
                       "rankcli trec_eval": [*rankcli, *measures, str(qrels), str(run)]}
+        if args.skip_plain:
+            del contenders["trec_eval (Makefile flags)"]
         results: dict = {name: [] for name in contenders}
+        failed: dict = {}
         expected = None
         for _ in range(args.repeat):
             for name, cmd in contenders.items():
-                wall, rss, out = timed(cmd)
+                if name in failed:
+                    continue
+                wall, rss, out, cpu, status = timed(cmd)
+                if status:
+                    failed[name] = describe(status)
+                    continue
                 expected = expected or out
                 if out != expected:
                     raise SystemExit(f"{name}: output differs from trec_eval's")
-                results[name].append((wall, rss))
+                results[name].append((wall, rss, cpu))
         print(f"\n{' '.join(measures) or 'official'}:")
         ours = results["rankcli trec_eval"]
         for name, runs in results.items():
-            walls = [w for w, _ in runs]
+            if name in failed:
+                print(f"  {name:28s} failed: {failed[name]}")
+                continue
+            walls = [w for w, _, _ in runs]
             line = f"  {name:28s} best {min(walls):7.2f} s  median {statistics.median(walls):7.2f} s  " \
-                   f"peak RSS {max(r for _, r in runs) / 1024:7.0f} MiB"
-            if name != "rankcli trec_eval":
-                line += f"   rankcli x{min(walls) / min(w for w, _ in ours):.2f} faster (best)"
+                   f"CPU {min(c for _, _, c in runs):7.2f} s  peak RSS {max(r for _, r, _ in runs) / 1024:7.0f} MiB"
+            if name != "rankcli trec_eval" and ours:
+                line += f"   rankcli x{min(walls) / min(w for w, _, _ in ours):.2f} faster (best)"
             print(line)
     print(f"load after: {os.getloadavg()}")
 

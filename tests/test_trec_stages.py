@@ -10,7 +10,7 @@ import pytest
 from rankcli import runs
 from rankcli.cli import main
 from rankcli.formats import trec, trec_fast, trec_join, trec_rank, trec_text
-from rankcli.trec_eval import native, pipeline
+from rankcli.trec_eval import native, pipeline, reading
 
 RUN = "".join(f"{q} Q0 d{d} {d} {(d * 7) % 5} tag\n" for q in range(1, 40) for d in range(12))
 QRELS = "".join(f"{q} 0 d{d} {(q + d) % 3}\n" for q in range(1, 42) for d in range(0, 12, 2))
@@ -98,7 +98,7 @@ def test_trec_eval_calls_each_stage_once_in_order(files, monkeypatch, capsysbina
     monkeypatch.setenv("RANKCLI_PURE_PYTHON", "1" if path == "numpy" else "0")
     monkeypatch.setattr(pipeline, "BLOCK_QUERIES", 8)  # several blocks: measured and written as they come
     stages, variants = [], []
-    _record(monkeypatch, stages, {"read": (pipeline, "read_files"), "join and rank": (pipeline, "prepare"),
+    _record(monkeypatch, stages, {"read": (reading, "read_files"), "join and rank": (pipeline, "prepare"),
                                   "measure": (pipeline, "measure"), "write": (pipeline, "write")})
     _record(monkeypatch, variants, {"C": (native, "prepare"), "numpy": (pipeline, "join")})
     assert main(["trec_eval", "-q", "-c", str(files / "qrels"), str(files / "run")]) == 0

@@ -23,7 +23,6 @@ ADD_HELP_OPTION = False
 def command(ctx: typer.Context) -> None:
     from rankcli.errors import UsageError
     from rankcli.trec_eval import getopt
-    from rankcli.trec_eval.help import help_text, version_text
 
     try:
         options = getopt.parse(list(ctx.args))
@@ -32,15 +31,25 @@ def command(ctx: typer.Context) -> None:
     if options.version:
         import sys
 
+        from rankcli.trec_eval.help import version_text
+
         sys.stderr.write(version_text())
         return
     out = typer.get_binary_stream("stdout")
     if options.help:
+        from rankcli.trec_eval.help import help_text
+
         out.write(help_text(options).encode())
         out.flush()
         return
+    from rankcli.trec_eval.reading import Reading
+
+    reading = Reading(options)  # the files are read while numpy and the measures are imported
+    from rankcli.startup import import_numpy_single_threaded_blas
+
+    import_numpy_single_threaded_blas()  # no linear algebra here: OpenBLAS's idle threads would spin on a core
     from rankcli.trec_eval.pipeline import evaluate
 
-    for block in evaluate(options):
+    for block in evaluate(options, reading):
         out.write(block)
     out.flush()

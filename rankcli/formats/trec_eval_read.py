@@ -13,7 +13,7 @@
   with ``atof``; comments and blank lines as in qrels.
 - Any byte but NUL may be part of an id; a NUL byte is refused (trec_eval's rule) where it is first met, before the
   rest of the file is read, and so is a line of more than :data:`MAX_LINE` bytes. Gzipped files (by their magic
-  bytes) are decompressed as they are read; ``-`` is standard input.
+  bytes) are decompressed as they are read; ``-`` is standard input (:mod:`.trec_eval_bytes` reads the bytes).
 
 Ids are returned as numpy ``S`` arrays: with no NUL byte in them, numpy's order on them is ``strcmp``'s.
 """
@@ -21,20 +21,15 @@ Ids are returned as numpy ``S`` arrays: with no NUL byte in them, numpy's order 
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass
 
 import numpy as np
 
 from rankcli.errors import InputError, InputFormatError
-from rankcli.formats.inputs import unreadable_input
+from rankcli.formats.trec_eval_bytes import MAX_LINE, check_first_block, read_input
 
-#: The longest line accepted (bytes): a guard against a file that is no text at all (``/dev/zero``, a gzip bomb).
-MAX_LINE = 1 << 20
-#: Blocks read (and decompressed) at a time.
-BLOCK = 1 << 22
-#: A gzipped input may expand at most this many times (real TREC files: under 20) before it is refused.
-MAX_GZIP_RATIO = 200
+__all__ = ["MAX_LINE", "Qrels", "Results", "atof", "atol", "check_first_block", "read_input", "read_qrels",
+           "read_results", "read_zscores", "token_bounds"]
 
 #: trec_eval reads fields with C's isspace: space, tab, newline, vertical tab, form feed, carriage return.
 _SPACE = np.zeros(256, dtype=bool)
@@ -64,110 +59,6 @@ class Results:
     sims: np.ndarray
     lines: np.ndarray
     run_id: bytes
-
-
-def _check_block(block: bytes, path: str, lines_before: int, tail: int) -> int:
-    """Refuse a NUL byte or an over-long line in ``block`` (``tail``: bytes of the current line before it); returns
-    the bytes of the last, unfinished line."""
-    nul = block.find(b"\0")
-    if nul >= 0:
-        line = lines_before + block.count(b"\n", 0, nul) + 1
-        raise InputFormatError("a NUL byte (not a text file; trec_eval refuses it too)", path, line)
-    first, last = block.find(b"\n"), block.rfind(b"\n")
-    longest = max(tail + (first if first >= 0 else len(block)), _longest_line(block))
-    if longest > MAX_LINE:
-        line = lines_before + 1
-        raise InputFormatError(f"a line longer than {MAX_LINE} bytes (not a TREC file)", path, line)
-    return len(block) - last - 1 if last >= 0 else tail + len(block)
-
-
-def _longest_line(block: bytes) -> int:
-    """The longest line of ``block`` when it may exceed :data:`MAX_LINE`, else 0: when every aligned half-window has
-    a newline, no line spans a whole window (a few ``find`` calls per block, a full scan only otherwise)."""
-    half = MAX_LINE // 2
-    if len(block) <= MAX_LINE or all(block.find(b"\n", k, k + half) >= 0 for k in range(0, len(block) - half, half)):
-        return 0
-    ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
-    bounds = np.concatenate(([-1], ends, [len(block)]))
-    return int(np.diff(bounds).max()) - 1
-
-
-def _open(path: str):
-    if path == "-":
-        return sys.stdin.buffer
-    import os
-
-    if not os.path.exists(path):
-        raise unreadable_input(path)
-    if os.path.isdir(path):
-        raise InputError(f"{path}: is a directory, expected a file")
-    try:
-        return open(path, "rb")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-
-
-def check_first_block(path: str) -> None:
-    """Refuse a file whose first block has a NUL byte or a line over :data:`MAX_LINE` bytes, before reading it whole."""
-    with open(path, "rb") as f:
-        _check_block(f.read(min(BLOCK, MAX_LINE + 1)), str(path), 0, 0)
-
-
-def read_input(path: str) -> bytes:
-    """The bytes of ``path`` (``-``: standard input), gunzipped when gzipped, each block checked as it is read (see the
-    module docstring); a leading UTF-8 byte-order mark is kept, as trec_eval keeps it."""
-    name = "<stdin>" if path == "-" else path
-    f = _open(path)
-    parts: list[bytes] = []
-    lines = tail = raw = size = 0
-    inflate = None
-    try:
-        while True:
-            block = f.read(BLOCK)
-            if not block:
-                break
-            raw += len(block)
-            if not parts and inflate is None and block[:2] == b"\x1f\x8b":
-                inflate = _Gunzip(name)
-            pieces = [block]
-            if inflate is not None:  # 64 KiB of input at a time: at most ~64 MiB out, however it was packed
-                pieces = (inflate(block[i:i + (1 << 16)]) for i in range(0, len(block), 1 << 16))
-            for piece in pieces:
-                if inflate is not None and size + len(piece) > MAX_GZIP_RATIO * max(raw, 1 << 16):
-                    raise InputError(f"{name}: decompresses to more than {MAX_GZIP_RATIO} times its size "
-                                     "(not a TREC file)")
-                tail = _check_block(piece, name, lines, tail)
-                lines += piece.count(b"\n")
-                size += len(piece)
-                parts.append(piece)
-    except OSError as exc:
-        raise InputError(f"{name}: cannot read ({exc.strerror or exc})") from None
-    finally:
-        if f is not sys.stdin.buffer:
-            f.close()
-    if inflate is not None and not inflate.inflate.eof:
-        raise InputError(f"{name}: not a readable gzip file (the compressed stream ends early)")
-    return b"".join(parts)
-
-
-class _Gunzip:
-    """Streaming gunzip of every member of a (possibly multi-member) gzip file, as ``gzip -d`` reads it."""
-
-    def __init__(self, name: str):
-        import zlib
-
-        self.name, self.zlib, self.inflate = name, zlib, zlib.decompressobj(wbits=47)
-
-    def __call__(self, block: bytes) -> bytes:
-        try:
-            out = self.inflate.decompress(block)
-            while self.inflate.eof and self.inflate.unused_data:
-                rest = self.inflate.unused_data
-                self.inflate = self.zlib.decompressobj(wbits=47)
-                out += self.inflate.decompress(rest)
-            return out
-        except self.zlib.error as exc:
-            raise InputError(f"{self.name}: not a readable gzip file ({exc})") from None
 
 
 # ---------------------------------------------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ class NativeJoin:
 
     run_qnames: np.ndarray
     run_first: np.ndarray
-    scores: np.ndarray
+    scores: np.ndarray | None
     match: np.ndarray
     tag: str
     qrels: TrecColumns
@@ -50,21 +50,23 @@ def available() -> bool:
     return trec_native is not None and os.environ.get("RANKCLI_PURE_PYTHON", "") in ("", "0")
 
 
-def join(run_data, qrels_data, threads: int = 1) -> NativeJoin | None:
+def join(run_data, qrels_data, threads: int = 1, scores: bool = True) -> NativeJoin | None:
     """The run and qrels files' bytes (``bytes`` or a numpy uint8 array, as :func:`rankcli.formats.trec_text.
     read_text_array` gives them) read and joined in C on up to ``threads`` threads; None when the C path is
-    unavailable or leaves this input to the numpy path."""
+    unavailable or leaves this input to the numpy path. Without ``scores`` the ranked lines' scores are not listed
+    (``NativeJoin.scores`` is None)."""
     if not available():
         return None
-    out = trec_native.join(run_data, qrels_data, max(1, int(threads)))
+    out = trec_native.join(run_data, qrels_data, max(1, int(threads)), scores)
     if out is None:
         return None
-    run_qids, run_first, scores, match, tag, qrels_qids, qrels_codes, relevance = out
+    run_qids, run_first, ranked_scores, match, tag, qrels_qids, qrels_codes, relevance = out
     relevance = np.frombuffer(relevance, dtype=np.float64)
     if not np.isfinite(relevance).all():
         return None  # an infinite relevance (1e999): the numpy path names its line
     qrels = TrecColumns(np.frombuffer(qrels_codes, dtype=np.int32), np.array(qrels_qids, dtype=bytes), None,
                         relevance, None)
     return NativeJoin(np.array(run_qids, dtype=bytes), np.frombuffer(run_first, dtype=np.int64),
-                      np.frombuffer(scores, dtype=np.float64), np.frombuffer(match, dtype=np.int32), tag.decode(),
+                      None if ranked_scores is None else np.frombuffer(ranked_scores, dtype=np.float64),
+                      np.frombuffer(match, dtype=np.int32), tag.decode(),
                       qrels)

@@ -56,7 +56,7 @@ def prepare(o, qrels_data: bytes, run_data: bytes):
         return None
     from rankcli.cpus import available_cpus
 
-    joined = trec_fast.join(run_data, qrels_data, available_cpus())
+    joined = trec_fast.join(run_data, qrels_data, available_cpus(), scores=False)
     if joined is None:
         return None
     labels = joined.qrels.values
@@ -74,30 +74,39 @@ def prepare(o, qrels_data: bytes, run_data: bytes):
     evaluated = order[keep]
     run_code = np.where(has_run, run_sorted[at] if run_names.shape[0] else 0, -1)[keep]
     stand_in = run_code < 0
-    rows, ret_offsets = _ranked_rows(joined.run_first, np.where(stand_in, 0, run_code), o.max_docs)
-    match = joined.match[rows] if rows.shape[0] else np.zeros(0, np.int32)
-    rel = np.where(match >= 0, labels[np.maximum(match, 0)], NONPOOL)
-    rel = np.where((match >= 0) & (rel < 0), UNJUDGED, rel)
-    rel, ret_offsets = _stand_ins(rel, ret_offsets, stand_in, o.max_docs)
-    if o.judged_only:
+    rel, table, ret_starts, ret_offsets = _rankings(joined, labels, run_code, stand_in, o.max_docs)
+    if o.judged_only:  # judgments laid end to end, each ranking cut to its judged documents
+        rows = np.repeat(ret_starts - ret_offsets[:-1], np.diff(ret_offsets)) + np.arange(ret_offsets[-1])
+        rel = table[rel[rows]]
         keep_rows = rel >= 0
         kept = np.concatenate(([0], np.cumsum(keep_rows))).astype(np.int64)
-        rel, ret_offsets = rel[keep_rows], kept[ret_offsets]
+        rel, ret_offsets, ret_starts, table = rel[keep_rows], kept[ret_offsets], None, None
     qcodes = joined.qrels.qcodes
     by_query = np.argsort(qcodes, kind="stable")
     starts = np.searchsorted(qcodes[by_query], np.arange(qnames.shape[0] + 1))
     lab_rows, label_offsets = _ranked_rows(starts, evaluated, 1 << 62)
-    out = Joined(evaluated, stand_in, rel.astype(np.int64), ret_offsets, labels[by_query[lab_rows]], label_offsets)
+    out = Joined(evaluated, stand_in, rel, ret_offsets, labels[by_query[lab_rows]], label_offsets, ret_starts,
+                 table)
     return qnames[evaluated], out, run_id, int((labels > 0).sum())
 
 
-def _stand_ins(rel, offsets, stand_in, max_docs):
-    """The rankings with trec_eval's stand-in document (not in the pool) for the queries the run lacks (``-c``)."""
-    if not stand_in.any():
-        return rel, offsets
-    sizes = np.diff(offsets)
-    sizes[stand_in] = 1 if max_docs > 0 else 0
-    parts = np.split(rel, offsets[1:-1])
-    pieces = [np.full(sizes[i], NONPOOL, dtype=np.int64) if stand_in[i] else parts[i] for i in range(len(parts))]
-    new = np.concatenate(pieces) if pieces else rel
-    return new, np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+def _rankings(joined, labels: np.ndarray, run_code: np.ndarray, stand_in: np.ndarray, max_docs: int):
+    """The C module's matches in the run's order (each run line's qrels line, -1 if none) and the table turning them
+    into trec_eval's judgments (the label, ``UNJUDGED`` for a negative one, and last ``NONPOOL``, which -1 takes;
+    int32 when the labels fit), where each evaluated query's ranking starts among them and ends (offsets of their
+    lengths, cut to ``max_docs``). A query the run lacks (``-c``) ranks trec_eval's stand-in document, not in the
+    pool: a -1 added at the end. The judgments are looked up block by block, as the measures need them."""
+    small = labels.shape[0] == 0 or (labels.min() >= -(1 << 31) and labels.max() < (1 << 31))
+    table = np.empty(labels.shape[0] + 1, dtype=np.int32 if small else np.int64)
+    np.copyto(table[:-1], np.where(labels < 0, UNJUDGED, labels), casting="unsafe")
+    table[-1] = NONPOOL
+    match = joined.match
+    first = joined.run_first
+    code = np.where(stand_in, 0, run_code)
+    sizes = np.minimum(first[code + 1] - first[code], max(max_docs, 0))
+    starts = first[code]
+    if stand_in.any():
+        match = np.append(match, np.int32(-1))
+        sizes = np.where(stand_in, 1 if max_docs > 0 else 0, sizes)
+        starts = np.where(stand_in, match.shape[0] - 1, starts)
+    return match, table, starts, np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rankcli.core.treceval.chunk import Chunk, padded
+from rankcli.core.treceval.chunk import NONPOOL, Chunk, padded, padded_at
 from rankcli.core.treceval.join import Duplicate, Side, code_of, codes, join
 from rankcli.errors import InputError, InputFormatError, UsageError
 from rankcli.formats import trec_eval_read as read
-from rankcli.trec_eval import groups, native, prefs
+from rankcli.trec_eval import groups, native, prefs, reading
 from rankcli.trec_eval.getopt import Options
 from rankcli.trec_eval.measures import Active, select
 from rankcli.trec_eval.render import Renderer
@@ -24,7 +24,7 @@ from rankcli.trec_eval.render import Renderer
 #: trec_eval's stand-in document for a judged query the run lacks (``-c``).
 STAND_IN = b"ceci_nest_pas_un_docno"
 #: Cells (queries x documents) of one block: bounds the memory of the padded matrices.
-BLOCK_CELLS = 1 << 21
+BLOCK_CELLS = 1 << 17
 #: Queries of one block: bounds the memory of its ``-q`` lines (a block of 200,000 one-document queries was 1.3 GB of
 #: lines held at once).
 BLOCK_QUERIES = 4096
@@ -40,12 +40,6 @@ class Prepared:
     positive_labels: int
     query: np.ndarray | None = None  # -R qrels_jg: the real query of each evaluated (query, group)
     rel_queries: int | None = None  # queries in the qrels (-c averages over them), when not every one is evaluated
-
-
-def read_files(o: Options) -> tuple[bytes, bytes]:
-    """The read stage: both files' bytes (qrels, then run), checked block by block as they are read."""
-    qrels_path, run_path = o.files
-    return read.read_input(qrels_path), read.read_input(run_path)
 
 
 def prepare(o: Options, data: tuple[bytes, bytes]) -> Prepared:
@@ -112,7 +106,10 @@ def _blocks(ret_offsets: np.ndarray, label_offsets: np.ndarray) -> Iterator[tupl
 def _chunk(p: Prepared, start: int, stop: int, o: Options) -> Chunk:
     j = p.joined
     ro, lo = j.ret_offsets[start:stop + 1], j.label_offsets[start:stop + 1]
-    rel = padded(j.rel, ro, -1)
+    rel = padded(j.rel, ro, NONPOOL) if j.ret_starts is None else \
+        padded_at(j.rel, j.ret_starts[start:stop], np.diff(ro), NONPOOL)
+    if j.rel_table is not None:  # indices into the table, the padding (-1) its last entry, NONPOOL
+        rel = j.rel_table[rel]
     labels = padded(j.labels, lo, -1)
     labels = -np.sort(-labels, axis=1)  # descending: labels >= 0 first
     num_labels = (labels >= 0).sum(axis=1)
@@ -141,13 +138,46 @@ def _values(measures: list[Active], ch: Chunk, stand_in: np.ndarray) -> tuple[np
     return matrix, strings
 
 
+def _block_values(p: Prepared, measures: list[Active], o: Options, block: tuple[int, int]) -> tuple:
+    start, stop = block
+    return _values(measures, _chunk(p, start, stop, o), p.joined.stand_in[start:stop])
+
+
+def _in_order(work, blocks: list, threads: int) -> Iterator:
+    """``work(block)`` of every block, in order, on up to ``threads`` threads (numpy releases the GIL in its loops),
+    at most two blocks a thread computed ahead of the one awaited."""
+    if threads <= 1 or len(blocks) <= 1:
+        yield from map(work, blocks)
+        return
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="rankcli-measures")
+    try:
+        pending: deque = deque()
+        for block in blocks:
+            pending.append(pool.submit(work, block))
+            if len(pending) > 2 * threads:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def measure(p: Prepared, measures: list[Active], o: Options) -> Iterator[tuple]:
-    """The measure stage: blocks of (query ids, values, relstrings) in query order, each block's kernels run as the
-    block is asked for; under -R qrels_jg one block of the groups' averages."""
+    """The measure stage: blocks of (query ids, values, relstrings) in query order, the blocks' kernels run on as
+    many threads as the process may use, a few blocks ahead of the one asked for; under -R qrels_jg one block of the
+    groups' averages."""
+    from functools import partial
+
+    from rankcli.cpus import available_cpus
+
     j = p.joined
+    blocks = list(_blocks(j.ret_offsets, j.label_offsets))
     parts = []
-    for start, stop in _blocks(j.ret_offsets, j.label_offsets):
-        values, strings = _values(measures, _chunk(p, start, stop, o), j.stand_in[start:stop])
+    work = partial(_block_values, p, measures, o)
+    for (start, stop), (values, strings) in zip(blocks, _in_order(work, blocks, available_cpus())):
         if p.query is None:
             yield p.qids[start:stop], values, strings
         else:
@@ -191,18 +221,19 @@ class _Source:
     positive_labels: int = 0
 
 
-def _qrels_source(o: Options, measures: list[Active]) -> _Source:
-    """Qrels (``-R qrels``, ``qrels_jg``): the stages read, join and rank, and measure (streamed)."""
-    p = prepare(o, read_files(o))
+def _qrels_source(o: Options, measures: list[Active], data: tuple[bytes, bytes]) -> _Source:
+    """Qrels (``-R qrels``, ``qrels_jg``): the stages join and rank (of the files' ``data``), and measure
+    (streamed)."""
+    p = prepare(o, data)
     n = p.joined.qcodes.shape[0] if p.query is None else np.unique(p.query).shape[0]
     if o.complete and p.rel_queries is not None:
         n = p.rel_queries
     return _Source(measure(p, measures, o), n, p.run_id, p.positive_labels)
 
 
-def _prefs_source(o: Options, measures: list[Active]) -> _Source:
+def _prefs_source(o: Options, measures: list[Active], data: tuple[bytes, bytes]) -> _Source:
     counted = any(m.record.needs == "prefs" for m in measures)
-    p = prefs.prepare(o, STAND_IN, counted)
+    p = prefs.prepare(o, STAND_IN, counted, data)
     blocks = ((p.qids[a:b], *_values(measures, block, p.ranked.stand_in[a:b]))
               for a, b, block in prefs.blocks(p, o.files[0], check=counted))
     return _Source(blocks, p.rel_queries if o.complete else p.ranked.qcodes.shape[0], p.run_id)
@@ -225,13 +256,16 @@ def write(source: _Source, measures: list[Active], o: Options) -> Iterator[bytes
         yield render.summary(total, source.num_q, source.run_id, source.positive_labels)
 
 
-def evaluate(o: Options) -> Iterator[bytes]:
-    """trec_eval's output for the options ``o``, block by block: the stages read, join and rank, measure, write, each
-    called once (measure and write stream the queries block by block)."""
+def evaluate(o: Options, started: reading.Reading | None = None) -> Iterator[bytes]:
+    """trec_eval's output for the options ``o``, block by block: the stages read (:func:`rankcli.trec_eval.reading.
+    read_files`), join and rank, measure, write, each called once (measure and write stream the queries block by
+    block); ``started``: the read stage, started already (its errors come after the usage errors found here)."""
     if o.rel_format not in ("qrels", "qrels_jg", *prefs.FORMATS):
         raise UsageError(f"trec_eval: Illegal rel_format '{o.rel_format}'")
     if o.results_format != "trec_results":
         raise UsageError(f"trec_eval: Illegal retrieval results format '{o.results_format}'")
     measures = select(o.measures, o.rel_format)
-    source = (_prefs_source if o.rel_format in prefs.FORMATS else _qrels_source)(o, measures)
+    data = started.result() if started is not None else reading.read_files(o)
+    source = (_prefs_source if o.rel_format in prefs.FORMATS else _qrels_source)(o, measures, data)
+    del data
     yield from write(source, measures, o)

@@ -32,12 +32,15 @@ class PreparedPrefs:
     rel_queries: int
 
 
-def prepare(o: Options, stand_in: bytes, counted: bool) -> PreparedPrefs:
-    """Read the preference file and the run, and join them (:mod:`rankcli.core.treceval.prefs_join`);
-    ``counted``: some preference measure is asked for (trec_eval checks the run's duplicates only then)."""
+def prepare(o: Options, stand_in: bytes, counted: bool, data: tuple[bytes, bytes] | None = None) -> PreparedPrefs:
+    """Read the preference file and the run (unless ``data`` holds their bytes), and join them
+    (:mod:`rankcli.core.treceval.prefs_join`); ``counted``: some preference measure is asked for (trec_eval checks
+    the run's duplicates only then)."""
     prefs_path, run_path = o.files
-    prefs = read.read_prefs(prefs_path, qrels_style=o.rel_format == "qrels_prefs")
-    run = read.read_results(run_path)
+    prefs_data, run_data = data if data is not None else (None, None)
+    prefs = read.read_prefs(prefs_path, qrels_style=o.rel_format == "qrels_prefs", data=prefs_data)
+    run = read.read_results(run_path, data=run_data)
+    del data, prefs_data, run_data
     qnames, (pq, rq) = codes(prefs.qids, run.qids)
     _, (pd, rd, stand) = codes(prefs.docnos, run.docnos, np.array([stand_in]))
     only = None if o.debug_query is None else code_of(qnames, o.debug_query.encode("utf-8", "surrogateescape"))

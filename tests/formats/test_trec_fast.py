@@ -241,7 +241,8 @@ def test_a_ranked_run_cannot_be_evaluated_in_input_order():
 
 
 _ALPHABET = st.sampled_from([b"1", b"2", b"q", b"Q0", b"a", b"b", b"\xc3\xa9", b" ", b"  ", b"\t", b"\r", b"\x0b",
-                             b"\x0c", b"\n", b"\n", b"#", b"-", b"+", b".", b"e", b"5", b"0", b"\x00", b"x", b"7"])
+                             b"\x0c", b"\n", b"\n", b"#", b"-", b"+", b".", b"e", b"5", b"0", b"\x00", b"x", b"7",
+                             b"\x01", b"\x1f", b"\x7f", b"a_document_id"])  # a field over eight bytes
 _LINE = st.lists(_ALPHABET, min_size=0, max_size=14).map(b"".join)
 
 
@@ -290,3 +291,68 @@ def test_every_c_file_is_built_and_shipped():
         assert f'"{{CSRC}}/{c_file.name}"' in setup_py.replace("f\"", "\""), c_file.name
     for header in csrc.glob("*.h"):
         assert any(fnmatch.fnmatch(f"rankcli/formats/csrc/{header.name}", pattern) for pattern in includes), header
+
+
+@native
+@pytest.mark.parametrize("threads", [1, 2, 3, 7])
+def test_blank_and_comment_lines_between_the_lines_leave_no_gap(tmp_path, threads):
+    """Each thread reads into its share of one array sized by its bytes' lines; blank and comment lines leave gaps
+    that the merge closes in place: the same result as the file without them, scores listed or not."""
+    run_path, qrels_path = _random_files(tmp_path, 5, n_queries=30)
+    lines = run_path.read_text(encoding="utf-8").splitlines()
+    holed = []
+    for i, line in enumerate(lines):
+        holed += [line] + (["", "# 1 Q0 x 1 2 t", "  \t"] if i % 4 == 0 else [])
+    clean = trec_fast.join(run_path.read_bytes(), qrels_path.read_bytes(), 1)
+    data = ("\n".join(holed) + "\n").encode()
+    got = trec_fast.join(data, qrels_path.read_bytes(), threads)
+    bare = trec_fast.join(data, qrels_path.read_bytes(), threads, scores=False)
+    for name in ("run_qnames", "run_first", "scores", "match"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(clean, name), err_msg=name)
+    for name in ("run_qnames", "run_first", "match"):
+        np.testing.assert_array_equal(getattr(bare, name), getattr(clean, name), err_msg=name)
+    assert bare.scores is None
+    np.testing.assert_array_equal(got.qrels.qcodes, clean.qrels.qcodes)
+    np.testing.assert_array_equal(bare.qrels.values, clean.qrels.values)
+
+
+def _same_join(a, b):
+    for name in ("run_qnames", "run_first", "scores", "match"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    assert a.tag == b.tag
+    for name in ("qnames", "qcodes", "values"):
+        np.testing.assert_array_equal(getattr(a.qrels, name), getattr(b.qrels, name), err_msg=name)
+
+
+def _contiguous_files(seed: int, split: bool) -> tuple[bytes, bytes]:
+    """A run whose queries' lines are together (unless ``split``: one query in two blocks), tie-heavy, with blank
+    and comment lines and CRs between queries, plain decimals only; and its qrels."""
+    rng = np.random.default_rng(seed)
+    run, qrels = [], []
+    for q in range(int(rng.integers(1, 40))):
+        qid = f"q{q}" if q % 4 else f"{q}é"
+        docs = [f"d{int(i)}" for i in rng.choice(300, size=int(rng.integers(1, 120)), replace=False)]
+        lines = [f"{qid} Q0 {d} {i + 1} {rng.choice([0.5, 0.25, 1.0, -2.0, 0.0, 3.125])} t{seed}" for i, d in
+                 enumerate(docs)]
+        run.append("\n".join(lines) + ("\n\n# a comment\n" if q % 5 == 2 else "\r\n" if q % 7 == 3 else "\n"))
+        qrels += [f"{qid} 0 {d} {int(rng.integers(-1, 4))}" for d in docs if rng.random() < 0.3]
+        qrels.append(f"{qid} 0 unretrieved{q} 1")
+    if split and len(run) > 2:
+        run.append(run[0].replace(" Q0 d", " Q0 again_d"))  # query 0 again, after the others
+    return "".join(run).encode(), ("\n".join(qrels) + "\n").encode()
+
+
+@native
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("threads", [1, 2, 3, 5, 64])
+def test_the_run_joined_as_read_equals_the_run_read_whole(seed, threads):
+    """Queries whose lines are together are joined as they are read, each thread a slice of whole queries (a query
+    running over a slice's end moves the end); a query met again after others (odd seeds) sends the run to the
+    whole read. The same result either way, and on any number of threads."""
+    run, qrels = _contiguous_files(seed, split=seed % 2 == 1)
+    streamed = trec_fast.trec_native.join(run, qrels, threads)
+    whole = trec_fast.trec_native.join(run, qrels, threads, True, False)
+    assert streamed is not None and whole is not None
+    assert [bytes(x) if isinstance(x, bytearray) else x for x in streamed] == \
+        [bytes(x) if isinstance(x, bytearray) else x for x in whole]
+    _same_join(trec_fast.join(run, qrels, threads), trec_fast.join(run, qrels, 1))

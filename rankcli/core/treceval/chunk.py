@@ -25,6 +25,25 @@ def padded(values: np.ndarray, offsets: np.ndarray, fill, width: int | None = No
     return out
 
 
+def padded_at(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray, fill) -> np.ndarray:
+    """Segments ``values[starts[i]:starts[i] + lengths[i]]`` as rows of a matrix, ``fill`` after each row's end."""
+    w = int(lengths.max()) if lengths.shape[0] else 0
+    out = np.full((lengths.shape[0], w), fill, dtype=values.dtype)
+    cols = np.arange(w)
+    inside = cols[None, :] < lengths[:, None]
+    out[inside] = values[(starts[:, None] + cols[None, :])[inside]]
+    return out
+
+
+def running_sum_at(mask: np.ndarray, values, k: np.ndarray) -> np.ndarray:
+    """Per row, the sum in column order of ``values`` (one per cell of ``mask``, in ``np.nonzero``'s order) over the
+    row's first ``k`` cells: a term computed only where a measure adds one, added in trec_eval's order (the zeros
+    between change no sum)."""
+    out = np.zeros(mask.shape)
+    out[mask] = values
+    return at(np.cumsum(out, axis=1), k)
+
+
 def at(matrix: np.ndarray, k: np.ndarray, empty: float = 0.0) -> np.ndarray:
     """``matrix[i, k[i] - 1]`` (the prefix of row i through its first ``k[i]`` cells); ``empty`` where k <= 0."""
     n = matrix.shape[0]
@@ -113,8 +132,8 @@ class Chunk:
     @cached_property
     def ap_terms(self) -> np.ndarray:
         """rel_so_far / (i + 1) at each relevant rank, 0 elsewhere (``m_map.c``'s terms)."""
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(self.isrel, self.relcum / self.ranks[None, :], 0.0)
+        out = np.zeros(self.rel.shape)
+        return np.divide(self.relcum, self.ranks[None, :], out=out, where=self.isrel)
 
     @cached_property
     def ap_sum(self) -> np.ndarray:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from rankcli.core.treceval.chunk import Chunk, at, divide
+from rankcli.core.treceval.gains import gains_of, running_dcgs
 
 
 def _top(ch: Chunk, cutoffs) -> list[np.ndarray]:
@@ -51,20 +52,12 @@ def unj(ch: Chunk, cutoffs):
     return _columns([divide(at(cum, t), float(k)) for k, t in zip(cutoffs, _top(ch, cutoffs))], ch.n)
 
 
-def ideal_levels(ch: Chunk) -> np.ndarray:
-    """The qrels labels >= 1 of each query, descending, 0 after them: ``m_ndcg_cut.c``'s ideal ranking."""
-    return np.where(ch.label_valid & (ch.labels >= 1), ch.labels, 0)
-
-
 def ndcg_cut(ch: Chunk, cutoffs):
     """``m_ndcg_cut.c``: DCG of the top k (gain: the label, discount log2(i + 1)) over the ideal DCG of the top k
     (labels >= 1 in descending order); the DCG itself where the ideal is 0."""
-    gains = np.where(ch.valid & (ch.rel > 0), ch.rel, 0).astype(np.float64)
-    dcg = np.cumsum(gains / ch.log2_ranks[None, :], axis=1)
-    ideal = ideal_levels(ch).astype(np.float64)
-    discount = np.log2(np.arange(2, ideal.shape[1] + 2, dtype=np.float64))
-    idcg = np.cumsum(ideal / discount[None, :], axis=1)
-    length = (ideal > 0).sum(axis=1)
+    g = gains_of(ch, ())  # trec_eval's default gains: the label; shared with ndcg
+    dcg, idcg = running_dcgs(ch, g)
+    length = g.length
     out = []
     for k, t in zip(cutoffs, _top(ch, cutoffs)):
         value, best = at(dcg, t), at(idcg, np.minimum(k, length))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rankcli.core.treceval.chunk import Chunk, at, divide, padded
+from rankcli.core.treceval.chunk import Chunk, at, divide, padded, running_sum_at
 from rankcli.errors import UsageError
 
 #: Highest label for which gain parameters are laid out level by level (as trec_eval allocates them).
@@ -167,43 +167,46 @@ def _discount(width: int) -> np.ndarray:
     return np.log2(np.arange(2, width + 2, dtype=np.float64))[None, :]
 
 
-def _dcgs(ch: Chunk, g: Gains):
-    results = np.cumsum(g.results / _discount(g.results.shape[1]), axis=1)
-    ideal = np.cumsum(g.ideal / _discount(g.ideal.shape[1]), axis=1)
-    return results, ideal
+def running_dcgs(ch: Chunk, g: Gains):
+    """The running DCG of the results and of the ideal ranking, once per chunk and gains (ndcg, dcg, ideal_dcg,
+    ndcg_rel and Rndcg read the same ones)."""
+    key = ("dcgs", id(g))
+    if key not in ch.cache:
+        results = np.cumsum(g.results / _discount(g.results.shape[1]), axis=1)
+        ideal = np.cumsum(g.ideal / _discount(g.ideal.shape[1]), axis=1)
+        ch.cache[key] = (results, ideal, g)  # g kept with them: its id stays its own
+    return ch.cache[key][:2]
 
 
 def ndcg(ch: Chunk, pairs):
     """``m_ndcg.c`` (ndcg): DCG over the whole ranking / ideal DCG (0 when the ideal is 0)."""
     g = gains_of(ch, pairs)
-    results, ideal = _dcgs(ch, g)
+    results, ideal = running_dcgs(ch, g)
     r, i = at(results, ch.num_ret), at(ideal, g.length)
     return np.where(i > 0.0, divide(r, i), 0.0)
 
 
 def dcg(ch: Chunk, pairs):
     """``m_ndcg.c`` (dcg): sum of gain / log2(rank + 1)."""
-    return at(_dcgs(ch, gains_of(ch, pairs))[0], ch.num_ret)
+    return at(running_dcgs(ch, gains_of(ch, pairs))[0], ch.num_ret)
 
 
 def ideal_dcg(ch: Chunk, pairs):
     """``m_ndcg.c`` (ideal_dcg): the DCG of the ideal ranking."""
     g = gains_of(ch, pairs)
-    return at(_dcgs(ch, g)[1], g.length)
+    return at(running_dcgs(ch, g)[1], g.length)
 
 
 def ndcg_rel(ch: Chunk, pairs):
     """``m_ndcg_rel.c``: at each retrieved document of positive gain, DCG so far / ideal DCG so far; the ideal
     documents not retrieved count the final ratio; the sum over the ideal ranking's length."""
     g = gains_of(ch, pairs)
-    results, ideal = _dcgs(ch, g)
-    w = results.shape[1]
-    upto = np.minimum(np.arange(w)[None, :], g.length[:, None] - 1)
-    best = np.where(upto >= 0, np.take_along_axis(ideal, np.clip(upto, 0, None), axis=1) if ideal.shape[1]
-                    else 0.0, 0.0)
+    results, ideal = running_dcgs(ch, g)
     positive = g.results > 0
-    terms = np.where(positive, divide(results, best), 0.0)
-    total = at(np.cumsum(terms, axis=1), ch.num_ret)
+    rows, cols = np.nonzero(positive)  # the terms are computed at the documents of positive gain only
+    upto = np.minimum(cols, g.length[rows] - 1)
+    best = np.where(upto >= 0, ideal[rows, np.clip(upto, 0, None)] if ideal.shape[1] else 0.0, 0.0)
+    total = running_sum_at(positive, divide(results[rows, cols], best), ch.num_ret)
     final_r, final_i = at(results, ch.num_ret), at(ideal, g.length)
     total = total + divide((g.length - positive.sum(axis=1)) * final_r, final_i)
     return np.where(total > 0.0, divide(total, g.length), 0.0)
@@ -213,7 +216,7 @@ def Rndcg(ch: Chunk, pairs):  # noqa: N802 (trec_eval's name)
     """``m_Rndcg.c``: nDCG (DCG so far / ideal DCG so far) averaged over the ranks where the ideal gain changes
     (and, when the ideal ranking ends more than one rank before the retrieved one, over the whole ranking)."""
     g = gains_of(ch, pairs)
-    results, ideal = _dcgs(ch, g)
+    results, ideal = running_dcgs(ch, g)
     k = g.ideal.shape[1]
     p = np.arange(1, k + 1)[None, :]  # event positions 1 .. k
     changes = np.zeros((ch.n, k), dtype=bool)
@@ -246,11 +249,13 @@ def G(ch: Chunk, pairs):  # noqa: N802 (trec_eval's name)
     inside = np.arange(w)[None, :] < g.length[:, None]
     cost = np.where(inside & (ideal_here >= 1.0), ideal_here, 1.0)
     cost = np.where(ch.valid, cost, 0.0)
-    sum_cost = np.cumsum(cost, axis=1)
-    sum_results = np.cumsum(g.results, axis=1)
+    gained = g.results != 0
+    rows, cols = np.nonzero(gained)  # the terms are computed where a document gains only
+    sum_cost = np.cumsum(cost, axis=1)[rows, cols]
+    sum_results = np.cumsum(g.results, axis=1)[rows, cols]
     with np.errstate(invalid="ignore", divide="ignore"):
-        terms = np.where(g.results != 0, divide(g.results, np.log2((2 + sum_cost) - sum_results)), 0.0)
-    total = at(np.cumsum(terms, axis=1), ch.num_ret)
+        terms = divide(g.results[rows, cols], np.log2((2 + sum_cost) - sum_results))
+    total = running_sum_at(gained, terms, ch.num_ret)
     ideal_sum = at(np.cumsum(g.ideal, axis=1), g.length)
     return np.where(ideal_sum > 0.0, divide(total, ideal_sum), 0.0)
 
@@ -263,5 +268,6 @@ def rbp(ch: Chunk, pairs):
             p = value
     g = gains_of(ch, pairs, normalise=True)
     powers = np.concatenate(([1.0], np.cumprod(np.full(g.results.shape[1], p))))[None, :-1]
-    total = at(np.cumsum(np.where(g.results != 0, g.results * powers, 0.0), axis=1), ch.num_ret)
+    gained = g.results != 0
+    total = running_sum_at(gained, g.results[gained] * np.broadcast_to(powers, gained.shape)[gained], ch.num_ret)
     return (1.0 - p) * total

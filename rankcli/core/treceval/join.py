@@ -38,6 +38,12 @@ class Joined:
     ret_offsets: np.ndarray
     labels: np.ndarray
     label_offsets: np.ndarray
+    #: where each ranking starts in ``rel`` when the rankings are not laid end to end (their lengths still
+    #: ``ret_offsets``' differences); None: at ``ret_offsets``
+    ret_starts: np.ndarray | None = None
+    #: when given, ``rel`` holds indices into it (negative ones from its end): a ranked document's judgment is
+    #: ``rel_table[rel]``, looked up block by block
+    rel_table: np.ndarray | None = None
 
 
 @dataclass

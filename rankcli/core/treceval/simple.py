@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankcli.core.treceval.chunk import NONPOOL, UNJUDGED, Chunk, at, divide
+from rankcli.core.treceval.chunk import NONPOOL, UNJUDGED, Chunk, at, divide, running_sum_at
 
 #: ``MIN_GEO_MEAN`` and ``INFAP_EPSILON`` (trec_eval.h).
 MIN_GEO_MEAN = 1e-5
@@ -94,12 +94,12 @@ def _bpref(ch: Chunk) -> np.ndarray:
     if "bpref" in ch.cache:  # bpref and gm_bpref share it
         return ch.cache["bpref"]
     rel, nonrel = _judged_split(ch)
-    seen = np.cumsum(nonrel, axis=1)
-    R = ch.num_rel[:, None]
-    num_nonrel = ch.count_labels(0, ch.level)[:, None]
+    rows, cols = np.nonzero(rel)
+    seen = np.cumsum(nonrel, axis=1)[rows, cols]
+    R = ch.num_rel[rows]
+    num_nonrel = ch.count_labels(0, ch.level)[rows]
     term = 1.0 - divide(np.minimum(seen, R), np.minimum(num_nonrel, R))
-    terms = np.where(rel, np.where(seen > 0, term, 1.0), 0.0)
-    total = _last(np.cumsum(terms, axis=1), ch)
+    total = running_sum_at(rel, np.where(seen > 0, term, 1.0), ch.num_ret)
     ch.cache["bpref"] = np.where(ch.num_rel > 0, divide(total, ch.num_rel), total)
     return ch.cache["bpref"]
 
@@ -118,23 +118,24 @@ def gm_bpref(ch: Chunk, _):
 def infap(ch: Chunk, _):
     """``m_infap.c``: inferred AP (Yilmaz & Aslam 2006) with trec_eval's epsilon 1e-5."""
     rel, nonrel = _judged_split(ch)
-    r = np.cumsum(rel, axis=1) - 1
-    nr = np.cumsum(nonrel, axis=1)
-    pu = np.cumsum(ch.valid & (ch.rel == UNJUDGED), axis=1)
-    fj = np.arange(ch.rel.shape[1], dtype=np.float64)[None, :]
+    rows, cols = np.nonzero(rel)  # the terms are computed at the relevant documents only
+    r = (np.cumsum(rel, axis=1) - 1)[rows, cols]
+    nr = np.cumsum(nonrel, axis=1)[rows, cols]
+    pu = np.cumsum(ch.valid & (ch.rel == UNJUDGED), axis=1)[rows, cols]
+    fj = cols.astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         term = 1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * ((r + nr + pu) / fj) * \
             ((r + INFAP_EPSILON) / ((r + nr) + 2 * INFAP_EPSILON))
     term = np.where(fj == 0, 1.0, term)
-    total = _last(np.cumsum(np.where(rel, term, 0.0), axis=1), ch)
+    total = running_sum_at(rel, term, ch.num_ret)
     return np.where(ch.num_rel > 0, divide(total, ch.num_rel), total)
 
 
 def binG(ch: Chunk, _):  # noqa: N802 (trec_eval's name)
     """``m_binG.c``: sum over relevant ranks i of 1 / log2(2 + non-relevant above), over R."""
-    i = np.arange(ch.rel.shape[1])[None, :]
-    terms = np.where(ch.isrel, 1.0 / np.log2((3 + i - ch.relcum).astype(np.float64)), 0.0)
-    total = _last(np.cumsum(terms, axis=1), ch)
+    rows, cols = np.nonzero(ch.isrel)
+    total = running_sum_at(ch.isrel, 1.0 / np.log2((3 + cols - ch.relcum[rows, cols]).astype(np.float64)),
+                           ch.num_ret)
     return np.where(_relevant_seen(ch) > 0, divide(total, ch.num_rel), 0.0)
 
 

@@ -168,17 +168,94 @@ int trec_convert_slowly(const unsigned char *p, Py_ssize_t len, double *out)
 
 void trec_free_slice(Slice *s)
 {
-    free(s->codes);
-    free(s->values);
-    free(s->doc);
+    trec_stream_free(s);
     free(s->pending);
     trec_free_queries(&s->queries);
-    s->codes = NULL;
-    s->values = NULL;
-    s->doc = NULL;
     s->pending = NULL;
-    s->n = s->npending = s->cap_pending = 0;
+    s->npending = s->cap_pending = 0;
 }
+
+/* The lines of d[begin:end]: its newlines, and one more when it ends without one. Eight bytes at a time: a byte of
+ * x is zero exactly when its high bit survives in ~(((x & 7f..) + 7f..) | x), with no carry between bytes; those
+ * bits, shifted to each byte's low bit, are summed into the top byte by one multiplication. */
+Py_ssize_t trec_count_lines(const unsigned char *d, Py_ssize_t begin, Py_ssize_t end)
+{
+    const uint64_t low7 = 0x7f7f7f7f7f7f7f7fULL, newlines = 0x0a0a0a0a0a0a0a0aULL;
+    Py_ssize_t count = 0, i = begin;
+    for (; i + 8 <= end; i += 8) {
+        uint64_t x;
+        memcpy(&x, d + i, 8);
+        x ^= newlines;
+        uint64_t zero = ~(((x & low7) + low7) | x) & ~low7;
+        count += (Py_ssize_t)(((zero >> 7) * 0x0101010101010101ULL) >> 56);
+    }
+    for (; i < end; i++)
+        count += d[i] == '\n';
+    return count + (end > begin && d[end - 1] != '\n');
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+#define HAVE_WORD_SCAN 1
+/* C's isspace bytes but the newline (\t \v \f \r and space), as bits of a word: all are below 64. */
+#define SPACE_BITS 0x100003A00ULL
+
+/* The common line, eight bytes at a time: fields of bytes from '!' up, separated by whitespace, ending at a newline.
+ * A field's end is the lowest byte below '!' of a word, flagged by (x - 0x21..) & ~x & 0x80.. (bytes of 0x80 and
+ * above are never flagged, and a borrow only flags bytes above the first); the byte that ends it is read from the
+ * word, not loaded again. Returns the number of fields (0: a blank line), -1 for more than `fields` fields, or -2
+ * for anything else (a comment, a NUL or other control byte, fewer than eight bytes left before `end`): the byte
+ * loop (split_line) reads that line. */
+static inline int split_words(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end, const int fields,
+                              Py_ssize_t *start, Py_ssize_t *len)
+{
+    Py_ssize_t i = *pos;
+    int count = 0;
+    for (;;) {
+        if (i + 8 > end)
+            return -2;
+        uint64_t x;
+        memcpy(&x, d + i, 8);
+        unsigned b = (unsigned)(x & 0xff);
+        if (b < 0x21) {  /* whitespace before a field, or the line's end */
+            if (b == '\n') {
+                *pos = i + 1;
+                return count;
+            }
+            if (!((SPACE_BITS >> b) & 1))
+                return -2;
+            i++;
+            continue;
+        }
+        if (count == 0 && b == '#')
+            return -2;
+        if (count == fields)
+            return -1;
+        start[count] = i;
+        for (;;) {
+            uint64_t below = (x - 0x2121212121212121ULL) & ~x & 0x8080808080808080ULL;
+            if (below) {
+                int k = __builtin_ctzll(below) >> 3;
+                i += k;
+                b = (unsigned)((x >> (8 * k)) & 0xff);
+                break;
+            }
+            i += 8;
+            if (i + 8 > end)
+                return -2;
+            memcpy(&x, d + i, 8);
+        }
+        len[count] = i - start[count];
+        count++;
+        if (b == '\n') {
+            *pos = i + 1;
+            return count;
+        }
+        if (!((SPACE_BITS >> b) & 1))
+            return -2;
+        i++;
+    }
+}
+#endif
 
 /* The fields of the line at *pos (their starts and lengths), *pos moved past its newline: the number of fields (0:
  * blank or a comment), -1 for a NUL or more than `fields` fields. Unless `guarded`, a newline is known to come
@@ -194,9 +271,12 @@ static inline int split_line(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t
             i++;
         if (cls != FIELD)
             break;
-        if (count == 0 && d[i] == '#') {  /* a comment line: skipped whatever it holds */
+        if (count == 0 && d[i] == '#') {  /* a comment line: skipped whatever it holds but a NUL */
             const unsigned char *nl = memchr(d + i, '\n', (size_t)(end - i));
-            *pos = nl ? nl - d + 1 : end;
+            Py_ssize_t stop = nl ? nl - d : end;
+            if (memchr(d + i, 0, (size_t)(stop - i)) != NULL)
+                return -1;  /* refused wherever it is (the numpy path names it) */
+            *pos = stop < end ? stop + 1 : end;
             return 0;
         }
         if (count == fields)
@@ -212,30 +292,30 @@ static inline int split_line(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t
     return cls == NUL ? -1 : count;
 }
 
+/* The data lines of a slice into its share of the lines' arrays (s->codes, s->values, s->doc: room for
+ * trec_count_lines of its bytes, which no slice exceeds); with a stream (join.c), each query's lines into the
+ * stream's arrays, joined and ranked when the query ends. */
 int trec_read_slice(Slice *s)
 {
     const unsigned char *d = s->d;
     const int fields = s->fields, doc_field = s->doc_field, value_field = s->value_field;
-    /* A data line takes at least 2 * fields bytes (each field a byte and a separator); the pages of the arrays
-     * beyond the lines read are never touched. */
-    Py_ssize_t cap = (s->end - s->begin) / (2 * fields) + 2;
     int err = grow_queries(&s->queries);
     if (err)
         return err;
-    s->codes = big_alloc((size_t)cap * sizeof(int32_t));
-    s->values = big_alloc((size_t)cap * sizeof(double));
-    s->doc = big_alloc((size_t)cap * sizeof(uint64_t));
-    if (s->codes == NULL || s->values == NULL || s->doc == NULL)
-        return FAST_NOMEM;
     Py_ssize_t tail = s->end;  /* where the last line starts if it lacks a newline: only it needs bounds checks */
     while (tail > s->begin && d[tail - 1] != '\n')
         tail--;
     const unsigned char *last_q = NULL;
     int32_t last_len = -1, last_code = -1;
-    Py_ssize_t n = 0, pos = s->begin;
+    Py_ssize_t n = 0, lines = 0, pos = s->begin;  /* n: in the arrays (with a stream: of the current query) */
     while (pos < s->end) {
         Py_ssize_t start[6], len[6];
-        int count = pos < tail ? split_line(d, &pos, s->end, 0, fields, start, len)
+        int count = -2;
+#ifdef HAVE_WORD_SCAN
+        count = split_words(d, &pos, s->end, fields, start, len);
+#endif
+        if (count == -2)
+            count = pos < tail ? split_line(d, &pos, s->end, 0, fields, start, len)
                                : split_line(d, &pos, s->end, 1, fields, start, len);
         if (count == 0)
             continue;  /* blank or comment */
@@ -243,13 +323,25 @@ int trec_read_slice(Slice *s)
             return FAST_BAIL;
         const unsigned char *q = d + start[0];
         if (!(len[0] == last_len && memcmp(q, last_q, (size_t)last_len) == 0)) {
+            if (s->stream != NULL && n > 0) {  /* the query before ends here: joined now */
+                if ((err = trec_stream_query(s, last_code, n)))
+                    return err;
+                n = 0;
+            }
+            Py_ssize_t known = s->queries.count;
             if ((err = trec_query_code(&s->queries, q, (int32_t)len[0], 1, &last_code)))
                 return err;
+            if (s->stream != NULL && s->queries.count == known)
+                return STREAM_FALLBACK;  /* a query met again after another: its lines are not together */
             last_q = q;
             last_len = (int32_t)len[0];
         }
+        if (n == s->cap && (s->stream == NULL || (err = trec_stream_grow(s))))
+            return s->stream == NULL ? FAST_BAIL : err;  /* never without a stream: the lines were counted */
         err = parse_number(d + start[value_field], (int32_t)len[value_field], &s->values[n]);
-        if (err == SLOW_NUMBER) {
+        if (err == SLOW_NUMBER && s->stream != NULL) {
+            return STREAM_FALLBACK;  /* converted by Python after the threads: too late to rank the query */
+        } else if (err == SLOW_NUMBER) {
             if (s->npending == s->cap_pending) {
                 Py_ssize_t more = s->cap_pending ? 2 * s->cap_pending : 64;
                 Pending *p = realloc(s->pending, (size_t)more * sizeof(Pending));
@@ -262,15 +354,20 @@ int trec_read_slice(Slice *s)
         } else if (err) {
             return err;
         }
-        if (n == 0 && fields == 6) {
+        if (!s->tagged && fields == 6) {
             s->tag_start = start[5];
             s->tag_len = len[5];
+            s->tagged = 1;
         }
-        s->codes[n] = last_code;
+        if (s->stream == NULL)
+            s->codes[n] = last_code;
         s->doc[n] = (uint64_t)start[doc_field] << DOC_LEN_BITS | (uint64_t)len[doc_field];
         n++;
+        lines++;
     }
-    s->n = n;
+    if (s->stream != NULL && n > 0 && (err = trec_stream_query(s, last_code, n)))
+        return err;
+    s->n = lines;
     return 0;
 }
 
@@ -310,4 +407,39 @@ Py_ssize_t trec_slice_start(const unsigned char *d, Py_ssize_t size, int k, int 
     Py_ssize_t at = (Py_ssize_t)((double)size * k / threads);
     const unsigned char *nl = memchr(d + at, '\n', (size_t)(size - at));
     return nl ? nl - d + 1 : size;
+}
+
+/* The first field of the line at d[at:] (its start and length): 0 when the line is blank or a comment. */
+static Py_ssize_t first_field(const unsigned char *d, Py_ssize_t size, Py_ssize_t at, Py_ssize_t *start)
+{
+    while (at < size && trec_byte_class[d[at]] == SPACE)
+        at++;
+    if (at >= size || trec_byte_class[d[at]] != FIELD || d[at] == '#')
+        return 0;
+    *start = at;
+    while (at < size && trec_byte_class[d[at]] == FIELD)
+        at++;
+    return at - *start;
+}
+
+/* Slice k of `threads` for a run joined as it is read: as trec_slice_start, then moved past the lines that go on
+ * with the query of the last data line before it, so that no query's lines are split between two slices. */
+Py_ssize_t trec_query_slice_start(const unsigned char *d, Py_ssize_t size, int k, int threads)
+{
+    Py_ssize_t at = trec_slice_start(d, size, k, threads), end = at, qstart = 0, qlen = 0;
+    while (k > 0 && end > 0 && qlen == 0) {  /* the last data line before: back line by line */
+        Py_ssize_t line = end - 1;
+        while (line > 0 && d[line - 1] != '\n')
+            line--;
+        qlen = first_field(d, end, line, &qstart);
+        end = line;
+    }
+    while (qlen > 0 && at < size) {
+        Py_ssize_t start, len = first_field(d, size, at, &start);
+        if (len != 0 && (len != qlen || memcmp(d + start, d + qstart, (size_t)len) != 0))
+            break;  /* another query starts here */
+        const unsigned char *nl = memchr(d + at, '\n', (size_t)(size - at));
+        at = nl ? nl - d + 1 : size;
+    }
+    return at;
 }

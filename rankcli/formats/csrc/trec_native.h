@@ -18,6 +18,7 @@
 #define FAST_BAIL 1     /* outside the fast path's input: the caller uses the numpy path */
 #define FAST_NOMEM 2    /* out of memory */
 #define SLOW_NUMBER 3   /* a number for Python's conversion (with the GIL) */
+#define STREAM_FALLBACK 4 /* the run cannot be joined as it is read (a query's lines apart, a number for Python) */
 #define DOC_LEN_BITS 24 /* a document id is kept as its offset in the file (40 bits) and its length (24 bits) */
 #define MAX_THREADS 64
 
@@ -113,22 +114,26 @@ typedef struct {
     const unsigned char *d;         /* the whole file */
     Py_ssize_t begin, end;          /* this slice's bytes */
     int fields, doc_field, value_field;
+    Py_ssize_t cap;                 /* lines in the slice's bytes (trec_count_lines): room in the arrays below */
     Py_ssize_t n;                   /* data lines */
+    /* The slice's share of the arrays of all the lines (Lines; not owned), from the line where it starts: */
     int32_t *codes;                 /* each line's query, numbered in `queries` */
     double *values;                 /* score (run) or relevance (qrels) */
     uint64_t *doc;                  /* each line's document id: offset << DOC_LEN_BITS | length */
     Pending *pending;               /* values left to Python's conversion */
     Py_ssize_t npending, cap_pending;
     Py_ssize_t tag_start, tag_len;  /* runs: the slice's first line's sixth field */
+    int tagged;
     QueryTable queries;
+    struct Stream *stream;          /* NULL: every line kept in the arrays; else each query joined when read (join.c) */
     int err;
 } Slice;
 
-typedef struct {
+typedef struct {            /* the lines of a file, read by slices into these arrays and merged in place */
     const unsigned char *d;
     Py_ssize_t n;
-    int32_t *codes;         /* each line's query, by first appearance in the file (a bytearray's buffer) */
-    double *values;         /* (a bytearray's buffer) */
+    int32_t *codes;         /* each line's query, by first appearance in the file (qrels: a bytearray's buffer) */
+    double *values;         /* (qrels: a bytearray's buffer) */
     uint64_t *doc;
     Py_ssize_t tag_start, tag_len;
     QueryTable queries;
@@ -142,13 +147,27 @@ void trec_free_queries(QueryTable *t);
 int trec_query_code(QueryTable *t, const unsigned char *p, int32_t len, int add, int32_t *code);
 int trec_convert_slowly(const unsigned char *p, Py_ssize_t len, double *out);
 void trec_free_slice(Slice *s);
+Py_ssize_t trec_count_lines(const unsigned char *d, Py_ssize_t begin, Py_ssize_t end);
 int trec_read_slice(Slice *s);
 void trec_run_all(Task task, char *items, size_t item_size, int count);
 Py_ssize_t trec_slice_start(const unsigned char *d, Py_ssize_t size, int k, int threads);
 
+/* join.c: the run joined query by query as it is read (each query's lines together in the file), into the ranked
+ * output directly: no array of every line. */
+typedef struct QrelsIndex QrelsIndex;
+int trec_index_qrels(const Lines *qrels, int threads, QrelsIndex **out);
+void trec_free_index(QrelsIndex *index);
+int trec_stream_start(Slice *s, const QrelsIndex *index, int32_t *ranked_match, double *ranked_scores);
+void trec_stream_free(Slice *s);
+int trec_stream_grow(Slice *s);
+int trec_stream_query(Slice *s, int32_t code, Py_ssize_t n);
+int trec_stream_merge(Slice *slices, int count, Lines *run, int32_t *ranked_match, double *ranked_scores,
+                      int64_t *run_first);
+Py_ssize_t trec_query_slice_start(const unsigned char *d, Py_ssize_t size, int k, int threads);
+
 /* join.c */
 int trec_merge_slices(Slice *slices, int count, Lines *out);
 int trec_join_all(const Lines *run, const Lines *qrels, double *ranked_scores, int32_t *ranked_match,
-                  int64_t *run_first, int threads);
+                  int64_t *run_first, int threads);  /* ranked_scores: NULL when not wanted */
 
 #endif

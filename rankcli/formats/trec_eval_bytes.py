@@ -1,0 +1,176 @@
+"""A TREC file's bytes, read as ``rankcli trec_eval`` reads them before parsing (:mod:`.trec_eval_read` parses them):
+whole, gunzipped when gzipped (by its magic bytes), ``-`` as standard input, and refused on a NUL byte (trec_eval's
+rule) or a line over :data:`MAX_LINE` bytes where it is first met, before the rest of the file is read.
+
+No numpy here: ``rankcli trec_eval`` reads its files on a thread while the process imports numpy.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from rankcli.errors import InputError, InputFormatError
+from rankcli.formats.inputs import unreadable_input
+
+#: The longest line accepted (bytes): a guard against a file that is no text at all (``/dev/zero``, a gzip bomb).
+MAX_LINE = 1 << 20
+#: Blocks read (and decompressed) at a time.
+BLOCK = 1 << 22
+#: A gzipped input may expand at most this many times (real TREC files: under 20) before it is refused.
+MAX_GZIP_RATIO = 200
+
+
+def _check_block(block: bytes, path: str, before: list[bytes], tail: int) -> int:
+    """Refuse a NUL byte or an over-long line in ``block`` (``before``: the blocks read before it, counted for the
+    line number only when refusing; ``tail``: bytes of the current line before it); returns the bytes of the last,
+    unfinished line."""
+    nul = block.find(b"\0")
+    if nul >= 0:
+        line = _lines_in(before) + block.count(b"\n", 0, nul) + 1
+        raise InputFormatError("a NUL byte (not a text file; trec_eval refuses it too)", path, line)
+    first, last = block.find(b"\n"), block.rfind(b"\n")
+    longest = max(tail + (first if first >= 0 else len(block)), _longest_line(block))
+    if longest > MAX_LINE:
+        raise InputFormatError(f"a line longer than {MAX_LINE} bytes (not a TREC file)", path, _lines_in(before) + 1)
+    return len(block) - last - 1 if last >= 0 else tail + len(block)
+
+
+def _lines_in(blocks: list[bytes]) -> int:
+    return sum(b.count(b"\n") for b in blocks)
+
+
+def _longest_line(block: bytes) -> int:
+    """The longest line of ``block`` when it may exceed :data:`MAX_LINE`, else 0: when every aligned half-window has
+    a newline, no line spans a whole window (a few ``find`` calls per block, a full scan only otherwise)."""
+    half = MAX_LINE // 2
+    if len(block) <= MAX_LINE or all(block.find(b"\n", k, k + half) >= 0 for k in range(0, len(block) - half, half)):
+        return 0
+    return max(map(len, block.split(b"\n")))
+
+
+def _first_long_line(data: bytes) -> int:
+    """The offset of the first line of ``data`` longer than :data:`MAX_LINE` bytes, -1 when none: such a line holds a
+    whole aligned half-window without a newline, so only the lines around those windows are measured."""
+    half, k = MAX_LINE // 2, 0
+    while k + half <= len(data):
+        if data.find(b"\n", k, k + half) >= 0:
+            k += half
+            continue
+        start = data.rfind(b"\n", 0, k) + 1
+        end = data.find(b"\n", k)
+        end = len(data) if end < 0 else end
+        if end - start > MAX_LINE:
+            return start
+        k = end + 1
+    return -1
+
+
+def _open(path: str):
+    if path == "-":
+        return sys.stdin.buffer
+    import os
+
+    if not os.path.exists(path):
+        raise unreadable_input(path)
+    if os.path.isdir(path):
+        raise InputError(f"{path}: is a directory, expected a file")
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def check_first_block(path: str) -> None:
+    """Refuse a file whose first block has a NUL byte or a line over :data:`MAX_LINE` bytes, before reading it whole."""
+    with open(path, "rb") as f:
+        _check_block(f.read(min(BLOCK, MAX_LINE + 1)), str(path), [], 0)
+
+
+def read_input(path: str) -> bytes:
+    """The bytes of ``path`` (``-``: standard input), gunzipped when gzipped, each block checked as it is read (see the
+    module docstring); a leading UTF-8 byte-order mark is kept, as trec_eval keeps it."""
+    name = "<stdin>" if path == "-" else path
+    f = _open(path)
+    try:
+        whole = _read_plain_file(f, name) if f is not sys.stdin.buffer else None
+        return whole if whole is not None else _read_blocks(f, name)
+    except OSError as exc:
+        raise InputError(f"{name}: cannot read ({exc.strerror or exc})") from None
+    finally:
+        if f is not sys.stdin.buffer:
+            f.close()
+
+
+def _read_plain_file(f, name: str) -> bytes | None:
+    """A regular file that is not gzipped, read in one buffer of its size (no copy of blocks into a whole): its first
+    block is checked before the rest is read, the rest after. None for any other file (read by blocks)."""
+    import os
+    import stat
+
+    if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+        return None
+    head = f.read(min(BLOCK, MAX_LINE + 1))
+    if head[:2] == b"\x1f\x8b":
+        f.seek(0)
+        return None
+    _check_block(head, name, [], 0)
+    if len(head) < min(BLOCK, MAX_LINE + 1):
+        return head
+    f.seek(0)
+    data = f.read()
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise InputFormatError("a NUL byte (not a text file; trec_eval refuses it too)", name,
+                               data.count(b"\n", 0, nul) + 1)
+    long = _first_long_line(data)
+    if long >= 0:
+        raise InputFormatError(f"a line longer than {MAX_LINE} bytes (not a TREC file)", name,
+                               data.count(b"\n", 0, long) + 1)
+    return data
+
+
+def _read_blocks(f, name: str) -> bytes:
+    """Standard input, a pipe or a gzipped file, block by block, each checked as it arrives."""
+    parts: list[bytes] = []
+    tail = raw = size = 0
+    inflate = None
+    while True:
+        block = f.read(BLOCK)
+        if not block:
+            break
+        raw += len(block)
+        if not parts and inflate is None and block[:2] == b"\x1f\x8b":
+            inflate = _Gunzip(name)
+        pieces = [block]
+        if inflate is not None:  # 64 KiB of input at a time: at most ~64 MiB out, however it was packed
+            pieces = (inflate(block[i:i + (1 << 16)]) for i in range(0, len(block), 1 << 16))
+        for piece in pieces:
+            if inflate is not None and size + len(piece) > MAX_GZIP_RATIO * max(raw, 1 << 16):
+                raise InputError(f"{name}: decompresses to more than {MAX_GZIP_RATIO} times its size "
+                                 "(not a TREC file)")
+            tail = _check_block(piece, name, parts, tail)
+            size += len(piece)
+            parts.append(piece)
+    if inflate is not None and not inflate.inflate.eof:
+        raise InputError(f"{name}: not a readable gzip file (the compressed stream ends early)")
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+class _Gunzip:
+    """Streaming gunzip of every member of a (possibly multi-member) gzip file, as ``gzip -d`` reads it."""
+
+    def __init__(self, name: str):
+        import zlib
+
+        self.name, self.zlib, self.inflate = name, zlib, zlib.decompressobj(wbits=47)
+
+    def __call__(self, block: bytes) -> bytes:
+        try:
+            out = self.inflate.decompress(block)
+            while self.inflate.eof and self.inflate.unused_data:
+                rest = self.inflate.unused_data
+                self.inflate = self.zlib.decompressobj(wbits=47)
+                out += self.inflate.decompress(rest)
+            return out
+        except self.zlib.error as exc:
+            raise InputError(f"{self.name}: not a readable gzip file ({exc})") from None

@@ -1,0 +1,45 @@
+"""Both input files read on a thread, from the start of the command: the read (system calls and page faults, without
+the GIL) overlaps the import of numpy and of the measures, which needs the GIL. No numpy here.
+
+The files are read in trec_eval's order, qrels then run; the first error is raised where the bytes are asked for, so
+that a usage error found meanwhile (an unknown measure) is still the one reported.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from rankcli.formats.trec_eval_bytes import read_input
+
+
+def read_files(o) -> tuple[bytes, bytes]:
+    """The read stage: both files' bytes (qrels, then run; the options ``o`` name them), checked block by block as
+    they are read."""
+    qrels_path, run_path = o.files
+    return read_input(qrels_path), read_input(run_path)
+
+
+class Reading:
+    """The read stage (:func:`read_files`) of the options ``o``, on a daemon thread."""
+
+    def __init__(self, o):
+        self._options = o
+        self._data: tuple[bytes, bytes] | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._read, name="rankcli-read", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        try:
+            self._data = read_files(self._options)
+        except BaseException as exc:  # noqa: BLE001 - raised again in the thread that asks for the bytes
+            self._error = exc
+
+    def result(self) -> tuple[bytes, bytes]:
+        """The qrels' and the run's bytes, or the first error met reading them."""
+        self._thread.join()
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+        data, self._data = self._data, None
+        return data
