@@ -301,22 +301,11 @@ def _run_examples(path: Path, directory: Path) -> tuple[int, str, list[tuple[int
     return done.returncode, done.stderr, starts, notes
 
 
-@pytest.fixture(scope="module")
-def example_results(request, tmp_path_factory) -> dict:
-    """Every selected file's examples, run two files at a time (the suite itself runs on one core)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    wanted = {item.callspec.params["path"] for item in request.session.items
-              if item.originalname == "test_shell_examples_run"}
-    paths = [p for p in FILES_WITH_EXAMPLES if p in wanted]
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {p: pool.submit(_run_examples, p, tmp_path_factory.mktemp(p.stem)) for p in paths}
-        return {p: f.result() for p, f in futures.items()}
-
-
 @pytest.mark.parametrize("path", FILES_WITH_EXAMPLES, ids=lambda p: str(p.relative_to(REPO)))
-def test_shell_examples_run(path, example_results):
-    status, stderr, starts, notes = example_results[path]
+def test_shell_examples_run(path, tmp_path):
+    """One file's examples in a fresh directory: each file is its own test, so that the suite's processes (-n 2)
+    share the files out rather than one process running every file's examples."""
+    status, stderr, starts, notes = _run_examples(path, tmp_path)
     if not starts:
         pytest.skip("; ".join(notes))
     if status != 0:
