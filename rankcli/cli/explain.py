@@ -119,7 +119,7 @@ def _outputs(model_dir, data, output, per_query, plot, json_out: bool, overwrite
             raise UsageError("--per-query -: standard output carries the table (or -o -, --json); give a file name")
         table_format(per_query, "--per-query")
         out["per_query"] = prepare_output(per_query, overwrite=overwrite, inputs=inputs, option="--per-query",
-                                          example="per-query.parquet")
+                                          example="per-query.parquet", file_kind=kinds.EXPLAIN_PER_QUERY)
     if plot is not None:
         from rankcli.plot import INSTALL_HINT, have_matplotlib
 
@@ -127,10 +127,12 @@ def _outputs(model_dir, data, output, per_query, plot, json_out: bool, overwrite
             raise UsageError("--plot -: a PNG needs a file name")
         if not have_matplotlib():
             raise UsageError(f"--plot needs matplotlib: {INSTALL_HINT}")
-        out["plot"] = prepare_output(plot, overwrite=overwrite, inputs=inputs, option="--plot", example="plot.png")
+        out["plot"] = prepare_output(plot, overwrite=overwrite, inputs=inputs, option="--plot", example="plot.png",
+                                     file_kind=kinds.PLOT)
     if output is not None:
         table_format(output, "-o")
-        out["output"] = prepare_output(output, overwrite=overwrite, inputs=inputs, example="importance.csv")
+        out["output"] = prepare_output(output, overwrite=overwrite, inputs=inputs, example="importance.csv",
+                                       file_kind=kinds.EXPLAIN)
         stdout_taken(out["output"], json_out)
     return out
 
@@ -154,21 +156,23 @@ def _progress(ds, repeats: int, n_features: int, contributions: bool, batch_rows
 
 
 def _write(result, outputs: dict, top: int, overwrite: bool) -> None:
+    from rankcli.formats.atomic import kinds
     from rankcli.formats.tables import write_columns
 
     if "per_query" in outputs:
         r = result.ranking
         write_columns(outputs["per_query"], result.per_query(), overwrite=overwrite,
                       metadata={"kind": "explain-per-query", "metric": r.metric, "convention": r.convention,
-                                "repeats": r.repeats, "seed": r.seed})
+                                "repeats": r.repeats, "seed": r.seed}, file_kind=kinds.EXPLAIN_PER_QUERY)
     if "plot" in outputs:
         from rankcli.explain.render import explain_plot
         from rankcli.formats.atomic import atomic_path
 
-        with atomic_path(outputs["plot"], overwrite) as tmp:
+        with atomic_path(outputs["plot"], overwrite, suffix=".png", file_kind=kinds.PLOT) as tmp:
             explain_plot(result, tmp, top)
     if "output" in outputs:
-        write_columns(outputs["output"], result.columns(), overwrite=overwrite, metadata={"kind": "explain"})
+        write_columns(outputs["output"], result.columns(), overwrite=overwrite, metadata={"kind": "explain"},
+                      file_kind=kinds.EXPLAIN)
 
 
 def _render(result, outputs: dict, top: int, json_out: bool) -> None:
