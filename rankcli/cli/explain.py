@@ -6,10 +6,12 @@ as shares of the total, most important first.
 With DATA (Parquet with labels; raw, or normalised as the model's training data): the ranking importance of each
 feature, the drop in the metric -m (default ndcg@10, under the model's recorded convention) when the feature's values
 are permuted within each query, averaged over --repeats seeded permutations, with its standard error over queries and
-a paired test of the model against the permuted model per feature (--test, as in compare; n queries), the p-values
-adjusted over the features (--correction, Holm by default); and the mean absolute TreeSHAP contribution of each
-feature, centred within each query (a constant shift within a query does not change its ranking), computed in
-batches (--no-contributions skips it: it is the slow part).
+a paired test of the model against the permuted model per feature (--test, as in compare, wilcoxon with --repeats 1
+only; n queries), the p-values adjusted over the features (--correction, Holm by default); and the mean absolute
+TreeSHAP contribution of each feature, centred within each query (a constant shift within a query does not change its
+ranking), computed in batches (--no-contributions skips it: it is the slow part). DATA should be held out: when it is
+the model's training or validation file (the SHA-256 its rankcli.json records), a warning says so on stderr and in
+--json's "warnings", since on the data it was fitted to even noise features the model split on come out significant.
 
 --group NAME=F1,F2,... (repeatable) or --groups FILE (one such line each) permutes features together, e.g. the BM25
 variants of WEB30K; a group's gain, splits and contributions are its members' sums.
@@ -52,7 +54,7 @@ def command(
     repeats: Annotated[int, typer.Option("--repeats", help="Seeded permutations per feature.")] = 5,
     seed: Annotated[int, opt.seed("the permutations and the random tests", result="numbers")] = 0,
     test: Annotated[str, typer.Option("--test", help="The paired test of each feature's drop (two-sided), as in "
-                                      "compare.", metavar=opt.choices(TESTS))] = "ttest",
+                                      "compare; wilcoxon needs --repeats 1.", metavar=opt.choices(TESTS))] = "ttest",
     correction: Annotated[Correction | None, opt.correction(
         default="holm with more than one feature", scope="the features' tests")] = None,
     permutations: Annotated[int, typer.Option(
@@ -72,7 +74,8 @@ def command(
     top: Annotated[int, typer.Option("--top", help="Features in the table and the plot (0: all).")] = 20,
     no_contributions: Annotated[bool, typer.Option(
         "--no-contributions", help="Skip the TreeSHAP contributions (the slow part).")] = False,
-    overwrite: Annotated[bool, opt.overwrite(text="Replace existing output files (only ones rankcli wrote).")] = False,
+    overwrite: Annotated[bool, opt.overwrite(text="Replace existing output files (only explain's own earlier outputs "
+                                                  "of those options).")] = False,
     batch_rows: Annotated[int, typer.Option("--batch-rows", hidden=True, help="Rows per contributions batch.")]
     = 65_536,
 ) -> None:
@@ -84,6 +87,9 @@ def command(
         raise UsageError(f"--top must be 0 (all) or more, got {top}")
     if permutations < 1:
         raise UsageError(f"--permutations must be at least 1, got {permutations}")
+    from rankcli.explain.ranking import check_test
+
+    check_test(test, repeats)
     outputs = _outputs(model_dir, data, output, per_query, plot, json_out, overwrite)
     from rankcli.startup import import_lightgbm_lean
 
@@ -99,9 +105,18 @@ def command(
                          convention=convention, repeats=repeats, seed=seed, test=test,
                          correction=correction.value if correction is not None else None, permutations=permutations,
                          groups=group or [], group_files=[groups_file] if groups_file is not None else [],
-                         contributions=not no_contributions, batch_rows=batch_rows, progress=advance)
+                         contributions=not no_contributions, batch_rows=batch_rows, progress=advance,
+                         data_path=data)
+    _warn(result)
     _write(result, outputs, top, overwrite)
     _render(result, outputs, top, json_out)
+
+
+def _warn(result) -> None:
+    from rankcli.cli._common import log
+
+    for text in result.warnings:
+        log(f"warning: {text}")
 
 
 def _outputs(model_dir, data, output, per_query, plot, json_out: bool, overwrite: bool) -> dict:
@@ -109,7 +124,7 @@ def _outputs(model_dir, data, output, per_query, plot, json_out: bool, overwrite
     command)."""
     from rankcli.cli._common import prepare_output, stdout_taken
     from rankcli.errors import UsageError
-    from rankcli.formats.atomic import model_files
+    from rankcli.formats.atomic import kinds, model_files
     from rankcli.formats.tables import table_format
 
     inputs = [p for p in (data,) if p is not None] + model_files(model_dir)
