@@ -79,7 +79,22 @@ def command(
     batch_rows: Annotated[int, typer.Option("--batch-rows", hidden=True, help="Rows per contributions batch.")]
     = 65_536,
 ) -> None:
+    _check(data, per_query, top, permutations, test, repeats)
+    outputs = _outputs(model_dir, data, output, per_query, plot, json_out, overwrite)
+    result = _explain(model_dir, data, dict(
+        metric=metric, convention=convention, repeats=repeats, seed=seed, test=test,
+        correction=correction.value if correction is not None else None, permutations=permutations,
+        groups=group or [], group_files=[groups_file] if groups_file is not None else [],
+        contributions=not no_contributions, batch_rows=batch_rows))
+    _warn(result)
+    _write(result, outputs, top, overwrite)
+    _render(result, outputs, top, json_out)
+
+
+def _check(data, per_query, top: int, permutations: int, test: str, repeats: int) -> None:
+    """The options' own checks, before any output is prepared or any file read (exit 2)."""
     from rankcli.errors import UsageError
+    from rankcli.explain.ranking import check_test
 
     if data is None and (per_query is not None):
         raise UsageError("--per-query needs DATA: the drops are computed on labelled queries")
@@ -87,10 +102,12 @@ def command(
         raise UsageError(f"--top must be 0 (all) or more, got {top}")
     if permutations < 1:
         raise UsageError(f"--permutations must be at least 1, got {permutations}")
-    from rankcli.explain.ranking import check_test
-
     check_test(test, repeats)
-    outputs = _outputs(model_dir, data, output, per_query, plot, json_out, overwrite)
+
+
+def _explain(model_dir, data, options: dict):
+    """Load the model and DATA and explain it (:func:`rankcli.explain.explain` with ``options``), with a progress
+    bar."""
     from rankcli.startup import import_lightgbm_lean
 
     import_lightgbm_lean()
@@ -100,16 +117,10 @@ def command(
 
     model = load_model(model_dir)
     ds = read_dataset(data) if data is not None else None
-    with _progress(ds, repeats, len(model.feature_names), not no_contributions, batch_rows) as advance:
-        result = explain(model, ds, data_name=str(data) if data is not None else None, metric=metric,
-                         convention=convention, repeats=repeats, seed=seed, test=test,
-                         correction=correction.value if correction is not None else None, permutations=permutations,
-                         groups=group or [], group_files=[groups_file] if groups_file is not None else [],
-                         contributions=not no_contributions, batch_rows=batch_rows, progress=advance,
-                         data_path=data)
-    _warn(result)
-    _write(result, outputs, top, overwrite)
-    _render(result, outputs, top, json_out)
+    with _progress(ds, options["repeats"], len(model.feature_names), options["contributions"],
+                   options["batch_rows"]) as advance:
+        return explain(model, ds, data_name=str(data) if data is not None else None, progress=advance,
+                       data_path=data, **options)
 
 
 def _warn(result) -> None:
