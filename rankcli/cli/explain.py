@@ -135,10 +135,11 @@ def _outputs(model_dir, data, output, per_query, plot, json_out: bool, overwrite
     command)."""
     from rankcli.cli._common import prepare_output, stdout_taken
     from rankcli.errors import UsageError
-    from rankcli.formats.atomic import kinds, model_files
+    from rankcli.formats.atomic import check_distinct, kinds, model_files
     from rankcli.formats.tables import table_format
 
     inputs = [p for p in (data,) if p is not None] + model_files(model_dir)
+    check_distinct({"--per-query": per_query, "--plot": plot, "-o": output})
     out = {}
     if per_query is not None:
         if per_query == "-":

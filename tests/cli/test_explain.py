@@ -102,6 +102,8 @@ def test_errors(run, trained, tmp_path, sample_dir):
          "group name 'ndcg@10' is also the column of the model's ndcg@10 in --per-query"),
         (("explain", model, test, "-m", "NDCG@5", "--group", "ndcg@5=f20"), 2, "group name 'ndcg@5' is also"),
         (("explain", model, test, "-m", "f1"), 2, "feature 'f1', a group of its own, is named as the column"),
+        (("explain", model, test, "-o", tmp_path / "a.csv", "--per-query", f"{tmp_path}/./a.csv"), 2,
+         "--per-query and -o name the same file"),
         (("explain", model, tmp_path / "none.parquet"), 3, "none.parquet"),
         (("explain", tmp_path, test), 3, "not a model directory"),
     ]

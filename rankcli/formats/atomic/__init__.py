@@ -31,6 +31,7 @@ from rankcli.formats.atomic.owned import Layout, foreign_entries, remove_owned
 from rankcli.formats.atomic.targets import (
     MARKER,
     STDOUT,
+    check_distinct,
     check_not_input,
     check_stdout,
     check_target,
@@ -48,7 +49,7 @@ from rankcli.formats.atomic.writes import (
     final_output_written,
 )
 
-__all__ = ["MARKER", "STDOUT", "FileLock", "Layout", "atomic_directory", "atomic_path", "check_not_input",
-           "check_stdout", "check_target", "directory_kind", "expect_final_output", "final_output_written",
-           "foreign_entries", "is_experiment_config", "model_files", "output_path", "owner_token", "remove_owned",
-           "resolve_target", "temporary_name"]
+__all__ = ["MARKER", "STDOUT", "FileLock", "Layout", "atomic_directory", "atomic_path", "check_distinct",
+           "check_not_input", "check_stdout", "check_target", "directory_kind", "expect_final_output",
+           "final_output_written", "foreign_entries", "is_experiment_config", "model_files", "output_path",
+           "owner_token", "remove_owned", "resolve_target", "temporary_name"]
