@@ -95,16 +95,20 @@ def command(
         "--allow-graded", help="With --propensity: weight graded labels as if they were clicks.")] = False,
 ) -> None:
     from rankcli.cli._common import prepare_output
-    from rankcli.train import TrainConfig, ips_options
+    from rankcli.train import TrainConfig, check_effective, ips_options
 
     config = TrainConfig.from_options(
         validating=valid is not None, trees=trees, early_stopping=early_stopping, param=param or [], loss=loss,
         gamma=gamma, loss_option=loss_option or [], step=step, select_by=select_by, convention=convention,
         learning_rate=learning_rate, num_leaves=num_leaves,
         min_data_in_leaf=min_data_in_leaf, threads=threads, seed=seed, label_grades=label_grades, preset=preset)
+    from_param = set(config.params)
     config, extra = _with_params_file(ctx, config, params_file)
     ips = ips_options(propensity, pool_impressions, propensity_clip, allow_graded, loss=loss, dask=dask,
                       params=config.params)
+    # a parameter LightGBM would ignore in this training (the loss does not read it, or it lacks its companion)
+    check_effective(config.params, config.loss, distributed=dask is not None, positions=bool(ips and ips.learn),
+                    where=lambda key: f"--param {key}" if key in from_param else f"--params-file {params_file}: {key}")
     # Fail before a long training, not after: an output holding an input, a directory that is not a model.
     output = prepare_output(output, overwrite=overwrite, kind="model", inputs=[train, valid])
     if dask is not None:  # data-parallel on a Dask cluster (rankcli.distributed); same model directory

@@ -52,6 +52,9 @@ class Loss:
         reads it: ``low``/``high``/``log``/``int`` or ``choices``, and ``default``, the value ``train`` uses); the
         search ranges of ``options`` are added to it.
     options : the loss's own parameters (``--loss-option``), each with its default, range and search range.
+    unit : for a library loss, ``unit(options)``: the score difference its pair or softmax terms see as one
+        (ApproxNDCG's temperature ``T``, LambdaLoss's ``1 / sigma``; 1 when ``None``). Under Newton boosting such a
+        scale only rescales the model (see :meth:`score_unit`); the hessian guard is measured in it.
     """
 
     name: str
@@ -64,6 +67,7 @@ class Loss:
     max_grade: tuple[int, str] | None = None
     search: dict[str, dict] = field(default_factory=dict, compare=False)
     options: tuple[LossOption, ...] = ()
+    unit: Callable[[dict], float] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         # the options' search ranges join ``search``: what rankcli tune searches for the loss is declared once
@@ -79,6 +83,19 @@ class Loss:
         """The search ranges of the loss's options, name -> :meth:`LossOption.search_entry` (what ``rankcli tune``
         searches for it; a chosen value goes into ``TrainConfig.loss_options``)."""
         return {o.name: entry for o in self.options if (entry := o.search_entry()) is not None}
+
+    def score_unit(self, options: dict | None = None) -> float:
+        """The loss's score unit under ``options`` (resolved; the defaults when ``None``).
+
+        A loss that sees the scores only as ``s / unit`` has its gradient scale as ``1 / unit`` and its hessian as
+        ``1 / unit^2``, so each Newton step ``-sum g / sum h``, hence every leaf and every score of the model, scales
+        as ``unit``: with ``lambda_l1 = lambda_l2 = 0``, ``max_delta_step = 0`` and ``min_sum_hessian_in_leaf = 0``
+        two trainings whose units differ by a factor ``c`` give the same trees with leaf values times ``c``, the
+        same rankings and the same validation curve (the split gains ``(sum g)^2 / sum h`` do not change). Only those
+        four parameters, which set an absolute scale on the sums of gradients, hessians or leaf values, make the unit
+        matter.
+        """
+        return 1.0 if self.unit is None else float(self.unit(self.resolve_options(options)))
 
     @property
     def native(self) -> bool:
@@ -193,13 +210,13 @@ _LOSSES = (
              "and Hessian diagonal. Y. Lan, Y. Zhu, J. Guo, S. Niu, X. Cheng, Position-Aware ListMLE: A Sequential "
              "Learning Process for Ranking, UAI 2014."),
     Loss("approxndcg", labels="non-negative", value=core.approxndcg_value, step=_approxndcg_step,
-         options=(APPROX_TEMPERATURE,),
+         options=(APPROX_TEMPERATURE,), unit=lambda options: options["temperature"],
          doc="ApproxNDCG: per query -sum_i (2^y_i - 1) / log2(1 + pi_i) / maxDCG with the approximate rank pi_i = 1 "
              "+ sum_{j != i} sigmoid((s_j - s_i) / T); exact gradient, hessian a positive bound of the curvature "
              "with the rank weights held fixed. T. Qin, T.-Y. Liu, H. Li, A General Approximation Framework for "
              "Direct Optimization of Information Retrieval Measures, Information Retrieval 13(4), 2010."),
     Loss("lambdaloss", labels="non-negative", value=core.lambdaloss_value, step=_lambdaloss_step,
-         options=LAMBDALOSS_OPTIONS,
+         options=LAMBDALOSS_OPTIONS, unit=lambda options: 1.0 / options["sigma"],
          doc="LambdaLoss: per query -sum_{y_i > y_j} w_ij log2 sigmoid(sigma (s_i - s_j)), NDCG-Loss2++ weights "
              "w_ij = (rho_ij + mu delta_ij) |G_i - G_j| (or NDCG-Loss2, delta alone) at the ranks of the current "
              "scores, held fixed within a tree; exact gradient and Hessian diagonal. X. Wang, C. Li, N. Golbandi, "

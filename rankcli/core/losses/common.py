@@ -24,6 +24,32 @@ from rankcli.core.groups import broadcast, order_within, segment_max, segment_su
 MAX_PAIR_ELEMENTS = 1 << 20
 #: ``ln 2``: ``log2 x = ln x / LN2``.
 LN2 = float(np.log(2.0))
+#: The largest Newton step ``|g| / h`` of one document, per document of its query and in the loss's score unit
+#: (:func:`guard_hessian`).
+MAX_NEWTON_STEP = 1e4
+
+
+def guard_hessian(grad: np.ndarray, hess: np.ndarray, offsets: np.ndarray, unit: float = 1.0) -> np.ndarray:
+    """The boosting step's hessian floored at ``|g| / (MAX_NEWTON_STEP n unit)`` per document (``n`` the documents of
+    its query, ``unit`` the loss's score unit: ApproxNDCG's ``T``, LambdaLoss's ``1 / sigma``, else 1).
+
+    Why: a document whose curvature has all but vanished while its gradient has not (ListMLE at the scores
+    ``(-40, 0, 0)``: ``g = -1``, ``h = 2.1e-18`` in float64; 0 exactly from gaps of about 745 on) has a Newton step
+    ``-g / h`` of 4.7e17, and a LightGBM leaf of such documents takes it (``-sum g / (sum h + 1e-15)``) unless
+    ``min_sum_hessian_in_leaf`` forbids the leaf, which the paper presets set to 0. With the floor every document's
+    ``|g| / h`` is at most ``MAX_NEWTON_STEP n unit``, hence so is every leaf's ``|sum g| / sum h``, and every split
+    gain ``(sum g)^2 / sum h`` is finite, whatever LightGBM's parameters. A document's ``|g| / h`` is about ``n``
+    for the listwise losses and 2 for the pairwise ones at equal scores, and grows as ``e^gap`` as it falls behind its
+    query: the floor binds only beyond gaps of about ``ln MAX_NEWTON_STEP = 9.2`` units past that, and it scales with
+    the gradient and the unit, so that a loss whose temperature only rescales the model keeps doing only that. The
+    result is ``>= 0`` and ``> 0`` wherever the gradient is not 0; where it is 0 the document asks for no step.
+    """
+    grad = np.asarray(grad, dtype=np.float64)
+    hess = np.asarray(hess, dtype=np.float64)
+    if grad.shape[0] == 0:
+        return hess
+    per_row = np.repeat(sizes(offsets).astype(np.float64), sizes(offsets))
+    return np.maximum(hess, np.abs(grad) / (MAX_NEWTON_STEP * unit * per_row))
 
 
 def log_softmax(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
