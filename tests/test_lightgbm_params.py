@@ -108,7 +108,8 @@ def data():
      "stochastic_rounding": False, "linear_tree": True, "linear_lambda": 0.25, "force_col_wise": True},
     {"boosting": "dart", "drop_rate": 0.2, "max_drop": 7, "skip_drop": 0.25, "xgboost_dart_mode": True,
      "uniform_drop": True, "deterministic": False, "interaction_constraints": "[0,1,2],[2,3]",
-     "monotone_constraints": ",".join(["1", "-1"] + ["0"] * 44), "monotone_constraints_method": "intermediate", "monotone_penalty": 0.5},
+     "monotone_constraints": ",".join(["1", "-1"] + ["0"] * 44), "monotone_constraints_method": "intermediate",
+     "monotone_penalty": 0.5},
     {"data_sample_strategy": "goss", "top_rate": 0.3, "other_rate": 0.2, "zero_as_missing": True,
      "feature_contri": ",".join(["0.5"] + ["1"] * 45)},
 ])
