@@ -27,6 +27,10 @@ from rankcli.train.loss_options import LossOption, resolve
 LABEL_KINDS = ("grades", "float32", "non-negative", "real")
 REAL_LABEL_HINT = "--loss xendcg or --loss listnet, which take real-valued labels"
 FLOAT32_MAX = float(np.finfo(np.float32).max)
+#: The smallest positive normal numbers: a label between 0 and these keeps only some of the type's digits (and in
+#: float32, below 1.4e-45, becomes 0).
+FLOAT32_TINY = float(np.finfo(np.float32).tiny)
+FLOAT64_TINY = float(np.finfo(np.float64).tiny)
 
 #: ``step(labels, offsets, options)`` -> ``f(scores, gamma, rng) -> (gradient, hessian)``: the label-only terms
 #: computed once; ``options`` the loss's options resolved (:meth:`Loss.resolve_options`), ``gamma`` XE-NDCG's draw
@@ -303,7 +307,25 @@ def check_training_labels(loss: str, labels: np.ndarray, label_grades: bool = Fa
         gain = "2^label - gamma" if record.takes_gamma else "2^label - 1"
         raise InputError(f"--loss {loss} needs non-negative labels ({gain}), got {labels.min():g}; "
                          "pass --label-grades to map the distinct label values to grades 0..n-1")
+    _check_tiny_labels(record, labels)
     return labels
+
+
+def _check_tiny_labels(record: Loss, labels: np.ndarray) -> None:
+    """:class:`InputError` for a label that is not 0 but too small for the loss to compute with: below float32's
+    normal range where LightGBM keeps labels as float32 (``pointwise``: 1e-46 became 0), below float64's where the
+    gain ``2^y - 1`` is what the loss learns from (``approxndcg``, ``lambdaloss``: a gain keeps a few digits)."""
+    tiny = FLOAT32_TINY if record.labels == "float32" else FLOAT64_TINY
+    if record.labels not in ("float32", "non-negative") or (record.labels == "non-negative" and record.takes_gamma):
+        return
+    small = (labels != 0) & (np.abs(labels) < tiny)
+    if small.any():
+        where = "LightGBM keeps labels as 32-bit floats" if record.labels == "float32" else \
+            "its gain 2^label - 1 is computed in float64"
+        raise InputError(f"{record.consumer}: a label of {float(labels[np.argmax(small)]):g} is below {tiny:.3g}, "
+                         f"the smallest normal number where {where}, so it keeps only some of its digits (or "
+                         "becomes 0); rescale the labels, or pass --label-grades to map the distinct label values "
+                         "to grades 0..n-1")
 
 
 def trainable_labels(labels: np.ndarray, config: Any) -> tuple[np.ndarray, list[float] | None]:

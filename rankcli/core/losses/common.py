@@ -73,14 +73,19 @@ def ndcg_gains(labels: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.
     denominator are both divided by ``2^m_q``, ``m_q`` the query's largest label, so no term exceeds 1 and labels
     of any size give finite gains (as XE-NDCG's targets, :func:`rankcli.core.losses.xendcg_label_terms`); when
     ``2^-m_q`` underflows the ``- 1`` is below float64's resolution of the result and dropping it is exact to
-    rounding. A query is unusable when it has one document or no gain (all labels 0): its gains are 0.
+    rounding. Below a label of 1 the numerator is ``2^(y - m) (1 - 2^-y)`` with ``1 - 2^-y = -expm1(-y ln 2)``, exact
+    to rounding where ``2^(y - m) - 2^-m`` cancels: a label below about 1.6e-16 gave a gain of exactly 0 (``2^y``
+    rounds to 1), so that queries of such labels trained nothing and the model stayed constant; a gain is now 0
+    only for a label of 0 (a positive label below float64's normal range, 2.2e-308, is refused by ``train``). A
+    query is unusable when it has one document or no gain (all labels 0): its gains are 0.
     """
     y = np.asarray(labels, dtype=np.float64)
     if y.shape[0] == 0:
         return np.zeros(0), np.zeros(0, dtype=bool)
     top_q = segment_max(y, offsets)
     top = broadcast(top_q, offsets)
-    numer = np.exp2(y - top) - np.exp2(-top)
+    with np.errstate(under="ignore"):
+        numer = np.where(y >= 1.0, np.exp2(y - top) - np.exp2(-top), np.exp2(y - top) * -np.expm1(-LN2 * y))
     ideal = order_within(y, offsets)                       # each query's rows by label, decreasing
     position = np.arange(y.shape[0]) - broadcast(offsets[:-1], offsets) + 1
     ideal_dcg = segment_sum(numer[ideal] / np.log2(1.0 + position), offsets)
