@@ -41,6 +41,16 @@ def test_every_library_step_is_guarded_at_a_gap_of_40(loss):
     assert (np.abs(g[moving]) / h[moving] <= MAX_NEWTON_STEP * 3 * unit * (1 + 1e-12)).all()
 
 
+@pytest.mark.parametrize("loss, options, unit", [("lambdaloss", {"variant": "ndcg-loss2"}, 1.0),
+                                                  ("lambdaloss", {"sigma": "4"}, 0.25),
+                                                  ("approxndcg", {"temperature": "0.5"}, 0.5)])
+def test_the_guard_is_measured_in_the_loss_s_unit(loss, options, unit):
+    objective = LibraryObjective(loss, LABELS, OFFSETS, seed=3, options=options)
+    assert objective.unit == unit
+    g, h = objective(SCORES.copy())
+    assert (np.abs(g) <= MAX_NEWTON_STEP * 3 * unit * h * (1 + 1e-12)).all()
+
+
 def test_the_guard_leaves_normal_curvature_alone(make_ranking):
     """At ordinary scores the step is the loss's own: the floor raises only hessians that are exactly 0 (rounding)."""
     labels, scores, offsets = make_ranking(40, 30, min_size=2, tie_levels=None)

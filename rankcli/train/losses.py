@@ -89,7 +89,7 @@ class Loss:
         return {o.name: entry for o in self.options if (entry := o.search_entry()) is not None}
 
     def score_unit(self, options: dict | None = None) -> float:
-        """The loss's score unit under ``options`` (resolved; the defaults when ``None``).
+        """The loss's score unit under ``options`` (checked values; an option left out takes its default).
 
         A loss that sees the scores only as ``s / unit`` has its gradient scale as ``1 / unit`` and its hessian as
         ``1 / unit^2``, so each Newton step ``-sum g / sum h``, hence every leaf and every score of the model, scales
@@ -99,7 +99,8 @@ class Loss:
         four parameters, which set an absolute scale on the sums of gradients, hessians or leaf values, make the unit
         matter.
         """
-        return 1.0 if self.unit is None else float(self.unit(self.resolve_options(options)))
+        values = {**{o.name: o.default for o in self.options}, **(options or {})}
+        return 1.0 if self.unit is None else float(self.unit(values))
 
     @property
     def native(self) -> bool:
