@@ -9,7 +9,9 @@ real-valued labels), `xendcg-native` (LightGBM rank_xendcg), `listnet` (with the
 `ranknet` (all pairs with different labels), `listmle`, `listmle-pa` (Position-Aware ListMLE), `approxndcg`,
 `lambdaloss` (NDCG-Loss2++), `pointwise` (regression). `lambdamart` and `xendcg-native` need integer grades: pass
 `--label-grades` to map the distinct label values to 0..n-1 in order. A loss's own parameters (ApproxNDCG's
-temperature, LambdaLoss's variant, mu and sigma) are set with `--loss-option NAME=VALUE`.
+temperature, LambdaLoss's variant, mu and sigma) are set with `--loss-option NAME=VALUE`; the temperature and sigma
+(and LambdaMART's `--param sigmoid`, with lambdarank_norm=false) only rescale the model under Newton boosting, unless
+lambda_l2 or min_sum_hessian_in_leaf sets an absolute scale (docs/training.md).
 
 With `--valid`, the metric `--select-by` (default ndcg@5, paper convention: queries without a relevant document are
 skipped) is computed after every tree; training stops after `--early-stopping` trees without improvement (0: off)
