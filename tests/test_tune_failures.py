@@ -31,6 +31,22 @@ def letor(tmp_path_factory) -> dict[str, Path]:
     return write_letor(tmp_path_factory.mktemp("letor"))
 
 
+@pytest.fixture(scope="module")
+def tuned(letor, tmp_path_factory) -> Path:
+    """A finished tune of xendcg, budget 2 (copy it before changing it)."""
+    from rankcli.cli import main
+
+    out = tmp_path_factory.mktemp("tuned") / "t"
+    assert main([str(a) for a in tune_args(letor, out, budget=2)]) == 0
+    return out
+
+
+def copy_of(tuned: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    return Path(shutil.copytree(tuned, tmp_path / "t"))
+
+
 def tune_args(letor, out, *extra, budget=3, losses=("xendcg",)):
     args = ["tune", letor["train"], "--valid", letor["vali"], "-o", out, "--budget", str(budget), *FAST]
     for loss in losses:
@@ -165,9 +181,8 @@ def test_the_failure_streak_passes_over_trials_without_an_outcome():
 
 
 # ---------------------------------------------------------------------------------------------- the identity
-def test_a_rerun_with_other_options_is_refused_without_study_json(run, letor, tmp_path):
-    out = tmp_path / "t"
-    assert run(*tune_args(letor, out, budget=2))[0] == 0
+def test_a_rerun_with_other_options_is_refused_without_study_json(run, letor, tuned, tmp_path):
+    out = copy_of(tuned, tmp_path)
     (out / "xendcg" / "study.json").unlink()
     status, _, err = run(*tune_args(letor, out, "--trees", "4", budget=3))  # the later --trees wins
     assert status == 4 and "holds a study with another configuration (train.trees: 3 before, 4 now)" in err, err
@@ -186,11 +201,10 @@ def _strip_identity(journal: Path) -> None:
     journal.write_text("".join(line for line in lines if "rankcli_identity" not in line))
 
 
-def test_a_journal_without_a_record_resumes_only_by_a_matching_study_json(run, letor, tmp_path):
+def test_a_journal_without_a_record_resumes_only_by_a_matching_study_json(run, letor, tuned, tmp_path):
     from rankcli.tune.journal import load_study, recorded_identity
 
-    out = tmp_path / "t"
-    assert run(*tune_args(letor, out, budget=2))[0] == 0
+    out = copy_of(tuned, tmp_path)
     journal = out / "xendcg" / "study.journal"
     _strip_identity(journal)
     study_json = (out / "xendcg" / "study.json").read_text()
@@ -205,9 +219,8 @@ def test_a_journal_without_a_record_resumes_only_by_a_matching_study_json(run, l
     assert recorded_identity(load_study(journal, "xendcg"))["train"]["trees"] == 3  # recorded from now on
 
 
-def test_a_study_of_the_earlier_sampler_is_not_continued(run, letor, tmp_path):
-    out = tmp_path / "t"
-    assert run(*tune_args(letor, out, budget=2))[0] == 0
+def test_a_study_of_the_earlier_sampler_is_not_continued(run, letor, tuned, tmp_path):
+    out = copy_of(tuned, tmp_path)
     journal = out / "xendcg" / "study.journal"
     _strip_identity(journal)
     doc = json.loads((out / "xendcg" / "study.json").read_text())
@@ -240,22 +253,21 @@ def _damage(journal: Path, how: str) -> int:
     ("not-an-entry", "not an entry of an Optuna journal"),
     ("truncated", "the journal ends inside a line"),
 ])
-def test_a_damaged_journal_is_exit_3_naming_the_file_and_line(run, letor, tmp_path, how, message):
-    out = tmp_path / "t"
-    assert run(*tune_args(letor, out, budget=2))[0] == 0
+def test_a_damaged_journal_is_exit_3_naming_the_file_and_line(run, letor, tuned, tmp_path, how, message):
+    out = copy_of(tuned, tmp_path)
     journal = out / "xendcg" / "study.journal"
     line = _damage(journal, how)
     before = journal.read_bytes()
     status, _, err = run(*tune_args(letor, out, budget=3))
     assert status == 3 and err.startswith(f"Error: {journal}:{line}: {message}") and ", got '" in err, err
     assert journal.read_bytes() == before  # nothing appended to a damaged journal
-    status, _, err = run(*tune_args(letor, out, "--overwrite", budget=2))  # what the message offers
-    assert status == 0, err
+    if how == "truncated":
+        status, _, err = run(*tune_args(letor, out, "--overwrite", budget=2))  # what the message offers
+        assert status == 0, err
 
 
-def test_entries_optuna_cannot_replay_are_exit_3_naming_the_file(run, letor, tmp_path):
-    out = tmp_path / "t"
-    assert run(*tune_args(letor, out, budget=2))[0] == 0
+def test_entries_optuna_cannot_replay_are_exit_3_naming_the_file(run, letor, tuned, tmp_path):
+    out = copy_of(tuned, tmp_path)
     journal = out / "xendcg" / "study.journal"
     with open(journal, "a") as f:
         f.write('{"op_code": 99, "worker_id": "x"}\n')
@@ -263,9 +275,22 @@ def test_entries_optuna_cannot_replay_are_exit_3_naming_the_file(run, letor, tmp
     assert status == 3 and f"Error: {journal}: an Optuna journal that Optuna cannot replay" in err, err
 
 
-def test_a_journal_of_another_loss_is_refused(run, letor, tmp_path):
-    out = tmp_path / "t"
-    assert run(*tune_args(letor, out, budget=2, losses=("xendcg", "lambdamart")))[0] == 0
+@pytest.mark.parametrize("what", ["directory", "device", "broken link"])
+def test_a_journal_that_is_not_a_file_is_exit_3(run, letor, tuned, tmp_path, what):
+    out = copy_of(tuned, tmp_path)
+    journal = out / "xendcg" / "study.journal"
+    journal.unlink()
+    if what == "directory":
+        journal.mkdir()
+    else:
+        journal.symlink_to("/dev/null" if what == "device" else tmp_path / "nowhere")
+    status, _, err = run(*tune_args(letor, out, budget=3))
+    assert status == 3 and f"Error: {journal}: the study's journal is not a regular file" in err, err
+
+
+def test_a_journal_of_another_loss_is_refused(run, letor, tuned, tmp_path):
+    out = copy_of(tuned, tmp_path)
+    (out / "lambdamart").mkdir()
     (out / "lambdamart" / "study.journal").write_bytes((out / "xendcg" / "study.journal").read_bytes())
     status, _, err = run(*tune_args(letor, out, budget=2, losses=("xendcg", "lambdamart")))
     assert status == 3 and "holds the study of xendcg, not of lambdamart" in err, err
@@ -327,21 +352,21 @@ def _failing_cli(out_args, fail_when: str, env_extra=None) -> subprocess.Popen:
 @pytest.mark.slow
 def test_two_processes_share_a_study_while_one_trial_fails(letor, tmp_path):
     """Two processes on one study, the trial of start-up draw 1 fails in whichever takes it: both finish (exit 0),
-    the budget's 6 trials finish, the failed parameters are never proposed again."""
+    the budget's 5 trials finish, the failed parameters are never proposed again."""
     from rankcli.train import TrainConfig
     from rankcli.tune.config import TuneConfig
     from rankcli.tune.draws import startup_point
 
-    space = TuneConfig(["xendcg"], 6, TrainConfig(trees=3, early_stopping=0, threads=1)).space_of("xendcg")
+    space = TuneConfig(["xendcg"], 5, TrainConfig(trees=3, early_stopping=0, threads=1)).space_of("xendcg")
     bad = startup_point(space, 0, 1)["learning_rate"]
     out = tmp_path / "t"
-    args = tune_args(letor, out, budget=6)
+    args = tune_args(letor, out, budget=5)
     procs = [_failing_cli(args, f"config.learning_rate == {bad!r}") for _ in range(2)]
     for p in procs:
         _, err = p.communicate(timeout=180)
         assert p.returncode == 0, err
     trials = trials_of(out)
-    assert sum(t["state"] == "COMPLETE" for t in trials) == 6
+    assert sum(t["state"] == "COMPLETE" for t in trials) == 5
     assert [t["params"]["learning_rate"] for t in trials].count(bad) == 1
     assert [t["state"] for t in trials if t["params"]["learning_rate"] == bad] == ["FAIL"]
 

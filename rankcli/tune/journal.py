@@ -127,8 +127,11 @@ def load_study(journal: Path, loss: str) -> Any:
     """The study of ``loss`` in ``journal`` (checked whole, under its lock), or ``None`` when the file is missing or
     holds no study yet (its creation was interrupted). :class:`InputError` (exit 3 naming the file) for a damaged
     journal or one holding another loss's study."""
-    if not journal.is_file():
+    if not os.path.lexists(journal):
         return None
+    if not journal.is_file():
+        raise InputError(f"{journal}: the study's journal is not a regular file (a directory, a device, a broken "
+                         "link); restore it, or pass --overwrite to start the study over")
     import optuna
 
     from rankcli.formats.tune_store import check_journal
