@@ -93,12 +93,15 @@ def test_a_trial_that_always_fails_ends_the_study_with_exit_3_naming_its_paramet
                                                                                        monkeypatch):
     from rankcli.tune import trial as trial_module
 
-    seen = failing(trial_module, monkeypatch, lambda config, call: non_default(config))
+    seen = failing(trial_module, monkeypatch, lambda config, call: config.loss == "xendcg" and non_default(config))
     out = tmp_path / "t"
-    status, _, err = run(*tune_args(letor, out, "--max-failures", "4"))
+    status, _, err = run(*tune_args(letor, out, "--max-failures", "4", losses=("xendcg", "lambdamart")))
     assert status == 3, err
     assert "--loss xendcg: 4 trials in a row had no finite validation ndcg@5 (the last, trial 4: learning_rate=" in err
     assert "gave nan), so its study ends there (--max-failures 4)" in err
+    assert [c.loss for c in seen] == ["xendcg"] * 5 + ["lambdamart"] * 3  # the other loss goes on
+    assert [t["state"] for t in trials_of(out, "lambdamart")] == ["COMPLETE"] * 3
+    seen[:] = [c for c in seen if c.loss == "xendcg"]
     assert len(seen) == 5  # trial 0, then 4 failures
     assert len({params_key(c) for c in seen}) == 5  # every failure drew new parameters
     trials = trials_of(out)
