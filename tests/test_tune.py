@@ -101,7 +101,7 @@ def test_another_configuration_is_refused_unless_overwrite(run, letor, tmp_path)
 def test_space_file_narrows_fixes_and_adds(run, letor, tmp_path):
     space = tmp_path / "space.toml"
     space.write_text('[num_leaves]\nlow = 40\nhigh = 48\n[feature_fraction]\nvalue = 0.75\n'
-                     '[bagging_fraction]\nlow = 0.5\nhigh = 1.0\ndefault = 1.0\n'
+                     '[bagging_freq]\nvalue = 1\n[bagging_fraction]\nlow = 0.5\nhigh = 1.0\ndefault = 1.0\n'
                      '[xendcg.gamma]\nchoices = ["mean"]\n')
     out = tmp_path / "t"
     status, stdout, err = run(*tune_args(letor, out, "--space", space, "--param", "lambda_l2=0.5", "--json",
@@ -109,7 +109,7 @@ def test_space_file_narrows_fixes_and_adds(run, letor, tmp_path):
     assert status == 0, err
     s = json.loads(stdout)["losses"]["xendcg"]
     assert s["clipped"] == ["num_leaves", "gamma"] and s["default_value"] is None  # train's 31 is outside 40..48
-    assert s["fixed"] == {"feature_fraction": 0.75} and "lambda_l2" not in s["searched"]
+    assert s["fixed"] == {"feature_fraction": 0.75, "bagging_freq": 1} and "lambda_l2" not in s["searched"]
     for t in finished(out, "xendcg"):
         p = t["params"]
         assert 40 <= p["num_leaves"] <= 48 and p["feature_fraction"] == 0.75 and p["gamma"] == "mean"
