@@ -159,7 +159,9 @@ def _interrupted(status: int, name: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return the exit status; every failure is mapped here and only here."""
     from rankcli.formats.atomic import expect_final_output
+    from rankcli.startup import prefer_passive_openmp_waits
 
+    prefer_passive_openmp_waits()
     previous = _install_signal_handlers()
     expect_final_output(None)
     try:
