@@ -113,6 +113,11 @@ def command(
     result = compare_inputs(runs, names=name, metrics=metric, qrels=qrels, convention=conv, test=_value(test),
                             alpha=alpha, correction=_value(correction), baseline=baseline, seed=seed,
                             permutations=permutations, intersect=intersect)
+    if qrels is not None and convention is None:
+        from rankcli.cli._common import log_implied_convention
+
+        log_implied_convention(conv, "--qrels makes these TREC runs, scored as trec_eval scores them",
+                               "--convention paper gives the paper's (exponential gain, such queries skipped)")
     for note in result.notes:
         log(note)
     _render(result, json_output, output_format)

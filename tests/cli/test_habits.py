@@ -113,3 +113,53 @@ def test_another_tools_objective_name_names_rankclis_loss(capsys, given, whose, 
     assert status == ExitStatus.USAGE
     assert err.startswith(f"Error: unknown loss {given!r}: {whose} {given} objective is rankcli's {ours!r}")
     assert "did you mean" not in err
+
+
+# -- a convention chosen by the layout or the input is said ----------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """A Parquet run, the same run as a TREC file and the dataset's qrels (a one-tree model on the sample)."""
+    from rankcli.cli import main
+    from tests.conftest import SAMPLE
+
+    d = tmp_path_factory.mktemp("convention")
+    assert main(["convert", str(SAMPLE / "letor" / "test.txt"), "-o", str(d / "test.parquet")]) == 0
+    assert main(["train", str(d / "test.parquet"), "-o", str(d / "m"), "--trees", "2", "--threads", "1"]) == 0
+    assert main(["predict", str(d / "m"), str(d / "test.parquet"), "-o", str(d / "run.parquet")]) == 0
+    assert main(["predict", str(d / "m"), str(d / "test.parquet"), "-o", str(d / "run.trec"), "--format", "trec"]) == 0
+    assert main(["export", str(d / "test.parquet"), "-o", str(d / "qrels"), "--format", "trec-qrels"]) == 0
+    return d
+
+
+TREC_NOTE = ("note: scored under the trec convention (gain=linear no_relevant=zero ties=docid-desc threshold=1 "
+             "max_grade=4)")
+
+
+def test_format_trec_eval_on_a_parquet_run_says_it_changes_the_convention(capsys, runs):
+    status, out, err = run(capsys, "eval", runs / "run.parquet", "-m", "ndcg@10", "--format", "trec_eval")
+    assert status == 0 and out.startswith("ndcg_cut_10")
+    assert err == (f"{TREC_NOTE} because --format trec_eval prints trec_eval's measures, under its conventions; the "
+                   "table's default for this input is --convention paper\n")
+    table = run(capsys, "eval", runs / "run.parquet", "-m", "ndcg@10", "--json")
+    kept = run(capsys, "eval", runs / "run.parquet", "-m", "ndcg@10", "--format", "trec_eval", "--convention", "paper")
+    assert table[2] == "" and kept[2] == ""  # no convention changed, nothing said
+    import json
+
+    assert f"{json.loads(table[1])['metrics']['ndcg@10']:.4f}" == kept[1].split()[-1] != out.split()[-1]
+
+
+def test_a_trec_run_in_trec_eval_layout_changes_nothing_and_says_nothing(capsys, runs):
+    status, out, err = run(capsys, "eval", "--qrels", runs / "qrels", "--run", runs / "run.trec", "--format",
+                           "trec_eval", "-m", "ndcg_cut.10")
+    assert status == 0 and "note: scored under" not in err
+
+
+def test_compare_with_qrels_says_the_convention_unless_given(capsys, runs):
+    args = ["compare", runs / "run.trec", runs / "run.trec", "--name", "a", "--name", "b", "--qrels", runs / "qrels"]
+    status, out, err = run(capsys, *args)
+    assert status == 0
+    assert err.splitlines()[0] == (f"{TREC_NOTE} because --qrels makes these TREC runs, scored as trec_eval scores "
+                                   "them; --convention paper gives the paper's (exponential gain, such queries "
+                                   "skipped)")
+    assert "note: scored under" not in run(capsys, *args, "--convention", "trec")[2]
