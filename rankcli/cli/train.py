@@ -95,6 +95,9 @@ def command(
         "--propensity-clip", help="Floor of the propensities in IPS weights (a weight of at most 1/clip).")] = 0.01,
     allow_graded: Annotated[bool, typer.Option(
         "--allow-graded", help="With --propensity: weight graded labels as if they were clicks.")] = False,
+    plot: Annotated[str | None, typer.Option(
+        "--plot", help="Also draw the validation curve, the tree the model keeps marked, as a PNG (needs --valid and "
+        "matplotlib: the plot extra).", show_default=False, metavar="PNG")] = None,
 ) -> None:
     from rankcli.cli._common import prepare_output
     from rankcli.train import TrainConfig, ips_options
@@ -110,11 +113,47 @@ def command(
     _check_effective(config, from_param, params_file, dask=dask, ips=ips)
     # Fail before a long training, not after: an output holding an input, a directory that is not a model.
     output = prepare_output(output, overwrite=overwrite, kind="model", inputs=[train, valid])
+    plot = _plot_path(plot, overwrite, [train, valid], output)  # written last: its rename completes the command
     if dask is not None:  # data-parallel on a Dask cluster (rankcli.distributed); same model directory
         info = _train_dask(dask, train, valid, config, output, overwrite=overwrite, extra=extra)
     else:
         info = _train_here(train, valid, config, output, ips=ips, overwrite=overwrite, extra=extra)
+    _plot(info, plot, overwrite, loss)
     _render(info, output, loss, validated=valid is not None, json_out=json_out)
+
+
+def _plot_path(plot: str | None, overwrite: bool, inputs: list, output: str):
+    """The checked --plot path (None without --plot): a validation set to draw, matplotlib, never an input, standard
+    output or a file inside the model directory (which holds only what ``rankcli train`` writes there)."""
+    if plot is None:
+        return None
+    from rankcli.cli._common import prepare_output
+    from rankcli.errors import UsageError
+    from rankcli.formats.atomic import kinds
+    from rankcli.plot import INSTALL_HINT, have_matplotlib
+
+    if inputs[1] is None:
+        raise UsageError("--plot draws the validation curve: give --valid VALID")
+    if not have_matplotlib():
+        raise UsageError(f"--plot needs matplotlib: {INSTALL_HINT}")
+    if plot == "-":
+        raise UsageError("--plot -: give the PNG a file name")
+    target = Path(plot).resolve()
+    if target == Path(output).resolve() or Path(output).resolve() in target.parents:
+        raise UsageError(f"--plot {plot} is inside the model directory {output}; give it a path outside it")
+    return prepare_output(plot, overwrite=overwrite, inputs=[p for p in inputs if p is not None], binary=True,
+                          option="--plot", example="curve.png", file_kind=kinds.PLOT)
+
+
+def _plot(info: dict, plot: Path | None, overwrite: bool, loss: str) -> None:
+    """The validation curve of the trained model, written atomically as a PNG (nothing without --plot)."""
+    if plot is None:
+        return
+    from rankcli.formats.atomic import atomic_path, kinds
+    from rankcli.plot import plot_validation_curve
+
+    with atomic_path(plot, overwrite, suffix=".png", file_kind=kinds.PLOT) as tmp:
+        plot_validation_curve(info["curve"], info["best_iteration"], tmp, metric=info["select_by"], loss=loss)
 
 
 def _train_dask(dask: str, train: Path, valid: Path | None, config, output: Path, *, overwrite: bool,

@@ -246,8 +246,28 @@ _LOSSES = (
 LOSSES: dict[str, Loss] = {loss.name: loss for loss in _LOSSES}
 
 
+#: Other tools' names for objectives rankcli trains, and the rankcli loss of each: a LightGBM or XGBoost user types
+#: these, and a spelling suggestion would mislead (``rank_xendcg`` is closest to ``xendcg``, the paper's loss as
+#: rankcli implements it, where LightGBM's own implementation is ``xendcg-native``).
+FOREIGN_LOSS_NAMES = {
+    "lambdarank": ("LightGBM's", "lambdamart"),
+    "rank_xendcg": ("LightGBM's", "xendcg-native"),
+    "xendcg_mart": ("LightGBM's", "xendcg-native"),
+    "xe_ndcg": ("LightGBM's", "xendcg-native"),
+    "xe_ndcg_mart": ("LightGBM's", "xendcg-native"),
+    "regression": ("LightGBM's", "pointwise"),
+    "regression_l2": ("LightGBM's", "pointwise"),
+    "l2": ("LightGBM's", "pointwise"),
+    "mse": ("LightGBM's", "pointwise"),
+    "rank:ndcg": ("XGBoost's", "lambdamart"),
+    "rank:pairwise": ("XGBoost's", "ranknet"),
+    "reg:squarederror": ("XGBoost's", "pointwise"),
+}
+
+
 def check_loss(name: str) -> str:
-    """``name`` if it is a loss of :data:`LOSSES`, else :class:`UsageError` suggesting the closest one.
+    """``name`` if it is a loss of :data:`LOSSES`, else :class:`UsageError` suggesting the closest one, or naming
+    the rankcli loss of another tool's objective name (:data:`FOREIGN_LOSS_NAMES`).
 
     Parameters
     ----------
@@ -256,6 +276,11 @@ def check_loss(name: str) -> str:
     if name in LOSSES:
         return name
     folded = str(name).strip().lower()
+    if folded in FOREIGN_LOSS_NAMES:
+        whose, ours = FOREIGN_LOSS_NAMES[folded]
+        raise UsageError(f"unknown loss {name!r}: {whose} {folded} objective is rankcli's {ours!r}"
+                         + (" (rankcli's 'xendcg' is the paper's loss, implemented in rankcli)"
+                            if ours == "xendcg-native" else "") + f" (choose from {', '.join(LOSSES)})")
     close = [folded] if folded in LOSSES else difflib.get_close_matches(folded, list(LOSSES), n=1, cutoff=0.5)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     raise UsageError(f"unknown loss {name!r}{hint} (choose from {', '.join(LOSSES)})")
