@@ -249,7 +249,8 @@ def test_tune_overwrite_keeps_a_user_s_file_in_a_study_directory(capsys, tmp_pat
 
 def test_tune_s_study_files_are_the_ones_overwrite_removes():
     from rankcli.formats.tune_store import LOSS_FILES
-    from rankcli.tune.study import CLAIM_LOCK, JOURNAL_FILE
+    from rankcli.tune.journal import JOURNAL_FILE
+    from rankcli.tune.study import CLAIM_LOCK
 
     assert {JOURNAL_FILE, JOURNAL_FILE + ".lock", CLAIM_LOCK} <= set(LOSS_FILES)
 
