@@ -27,13 +27,17 @@ from tests.conftest import run_main as run
 LETOR = SAMPLE / "letor"
 
 #: Every output option: (command, parameter name) -> (the file extension it takes, the command lines writing it to
-#: ``{out}``, each with the input it reads that the output is aimed at); the inputs are made once (:func:`inputs`).
+#: ``{out}``, each with the input it reads that the output is aimed at); the inputs are made once (:func:`inputs`),
+#: ``{fresh}`` is a path nothing is at (a command's other output).
 OUTPUTS = {
     ("convert", "output"): (".parquet", [(["convert", "{letor}", "-o", "{out}"], "{letor}")]),
     ("export", "output"): (".txt", [(["export", "{data}", "-o", "{out}"], "{data}"),
                                     (["export", "{data}", "-o", "{out}", "--format", "trec-qrels"], "{data}")]),
     ("split", "output"): ("", [(["split", "{data}", "-o", "{out}", "--folds", "3"], "{data}")]),
     ("train", "output"): ("", [(["train", "{data}", "-o", "{out}", "--trees", "1", "--threads", "1"], "{data}")]),
+    ("train", "plot"): (".png", [(["train", "{data}", "--valid", "{valid}", "-o", "{fresh}", "--plot", "{out}",
+                                   "--trees", "1", "--threads", "1"], "{valid}")]),
+    ("compare", "plot"): (".png", [(["compare", "{run}", "{run2}", "--plot", "{out}"], "{run2}")]),
     ("predict", "output"): (".parquet", [(["predict", "{model}", "{data}", "-o", "{out}"], "{data}"),
                                          (["predict", "{model}", "{data}", "-o", "{out}", "--format", "trec"],
                                           "{model}/model.txt")]),
@@ -104,12 +108,14 @@ def test_every_string_parameter_is_an_output_here_or_a_value():
 def inputs(tmp_path_factory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("inputs")
     made = {"letor": d / "test.txt", "data": d / "data.parquet", "valid": d / "valid.parquet", "model": d / "model",
-            "run": d / "run.parquet", "clicks": d / "clicks.parquet"}
+            "run": d / "run.parquet", "run2": d / "run2.parquet", "clicks": d / "clicks.parquet",
+            "fresh": d / "nothing-here"}
     made["letor"].write_bytes((LETOR / "test.txt").read_bytes())
     for args in (["convert", made["letor"], "-o", made["data"]],
                  ["convert", LETOR / "vali.txt", "-o", made["valid"]],
                  ["train", made["data"], "-o", made["model"], "--trees", "2", "--threads", "1"],
                  ["predict", made["model"], made["data"], "-o", made["run"]],
+                 ["predict", made["model"], made["valid"], "-o", made["run2"]],
                  ["simulate-clicks", made["data"], "-o", made["clicks"], "--model", "pbm", "--ranker", "random",
                   "--keep-no-click", "--seed", "1"]):
         assert main([str(a) for a in args]) == 0, args
