@@ -134,6 +134,17 @@ def _load(data_path: Path | str, config: ExperimentConfig) -> ExperimentData:
     return data
 
 
+def _beside_identity(config: ExperimentConfig) -> dict:
+    """What config.json records beside the identity: the trials, the summary's correction and test, and where the
+    parameters and the search space came from (the identity holds the parameters and entries themselves)."""
+    extra = {"trials": config.trials, "correction": config.correction, "test": config.test_name}
+    if config.params_file:
+        extra["params_file"] = config.params_file
+    if config.tune_space:
+        extra["tune_space"] = config.tune_space
+    return extra
+
+
 def run_experiment(data_path: Path | str, exp_dir: Path | str, config: ExperimentConfig, *, jobs: int = 1,
                    overwrite: bool = False, on_plan: Callable[[int, int], None] | None = None,
                    on_unit: Callable[[UnitResult], None] | None = None, dask=None) -> ExperimentResult:
@@ -161,22 +172,15 @@ def run_experiment(data_path: Path | str, exp_dir: Path | str, config: Experimen
     started = time.perf_counter()
     data = _load(data_path, config)
     identity = {"config": config.identity(), "data_fingerprint": data.fingerprint()}
-    extra = {"trials": config.trials, "correction": config.correction, "test": config.test_name}
-    if config.params_file:  # where the parameters came from (the identity holds the parameters themselves)
-        extra["params_file"] = config.params_file
-    if config.tune_space:  # the same: the file's path beside the entries the identity holds
-        extra["tune_space"] = config.tune_space
-    resumed = prepare_directory(exp_dir, identity, extra, overwrite)
+    resumed = prepare_directory(exp_dir, identity, _beside_identity(config), overwrite)
     settings, sweeps = plan_settings(config)
     store = ResultStore(exp_dir, [s.name for s in settings], all_loss_names(config), config.metrics,
                         Convention.preset(config.train.convention).as_dict())
 
     def done_units() -> set[tuple[str, int, str]]:
+        # Under folds a unit is finished only with its per-query values (the pooled tests need them), else run again.
         done = store.done(config.metrics)
-        if config.folds:
-            # A unit is finished only with its per-query values (the pooled tests need them); one without is run again.
-            done = {u for u in done if queries_path(exp_dir, *u).is_file()}
-        return done
+        return {u for u in done if queries_path(exp_dir, *u).is_file()} if config.folds else done
 
     done = done_units() if resumed else set()
     units = plan_units(config, settings)

@@ -21,7 +21,7 @@ The degenerate cases are those of the paired t-test (:mod:`rankcli.core.stats`):
 difference equal (no variance), is not testable; all differences zero gives ``p = 1``.
 
 Reference: C. Nadeau and Y. Bengio, "Inference for the generalization error", Machine Learning 52(3), 239-281, 2003
-(section 4, the "corrected resampled t-test"); R. R. Bouckaert and E. Frank, "Evaluating the replicability of
+(the "corrected resampled t-test"); R. R. Bouckaert and E. Frank, "Evaluating the replicability of
 significance tests for comparing learning algorithms", PAKDD 2004.
 """
 
