@@ -140,8 +140,7 @@ def compare_values(values: dict[str, dict[str, np.ndarray]], metrics: Sequence[s
     for pi, (a, b) in enumerate(pairs_for(names, baseline) if pairs is None else pairs):
         for mi, m in enumerate(metrics):
             va, vb = values[a][m][masks[m]], values[b][m][masks[m]]
-            # One generator per test, from (seed, pair, metric): each result is reproducible on its own.
-            rng = np.random.default_rng([seed, pi, mi])
+            rng = np.random.default_rng([seed, pi, mi])  # one per test: each result is reproducible on its own
             if test == stats.CORRECTED_TTEST:
                 result = stats.corrected_ttest(vb, va, test_train_ratio, alpha=alpha)
             else:  # alpha: the bootstrap interval is then the one its p-value inverts (excludes 0 iff p < alpha)
