@@ -89,8 +89,8 @@ def command(
                                               "--folds a directory of Fold1/ .. FoldK/ (or one fold's "
                                               "train/vali/test).", show_default=False, metavar="DATA")],
     output: Annotated[str, opt.output("The experiment directory (EXP_DIR).", metavar="EXP_DIR")],
-    losses: Annotated[str, typer.Option("--losses", help="Comma-separated losses (any loss `train` knows).")]
-    = "lambdamart,xendcg,listnet",
+    losses: Annotated[str, typer.Option("--losses", help="Comma-separated losses, any `train` knows (or --loss a "
+                                                          "--loss b)")] = "lambdamart,xendcg,listnet",
     loss_option: Annotated[list[str] | None, opt.loss_option(
         scope="without LOSS: for every loss of --losses that has the option")] = None,
     step: Annotated[str | None, opt.step()] = None,
