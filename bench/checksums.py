@@ -8,8 +8,8 @@ Alternating in one run, on WEB30K-shaped text (bench/convert.py's generator, 136
   and a pass over ``ParquetFeatureRows`` (what predict and training read by row group) on the file with checksums,
   verified and not (``VERIFY_PAGE_CHECKSUMS``), and on the file without them.
 
-    flock /tmp/rankcli-bench.lock .venv/bin/python bench/checksums.py                  # 100k rows, 5 rounds
-    flock /tmp/rankcli-bench.lock .venv/bin/python bench/checksums.py --rows 1000000 --rounds 3
+    flock /tmp/rankcli-bench.lock .venv/bin/python bench/checksums.py             # 100k rows, 5 + 30 rounds
+    flock /tmp/rankcli-bench.lock .venv/bin/python bench/checksums.py --rounds 1 --read-rounds 60  # mostly reads
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--read-rounds", type=int, default=30, help="reads are short: more rounds of them")
     args = ap.parse_args()
     DATA.mkdir(exist_ok=True)
     text = DATA / f"web30k-like-{args.rows}.txt"
@@ -72,12 +73,12 @@ def main() -> None:
     print(f"input: {text.name}: {args.rows:,} rows, {N_FEATURES} features, {text.stat().st_size / 1e6:.1f} MB")
     with tempfile.TemporaryDirectory(dir=DATA) as tmp:
         out = Path(tmp) / "x.parquet"
-        conv = convert_rounds(text, out, args.rounds)
+        conv = convert_rounds(text, out, max(args.rounds, 1))  # writes the two files the reads take
         with_file, without_file = out.with_name("with.parquet"), out.with_name("without.parquet")
         sizes = with_file.stat().st_size, without_file.stat().st_size
         reads: dict[str, list[tuple[float, float]]] = {"checksums, verified": [], "checksums, not verified": [],
                                                        "no checksums": []}
-        for _ in range(args.rounds):
+        for _ in range(args.read_rounds):
             for label, path, verify in (("checksums, verified", with_file, True),
                                         ("checksums, not verified", with_file, False),
                                         ("no checksums", without_file, True)):

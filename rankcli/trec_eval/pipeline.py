@@ -113,7 +113,7 @@ def _chunk(p: Prepared, start: int, stop: int, o: Options) -> Chunk:
     labels = padded(j.labels, lo, -1)
     # descending, labels >= 0 first: reversed rather than negated, since -LONG_MIN is LONG_MIN again in int64 (a
     # label atol saturates would sort first and hide every label behind it)
-    labels = np.sort(labels, axis=1)[:, ::-1]
+    labels = np.ascontiguousarray(np.sort(labels, axis=1)[:, ::-1])
     num_labels = (labels >= 0).sum(axis=1)
     return Chunk(rel, np.diff(ro), labels, num_labels, o.level, o.num_docs)
 
