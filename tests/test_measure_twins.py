@@ -19,6 +19,7 @@ implementation serves both commands, it passes, and the marker must go.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -55,6 +56,7 @@ LABELS = [-2, -1, 0, 0, 0, 1, 1, 2, 3, 4]
 SCORES = ["0.5", "1", "1.5", "2", "3", "-1"]  # six values: ties in every long ranking
 
 
+@functools.cache
 def _case(seed: int, n_queries: int = 48) -> tuple[str, str]:
     """Random qrels and run text; query ``q`` has the shape ``q % 8`` picks (besides random labels and ties): 0 no
     judgments (eval and trec_eval both leave it out), 1 judged but not ranked (``-c``), 2 no relevant document
@@ -77,10 +79,10 @@ def _case(seed: int, n_queries: int = 48) -> tuple[str, str]:
     return "\n".join(qrels) + "\n", "\n".join(run) + "\n"
 
 
-def _options(qrels: Path, run: Path, flags: dict, query: bool = False) -> Options:
+def _options(qrels: Path, run: Path, flags: dict, query: bool = False, measures=MEASURES) -> Options:
     o = Options(level=flags.get("level", 1), complete=flags.get("complete", False),
                 judged_only=flags.get("judged_only", False), query=query, files=[str(qrels), str(run)],
-                measures=list(MEASURES))
+                measures=list(measures))
     if "max_docs" in flags:
         o.max_docs = flags["max_docs"]
     return o
@@ -94,12 +96,17 @@ def _eval(qrels: Path, run: Path, names: list[str], flags: dict):
 
 
 def _both(tmp_path: Path, flags: dict, seed: int) -> tuple[list[str], dict, dict]:
-    """Per value name (trec_eval's, e.g. ``P_5``), its per-query values from each twin, aligned by query id."""
-    qrels_text, run_text = _case(seed)
+    """Per value name (trec_eval's, e.g. ``P_5``), its per-query values from each twin on the case ``seed``, aligned
+    by query id."""
+    return _both_on(tmp_path, flags, *_case(seed))
+
+
+def _both_on(tmp_path: Path, flags: dict, qrels_text: str, run_text: str, measures=MEASURES):
+    """:func:`_both` on given qrels and run text and ``-m`` measures."""
     qrels, run = tmp_path / "qrels", tmp_path / "run"
     qrels.write_text(qrels_text)
     run.write_text(run_text)
-    o = _options(qrels, run, flags)
+    o = _options(qrels, run, flags, measures=measures)
     active = select(o.measures, o.rel_format)
     names = [n.decode() if isinstance(n, bytes) else n for n in Renderer(active, o).column_names]
     theirs: dict[str, np.ndarray] = {}
@@ -145,17 +152,17 @@ AGREE = {"default": {}, "-l2": {"level": 2}, "-l3": {"level": 3}, "-M1": {"max_d
          "-c -M2 -l2": {"complete": True, "max_docs": 2, "level": 2}, "-J -M4": {"judged_only": True, "max_docs": 4}}
 
 
-@pytest.fixture(params=["C", "numpy"])
-def join_path(request, monkeypatch):
-    """Both joins of each command: the C module's and numpy's (``RANKCLI_PURE_PYTHON``)."""
-    if request.param == "C" and not trec_fast.available():
+#: The flag sets also run through the numpy joins (the others through the C module's, each command's default).
+NUMPY_JOIN = ("default", "-M3", "-c -J")
+
+
+@pytest.mark.parametrize("join, flags", [("C", f) for f in AGREE] + [("numpy", f) for f in NUMPY_JOIN],
+                         ids=[f"C {f}" for f in AGREE] + [f"numpy {f}" for f in NUMPY_JOIN])
+def test_the_twins_agree_per_query(tmp_path, monkeypatch, join, flags):
+    if join == "C" and not trec_fast.available():
         pytest.skip("the C module is not built")
-    monkeypatch.setenv("RANKCLI_PURE_PYTHON", "1" if request.param == "numpy" else "0")
-    return request.param
-
-
-@pytest.mark.parametrize("flags", list(AGREE.values()), ids=list(AGREE))
-def test_the_twins_agree_per_query(tmp_path, join_path, flags):
+    monkeypatch.setenv("RANKCLI_PURE_PYTHON", "1" if join == "numpy" else "0")
+    flags = AGREE[flags]
     names, te, ev = _both(tmp_path, flags, seed=len(str(flags)))
     assert len(names) == 67
     assert _disagreements(names, te, ev) == {}
@@ -209,16 +216,10 @@ def test_the_twins_agree_at_a_threshold_of_zero_or_below(tmp_path, level):
                    "core/metrics/judgments.py:50 MAX_COUNTED_GRADE, 'need integer relevance labels'); trec_eval "
                    "computes them")
 def test_the_twins_agree_on_labels_above_31(tmp_path):
-    qrels, run = tmp_path / "qrels", tmp_path / "run"
-    qrels.write_text("q1 0 a 40\nq1 0 b 1\nq1 0 c 0\nq2 0 a 2\n")
-    run.write_text("q1 Q0 a 1 1 t\nq1 Q0 b 2 2 t\nq1 Q0 d 3 2 t\nq2 Q0 a 1 1 t\n")
-    o = _options(qrels, run, {})
-    o.measures = ["ndcg_rel", "Rndcg", "ndcg"]
-    active = select(o.measures, o.rel_format)
-    _, values, _ = next(pipeline.measure(pipeline.prepare(o, (qrels.read_bytes(), run.read_bytes())), active, o))
-    report = _eval(qrels, run, ["ndcg_rel", "Rndcg", "ndcg"], {})
-    ours = np.stack([report.result.per_query[k] for k in ("ndcg_rel", "rndcg", "ndcg")], axis=1)
-    np.testing.assert_allclose(ours, values, rtol=0, atol=1e-12)
+    names, te, ev = _both_on(tmp_path, {}, "q1 0 a 40\nq1 0 b 1\nq1 0 c 0\nq2 0 a 2\n",
+                             "q1 Q0 a 1 1 t\nq1 Q0 b 2 2 t\nq1 Q0 d 3 2 t\nq2 Q0 a 1 1 t\n",
+                             measures=["num_ret", "ndcg", "ndcg_rel", "Rndcg"])
+    assert _disagreements(names, te, ev) == {}
 
 
 def _layouts(tmp_path: Path, flags: dict, seed: int) -> tuple[list[str], list[str]]:
