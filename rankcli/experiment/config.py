@@ -238,6 +238,10 @@ class ExperimentConfig:
             from rankcli.train import check_boosting, check_params
 
             check_boosting(check_params(self.train.params), self.train.early_stopping, validating=True)
+        if self.train.params:
+            from rankcli.train.lightgbm_params import check_effective_across
+
+            check_effective_across(self.train.params, self.losses)
         self._validate_sweeps()
         self._validate_tuning()
         check_test(self.test_name, self.folds)
@@ -257,12 +261,13 @@ class ExperimentConfig:
         if self.tune is not None:
             from rankcli.train import check_loss
             from rankcli.tune import require_optuna
-            from rankcli.tune.space import train_space
+            from rankcli.tune.space import check_space_effective, train_space
 
             require_optuna("experiment --tune")
             for loss in self.losses:  # a bad space is refused before any unit, with tune's messages
                 check_loss(loss)
-                train_space(train_config(self, loss, self.seed), self.tune_space)
+                check_space_effective(train_space(train_config(self, loss, self.seed), self.tune_space),
+                                      self.train.params, loss)
 
     def _validate_sweeps(self) -> None:
         for lv in self.augment_negatives:
