@@ -144,6 +144,8 @@ def _probes(src, back: ReadBack, plan: Plan):
     if back.splits.inf_is_missing:  # Elasticsearch's features are scores, finite: +-inf is not a value it holds
         reach.pos_inf[:] = False
         reach.neg_inf[:] = False
+    if np.all(back.splits.nan == sem.NAN_AS_ZERO):  # the engine turns a missing value into 0: it never holds NaN
+        reach.nan[:] = False
     return split_probes(n, src.raw_left, _engine_rule(back), reach, dtype, lightgbm_cut, engine_cut)
 
 

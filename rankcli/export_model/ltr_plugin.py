@@ -134,6 +134,32 @@ def _norm_arrays(plan: Plan, model: dict, feature: np.ndarray, columns: dict) ->
     return kind, center, scale
 
 
+#: xgboost+json objectives whose score is the trees' sum (XGBoostJsonParser.setNormalizer: NOOP_NORMALIZER).
+IDENTITY = ("binary:logitraw", "rank:ndcg", "rank:map", "rank:pairwise", "reg:linear")
+
+
+def parse_definition(definition, where: str) -> tuple[list, Accessor, bool]:
+    """An xgboost+json definition (the array of trees, or the object with ``splits``): ``(roots, accessor,
+    missing_as_zero)``. A sigmoid objective is refused: the evaluator adds the trees only."""
+    if isinstance(definition, str):
+        definition = json.loads(definition)
+    if isinstance(definition, dict):
+        objective = definition.get("objective", "reg:linear")
+        if objective not in IDENTITY:
+            raise InputError(f"{where}: objective {objective!r} transforms the sum; rankcli evaluates "
+                             f"{', '.join(IDENTITY)}")
+        return definition["splits"], _Json(), bool(definition.get("missing_as_zero"))
+    return definition, _Json(), False
+
+
+def finish_xgboost(records: list, leaves: list, columns: dict, missing_as_zero: bool, where: str) -> ReadBack:
+    """The :class:`ReadBack` of parsed xgboost+json trees (``columns``: feature name -> column)."""
+    feature, splits = splits_from(records, columns, np.float32, where)
+    if missing_as_zero:
+        splits.nan[:] = sem.NAN_AS_ZERO
+    return ReadBack(feature, splits, np.array(leaves, dtype=np.float64), np.ones(0), sem.SUM_FLOAT32)
+
+
 def read(plan: Plan, out: Path) -> ReadBack:
     """The exported model read back as the plugin reads it."""
     where = str(out / MODEL)
@@ -145,13 +171,10 @@ def read(plan: Plan, out: Path) -> ReadBack:
     if model["type"] == "model/ranklib":
         back = ranklib.read_model_text(model["definition"], plan, ordinal=True, where=where)
     else:
-        definition = model["definition"]
-        trees = definition["splits"] if isinstance(definition, dict) else definition
-        records, leaves = align(plan.source.ensemble, trees, _Json(), where)
-        feature, splits = splits_from(records, columns, np.float32, where)
-        if isinstance(definition, dict) and definition.get("missing_as_zero"):
-            splits.nan[:] = sem.NAN_AS_ZERO
-        back = ReadBack(feature, splits, np.array(leaves, dtype=np.float64), np.ones(len(trees)), sem.SUM_FLOAT32)
+        roots, accessor, as_zero = parse_definition(model["definition"], where)
+        records, leaves = align(plan.source.ensemble, roots, accessor, where)
+        back = finish_xgboost(records, leaves, columns, as_zero, where)
+        back.weight = np.ones(len(roots))
     if model.get("feature_normalizers"):
         back.splits.norm, back.splits.norm_center, back.splits.norm_scale = _norm_arrays(plan, model, back.feature,
                                                                                        columns)

@@ -124,11 +124,13 @@ def _normalised_cut(src, plan_cut, any_left, norms, target) -> tuple[np.ndarray,
 
 
 def _missing_as_zero(src: ModelToExport, key: str) -> np.ndarray:
-    """Splits where LightGBM sends a missing value otherwise than a 0: a target that reads missing as 0 cannot
-    state them."""
+    """Splits with a learned missing rule (missing type NaN or Zero: the training data had missing values there)
+    that sends a missing value otherwise than a raw 0: a target that reads a missing feature as 0 cannot state
+    them. A split of missing type None learned no rule: its training data had none, and an absent feature was 0
+    there too, as the engine makes it."""
     ens = src.ensemble
     zero_left = src.raw_left(np.arange(ens.n_nodes), np.zeros(ens.n_nodes))
-    return np.flatnonzero(zero_left != src.nan_left)
+    return np.flatnonzero((zero_left != src.nan_left) & (ens.missing_type != 0))
 
 
 def _refuse_missing(src: ModelToExport, key: str, nodes: np.ndarray) -> None:

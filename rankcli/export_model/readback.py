@@ -87,6 +87,36 @@ def align(ens: Ensemble, roots: list, accessor: Accessor, where: str) -> tuple[l
     return records, leaves
 
 
+def flatten(roots: list, accessor: Accessor) -> tuple[Ensemble, list, list]:
+    """An exported file's trees on their own (no model beside them): the structure as an
+    :class:`~rankcli.core.trees.ensemble.Ensemble` numbered in pre-order (its features and thresholds unset), the
+    :class:`SplitRecord` of each node and each leaf's value. For evaluating files that no rankcli model wrote (the
+    engines' own test models)."""
+    from rankcli.core.trees.ensemble import from_tree_arrays
+
+    trees, records, leaves = [], [], []
+    for root in roots:
+        left, right, n_leaf = [], [], [0]
+        stack = [(root, None, None)]
+        while stack:
+            node, parent, is_left = stack.pop()
+            if accessor.is_leaf(node):
+                leaves.append(accessor.leaf(node))
+                code = ~n_leaf[0]
+                n_leaf[0] += 1
+            else:
+                code = len(left)
+                records.append(accessor.split(node))
+                left.append(0), right.append(0)
+                kid_l, kid_r = accessor.children(node)
+                stack += [(kid_r, code, False), (kid_l, code, True)]
+            if parent is not None:
+                (left if is_left else right)[parent] = code
+        n = len(left)
+        trees.append((np.zeros(n, np.int64), np.zeros(n), np.zeros(n, np.int64), left, right, np.zeros(n_leaf[0])))
+    return from_tree_arrays(trees), records, leaves
+
+
 def splits_from(records: list, columns: dict[str, int], precision, where: str, *, inf_is_missing: bool = False
                 ) -> tuple[np.ndarray, Splits]:
     """The node arrays of aligned :class:`SplitRecord` s: feature columns (by the engine names in ``columns``) and

@@ -122,26 +122,36 @@ def _norm_arrays(model: dict, feature: np.ndarray, columns: dict) -> tuple:
     return kind, center, scale
 
 
-def read(plan: Plan, out: Path) -> ReadBack:
-    """The exported model read back as Solr reads it."""
-    where = str(out / MODEL)
-    try:
-        model = json.loads((out / MODEL).read_text(encoding="utf-8"))
-        trees = model["params"]["trees"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise InputError(f"{where}: not a Solr model ({exc})") from None
+def parse_model(model: dict) -> tuple[list, Accessor]:
+    """A Solr model's trees: ``(roots, accessor)``."""
     null_aware = model["params"].get("isNullSameAsZero", True) is False
-    columns = {s.name: s.column for s in plan.features}
-    records, leaves = align(plan.source.ensemble, [tr["root"] for tr in trees], _Nodes(null_aware), where)
+    return [tr["root"] for tr in model["params"]["trees"]], _Nodes(null_aware)
+
+
+def finish(model: dict, records: list, leaves: list, columns: dict, where: str) -> ReadBack:
+    """The :class:`ReadBack` of a parsed Solr model (``columns``: feature name -> column): thresholds
+    ``parseFloat + 1E-6f``, values and weights ``parseFloat``, the normalisers."""
     cuts = java_float([r.cut for r in records]) + SOLR_SLACK if records else np.zeros(0, np.float32)
     for r, c in zip(records, cuts):
         r.cut = float(c)
     feature, splits = splits_from(records, columns, np.float32, where)
     if any(f.get("norm") for f in model["features"]):
         splits.norm, splits.norm_center, splits.norm_scale = _norm_arrays(model, feature, columns)
-    weight = java_float([str(tr["weight"]) for tr in trees]).astype(np.float64)
+    weight = java_float([str(tr["weight"]) for tr in model["params"]["trees"]]).astype(np.float64)
     leaf = java_float(leaves).astype(np.float64) if leaves else np.zeros(0)
     return ReadBack(feature, splits, leaf, weight, sem.SUM_FLOAT32)
+
+
+def read(plan: Plan, out: Path) -> ReadBack:
+    """The exported model read back as Solr reads it."""
+    where = str(out / MODEL)
+    try:
+        model = json.loads((out / MODEL).read_text(encoding="utf-8"))
+        roots, accessor = parse_model(model)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"{where}: not a Solr model ({exc})") from None
+    records, leaves = align(plan.source.ensemble, roots, accessor, where)
+    return finish(model, records, leaves, {s.name: s.column for s in plan.features}, where)
 
 
 def _readme(plan: Plan) -> str:

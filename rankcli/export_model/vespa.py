@@ -24,7 +24,11 @@ from rankcli.export_model.common import readme_exactness, readme_features, text
 from rankcli.export_model.plan import Plan
 from rankcli.export_model.readback import Accessor, ReadBack, SplitRecord, align, splits_from
 
-_TOKEN = re.compile(r"\s*(if\b|<=|!|\(|\)|,|\+|>|[A-Za-z_][A-Za-z0-9_]*|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
+_TOKEN = re.compile(r"\s*(if\b|<=|<|>=|>|!|\(|\)|,|\+|[A-Za-z_][A-Za-z0-9_]*"
+                    r"|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
+#: condition operator -> (strict, NaN goes left): f <= t, f < t, !(f > t), !(f >= t)
+_CONDITIONS = {("<=", False): (False, False), ("<", False): (True, False), (">", True): (False, True),
+               (">=", True): (True, True)}
 
 
 def _paths(plan: Plan) -> tuple[str, str]:
@@ -74,23 +78,26 @@ def write(plan: Plan, out: Path) -> list[str]:
 
 
 class _Parsed(Accessor):
-    """Parsed ``if`` nodes: ``("if", name, cut_text, nan_left, left, right)`` or ``("leaf", text)``."""
+    """Parsed ``if`` nodes: ``("if", name, cut_text, strict, nan_left, left, right)`` or ``("leaf", text)``."""
 
     def is_leaf(self, node) -> bool:
         return node[0] == "leaf"
 
     def children(self, node) -> tuple:
-        return node[4], node[5]
+        return node[5], node[6]
 
     def split(self, node) -> SplitRecord:
-        return SplitRecord(node[1], float(node[2]), False, sem.NAN_LEFT if node[3] else sem.NAN_RIGHT)
+        return SplitRecord(node[1], float(node[2]), node[3], sem.NAN_LEFT if node[4] else sem.NAN_RIGHT)
 
     def leaf(self, node) -> float:
         return float(node[1])
 
 
-def _parse(tokens: list[str], where: str) -> list:
-    """The terms of ``tree + tree + ...`` written by :func:`expression`."""
+def parse_expression(body: str, where: str) -> tuple[list, Accessor]:
+    """A sum of trees of ``if (cond, a, b)`` with ``cond`` one of ``f <= t``, ``f < t``, ``!(f > t)``,
+    ``!(f >= t)`` (parenthesised or not): ``(roots, accessor)``. NaN fails every comparison, so a negated condition
+    sends it to ``a``."""
+    tokens = _TOKEN.findall(body)
     pos = 0
 
     def expect(tok: str) -> None:
@@ -100,6 +107,23 @@ def _parse(tokens: list[str], where: str) -> list:
             raise InputError(f"{where}: expected {tok!r} at token {pos}, got {got!r}")
         pos += 1
 
+    def condition(negated: bool = False):
+        nonlocal pos
+        if tokens[pos] in ("(", "!"):
+            inner = tokens[pos] == "!"
+            pos += 1
+            if inner:
+                expect("(")
+            found = condition(negated ^ inner)
+            expect(")")
+            return found
+        name, op, cut = tokens[pos:pos + 3]
+        if (op, negated) not in _CONDITIONS:
+            raise InputError(f"{where}: a condition {'!(' if negated else ''}{name} {op} {cut}; rankcli reads "
+                             "f <= t, f < t, !(f > t) and !(f >= t)")
+        pos += 3
+        return (name, cut) + _CONDITIONS[(op, negated)]
+
     def term():
         nonlocal pos
         if tokens[pos] != "if":
@@ -107,28 +131,19 @@ def _parse(tokens: list[str], where: str) -> list:
             return ("leaf", tokens[pos - 1])
         expect("if")
         expect("(")
-        negated = tokens[pos] == "!"
-        if negated:
-            expect("!")
-            expect("(")
-        name, op, cut = tokens[pos], tokens[pos + 1], tokens[pos + 2]
-        if op != (">" if negated else "<="):
-            raise InputError(f"{where}: a condition is {name} {op} {cut}; rankcli writes <= or !(>)")
-        pos += 3
-        if negated:
-            expect(")")
+        cond = condition()
         expect(",")
         left = term()
         expect(",")
         right = term()
         expect(")")
-        return ("if", name, cut, negated, left, right)
+        return ("if",) + cond + (left, right)
 
     terms = [term()]
     while pos < len(tokens):
         expect("+")
         terms.append(term())
-    return terms
+    return terms, _Parsed()
 
 
 def read(plan: Plan, out: Path) -> ReadBack:
@@ -138,9 +153,8 @@ def read(plan: Plan, out: Path) -> ReadBack:
         body = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"{path}: cannot read it ({exc.strerror})") from None
-    tokens = _TOKEN.findall(body)
-    terms = _parse(tokens, str(path))
-    records, leaves = align(plan.source.ensemble, terms, _Parsed(), str(path))
+    terms, accessor = parse_expression(body, str(path))
+    records, leaves = align(plan.source.ensemble, terms, accessor, str(path))
     feature, splits = splits_from(records, {s.name: s.column for s in plan.features}, np.float64, str(path))
     return ReadBack(feature, splits, np.array(leaves, dtype=np.float64), np.ones(len(terms)), sem.SUM_DOUBLE)
 

@@ -78,7 +78,7 @@ def largest_true(predicate: Callable[[np.ndarray], np.ndarray], n: int, dtype) -
     for _ in range(66 if np.dtype(dtype) == np.float64 else 34):
         if not np.any(hi > lo):
             break
-        mid = lo + (hi - lo + 1) // 2
+        mid = lo // 2 + hi // 2 + (lo % 2 + hi % 2 + 1) // 2  # ceil((lo + hi) / 2) without overflowing int64
         ok = predicate(from_keys(mid, dtype))
         lo = np.where(ok & (hi > lo), mid, lo)
         hi = np.where(~ok & (hi > lo), mid - 1, hi)

@@ -129,3 +129,22 @@ def rounding_bound(abs_terms_sum: np.ndarray, n_terms: int, mode: str, reference
                 SUM_DOUBLE_FLOAT32: 2 * u64}
     out_round = u32 if mode in (SUM_KAHAN_FLOAT32, SUM_DOUBLE_FLOAT32) else 0.0
     return (n_terms + 1) * per_term[mode] * abs_terms_sum + out_round * np.abs(reference) * 2
+
+
+def engine_scores(ens, splits: Splits, feature: np.ndarray, leaf: np.ndarray, weight: np.ndarray, summation: str,
+                  features: np.ndarray) -> np.ndarray:
+    """Every row of ``features`` scored by the engine, from the root of every tree: each (row, tree) walked with
+    :func:`engine_left` (``feature`` the column of each node), the leaves weighted and summed the engine's way. The
+    slow, complete evaluator (``--check`` walks only the pairs that leave LightGBM's path)."""
+    from rankcli.core.trees.ensemble import descend
+
+    n = features.shape[0]
+    rows = np.repeat(np.arange(n), ens.n_trees)
+    trees = np.tile(np.arange(ens.n_trees), n)
+    leaves = descend(ens, lambda nodes, r: engine_left(splits, nodes, features[r, feature[nodes]]), rows, trees)
+    leaves = leaves.reshape(n, ens.n_trees)
+    if summation == SUM_FLOAT32:
+        terms = leaf.astype(np.float32)[leaves] * weight.astype(np.float32)[None, :]
+    else:
+        terms = leaf[leaves] * weight[None, :]
+    return add_trees(terms, summation)
