@@ -5,11 +5,17 @@ a child is a node index (>= 0) or ``-(leaf index) - 1``. The arrays keep LightGB
 ``node_offsets[t]:node_offsets[t+1]`` in the order of its ``model.txt`` arrays, its leaves likewise, so LightGBM's
 ``pred_leaf`` index ``l`` of tree ``t`` is leaf ``leaf_offsets[t] + l`` here.
 
-LightGBM's decision (``include/LightGBM/tree.h``, ``Tree::NumericalDecision``), for a value ``x`` held in double:
+LightGBM's decision, for a value ``x`` held in double:
+
+- a value with ``|x| <= kZeroThreshold`` (``1e-35f``, ``include/LightGBM/meta.h``) never reaches the trees: the
+  prediction input drops it and the tree sees 0.0 (``src/c_api.cpp``, ``RowPairFunctionFromDenseMatrix``: only
+  ``fabs(x) > kZeroThreshold || isnan(x)`` is kept);
+
+then at each node (``include/LightGBM/tree.h``, ``Tree::NumericalDecision``):
 
 - a NaN becomes 0.0 unless the node's missing type is NaN;
-- missing type Zero and ``|x| <= kZeroThreshold`` (``1e-35f``, ``include/LightGBM/meta.h``), or missing type NaN and
-  ``x`` NaN: the default direction (``default_left``);
+- missing type Zero and ``|x| <= kZeroThreshold``, or missing type NaN and ``x`` NaN: the default direction
+  (``default_left``);
 - else left when ``x <= threshold``, the threshold a double.
 
 Trees are summed in double, in order, from 0 (``src/boosting/gbdt_prediction.cpp``, ``GBDT::PredictRaw``).
@@ -129,6 +135,7 @@ def lightgbm_left(x: np.ndarray, threshold: np.ndarray, decision_type: np.ndarra
     default = (decision_type & DEFAULT_LEFT_MASK) > 0
     nan = np.isnan(x)
     x = np.where(nan & (missing != MISSING_NAN), 0.0, x)
+    x = np.where(np.abs(x) <= ZERO_THRESHOLD, 0.0, x)  # the prediction input drops values this small
     use_default = ((missing == MISSING_ZERO) & (np.abs(x) <= ZERO_THRESHOLD)) | ((missing == MISSING_NAN) & nan)
     with np.errstate(invalid="ignore"):
         compared = x <= threshold
@@ -144,22 +151,23 @@ def nan_left(ens: Ensemble) -> np.ndarray:
 def finite_half_line(threshold: np.ndarray, decision_type: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """LightGBM's left set over the finite values as a half-line ``x <= t_eff``, per node.
 
-    Missing types None and NaN: ``t_eff`` is the threshold. Missing type Zero sends ``|x| <= 1e-35`` the default way,
-    which keeps a half-line only when that interval lies on the default side of the threshold or straddles it the
-    right way; elsewhere the left set is two pieces, which no single threshold states. Returns ``(t_eff, ok)``,
-    ``ok`` False where the left set is not a half-line.
+    Values within ``1e-35`` of zero reach the tree as 0, so a threshold in ``[0, 1e-35)`` sends every value up to
+    1e-35 left (``t_eff = 1e-35``) and one in ``[-1e-35, 0)`` those below -1e-35 only. Missing type Zero also sends
+    that interval the default way, which keeps a half-line only when it lies on the default side of the threshold;
+    elsewhere the left set is two pieces, which no single threshold states. Returns ``(t_eff, ok)``, ``ok`` False
+    where the left set is not a half-line.
     """
     threshold = np.asarray(threshold, dtype=np.float64)
     missing = (decision_type >> 2) & 3
     default = (decision_type & DEFAULT_LEFT_MASK) > 0
     z = ZERO_THRESHOLD
-    zero = missing == MISSING_ZERO
     below_zero = np.nextafter(-z, -np.inf)
-    # default left: (-inf, t] U [-z, z] is (-inf, max(t, z)] when t >= below(-z); default right: (-inf, t] minus
-    # [-z, z] is (-inf, t] when t < -z, or (-inf, below(-z)] when -z <= t < z
-    t_eff = np.where(zero & default, np.maximum(threshold, z),
-                     np.where(zero & (threshold >= -z) & (threshold < z), below_zero, threshold))
-    ok = ~zero | np.where(default, threshold >= below_zero, threshold < z)
+    zero_left = np.where(missing == MISSING_ZERO, default, threshold >= 0)  # where [-z, z] goes (it is all 0)
+    inside = (threshold >= -z) & (threshold < z)
+    # (-inf, t] outside [-z, z], plus [-z, z] when it goes left: (-inf, max(t, z)] if t >= below(-z), else two
+    # pieces; without it: (-inf, t] when t < -z, (-inf, below(-z)] when t lies inside
+    t_eff = np.where(zero_left, np.maximum(threshold, z), np.where(inside, below_zero, threshold))
+    ok = np.where(zero_left, threshold >= below_zero, threshold < z)
     return t_eff, ok
 
 
