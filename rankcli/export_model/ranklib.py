@@ -80,8 +80,8 @@ class _Xml(Accessor):
         return node[0].text.strip()
 
 
-def read_model_text(body: str, plan: Plan, ordinal: bool, where: str) -> ReadBack:
-    """A LambdaMART model file read back as RankLib reads it (see the module docstring)."""
+def parse_model_text(body: str, where: str) -> list:
+    """The trees of a LambdaMART model file: each tree's root ``<split>`` element (read with :class:`_Xml`)."""
     lines = [ln.strip() for ln in body.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     if not body.startswith("## LambdaMART"):
         raise InputError(f"{where}: RankLib picks the ranker by the first line, which must be '## LambdaMART'")
@@ -89,9 +89,14 @@ def read_model_text(body: str, plan: Plan, ordinal: bool, where: str) -> ReadBac
         root = ET.fromstring("".join(lines))
     except ET.ParseError as exc:
         raise InputError(f"{where}: not RankLib's XML ({exc})") from None
-    trees = root.findall("tree")
+    return [tree[0] for tree in root.findall("tree")]
+
+
+def read_model_text(body: str, plan: Plan, ordinal: bool, where: str) -> ReadBack:
+    """A LambdaMART model file read back as RankLib reads it (see the module docstring)."""
+    roots = parse_model_text(body, where)
     ens = plan.source.ensemble
-    records, leaves = align(ens, [tr[0] for tr in trees], _Xml(), where)
+    records, leaves = align(ens, roots, _Xml(), where)
     by_id = {str(v): c for c, v in feature_ids(plan, ordinal).items()}
     for r in records:
         r.feature = by_id.get(r.feature, r.feature)
@@ -100,7 +105,9 @@ def read_model_text(body: str, plan: Plan, ordinal: bool, where: str) -> ReadBac
         r.cut = float(c)
     feature, splits = splits_from(records, {c: c for c in by_id.values()}, np.float32, where)
     leaf = java_float(leaves).astype(np.float64) if leaves else np.zeros(0)
-    weight = java_float([tr.get("weight", "1") for tr in trees]).astype(np.float64)
+    root = ET.fromstring("".join(ln.strip() for ln in body.splitlines()
+                                 if ln.strip() and not ln.lstrip().startswith("#")))
+    weight = java_float([tr.get("weight", "1") for tr in root.findall("tree")]).astype(np.float64)
     return ReadBack(feature, splits, leaf, weight, sem.SUM_RANKLIB)
 
 

@@ -147,13 +147,24 @@ def _nearest_float32(text: str) -> np.float32:
     return lo if int(lo.view(np.uint32)) % 2 == 0 else hi
 
 
+def _java_text(text: str) -> str:
+    """A number as ``Float.parseFloat`` reads it: white space trimmed, a type suffix (``0.5f``, ``1d``) dropped."""
+    text = str(text).strip()
+    return text[:-1] if text[-1:] in ("f", "F", "d", "D") and not text.endswith(("Inf", "inf")) else text
+
+
 def java_float(texts: list[str]) -> np.ndarray:
     """``Float.parseFloat`` of each decimal string (correctly rounded to float32, as Java does): through the nearest
     double, corrected where that double is a float32 midpoint (the only case double rounding can err)."""
-    d = np.array([float(t) for t in texts], dtype=np.float64)
-    f = d.astype(np.float32)
-    low = np.where(f.astype(np.float64) > d, np.nextafter(f, np.float32(-np.inf)), f)
-    high = np.nextafter(low, np.float32(np.inf))
+    texts = [_java_text(t) for t in texts]
+    try:
+        d = np.array([float(t) for t in texts], dtype=np.float64)
+    except ValueError as exc:
+        raise InputError(f"not a number Java reads ({exc})") from None
+    with np.errstate(over="ignore"):
+        f = d.astype(np.float32)
+        low = np.where(f.astype(np.float64) > d, np.nextafter(f, np.float32(-np.inf)), f)
+        high = np.nextafter(low, np.float32(np.inf))
     mid = (low.astype(np.float64) + high.astype(np.float64)) / 2
     for i in np.flatnonzero((d == mid) & np.isfinite(d)):
         f[i] = _nearest_float32(texts[i])

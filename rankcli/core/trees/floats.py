@@ -59,7 +59,8 @@ def floor32(t: np.ndarray) -> np.ndarray:
 def step(x: np.ndarray, up: bool) -> np.ndarray:
     """The next value of ``x``'s precision above (``up``) or below each value."""
     x = np.asarray(x)
-    return np.nextafter(x, np.array(np.inf if up else -np.inf, dtype=x.dtype))
+    with np.errstate(over="ignore"):
+        return np.nextafter(x, np.array(np.inf if up else -np.inf, dtype=x.dtype))
 
 
 def largest_true(predicate: Callable[[np.ndarray], np.ndarray], n: int, dtype) -> tuple[np.ndarray, np.ndarray]:
