@@ -89,8 +89,8 @@ def command(
         "Convert the input files in parallel on a Dask cluster, one OUTPUT/<name>.parquet per input",
         "Inputs and OUTPUT must be on a filesystem every worker sees.")] = None,
 ) -> None:
-    from rankcli.cli._common import log, print_json, progress_bar, stderr_console, stdout_console, summary_table
-    from rankcli.convert import ConvertOptions, convert
+    from rankcli.cli._common import log, print_json, stderr_console, stdout_console, summary_table
+    from rankcli.convert import ConvertOptions
     from rankcli.errors import UsageError
 
     if block_bytes < 1:
@@ -112,19 +112,7 @@ def command(
     options = ConvertOptions(zero_based=zero_based, num_features=num_features, keep_comments=keep_comments,
                              sort_queries=sort_queries, query_file=query_file, block_bytes=block_bytes,
                              normalize=normalize, per=per)
-    total = _input_bytes(inputs)
-    if dask is not None:  # one task per input file on a Dask cluster (rankcli.distributed)
-        from rankcli.distributed import convert_on_cluster, parse_dask_target, require_dask
-
-        parse_dask_target(dask)
-        require_dask()
-        with progress_bar(None, "converting") as bar:
-            result = convert_on_cluster(dask, list(inputs), target, options, overwrite=overwrite,
-                                        on_file=lambda r: bar.advance(1))
-    else:
-        with progress_bar(total or None, "converting") as bar:
-            result = convert(list(inputs), target, options, overwrite=overwrite, progress=bar,
-                             directory=as_directory)
+    result = _run(inputs, target, options, overwrite, dask, as_directory)
     for note in result.notes:
         log(f"note: {note}")
     if json_output:
@@ -134,6 +122,23 @@ def command(
     table = summary_table(summaries, title=f"{result.output} ({result.seconds:.2f} s)")
     (stderr_console() if target == STDOUT else stdout_console()).print(table)
     log(f"wrote {result.output}")
+
+
+def _run(inputs: list[str], target, options, overwrite: bool, dask: str | None, as_directory: bool):
+    """The conversion, on a Dask cluster (one task per input file, :mod:`rankcli.distributed`) or here."""
+    from rankcli.cli._common import progress_bar
+    from rankcli.convert import convert
+
+    if dask is not None:
+        from rankcli.distributed import convert_on_cluster, parse_dask_target, require_dask
+
+        parse_dask_target(dask)
+        require_dask()
+        with progress_bar(None, "converting") as bar:
+            return convert_on_cluster(dask, list(inputs), target, options, overwrite=overwrite,
+                                      on_file=lambda r: bar.advance(1))
+    with progress_bar(_input_bytes(inputs) or None, "converting") as bar:
+        return convert(list(inputs), target, options, overwrite=overwrite, progress=bar, directory=as_directory)
 
 
 def _input_bytes(inputs: list[str]) -> int:
