@@ -26,6 +26,8 @@ from rankcli.export_model.readback import ReadBack
 
 #: Rows scored at once (LightGBM's leaf matrix of a chunk: rows x trees int32).
 CHUNK_ROWS = 16384
+#: Rows of the first chunk that LightGBM scores too (the leaves' sum must be its score).
+SAMPLE_ROWS = 2048
 
 
 @dataclass
@@ -94,34 +96,39 @@ def _leaves(src, z: np.ndarray) -> np.ndarray:
     from rankcli.cpus import default_threads
 
     local = src.model.booster.predict(z, pred_leaf=True, num_threads=default_threads())
-    local = np.asarray(local, dtype=np.int64).reshape(z.shape[0], src.ensemble.n_trees)
-    return local + src.ensemble.leaf_offsets[:-1][None, :]
+    local = np.asarray(local).reshape(z.shape[0], src.ensemble.n_trees)
+    # (rows, trees) in Fortran order: one tree's leaves contiguous, as the sums and the lookups read them
+    return (local.T.astype(np.int64) + src.ensemble.leaf_offsets[:-1][:, None]).T
 
 
 def _terms(back: ReadBack, leaves: np.ndarray) -> np.ndarray:
-    """Each (row, tree)'s weighted leaf value as the engine multiplies it."""
+    """Each (row, tree)'s weighted leaf value as the engine multiplies it ((rows, trees), Fortran order)."""
+    by_tree = leaves.T  # C order: (trees, rows)
     if back.summation == sem.SUM_FLOAT32:  # float * float (o19s weights[i] * eval, Solr weight * value)
-        return back.leaf.astype(np.float32)[leaves] * back.weight.astype(np.float32)[None, :]
-    return back.leaf[leaves] * back.weight[None, :]
+        return (back.leaf.astype(np.float32)[by_tree] * back.weight.astype(np.float32)[:, None]).T
+    return (back.leaf[by_tree] * back.weight[:, None]).T
 
 
 def _engine_rule(back: ReadBack):
     return lambda nodes, values: sem.engine_left(back.splits, nodes, values)
 
 
-def _score_chunk(src, back: ReadBack, x: np.ndarray, bad: np.ndarray, onnx_out: Path | None) -> tuple:
-    """``(reference, engine, bound, rows on another branch)`` of a chunk of raw rows ``x``."""
+def _score_chunk(src, back: ReadBack, x: np.ndarray, bad: np.ndarray, onnx_out: Path | None, first: bool) -> tuple:
+    """``(reference, engine, bound, rows on another branch)`` of a chunk of raw rows ``x``.
+
+    rankcli's score is the sum of LightGBM's leaves in double in tree order, which is LightGBM's own prediction
+    (``GBDT::PredictRaw``) bit for bit; the first chunk's first rows are scored by LightGBM too, to prove it."""
     ens = src.ensemble
     z = x if src.normalization is None else normalize(x, np.array([0, x.shape[0]]), src.normalization)
-    reference = src.model.score(z)
     leaves = _leaves(src, z)
-    exact = sem.add_trees(ens.leaf_value[leaves], sem.SUM_DOUBLE)
-    if not np.array_equal(exact, reference):
+    reference = sem.add_trees(ens.leaf_value[leaves.T].T, sem.SUM_DOUBLE)
+    if first and not np.array_equal(reference[:SAMPLE_ROWS], src.model.score(z[:SAMPLE_ROWS])):
         raise RuntimeError("the model's trees as read do not sum to LightGBM's scores (a bug in reading model.txt)")
     engine_rule = _engine_rule(back)
     rows, trees = diverging_pairs(ens, leaves, x, bad, src.raw_left, engine_rule)
-    engine_leaves = leaves.copy()
+    engine_leaves = leaves
     if rows.size:
+        engine_leaves = leaves.copy(order="K")
         engine_leaves[rows, trees] = descend(
             ens, lambda nodes, r: engine_rule(nodes, x[r, ens.feature[nodes]]), rows, trees)
     if onnx_out is not None:
@@ -130,7 +137,7 @@ def _score_chunk(src, back: ReadBack, x: np.ndarray, bad: np.ndarray, onnx_out: 
         engine = score(onnx_out, x)
     else:
         engine = sem.add_trees(_terms(back, engine_leaves), back.summation)
-    magnitude = np.abs(ens.leaf_value[leaves]).sum(axis=1)
+    magnitude = np.abs(ens.leaf_value)[leaves.T].sum(axis=0)
     bound = sem.rounding_bound(magnitude, ens.n_trees, back.summation, reference)
     return reference, engine, bound, np.unique(rows)
 
@@ -161,7 +168,7 @@ def run_check(plan: Plan, out: Path, back: ReadBack, data: Path | str) -> CheckR
     disagree = probes.disagree
     bad = np.unique(probes.nodes[disagree])
     onnx_out = out if plan.target.name == "onnx" else None
-    parts = [_score_chunk(src, back, ds.features[a:a + CHUNK_ROWS], bad, onnx_out)
+    parts = [_score_chunk(src, back, ds.features[a:a + CHUNK_ROWS], bad, onnx_out, a == 0)
              for a in range(0, ds.n_rows, CHUNK_ROWS)] or [(np.zeros(0),) * 3 + (np.zeros(0, np.int64),)]
     reference, engine, bound = (np.concatenate([p[i] for p in parts]) for i in range(3))
     other_rows = sum(int(p[3].size) for p in parts)

@@ -25,11 +25,11 @@ from rankcli.errors import InputError
 from rankcli.export_model import ranklib
 from rankcli.export_model.common import (
     local_ids,
-    nested,
-    number,
+    nested_text,
     placeholder,
     readme_exactness,
     readme_features,
+    reprs,
     write_json,
 )
 from rankcli.export_model.plan import Plan
@@ -45,24 +45,31 @@ def _feature(spec) -> dict:
             "template": d.get("template", placeholder("query", spec))}
 
 
-def _xgboost_tree(plan: Plan, t: int) -> dict:
+def _xgboost_trees(plan: Plan) -> list[str]:
+    """Each tree as xgboost+json text: node ids LightGBM's (splits ``0..n-2``, leaves ``n-1+leaf``), children
+    ``[yes, no]``."""
     ens = plan.source.ensemble
-    node_base, leaf_base = local_ids(plan, t)
-    n_splits = int(ens.node_offsets[t + 1] - node_base)
+    names = {s.column: json.dumps(s.name) for s in plan.features}
+    cuts, leaves = reprs(plan.written), reprs(plan.leaf)
+    out = []
+    for t in range(ens.n_trees):
+        node_base, leaf_base = local_ids(plan, t)
+        n_splits = int(ens.node_offsets[t + 1] - node_base)
 
-    def ident(code: int) -> int:
-        return int(code - node_base) if code >= 0 else n_splits + int(-code - 1 - leaf_base)
+        def ident(code: int, node_base=node_base, leaf_base=leaf_base, n_splits=n_splits) -> int:
+            return code - node_base if code >= 0 else n_splits + (-code - 1 - leaf_base)
 
-    def split(n, left, right, depth):
-        yes, no = ident(int(ens.left[n])), ident(int(ens.right[n]))
-        return {"nodeid": ident(n), "depth": depth, "split": plan.feature_of(int(ens.feature[n])).name,
-                "split_condition": number(plan.written[n]), "yes": yes, "no": no,
-                "missing": yes if plan.nan_left[n] else no, "children": [left, right]}
+        def split_open(n: int, depth: int) -> str:
+            yes, no = ident(int(ens.left[n])), ident(int(ens.right[n]))
+            return (f'{{"nodeid": {ident(n)}, "depth": {depth}, "split": {names[int(ens.feature[n])]}, '
+                    f'"split_condition": {cuts[n]}, "yes": {yes}, "no": {no}, '
+                    f'"missing": {yes if plan.nan_left[n] else no}, "children": [')
 
-    def leaf(i, depth):
-        return {"nodeid": ident(-i - 1), "depth": depth, "leaf": number(plan.leaf[i])}
+        def leaf_text(i: int, depth: int) -> str:
+            return f'{{"nodeid": {ident(-i - 1)}, "depth": {depth}, "leaf": {leaves[i]}}}'
 
-    return nested(plan, t, split, leaf)
+        out.append(nested_text(plan, t, split_open, leaf_text, ", ", "]}"))
+    return out
 
 
 def _normalizers(plan: Plan) -> dict:
@@ -76,27 +83,25 @@ def _normalizers(plan: Plan) -> dict:
     return out
 
 
-def model_body(plan: Plan) -> dict:
-    """The ``_createmodel`` body."""
-    if plan.key.split("/")[1] == "ranklib":
-        definition: object = ranklib.model_text(plan, ordinal=True)
-        kind = "model/ranklib"
-    else:
-        definition = {"objective": "reg:linear",
-                      "splits": [_xgboost_tree(plan, t) for t in range(plan.source.ensemble.n_trees)]}
-        if plan.key.endswith("missing-as-zero"):
-            definition["missing_as_zero"] = True
-        kind = "model/xgboost+json"
-    model = {"type": kind, "definition": definition}
+def model_body(plan: Plan) -> str:
+    """The ``_createmodel`` body, as JSON text."""
+    xgboost = plan.key.split("/")[1] != "ranklib"
+    definition: object = "@TREES@" if xgboost else ranklib.model_text(plan, ordinal=True)
+    model = {"type": "model/xgboost+json" if xgboost else "model/ranklib", "definition": definition}
     if plan.norms:
         model["feature_normalizers"] = _normalizers(plan)
-    return {"model": {"name": plan.name, "model": model}}
+    text = json.dumps({"model": {"name": plan.name, "model": model}}, allow_nan=False)
+    if not xgboost:
+        return text
+    head = '{"objective": "reg:linear", ' + ('"missing_as_zero": true, ' if plan.key.endswith("missing-as-zero")
+                                               else "")
+    return text.replace('"@TREES@"', head + '"splits": [' + ", ".join(_xgboost_trees(plan)) + "]}", 1)
 
 
 def write(plan: Plan, out: Path) -> list[str]:
     """Write the featureset, the model body and the README into ``out``."""
     write_json(out / FEATURESET, {"featureset": {"name": plan.name, "features": [_feature(s) for s in plan.features]}})
-    write_json(out / MODEL, model_body(plan), indent=None)
+    (out / MODEL).write_text(model_body(plan) + "\n", encoding="utf-8")
     (out / "README.md").write_text(_readme(plan), encoding="utf-8")
     return [FEATURESET, MODEL, "README.md"]
 

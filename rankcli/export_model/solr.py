@@ -22,7 +22,7 @@ import numpy as np
 from rankcli.core.trees import semantics as sem
 from rankcli.core.trees.floats import SOLR_SLACK
 from rankcli.errors import InputError
-from rankcli.export_model.common import nested, readme_exactness, readme_features, text, write_json
+from rankcli.export_model.common import nested_text, readme_exactness, readme_features, reprs, text, write_json
 from rankcli.export_model.plan import Plan
 from rankcli.export_model.readback import Accessor, ReadBack, SplitRecord, align, java_float, splits_from
 
@@ -49,17 +49,22 @@ def _feature(plan: Plan, spec) -> dict:
     return feature
 
 
-def _tree(plan: Plan, t: int) -> dict:
+def _trees(plan: Plan) -> list[str]:
+    """Each tree as Solr's JSON text: ``{"weight": "1", "root": {...}}``, every number a string."""
     ens = plan.source.ensemble
+    names = {s.column: json.dumps(s.name) for s in plan.features}
+    cuts, leaves = reprs(plan.written), reprs(plan.leaf)
+    null_aware = _null_aware(plan)
 
-    def split(n, left, right, depth):
-        node = {"feature": plan.feature_of(int(ens.feature[n])).name, "threshold": text(plan.written[n])}
-        if _null_aware(plan):
-            node["missing"] = "left" if plan.nan_left[n] else "right"
-        node["left"], node["right"] = left, right
-        return node
+    def split_open(n: int, depth: int) -> str:
+        missing = f'"missing": "{"left" if plan.nan_left[n] else "right"}", ' if null_aware else ""
+        return f'{{"feature": {names[int(ens.feature[n])]}, "threshold": "{cuts[n]}", {missing}"left": '
 
-    return {"weight": "1", "root": nested(plan, t, split, lambda i, depth: {"value": text(plan.leaf[i])})}
+    def leaf_text(i: int, depth: int) -> str:
+        return f'{{"value": "{leaves[i]}"}}'
+
+    return ['{"weight": "1", "root": ' + nested_text(plan, t, split_open, leaf_text, ', "right": ', "}") + "}"
+            for t in range(ens.n_trees)]
 
 
 def _norm(n) -> dict:
@@ -77,11 +82,13 @@ def write(plan: Plan, out: Path) -> list[str]:
         if s.column in plan.norms:
             entry["norm"] = _norm(plan.norms[s.column])
         features.append(entry)
-    params: dict = {"trees": [_tree(plan, t) for t in range(plan.source.ensemble.n_trees)]}
+    params: dict = {"trees": "@TREES@"}
     if _null_aware(plan):
         params["isNullSameAsZero"] = False
-    write_json(out / MODEL, {"store": plan.name, "class": MODEL_CLASS, "name": plan.name, "features": features,
-                             "params": params}, indent=None)
+    text = json.dumps({"store": plan.name, "class": MODEL_CLASS, "name": plan.name, "features": features,
+                       "params": params}, allow_nan=False)
+    text = text.replace('"@TREES@"', "[" + ", ".join(_trees(plan)) + "]", 1)
+    (out / MODEL).write_text(text + "\n", encoding="utf-8")
     (out / "README.md").write_text(_readme(plan), encoding="utf-8")
     return [FEATURES, MODEL, "README.md"]
 

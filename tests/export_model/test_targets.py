@@ -115,3 +115,26 @@ def test_check_reads_letor_text(models, tmp_path):
     result = export_model(models["lambdamart"], "vespa", tmp_path / "v",
                           ExportOptions(check=SAMPLE / "letor" / "test.txt"))
     assert result.check.passed and result.check.rows == 578 and result.check.max_abs_diff == 0.0
+
+
+@pytest.mark.parametrize("target", ["ranklib", "solr", "elasticsearch-ltr"])
+def test_the_fast_check_scores_as_the_full_evaluator(models, tmp_path, target):
+    """--check walks again only the (row, tree) pairs leaving LightGBM's path; on a naive export, where many do,
+    its engine scores are those of walking every tree from the root with the engine's rule."""
+    from rankcli.core.trees.semantics import engine_scores
+    from rankcli.export_model import WRITERS, plan_export
+    from rankcli.export_model.check import _probes, _score_chunk
+
+    ds, _ = _root_probe(models, strict=target == "elasticsearch-ltr")
+    plan = plan_export(models["lambdamart"], target, ExportOptions(naive=True))
+    out = tmp_path / "o"
+    out.mkdir()
+    WRITERS[target].write(plan, out)
+    back = WRITERS[target].read(plan, out)
+    probes = _probes(plan.source, back, plan)
+    bad = np.unique(probes.nodes[probes.disagree])
+    reference, engine, _, rows = _score_chunk(plan.source, back, ds.features, bad, None, True)
+    full = engine_scores(plan.source.ensemble, back.splits, back.feature, back.leaf, back.weight, back.summation,
+                         ds.features)
+    assert rows.size == ds.n_rows and np.array_equal(engine, full)
+    assert np.array_equal(reference, plan.source.model.score(ds.features))

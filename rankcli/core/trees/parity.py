@@ -134,30 +134,29 @@ def leaves_under(ens: Ensemble, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarr
 def diverging_pairs(ens: Ensemble, leaves: np.ndarray, features: np.ndarray, bad: np.ndarray,
                     lightgbm: Rule, engine: Rule) -> tuple[np.ndarray, np.ndarray]:
     """The (row, tree) pairs whose LightGBM path (``leaves``: (rows, trees) leaf indices) passes a ``bad`` node with
-    a value the two rules decide differently."""
+    a value the two rules decide differently. Vectorised over all pairs at once: each pair's leaf is looked up among
+    the leaves below a bad node, and only those pairs' values are decided."""
+    empty = np.zeros(0, dtype=np.int64)
     if bad.size == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return empty, empty
     under_leaf, which = leaves_under(ens, bad)
     order = np.argsort(under_leaf, kind="stable")
     under_leaf, which = under_leaf[order], which[order]
-    rows_out, trees_out = [], []
-    for t in np.unique(np.searchsorted(ens.node_offsets, bad, side="right") - 1):
-        row_leaf = leaves[:, t]
-        lo = np.searchsorted(under_leaf, row_leaf, side="left")
-        hi = np.searchsorted(under_leaf, row_leaf, side="right")
-        counts = hi - lo
-        rows = np.repeat(np.arange(row_leaf.shape[0]), counts)
-        if rows.size == 0:
-            continue
-        starts = np.repeat(lo - np.cumsum(counts) + counts, counts)
-        nodes = bad[which[np.arange(rows.size) + starts]]
-        values = features[rows, ens.feature[nodes]]
-        hit = lightgbm(nodes, values) != engine(nodes, values)
-        rows_out.append(np.unique(rows[hit]))
-        trees_out.append(np.full(rows_out[-1].shape[0], t))
-    if not rows_out:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    return np.concatenate(rows_out), np.concatenate(trees_out)
+    flat = leaves.ravel(order="F")  # pair p is (row p % n, tree p // n)
+    lo = np.searchsorted(under_leaf, flat, side="left")
+    counts = np.searchsorted(under_leaf, flat, side="right") - lo
+    pairs = np.flatnonzero(counts)
+    if pairs.size == 0:
+        return empty, empty
+    counts, lo = counts[pairs], lo[pairs]
+    pair = np.repeat(pairs, counts)
+    position = np.arange(pair.size) - np.repeat(np.cumsum(counts) - counts, counts) + np.repeat(lo, counts)
+    nodes = bad[which[position]]
+    n = leaves.shape[0]
+    rows = pair % n
+    hit = lightgbm(nodes, features[rows, ens.feature[nodes]]) != engine(nodes, features[rows, ens.feature[nodes]])
+    hit_pairs = np.unique(pair[hit])
+    return hit_pairs % n, hit_pairs // n
 
 
 def ranking_changes(reference: np.ndarray, engine: np.ndarray, bound: np.ndarray,

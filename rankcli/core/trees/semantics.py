@@ -80,22 +80,24 @@ def engine_left(splits: Splits, nodes: np.ndarray, values: np.ndarray) -> np.nda
 def add_trees(terms: np.ndarray, mode: str) -> np.ndarray:
     """The engine's sum over the trees of ``terms`` (rows, trees): each row's leaf value per tree, already in the
     engine's precision and multiplied by the tree weight as the engine multiplies it. Returns float64."""
-    n, k = terms.shape
-    if mode == SUM_DOUBLE:
-        total = np.zeros(n)
-        for t in range(k):
-            total += terms[:, t].astype(np.float64)
-        return total
     if mode == SUM_DOUBLE_FLOAT32:
         return add_trees(terms, SUM_DOUBLE).astype(np.float32).astype(np.float64)
     if mode == SUM_KAHAN_FLOAT32:
         return java_double_sum(terms.astype(np.float64)).astype(np.float32).astype(np.float64)
+    n, k = terms.shape
+    if mode == SUM_DOUBLE:
+        columns = np.asfortranarray(terms, dtype=np.float64)  # one tree's terms contiguous
+        total = np.zeros(n)
+        for t in range(k):
+            total += columns[:, t]
+        return total
+    columns = np.asfortranarray(terms, dtype=np.float64 if mode == SUM_RANKLIB else np.float32)
     total = np.zeros(n, dtype=np.float32)
     for t in range(k):
-        if mode == SUM_RANKLIB:
-            total = (total.astype(np.float64) + terms[:, t].astype(np.float64)).astype(np.float32)
+        if mode == SUM_RANKLIB:  # the product in double, the sum rounded to float at each step
+            total = (total + columns[:, t]).astype(np.float32)
         else:
-            total = total + terms[:, t].astype(np.float32)
+            total += columns[:, t]
     return total.astype(np.float64)
 
 
@@ -104,6 +106,7 @@ def java_double_sum(values: np.ndarray) -> np.ndarray:
     sumWithCompensation``) with the simple sum kept beside it, finished as ``computeFinalSum`` does (JDK 18 and later:
     ``sum - compensation``; the simple sum when that is NaN and the simple sum infinite)."""
     n, k = values.shape
+    values = np.asfortranarray(values)
     total = np.zeros(n)
     comp = np.zeros(n)
     simple = np.zeros(n)
