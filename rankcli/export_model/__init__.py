@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from rankcli.errors import UsageError
@@ -56,7 +56,6 @@ class ExportResult:
     inexact: list[dict]
     check: object = None  # check.CheckResult
     seconds: float = 0.0
-    notes: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:

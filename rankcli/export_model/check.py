@@ -10,7 +10,7 @@ are walked again with the engine's rule. The engine's leaves are summed the engi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -48,7 +48,6 @@ class CheckResult:
     rows_beyond_bound: int
     queries_changed: int
     queries_changed_beyond_bound: int
-    notes: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -69,6 +68,8 @@ def read_data(path: Path | str, model, width: int) -> Dataset:
     from rankcli.runs import is_parquet
 
     path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path}: a directory; --check takes a dataset file (Parquet or LETOR text)")
     if not is_parquet(path):
         import tempfile
 
