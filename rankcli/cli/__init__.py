@@ -19,13 +19,14 @@ from rankcli.errors import ExitStatus, RankcliError
 HELP = ("Learning-to-rank from the shell: convert LETOR data, train LightGBM rankers with XE-NDCG, LambdaMART, "
         "ListNet and more, evaluate, simulate clicks and compare runs with significance tests.\n\n"
         "Exit statuses: 0 success, 1 internal error (a bug), 2 usage error, 3 invalid input data, "
-        "4 output or filesystem problem, 5 compare --fail-if-worse triggered, 129 hangup (SIGHUP), "
+        "4 output or filesystem problem, 5 a requested gate failed (compare --fail-if-worse, export-model --check), "
+        "129 hangup (SIGHUP), "
         "130 interrupted (Ctrl-C, SIGINT), 141 standard output closed (the reader went away, as with | head), "
         "143 terminated (SIGTERM, as sent by timeout, Slurm and Kubernetes).")
 
 #: The subcommands and their modules, in the order of ``rankcli --help`` (each module's NAME is its command's name).
 COMMANDS = {"convert": "convert", "info": "info", "export": "export", "split": "split", "train": "train",
-            "predict": "predict",
+            "predict": "predict", "export-model": "export_model",
             "eval": "eval", "simulate-clicks": "simulate_clicks", "propensity": "propensity", "compare": "compare",
             "experiment": "experiment", "explain": "explain", "tune": "tune", "trec_eval": "trec_eval",
             "trec-eval": "trec_eval"}
