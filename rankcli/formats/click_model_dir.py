@@ -149,3 +149,17 @@ def item_strings(values: pa.Array, codes: np.ndarray) -> pa.Array:
     if len(values) == 0:
         return strings_array([])
     return values.take(array_from_numpy(np.asarray(codes, dtype=np.int64)))
+
+
+def match_dataset(stored: StoredModel, qids: np.ndarray, offsets: np.ndarray, docids: np.ndarray | None) -> np.ndarray:
+    """The item of a per-document model for every row of a dataset: its query is ``str(qid)`` (a rankcli click log's
+    ``source_qid``), its document the ``docid`` or, without one, the row's 0-based number (``source_row``); -1 where
+    the model has no parameters for the pair."""
+    first = np.asarray(qids, dtype=np.int64)[offsets[:-1]]
+    queries = array_from_numpy(first).cast(pa.string())
+    query_of_row = np.repeat(np.arange(first.shape[0], dtype=np.int64), np.diff(offsets))
+    if docids is None:
+        documents = array_from_numpy(np.arange(offsets[-1], dtype=np.int64)).cast(pa.string())
+    else:
+        documents = strings_array([str(d).encode() for d in docids])
+    return match_documents(stored, queries, documents, query_of_row, np.arange(offsets[-1], dtype=np.int64))

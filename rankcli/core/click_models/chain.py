@@ -36,50 +36,64 @@ from rankcli.core.click_models.sessions import Block
 
 @dataclass
 class Chain:
-    """The per-cell parameters of a chain, each ``(L, m)``."""
+    """The per-cell parameters of a chain, each an ``(L, m)`` array or a value broadcastable to it (a scalar for a
+    global parameter: a scalar stays one, which spares whole-block arithmetic)."""
 
     a: np.ndarray  # attractiveness
     q: np.ndarray  # satisfaction after a click
-    ck: np.ndarray  # goes on after a skip
-    cu: np.ndarray  # goes on after an unsatisfying click
-    cs: np.ndarray  # goes on after a satisfying click
+    ck: np.ndarray | float  # goes on after a skip
+    cu: np.ndarray | float  # goes on after an unsatisfying click
+    cs: np.ndarray | float  # goes on after a satisfying click
+    shape: tuple[int, int] = (0, 0)
 
     @classmethod
     def of(cls, shape, a, q, ck, cu, cs) -> Chain:
-        """A chain from values broadcastable to ``shape``."""
-        return cls(*(np.broadcast_to(np.asarray(v, dtype=np.float64), shape) for v in (a, q, ck, cu, cs)))
+        """A chain from values broadcastable to ``shape`` (``a`` and ``q`` made full arrays)."""
+        full = [np.broadcast_to(np.asarray(v, dtype=np.float64), shape) for v in (a, q)]
+        return cls(*full, *(np.asarray(v, dtype=np.float64) for v in (ck, cu, cs)), shape=tuple(shape))
+
+    def full(self, name: str) -> np.ndarray:
+        """One parameter as an ``(L, m)`` array (a view for a broadcast one)."""
+        return np.broadcast_to(getattr(self, name), self.shape)
+
+
+def at(v, k: int):
+    """Row ``k`` of a value broadcastable to ``(L, m)``: a scalar or one row is the same for every rank."""
+    return v if np.ndim(v) < 2 else v[k] if v.shape[0] > 1 else v[0]
 
 
 def forward(b: Block, ch: Chain) -> tuple[np.ndarray, np.ndarray]:
     """``(eps, cond)``: ``P(E_k = 1 | C_<k)`` and ``P(C_k = c_k | C_<k)`` of every cell."""
     L, m = b.L, b.m
     eps, cond = np.empty((L, m)), np.empty((L, m))
-    after_click = ch.cu * (1.0 - ch.q) + ch.cs * ch.q
     e = np.ones(m)
     for k in range(L):
         eps[k] = e
         clicked = b.click[k]
-        ae = ch.a[k] * e
-        cond[k] = np.where(clicked, ae, 1.0 - ae)
-        e = np.where(clicked, after_click[k], ch.ck[k] * (1.0 - ch.a[k]) * e / cond[k])
+        ak = ch.a[k]
+        ae = ak * e
+        np.subtract(1.0, ae, out=cond[k])
+        np.copyto(cond[k], ae, where=clicked)
+        after_click = at(ch.cu, k) * (1.0 - ch.q[k]) + at(ch.cs, k) * ch.q[k]
+        e = np.where(clicked, after_click, at(ch.ck, k) * (1.0 - ak) * e / cond[k])
     return eps, cond
 
 
 def unconditional(ch: Chain) -> np.ndarray:
     """``P(E_k = 1)`` of every cell, no click observed."""
     step = (1.0 - ch.a) * ch.ck + ch.a * ((1.0 - ch.q) * ch.cu + ch.q * ch.cs)
-    exam = np.ones(step.shape)
-    if step.shape[0] > 1:
+    exam = np.ones(ch.shape)
+    if ch.shape[0] > 1:
         exam[1:] = np.cumprod(step[:-1], axis=0)
     return exam
 
 
 def click_after(ch: Chain) -> np.ndarray:
     """``(L + 1, m)``: ``X_k = P(some click at or below k | E_k = 1)``, ``X_L = 0``."""
-    L, m = ch.a.shape
+    L, m = ch.shape
     x = np.zeros((L + 1, m))
     for k in range(L - 1, -1, -1):
-        x[k] = ch.a[k] + (1.0 - ch.a[k]) * ch.ck[k] * x[k + 1]
+        x[k] = ch.a[k] + (1.0 - ch.a[k]) * at(ch.ck, k) * x[k + 1]
     return x
 
 
@@ -91,9 +105,10 @@ def tail(b: Block, ch: Chain) -> np.ndarray:
     for k in range(L - 1, -1, -1):
         z, nxt = none_after[k], out[k + 1]
         a, q = ch.a[k], ch.q[k]
-        unsatisfied = (1.0 - q) * ((1.0 - ch.cu[k]) * z + ch.cu[k] * nxt)
-        clicked = a * (unsatisfied + q * ((1.0 - ch.cs[k]) * z + ch.cs[k] * nxt))
-        skipped = (1.0 - a) * ((1.0 - ch.ck[k]) * z + ch.ck[k] * nxt)
+        cu, cs, ck = at(ch.cu, k), at(ch.cs, k), at(ch.ck, k)
+        unsatisfied = (1.0 - q) * (cu * nxt + (1.0 - cu) * z)
+        clicked = a * (unsatisfied + q * (cs * nxt + (1.0 - cs) * z))
+        skipped = (1.0 - a) * (ck * nxt + (1.0 - ck) * z)
         out[k] = np.where(b.click[k], clicked, skipped)
     return out
 
@@ -103,7 +118,6 @@ def tail_pyclick(b: Block, ch: Chain) -> np.ndarray:
     parameters of ranks ``0, 1, ...`` (1 at the last rank)."""
     L, m = b.L, b.m
     out = np.ones((L, m))
-    after_click = ch.cu * (1.0 - ch.q) + ch.cs * ch.q
     for t in range(1, L):
         e, prod = np.ones(m), np.ones(m)
         for j in range(t, L):
@@ -111,7 +125,8 @@ def tail_pyclick(b: Block, ch: Chain) -> np.ndarray:
             clicked = b.click[j]
             ae = ch.a[i] * e
             p = np.where(clicked, ae, 1.0 - ae)
-            e = np.where(clicked, after_click[i], ch.ck[i] * (1.0 - ch.a[i]) * e / p)
+            after_click = at(ch.cu, i) * (1.0 - ch.q[i]) + at(ch.cs, i) * ch.q[i]
+            e = np.where(clicked, after_click, at(ch.ck, i) * (1.0 - ch.a[i]) * e / p)
             prod *= p
         out[t - 1] = prod
     return out
@@ -135,7 +150,8 @@ def posteriors(b: Block, ch: Chain, e_step: str = "exact", satisfied_goes_on: bo
     x = click_after(ch)
     c, z = b.click, b.none_after
     a, q = ch.a, ch.q
-    cont = np.where(c, ch.cu, ch.ck)
+    same = np.ndim(ch.cu) == 0 and np.ndim(ch.ck) == 0 and float(ch.cu) == float(ch.ck)
+    cont = ch.cu if same else np.where(c, ch.full("cu"), ch.full("ck"))
     go = np.where(c, a * (1.0 - q), 1.0 - a)  # P(C_k = c_k, S_k = 0 | E_k = 1)
     if e_step == "pyclick":
         has_click = (b.last >= 0)[None, :]
@@ -144,18 +160,20 @@ def posteriors(b: Block, ch: Chain, e_step: str = "exact", satisfied_goes_on: bo
         kept = (ch.cs * t1 + (1.0 - ch.cs) * t0) * np.where(c, a * q, 0.0)
         norm = eps * (stay + kept) + (1.0 - eps) * (t0 & ~c) * (1.0 - a)
         seen = unconditional(ch)
-        attr = np.where(c, 1.0, np.where(z & has_click, (1.0 - seen) * a / (1.0 - seen * x[:-1]), 0.0))
+        attr = np.where(c, 1.0, (1.0 - seen) * a / (1.0 - seen * x[:-1]) * t0)
         after_click = (1.0 - q) * ch.cu + q * ch.cs
         sat = np.where(c & (b.rank == b.last[None, :]), q / (1.0 - after_click * x[1:]), 0.0)
     else:
         tails = tail(b, ch)
         t1, t0 = tails[1:], z
-        norm = eps * tails[:-1] + (1.0 - eps) * (z & ~c)  # P(C_>=k | C_<k): the normaliser of every state
-        attr = np.where(c, 1.0, np.where(z, (1.0 - eps) * a / (1.0 - eps * x[:-1]), 0.0))
+        norm = eps * tails[:-1]  # P(C_>=k | C_<k): the normaliser of every state
+        np.add(norm, 1.0 - eps, out=norm, where=z & ~c)
+        attr = np.where(c, 1.0, (1.0 - eps) * a / (1.0 - eps * x[:-1]) * z)
         sat = None
     inv = eps / norm
-    go_num = go * inv * cont * t1
-    go_den = go_num + go * inv * (1.0 - cont) * t0
+    gi = go * inv
+    go_num = gi * cont * t1
+    go_den = go_num + gi * (1.0 - cont) * t0
     out = {"attr": attr, "go_num": go_num, "go_den": go_den, "ll": np.log(cond).sum(axis=0)}
     if sat is None or satisfied_goes_on:
         satisfying = np.where(c, a * q, 0.0) * inv
@@ -176,7 +194,7 @@ def probabilities(b: Block, ch: Chain) -> tuple[np.ndarray, np.ndarray]:
 
 def simulate(ch: Chain, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """One draw of a chain model for ``m`` lists: ``(clicks, examined)``, each ``(L, m)`` bool."""
-    L, m = ch.a.shape
+    L, m = ch.shape
     u = rng.random((3, L, m))
     clicks, examined = np.zeros((L, m), bool), np.zeros((L, m), bool)
     e = np.ones(m, bool)
@@ -184,6 +202,6 @@ def simulate(ch: Chain, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarra
         examined[k] = e
         clicks[k] = e & (u[0, k] < ch.a[k])
         satisfied = clicks[k] & (u[1, k] < ch.q[k])
-        go_on = np.where(clicks[k], np.where(satisfied, ch.cs[k], ch.cu[k]), ch.ck[k])
+        go_on = np.where(clicks[k], np.where(satisfied, at(ch.cs, k), at(ch.cu, k)), at(ch.ck, k))
         e = e & (u[2, k] < go_on)
     return clicks, examined

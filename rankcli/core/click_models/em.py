@@ -199,26 +199,47 @@ def log_likelihood(model: ClickModel, blocks: list[Block], values: dict[str, np.
     return total
 
 
-class LocalRunner:
-    """Computes a fit's sums and log-likelihoods here, block by block (a cluster's runner has the same methods)."""
+#: Blocks per partition of a :class:`LocalRunner`: partitions are summed apart (on threads) and then added in order,
+#: so that the sums do not depend on the number of threads.
+PARTITION_BLOCKS = 8
 
-    def __init__(self, model: ClickModel, sessions: Sessions, layout: Layout, e_step: str = "exact"):
+
+class LocalRunner:
+    """Computes a fit's sums and log-likelihoods here, partition by partition of blocks, on ``threads`` threads
+    (numpy's array operations release the GIL); a cluster's runner has the same methods."""
+
+    def __init__(self, model: ClickModel, sessions: Sessions, layout: Layout, e_step: str = "exact",
+                 threads: int = 1):
         self.model, self.layout, self.e_step = model, layout, e_step
-        self.blocks = sessions.blocks()
+        blocks = sessions.blocks()
+        self.partitions = [blocks[i:i + PARTITION_BLOCKS] for i in range(0, len(blocks), PARTITION_BLOCKS)]
         self.n_sessions = sessions.n_sessions
+        self.threads = max(1, min(int(threads), len(self.partitions)))
+
+    def _map(self, fn):
+        if self.threads == 1:
+            return [fn(p) for p in self.partitions]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(self.threads) as pool:
+            return list(pool.map(fn, self.partitions))
 
     def sums(self, values: dict[str, np.ndarray] | None, dens: bool) -> Sums:
         """:func:`e_step_sums` over every session."""
-        return e_step_sums(self.model, self.blocks, values, self.layout, self.e_step, dens)
+        parts = self._map(lambda blocks: e_step_sums(self.model, blocks, values, self.layout, self.e_step, dens))
+        total = parts[0]
+        for part in parts[1:]:
+            total += part
+        return total
 
     def loglik(self, values: dict[str, np.ndarray]) -> float:
         """:func:`log_likelihood` over every session."""
-        return log_likelihood(self.model, self.blocks, values, self.layout)
+        return float(sum(self._map(lambda blocks: log_likelihood(self.model, blocks, values, self.layout))))
 
 
 def fit(model: ClickModel, sessions: Sessions | None, *, iterations: int = 50, tolerance: float = 0.0,
         prior: Prior | None = None, e_step: str = "exact", layout: Layout | None = None,
-        progress: Callable[[int, int, float], None] | None = None, runner=None) -> FitResult:
+        progress: Callable[[int, int, float], None] | None = None, runner=None, threads: int = 1) -> FitResult:
     """Estimate ``model``'s parameters from ``sessions``.
 
     Parameters
@@ -241,6 +262,8 @@ def fit(model: ClickModel, sessions: Sessions | None, *, iterations: int = 50, t
     runner : optional
         What computes the sums and log-likelihoods over every session (a cluster's: ``sums(values, dens)``,
         ``loglik(values)``, ``n_sessions``); default :class:`LocalRunner` over ``sessions``.
+    threads : int
+        Threads of the default runner (the result does not depend on them).
     """
     prior = prior or Prior()
     if iterations < 1:
@@ -250,7 +273,7 @@ def fit(model: ClickModel, sessions: Sessions | None, *, iterations: int = 50, t
     if e_step not in E_STEPS:
         raise UsageError(f"e_step: expected one of {', '.join(E_STEPS)}, got {e_step!r}")
     layout = layout or Layout(sessions.n_items, sessions.max_rank, sessions.n_groups)
-    runner = runner or LocalRunner(model, sessions, layout, e_step)
+    runner = runner or LocalRunner(model, sessions, layout, e_step, threads)
     if not model.em:
         sums = runner.sums(None, True)
         values = ratio(sums, sums.den, prior, capped=False)
