@@ -106,10 +106,12 @@ def fit_log(log_path: Path | str, output: Path | str, options: FitOptions, *, fm
     ``runner_factory(model, sessions, layout, e_step)``, when given, returns what computes the sums over the
     sessions (a Dask cluster's runner; default: here).
     """
+    from rankcli.cpus import available_cpus
     from rankcli.formats.click_logs import read_session_log
     from rankcli.formats.click_model_dir import write_click_model
 
     options.check()
+    threads = available_cpus()
     model = get_model(options.model)
     coded = code_log(read_session_log(log_path, fmt, unknown_clicks=unknown_clicks), options.by)
     start = time.perf_counter()
@@ -119,8 +121,12 @@ def fit_log(log_path: Path | str, output: Path | str, options: FitOptions, *, fm
 
         s = coded.sessions
         runner = runner_factory(model, s, Layout(s.n_items, s.max_rank), options.e_step)
-    result = fit(model, coded.sessions, iterations=options.iterations, tolerance=options.tolerance,
-                 prior=options.prior, e_step=options.e_step, progress=progress, runner=runner)
+    try:
+        result = fit(model, coded.sessions, iterations=options.iterations, tolerance=options.tolerance,
+                     prior=options.prior, e_step=options.e_step, progress=progress, runner=runner, threads=threads)
+    finally:
+        if runner is not None:
+            runner.close()
     seconds = time.perf_counter() - start
     connected = None
     if any(f.kind == RANK for f in model.families) and any(f.kind == ITEM for f in model.families):

@@ -163,3 +163,23 @@ def match_dataset(stored: StoredModel, qids: np.ndarray, offsets: np.ndarray, do
     else:
         documents = strings_array([str(d).encode() for d in docids])
     return match_documents(stored, queries, documents, query_of_row, np.arange(offsets[-1], dtype=np.int64))
+
+
+def read_qrels_for(path: Path | str, queries: pa.Array, documents: pa.Array) -> tuple[np.ndarray, np.ndarray,
+                                                                                         np.ndarray]:
+    """TREC qrels at ``path`` coded against a log's vocabularies: ``(query, document, label)`` per judgment, the codes
+    -1 for a query or document the log never shows."""
+    from rankcli.formats.trec_read import read_qrels_columns
+
+    cols = read_qrels_columns(path)
+    qids = strings_array([bytes(q) for q in cols.qids])
+    docids = strings_array([bytes(d).rstrip(b"\0") for d in cols.docids])
+    return (_codes_in(qids, queries), _codes_in(docids, documents), np.asarray(cols.values, dtype=np.float64))
+
+
+def _codes_in(values: pa.Array, vocabulary: pa.Array) -> np.ndarray:
+    """The index of each of ``values`` in ``vocabulary`` (distinct strings), -1 where absent."""
+    v_codes, w_codes, width = _joint_codes(values, vocabulary)
+    position = np.full(width, -1, np.int64)
+    position[w_codes] = np.arange(w_codes.shape[0])
+    return position[v_codes]
