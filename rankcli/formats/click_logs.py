@@ -93,7 +93,7 @@ def _read_parquet_columns(path: Path, wanted: list[str]) -> dict[str, pa.Chunked
 def _numeric(path: Path, name: str, col: pa.ChunkedArray, where) -> np.ndarray:
     if col.null_count:
         row = int(np.argmax(column_to_numpy(col.is_null().cast(pa.int8()))))
-        raise InputError(f"{path}: {where(row)}: column {name} has a missing value")
+        raise InputError(f"{path}{where(row)}: column {name} has a missing value")
     if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type) or pa.types.is_boolean(col.type)):
         raise SchemaError(f"{path}: column {name} must be numeric, got {col.type}")
     return column_to_numpy(col.cast(pa.int8()) if pa.types.is_boolean(col.type) else col)
@@ -102,7 +102,7 @@ def _numeric(path: Path, name: str, col: pa.ChunkedArray, where) -> np.ndarray:
 def _strings(path: Path, name: str, col: pa.ChunkedArray, where) -> pa.ChunkedArray:
     if col.null_count:
         row = int(np.argmax(column_to_numpy(col.is_null().cast(pa.int8()))))
-        raise InputError(f"{path}: {where(row)}: column {name} has a missing value")
+        raise InputError(f"{path}{where(row)}: column {name} has a missing value")
     return col if pa.types.is_string(col.type) else col.cast(pa.string())
 
 
@@ -134,11 +134,13 @@ def _read_rankcli(path: Path) -> SessionLog:
 
 
 def _row(r: int) -> str:
-    return f"row {r}"
+    """Where row ``r`` of a Parquet file is, after its path."""
+    return f": row {r}"
 
 
 def _line(r: int) -> str:
-    return str(r + 2)  # the header is line 1
+    """Where data row ``r`` of a text table is, after its path: the header is line 1."""
+    return f":{r + 2}"
 
 
 def _read_table(path: Path) -> SessionLog:
@@ -192,7 +194,7 @@ def _read_tsv_table(path: Path) -> dict[str, pa.ChunkedArray]:
             ok = column_to_numpy(pc.utf8_is_numeric(col).fill_null(False).cast(pa.int8())) if c != "relevance" \
                 else np.zeros(len(col), np.int8)
             r = int(np.argmin(ok))
-            raise InputError(f"{path}:{_line(r)}: column {c}: expected a number, got {col[r].as_py()!r}")
+            raise InputError(f"{path}{_line(r)}: column {c}: expected a number, got {col[r].as_py()!r}")
     return out
 
 
@@ -208,27 +210,27 @@ def _assemble(path: Path, fmt: str, where, session: pa.ChunkedArray, query: pa.C
     try:
         offsets = offsets_from_qids(session_codes)
     except NonContiguousQueryError as exc:
-        raise InputError(f"{path}: {where(exc.row)}: session {session[exc.row].as_py()!r} reappears (first seen at "
-                         f"{where(exc.first_row)}); a session's rows must be contiguous") from None
+        raise InputError(f"{path}{where(exc.row)}: session {session[exc.row].as_py()!r} reappears (first seen at "
+                         f"{'line ' if where is _line else ''}{where(exc.first_row).lstrip(': ')}); a session's rows must be contiguous") from None
     ranks = _numeric(path, r_name, rank, where)
     lengths = np.diff(offsets)
     expected = np.arange(n) - np.repeat(offsets[:-1], lengths) + 1
     bad = np.flatnonzero(ranks != expected)
     if bad.size:
         r = int(bad[0])
-        raise InputError(f"{path}: {where(r)}: session {session[r].as_py()!r}: rank gap, expected {r_name} "
+        raise InputError(f"{path}{where(r)}: session {session[r].as_py()!r}: rank gap, expected {r_name} "
                          f"{int(expected[r])}, got {ranks[r]:g}")
     clicks = _numeric(path, c_name, click, where)
     bad = np.flatnonzero((clicks != 0) & (clicks != 1))
     if bad.size:
-        raise InputError(f"{path}: {where(int(bad[0]))}: column {c_name}: expected a click (0 or 1), got "
+        raise InputError(f"{path}{where(int(bad[0]))}: column {c_name}: expected a click (0 or 1), got "
                          f"{clicks[int(bad[0])]:g}")
     q_codes, queries = codes(_strings(path, q_name, query, where))
     first = offsets[:-1]
     changed = np.flatnonzero(q_codes != np.repeat(q_codes[first], lengths))
     if changed.size:
         r = int(changed[0])
-        raise InputError(f"{path}: {where(r)}: session {session[r].as_py()!r} changes {q_name} within the session, "
+        raise InputError(f"{path}{where(r)}: session {session[r].as_py()!r} changes {q_name} within the session, "
                          f"got {query[r].as_py()!r}")
     doc_codes, documents = codes(_strings(path, d_name, document, where))
     rel = None
@@ -236,7 +238,7 @@ def _assemble(path: Path, fmt: str, where, session: pa.ChunkedArray, query: pa.C
         rel = _numeric(path, "relevance", relevance, where).astype(np.float64)
         bad = np.flatnonzero(~np.isfinite(rel))
         if bad.size:
-            raise InputError(f"{path}: {where(int(bad[0]))}: column relevance: expected a finite grade, got "
+            raise InputError(f"{path}{where(int(bad[0]))}: column relevance: expected a finite grade, got "
                              f"{rel[int(bad[0])]:g}")
     return SessionLog(str(path), fmt, offsets, q_codes[first], doc_codes, clicks.astype(bool), queries, documents,
                       rel, footer or {})
