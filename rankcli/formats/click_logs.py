@@ -210,8 +210,9 @@ def _assemble(path: Path, fmt: str, where, session: pa.ChunkedArray, query: pa.C
     try:
         offsets = offsets_from_qids(session_codes)
     except NonContiguousQueryError as exc:
+        first = f"{'line ' if where is _line else ''}{where(exc.first_row).lstrip(': ')}"
         raise InputError(f"{path}{where(exc.row)}: session {session[exc.row].as_py()!r} reappears (first seen at "
-                         f"{'line ' if where is _line else ''}{where(exc.first_row).lstrip(': ')}); a session's rows must be contiguous") from None
+                         f"{first}); a session's rows must be contiguous") from None
     ranks = _numeric(path, r_name, rank, where)
     lengths = np.diff(offsets)
     expected = np.arange(n) - np.repeat(offsets[:-1], lengths) + 1
