@@ -35,6 +35,9 @@ Sweeps (each level is a full set of trials or folds, training part perturbed, se
                                  query); every loss trained naive (pooled click-through rates) and, where it can,
                                  as <loss>+ips with propensities estimated from a RandTop-10 log of the same size;
                                  summary.md tests IPS against naive per loss (see docs/clicks.md).
+  --click-model MODEL_DIR        one more setting: training and validation replaced by clicks simulated from a
+                                 click model fitted per relevance grade (click-model fit --by relevance; 10 random
+                                 rankings per query), test on graded labels.
 
 --jobs N trains in N processes; results are identical for any N (every random step is seeded from --seed, the trial
 and the setting, and each model uses --threads threads, default 1).
@@ -122,6 +125,9 @@ def command(
     position_bias: Annotated[str | None, typer.Option(
         "--position-bias", help="Sweep levels: PBM exponent eta of clicks logged by a trained ranker; each loss "
                                 "trained naive and with IPS (<loss>+ips).", show_default=False)] = None,
+    click_model: Annotated[Path | None, typer.Option(
+        "--click-model", help="One more setting: train and validate on clicks simulated from this click model "
+        "(click-model fit --by relevance).", show_default=False, metavar="MODEL_DIR")] = None,
     logging_fraction: Annotated[float | None, typer.Option(
         "--logging-fraction", help="With --position-bias: the fraction of the training queries the logging ranker "
                                    "is trained on (default 0.01; at least 5 queries).", show_default=False)] = None,
@@ -155,6 +161,22 @@ def _loss_list(losses: str) -> list[str]:
     if any(not x for x in loss_list) and any(loss_list):   # as --metric: 'xendcg,,lambdamart' is a typo, not two
         raise UsageError(f"--losses: empty loss name in {losses!r}")
     return [x for x in loss_list if x]
+
+
+def _click_model(path: Path | None) -> dict | None:
+    """``--click-model``: the directory and a fingerprint of its model (what decides the clicks); it must be fitted
+    per relevance grade, so that any training query's labels find parameters."""
+    if path is None:
+        return None
+    from rankcli.click_model import load_model
+    from rankcli.errors import UsageError
+    from rankcli.formats.session_log import fingerprint
+
+    loaded = load_model(path)
+    if loaded.by != "relevance":
+        raise UsageError(f"--click-model {path}: fitted per (query, document) pair; the experiment's queries need a "
+                         "model fitted per relevance grade (click-model fit --by relevance)")
+    return {"path": str(path), "fingerprint": fingerprint(loaded.stored.path / "model.json")}
 
 
 def _config(o: dict):
@@ -195,7 +217,7 @@ def _config(o: dict):
         seed=o["seed"], **sweeps, logging_fraction=0.01 if o["logging_fraction"] is None else o["logging_fraction"],
         correction=o["correction"], allow_overlap=o["allow_overlap"],
         params_file=_params_file(o["params_file"], loss_list), tune=o["tune"], tune_space=_space_file(o["space"]),
-        loss_options=loss_options)
+        loss_options=loss_options, click_model=_click_model(o["click_model"]))
     if o["logging_fraction"] is not None and not o["position_bias"]:
         raise UsageError("--logging-fraction sets the logging ranker of the --position-bias sweep; give "
                          "--position-bias ETA[,ETA...] or drop it")
