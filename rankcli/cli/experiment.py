@@ -60,6 +60,8 @@ from rankcli.cli.options import TRAINING_CONVENTIONS
 
 NAME = "experiment"
 SHORT_HELP = "Run the paper's protocol: repeated splits, losses side by side, robustness sweeps."
+_CLICK_MODEL = typer.Option("--click-model", help="One more setting: train and validate on clicks simulated from this "
+                            "click model (click-model fit --by relevance).", show_default=False, metavar="MODEL_DIR")
 _SWEEPS = ("augment_negatives", "label_noise", "click_noise", "position_bias")
 
 
@@ -125,9 +127,7 @@ def command(
     position_bias: Annotated[str | None, typer.Option(
         "--position-bias", help="Sweep levels: PBM exponent eta of clicks logged by a trained ranker; each loss "
                                 "trained naive and with IPS (<loss>+ips).", show_default=False)] = None,
-    click_model: Annotated[Path | None, typer.Option(
-        "--click-model", help="One more setting: train and validate on clicks simulated from this click model "
-        "(click-model fit --by relevance).", show_default=False, metavar="MODEL_DIR")] = None,
+    click_model: Annotated[Path | None, _CLICK_MODEL] = None,
     logging_fraction: Annotated[float | None, typer.Option(
         "--logging-fraction", help="With --position-bias: the fraction of the training queries the logging ranker "
                                    "is trained on (default 0.01; at least 5 queries).", show_default=False)] = None,

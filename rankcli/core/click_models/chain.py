@@ -19,10 +19,10 @@ the last click (0 above it, where the user certainly examined it); a click's sat
 
 ``e_step="pyclick"`` reproduces PyClick 98e7e46 instead (docs/clicks.md says why it is not the default): its tail
 likelihood ``P(C_>k | E_k+1 = 1)`` takes the parameters of ranks ``0, 1, ...`` for the clicks of ranks ``k + 1,
-k + 2, ...`` (reported at github.com/markovi/PyClick/issues/13); a session without a click counts as if its last click were below the list (so no
-skip of it contributes to the attractiveness, and its user never leaves); an unexamined skip keeps a factor
-``1 - a``; the attractiveness uses the unconditional ``P(E_k = 1)``; and CCM's satisfaction is
-``a / (1 - P(continue after a click) X_k+1)`` at the last click, 0 at the others.
+k + 2, ...`` (reported at github.com/markovi/PyClick/issues/13); a session without a click counts as if its last
+click were below the list (so no skip of it contributes to the attractiveness, and its user never leaves); an
+unexamined skip keeps a factor ``1 - a``; the attractiveness uses the unconditional ``P(E_k = 1)``; and CCM's
+satisfaction is ``a / (1 - P(continue after a click) X_k+1)`` at the last click, 0 at the others.
 """
 
 from __future__ import annotations
