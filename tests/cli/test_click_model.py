@@ -173,3 +173,14 @@ def test_regression_em_recovers_position_bias(data, run):
     assert np.all(np.abs(p / (1.0 / np.arange(1, 11)) - 1) < 0.15), p
     status, _, err = run("propensity", data["clicks"], "--model", "ubm", "--regression-em")
     assert status == 2
+
+
+def test_experiment_with_a_click_model_setting(data, run, tmp_path):
+    exp = tmp_path / "exp"
+    status, _, err = run("experiment", data["train"], "-o", exp, "--losses", "xendcg", "--trials", "1", "--trees", "3",
+                         "--click-model", data["pbm-rel"], "--no-plots", "--json")
+    assert status == 0, err
+    summary = json.loads((exp / "summary.json").read_text())
+    assert [s["setting"] for s in summary["settings"]] == ["baseline", "click-model"]
+    status, _, err = run("experiment", data["train"], "-o", tmp_path / "exp2", "--click-model", data["pbm"])
+    assert status == 2 and "fitted per (query, document) pair" in err
