@@ -195,6 +195,10 @@ class ExperimentConfig:
             d["tune_space"] = d["tune_space"]["entries"]
         if "click_model" in d:  # the fitted model decides them, not where its directory is
             d["click_model"] = d["click_model"]["fingerprint"]
+        if "tune" in d:  # how the tuning draws: units tuned otherwise (an earlier version's) are not resumed
+            from rankcli.tune.draws import SAMPLER
+
+            d["tune_sampler"] = SAMPLER
         if not d["position_bias"]:
             # as written before the position-bias sweep existed, so that earlier experiment directories still resume
             del d["position_bias"], d["logging_fraction"]
