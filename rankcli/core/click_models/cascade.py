@@ -35,6 +35,19 @@ def examined_to_last(b: Block) -> np.ndarray:
     return (b.rank <= b.last[None, :]) | (b.last[None, :] < 0)
 
 
+def cascade_walk(attractive: np.ndarray, goes_on: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(clicks, examined)`` of users who scan from rank 1, click an examined attractive result, and after a click
+    go on only where ``goes_on`` (each ``(L, m)`` bool)."""
+    clicks = np.zeros(attractive.shape, bool)
+    examined = np.zeros(attractive.shape, bool)
+    e = np.ones(attractive.shape[1], bool)
+    for k in range(attractive.shape[0]):
+        examined[k] = e
+        clicks[k] = e & attractive[k]
+        e = e & (~clicks[k] | goes_on[k])
+    return clicks, examined
+
+
 class CM(ClickModel):
     """The cascade model: one click at most, at the first attractive result."""
 
@@ -59,16 +72,7 @@ class CM(ClickModel):
         return values["attr"]
 
     def simulate(self, p: dict, shape, rng):
-        a = np.broadcast_to(p["attr"], shape)
-        attractive = rng.random(shape) < a
-        clicks = np.zeros(shape, bool)
-        examined = np.zeros(shape, bool)
-        e = np.ones(shape[1], bool)
-        for k in range(shape[0]):
-            examined[k] = e
-            clicks[k] = e & attractive[k]
-            e = e & ~clicks[k]
-        return clicks, examined
+        return cascade_walk(rng.random(shape) < np.broadcast_to(p["attr"], shape), np.zeros(shape, bool))
 
 
 class DCM(ClickModel):
@@ -106,12 +110,4 @@ class DCM(ClickModel):
         a = np.broadcast_to(p["attr"], shape)
         lam = np.broadcast_to(p["cont"], shape)
         attractive = rng.random(shape) < a
-        goes_on = rng.random(shape) < lam
-        clicks = np.zeros(shape, bool)
-        examined = np.zeros(shape, bool)
-        e = np.ones(shape[1], bool)
-        for k in range(shape[0]):
-            examined[k] = e
-            clicks[k] = e & attractive[k]
-            e = e & (~clicks[k] | goes_on[k])
-        return clicks, examined
+        return cascade_walk(attractive, rng.random(shape) < lam)

@@ -15,37 +15,7 @@ import numpy as np
 from rankcli.core.click_log import ClickLog, ListCollector
 from rankcli.core.click_models.base import ITEM, RANK, RANK_PREV, ClickModel
 from rankcli.core.click_models.em import Layout
-from rankcli.core.policies import randomized_orders
-
-#: Displayed results simulated per chunk.
-CHUNK_CELLS = 1 << 19
-
-
-def _by_size(sizes: np.ndarray, impressions: int):
-    """``(queries, n)``: the queries of list size ``n``, in chunks of at most :data:`CHUNK_CELLS` cells."""
-    order = np.argsort(sizes, kind="stable")
-    cuts = np.flatnonzero(np.diff(sizes[order])) + 1
-    for part in np.split(order, cuts):
-        if part.shape[0] == 0:
-            continue
-        n = int(sizes[part[0]])
-        per = max(1, CHUNK_CELLS // max(1, n * impressions))
-        for a in range(0, part.shape[0], per):
-            yield part[a:a + per], n
-
-
-def display_orders(qs: np.ndarray, n: int, shown: int, offsets: np.ndarray, impressions: int,
-                   display_rank: np.ndarray | None, randomize, rng: np.random.Generator) -> np.ndarray:
-    """``(len(qs) * impressions, shown)``: the 0-based index within its list of the document at each position of each
-    impression (each query's impressions consecutive)."""
-    if display_rank is None:  # a fresh uniformly random order per impression
-        return rng.permuted(np.broadcast_to(np.arange(n, dtype=np.int64), (qs.shape[0] * impressions, n)),
-                            axis=1)[:, :shown]
-    rows = offsets[qs][:, None] + np.arange(n, dtype=np.int64)[None, :]
-    at_pos = np.argsort(display_rank[rows], axis=1, kind="stable")
-    if randomize is None:
-        return np.repeat(at_pos[:, :shown], impressions, axis=0)
-    return randomized_orders(at_pos, impressions, randomize, shown, rng)[:, :shown]
+from rankcli.core.clicks import display_orders, groups_by_size
 
 
 def list_parameters(model: ClickModel, values: dict[str, np.ndarray], items: np.ndarray, layout: Layout) -> dict:
@@ -90,7 +60,7 @@ def simulate(model: ClickModel, values: dict[str, np.ndarray], layout: Layout, i
     width = n_max if max_rank is None else min(n_max, max_rank)
     n_grades = int(grades.max()) + 1 if grades.size else 1
     coll = ListCollector(sizes.shape[0], impressions, n_grades, width)
-    for qs, n in _by_size(sizes, impressions):
+    for qs, n in groups_by_size(sizes, impressions):
         shown = n if max_rank is None else min(n, max_rank)
         order = display_orders(qs, n, shown, offsets, impressions, display_rank, randomize, rng)
         src = np.repeat(offsets[qs], impressions)[:, None] + order  # (M, shown) source row at each position
