@@ -100,10 +100,12 @@ def _numeric(path: Path, name: str, col: pa.ChunkedArray, where) -> np.ndarray:
 
 
 def _strings(path: Path, name: str, col: pa.ChunkedArray, where) -> pa.ChunkedArray:
+    """An identifier column ready for :func:`codes`: strings as they are, integers too (coded as numbers, their
+    vocabulary made text afterwards: no string per row), anything else as text."""
     if col.null_count:
         row = int(np.argmax(column_to_numpy(col.is_null().cast(pa.int8()))))
         raise InputError(f"{path}{where(row)}: column {name} has a missing value")
-    return col if pa.types.is_string(col.type) else col.cast(pa.string())
+    return col if pa.types.is_string(col.type) or pa.types.is_integer(col.type) else col.cast(pa.string())
 
 
 def _read_rankcli(path: Path) -> SessionLog:

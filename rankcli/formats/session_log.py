@@ -52,4 +52,7 @@ def codes(column: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     encoded = pc.dictionary_encode(column).combine_chunks()
     if isinstance(encoded, pa.ChunkedArray):
         encoded = encoded.chunk(0) if encoded.num_chunks else pa.array([], pa.dictionary(pa.int32(), pa.string()))
-    return column_to_numpy(encoded.indices).astype(np.int64), encoded.dictionary
+    vocabulary = encoded.dictionary
+    if not pa.types.is_string(vocabulary.type):  # integer identifiers: only the distinct ones become text
+        vocabulary = vocabulary.cast(pa.string())
+    return column_to_numpy(encoded.indices).astype(np.int64), vocabulary
