@@ -64,8 +64,12 @@ def code_log(log, by: str = "document") -> CodedLog:
         grades, item = np.unique(log.relevance, return_inverse=True)
         sessions = Sessions(log.offsets, item.reshape(-1), log.click, int(grades.shape[0]))
         return CodedLog(log, by, sessions, item_relevance=grades)
+    from rankcli.formats.session_log import integer_codes
+
     width = np.int64(max(len(log.documents), 1))
-    keys = log.query[session_of_row(log.offsets)] * width + log.document
-    pairs, item = np.unique(keys, return_inverse=True)
-    sessions = Sessions(log.offsets, item.reshape(-1), log.click, int(pairs.shape[0]))
+    keys = np.repeat(log.query * width, np.diff(log.offsets))
+    keys += log.document
+    item, pairs = integer_codes(keys)
+    del keys
+    sessions = Sessions(log.offsets, item, log.click, int(pairs.shape[0]))
     return CodedLog(log, by, sessions, item_query=pairs // width, item_document=pairs % width)

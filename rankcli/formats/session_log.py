@@ -56,3 +56,14 @@ def codes(column: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     if not pa.types.is_string(vocabulary.type):  # integer identifiers: only the distinct ones become text
         vocabulary = vocabulary.cast(pa.string())
     return column_to_numpy(encoded.indices).astype(np.int64), vocabulary
+
+
+def integer_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, uniques)`` of an integer array in first-appearance order, by Arrow's hash kernel: no sort and no
+    int64 temporaries the size of the input (``np.unique`` takes about four), which matters for 100M results."""
+    encoded = pc.dictionary_encode(pa.Array.from_buffers(pa.int64(), values.shape[0],
+                                                         [None, pa.py_buffer(np.ascontiguousarray(values,
+                                                                                                  np.int64))]))
+    uniques = column_to_numpy(encoded.dictionary)
+    dtype = np.int32 if uniques.shape[0] < (1 << 31) else np.int64
+    return column_to_numpy(encoded.indices).astype(dtype, copy=False), uniques
