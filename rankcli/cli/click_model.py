@@ -263,29 +263,18 @@ def compare(
 ) -> None:
     """``click-model compare`` (its help is the decorator's)."""
     from rankcli.cli._common import print_json, stdout_console
-    from rankcli.click_model import compare_models, compare_split
     from rankcli.errors import UsageError
 
-    if (held_out is None) == (models is None):
-        raise UsageError("give either --log HELD_OUT with model directories, or one LOG with --models")
     if permutations < 1:
         raise UsageError(f"--permutations must be at least 1, got {permutations}")
     if seed < 0:
         raise UsageError(f"--seed must be >= 0, got {seed}")
     tests = {"test": Test(test).value, "alpha": alpha, "correction": None if correction is None else
-             Correction(correction).value, "seed": seed, "permutations": permutations}
-    common = {"baseline": baseline, "unit": Unit(unit).value, "fmt": LogFormat(log_format).value,
-              "unknown_clicks": Unknown(unknown_clicks).value}
-    if models is not None:
-        if len(inputs) != 1:
-            raise UsageError(f"--models fits on one click log, got {len(inputs)} inputs")
-        if name:
-            raise UsageError("--name names model directories; with --models the models are named by their names")
-        names = [m.strip() for m in models.split(",") if m.strip()]
-        options = _options(names[0] if names else "", by, iterations, tolerance, prior, cap, e_step)
-        report = compare_split(inputs[0], names, options, split=split, **common, **tests)
-    else:
-        report = compare_models(held_out, inputs, names=name, **common, **tests)
+             Correction(correction).value, "seed": seed, "permutations": permutations,
+             "baseline": baseline, "unit": Unit(unit).value, "fmt": LogFormat(log_format).value,
+             "unknown_clicks": Unknown(unknown_clicks).value}
+    fitting = (by, iterations, tolerance, prior, cap, e_step)
+    report = _compared(inputs, held_out, models, split, name, fitting, tests)
     if json_out:
         print_json(report.as_dict())
     else:
@@ -297,6 +286,24 @@ def compare(
             con.print(r)
     if fail_if_worse:
         _fail_if_worse(report)
+
+
+def _compared(inputs, held_out, models, split, names, fitting, tests):
+    """The comparison the options ask for: directories on a held-out log, or models fitted on a split."""
+    from rankcli.click_model import compare_models, compare_split
+    from rankcli.errors import UsageError
+
+    if (held_out is None) == (models is None):
+        raise UsageError("give either --log HELD_OUT with model directories, or one LOG with --models")
+    if models is None:
+        return compare_models(held_out, inputs, names=names, **tests)
+    if len(inputs) != 1:
+        raise UsageError(f"--models fits on one click log, got {len(inputs)} inputs")
+    if names:
+        raise UsageError("--name names model directories; with --models the models are named by their names")
+    listed = [m.strip() for m in models.split(",") if m.strip()]
+    options = _options(listed[0] if listed else "", *fitting)
+    return compare_split(inputs[0], listed, options, split=split, **tests)
 
 
 def _fail_if_worse(report) -> None:
