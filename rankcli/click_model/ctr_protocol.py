@@ -37,6 +37,9 @@ def _groups(sessions: Sessions) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def ctr_at_rank_1(loaded, coded) -> dict:
     """The protocol's RMSE for the model ``loaded`` (its model, prior and options) on the coded log ``coded``."""
+    if loaded.by != "document":
+        return {"protocol": "Chapelle-Zhang", "pairs": 0, "rmse": None, "test_sessions": 0,
+                "note": "defined per (query, document) pair; the model's parameters are per relevance grade"}
     sessions = coded.sessions
     pairs, train, group = _groups(sessions)
     top = sessions.item[sessions.offsets[:-1]]
