@@ -115,9 +115,9 @@ def million(args) -> dict:
     import pyarrow.parquet as pq
 
     sessions = log_of(args.million, args.seed + 3)
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     cm.fit(cm.DBN(), sessions, iterations=args.iterations, threads=args.threads)
-    library = time.perf_counter() - t
+    library, library_cpu = time.perf_counter() - t, time.process_time() - c
     with tempfile.TemporaryDirectory(prefix="rankcli-bench-click-models-") as tmp:
         path = Path(tmp) / "log.parquet"
         L = 10
@@ -134,8 +134,9 @@ def million(args) -> dict:
         command = time.perf_counter() - t
         if out.returncode != 0:
             raise SystemExit(out.stderr)
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    return {"sessions": args.million, "library_s": library, "command_s": command, "command_peak_rss_mb": rss}
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {"sessions": args.million, "library_s": library, "library_cpu_s": library_cpu, "command_s": command,
+            "command_cpu_s": usage.ru_utime + usage.ru_stime, "command_peak_rss_mb": usage.ru_maxrss / 1024}
 
 
 def main() -> None:
@@ -159,7 +160,7 @@ def main() -> None:
         sys.path.insert(0, str(folder))
         warnings.simplefilter("ignore")
     print(f"load average at start: {os.getloadavg()}", flush=True)
-    for name in args.models.split(","):
+    for name in [m for m in args.models.split(",") if m]:
         r = compare_model(name, args)
         kind = "EM " if name in EM_MODELS else "MLE"
         line = f"{name:8s} {kind} rankcli {r['rankcli_sessions']:>7} sessions {r['rankcli_s']:8.3f} s"
@@ -170,8 +171,9 @@ def main() -> None:
         print(line, flush=True)
     if not args.skip_million:
         m = million(args)
-        print(f"DBN, {m['sessions']:,} sessions x 10, {args.iterations} iterations: library {m['library_s']:.1f} s; "
-              f"command end to end {m['command_s']:.1f} s, peak RSS {m['command_peak_rss_mb']:.0f} MB", flush=True)
+        print(f"DBN, {m['sessions']:,} sessions x 10, {args.iterations} iterations: library {m['library_s']:.1f} s "
+              f"({m['library_cpu_s']:.1f} CPU s); command end to end {m['command_s']:.1f} s "
+              f"({m['command_cpu_s']:.1f} CPU s), peak RSS {m['command_peak_rss_mb']:.0f} MB", flush=True)
     print(f"load average at end: {os.getloadavg()}", flush=True)
 
 
