@@ -24,6 +24,12 @@ def partition_sums(sessions: Sessions, model_name: str, values, layout, e_step: 
     return e_step_sums(get_model(model_name), sessions.blocks(), values, layout, e_step, dens)
 
 
+def add_sums(a, b):
+    """Two partitions' sums added (runs on a worker)."""
+    a += b
+    return a
+
+
 def partition_loglik(sessions: Sessions, model_name: str, values, layout) -> float:
     """One partition's log-likelihood (runs on a worker)."""
     return log_likelihood(get_model(model_name), sessions.blocks(), values, layout)
@@ -32,11 +38,12 @@ def partition_loglik(sessions: Sessions, model_name: str, values, layout) -> flo
 class DaskRunner:
     """A fit's runner on a Dask cluster (the methods of :class:`~rankcli.core.click_models.LocalRunner`)."""
 
-    def __init__(self, spec: str, model, sessions: Sessions, layout, e_step: str):
-        from rankcli.distributed import connect, require_workers
+    def __init__(self, target, model, sessions: Sessions, layout, e_step: str):
+        from rankcli.distributed import require_workers
+        from rankcli.distributed.cluster import client_for
 
         self._stack = ExitStack()
-        self.client = self._stack.enter_context(connect(spec))
+        self.client = self._stack.enter_context(client_for(target))  # a --dask value, or a client held already
         require_workers(self.client)
         self.model_name, self.layout, self.e_step = model.name, layout, e_step
         self.n_sessions = sessions.n_sessions
@@ -49,13 +56,15 @@ class DaskRunner:
         return self.client.gather(futures)
 
     def sums(self, values, dens: bool):
-        """The sums over every partition, added in order."""
+        """The sums over every partition, added pairwise on the workers (in partition order), then fetched once:
+        a partition's per-item sums are as large as the vocabulary."""
         shared = None if values is None else self.client.scatter([values], broadcast=True)[0]
-        parts = self._gather(partition_sums, shared, self.layout, self.e_step, dens)
-        total = parts[0]
-        for part in parts[1:]:
-            total += part
-        return total
+        futures = [self.client.submit(partition_sums, part, self.model_name, shared, self.layout, self.e_step, dens,
+                                      pure=False) for part in self.parts]
+        while len(futures) > 1:
+            futures = [self.client.submit(add_sums, futures[i], futures[i + 1], pure=False) if i + 1 < len(futures)
+                       else futures[i] for i in range(0, len(futures), 2)]
+        return futures[0].result()
 
     def loglik(self, values) -> float:
         """The log-likelihood over every partition."""

@@ -67,6 +67,7 @@ def read_session_log(path: Path | str, fmt: str = "auto", *, unknown_clicks: str
     else:
         log = _read_table(p)
     log.fingerprint = fingerprint(p)
+    pa.default_memory_pool().release_unused()  # what the pieces took, back to the system before the fit
     return log
 
 

@@ -114,6 +114,7 @@ def read_click_model(path: Path | str) -> StoredModel:
 def _joint_codes(left: pa.Array, right: pa.Array) -> tuple[np.ndarray, np.ndarray, int]:
     """Codes of two string arrays under one vocabulary, and its size."""
     c, vocab = codes(pa.chunked_array([left.cast(pa.string()), right.cast(pa.string())], type=pa.string()))
+    c = c.astype(np.int64)  # the callers multiply codes by the vocabulary's size
     return c[:len(left)], c[len(left):], max(len(vocab), 1)
 
 

@@ -48,7 +48,8 @@ def fingerprint(path: Path | str) -> str:
 
 
 def codes(column: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
-    """``(codes, vocabulary)``: one int64 code per value, ``vocabulary[code]`` the value (first-seen order)."""
+    """``(codes, vocabulary)``: one integer code per value (int32 below 2**31 values), ``vocabulary[code]`` the value
+    (first-seen order)."""
     encoded = pc.dictionary_encode(column).combine_chunks()
     if isinstance(encoded, pa.ChunkedArray):
         encoded = encoded.chunk(0) if encoded.num_chunks else pa.array([], pa.dictionary(pa.int32(), pa.string()))

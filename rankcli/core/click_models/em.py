@@ -61,9 +61,9 @@ class Sums:
 
     def __iadd__(self, other: Sums) -> Sums:
         for name, v in other.num.items():
-            self.num[name] = self.num[name] + v
+            self.num[name] += v
         for name, v in other.den.items():
-            self.den[name] = self.den[name] + v
+            self.den[name] += v
         self.loglik += other.loglik
         return self
 
@@ -216,25 +216,43 @@ class LocalRunner:
         self.n_sessions = sessions.n_sessions
         self.threads = max(1, min(int(threads), len(self.partitions)))
 
-    def _map(self, fn):
+    def _reduce(self, fn, add):
+        """``fn`` of every partition, folded with ``add`` in partition order; at most ``threads`` results wait at
+        once (a partition's per-item sums are as large as the item vocabulary: all of them kept would multiply it
+        by the number of partitions)."""
         if self.threads == 1:
-            return [fn(p) for p in self.partitions]
+            total = None
+            for part in self.partitions:
+                total = fn(part) if total is None else add(total, fn(part))
+            return total
+        from collections import deque
         from concurrent.futures import ThreadPoolExecutor
 
+        total, pending = None, deque()
         with ThreadPoolExecutor(self.threads) as pool:
-            return list(pool.map(fn, self.partitions))
+            for part in self.partitions:
+                pending.append(pool.submit(fn, part))
+                if len(pending) >= self.threads:
+                    result = pending.popleft().result()
+                    total = result if total is None else add(total, result)
+            while pending:
+                result = pending.popleft().result()
+                total = result if total is None else add(total, result)
+        return total
 
     def sums(self, values: dict[str, np.ndarray] | None, dens: bool) -> Sums:
         """:func:`e_step_sums` over every session."""
-        parts = self._map(lambda blocks: e_step_sums(self.model, blocks, values, self.layout, self.e_step, dens))
-        total = parts[0]
-        for part in parts[1:]:
+        def add(total: Sums, part: Sums) -> Sums:
             total += part
-        return total
+            return total
+
+        return self._reduce(lambda blocks: e_step_sums(self.model, blocks, values, self.layout, self.e_step, dens),
+                            add)
 
     def loglik(self, values: dict[str, np.ndarray]) -> float:
         """:func:`log_likelihood` over every session."""
-        return float(sum(self._map(lambda blocks: log_likelihood(self.model, blocks, values, self.layout))))
+        return float(self._reduce(lambda blocks: log_likelihood(self.model, blocks, values, self.layout),
+                                  lambda a, b: a + b))
 
 
 def fit(model: ClickModel, sessions: Sessions | None, *, iterations: int = 50, tolerance: float = 0.0,
