@@ -98,6 +98,20 @@ def _summaries(model, coded, result: FitResult) -> tuple[dict, dict, dict]:
     return globals_, ranks, items
 
 
+#: The longest session UBM is fitted on: its examination has a parameter per (rank, previous click) pair.
+UBM_MAX_RANK = 1000
+
+
+def check_ranks(model, max_rank: int, what: str) -> None:
+    """Refuse (exit 3) a log whose sessions are too long for ``model``'s per-rank parameters."""
+    from rankcli.errors import InputError
+
+    if model.name == "ubm" and max_rank > UBM_MAX_RANK:
+        raise InputError(f"{what}: a session of {max_rank} results; UBM's examination has one parameter per (rank, "
+                         f"rank of the last click above), {max_rank ** 2:,} here; it is fitted on sessions of at most "
+                         f"{UBM_MAX_RANK} results (cut the log's lists, or fit pbm)")
+
+
 def fit_log(log_path: Path | str, output: Path | str, options: FitOptions, *, fmt: str = "auto",
             unknown_clicks: str = "error", overwrite: bool = False,
             progress: Callable[[int, int, float], None] | None = None, runner_factory=None) -> FitReport:
@@ -114,6 +128,7 @@ def fit_log(log_path: Path | str, output: Path | str, options: FitOptions, *, fm
     threads = available_cpus()
     model = get_model(options.model)
     coded = code_log(read_session_log(log_path, fmt, unknown_clicks=unknown_clicks), options.by)
+    check_ranks(model, coded.sessions.max_rank, str(log_path))
     start = time.perf_counter()
     runner = None
     if runner_factory is not None:
