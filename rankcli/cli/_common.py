@@ -243,7 +243,12 @@ def prepare_output(text: str, *, overwrite: bool, kind: str = "file", inputs=(),
     ``binary``: Parquet, refused on a terminal. ``final``: this output's rename
     completes the command (an interrupt after it is a success). ``example``: a file name the trailing-slash error
     suggests. ``file_kind``: what a one-file output is (:mod:`rankcli.formats.atomic.kinds`); an existing file of
-    another kind is refused (exit 4), whatever ``overwrite`` says."""
+    another kind is refused (exit 4), whatever ``overwrite`` says. Every one-file output names its kind: without one
+    ``--overwrite`` would replace any file, so a command that forgets it fails here (a bug, exit 1), before any work
+    and in every test of the command."""
+    if kind == "file" and file_kind is None:
+        raise TypeError(f"{option}: a one-file output must say what it is (file_kind), or --overwrite would replace "
+                        "any file")
     from rankcli.formats.atomic import (
         STDOUT,
         check_not_input,

@@ -6,10 +6,12 @@ as shares of the total, most important first.
 With DATA (Parquet with labels; raw, or normalised as the model's training data): the ranking importance of each
 feature, the drop in the metric -m (default ndcg@10, under the model's recorded convention) when the feature's values
 are permuted within each query, averaged over --repeats seeded permutations, with its standard error over queries and
-a paired test of the model against the permuted model per feature (--test, as in compare; n queries), the p-values
-adjusted over the features (--correction, Holm by default); and the mean absolute TreeSHAP contribution of each
-feature, centred within each query (a constant shift within a query does not change its ranking), computed in
-batches (--no-contributions skips it: it is the slow part).
+a paired test of the model against the permuted model per feature (--test, as in compare, wilcoxon with --repeats 1
+only; n queries), the p-values adjusted over the features (--correction, Holm by default); and the mean absolute
+TreeSHAP contribution of each feature, centred within each query (a constant shift within a query does not change its
+ranking), computed in batches (--no-contributions skips it: it is the slow part). DATA should be held out: when it is
+the model's training or validation file (the SHA-256 its rankcli.json records), a warning says so on stderr and in
+--json's "warnings", since on the data it was fitted to even noise features the model split on come out significant.
 
 --group NAME=F1,F2,... (repeatable) or --groups FILE (one such line each) permutes features together, e.g. the BM25
 variants of WEB30K; a group's gain, splits and contributions are its members' sums.
@@ -52,7 +54,7 @@ def command(
     repeats: Annotated[int, typer.Option("--repeats", help="Seeded permutations per feature.")] = 5,
     seed: Annotated[int, opt.seed("the permutations and the random tests", result="numbers")] = 0,
     test: Annotated[str, typer.Option("--test", help="The paired test of each feature's drop (two-sided), as in "
-                                      "compare.", metavar=opt.choices(TESTS))] = "ttest",
+                                      "compare; wilcoxon needs --repeats 1.", metavar=opt.choices(TESTS))] = "ttest",
     correction: Annotated[Correction | None, opt.correction(
         default="holm with more than one feature", scope="the features' tests")] = None,
     permutations: Annotated[int, typer.Option(
@@ -72,11 +74,27 @@ def command(
     top: Annotated[int, typer.Option("--top", help="Features in the table and the plot (0: all).")] = 20,
     no_contributions: Annotated[bool, typer.Option(
         "--no-contributions", help="Skip the TreeSHAP contributions (the slow part).")] = False,
-    overwrite: Annotated[bool, opt.overwrite(text="Replace existing output files (only ones rankcli wrote).")] = False,
+    overwrite: Annotated[bool, opt.overwrite(text="Replace existing output files (only explain's own earlier outputs "
+                                                  "of those options).")] = False,
     batch_rows: Annotated[int, typer.Option("--batch-rows", hidden=True, help="Rows per contributions batch.")]
     = 65_536,
 ) -> None:
+    _check(data, per_query, top, permutations, test, repeats)
+    outputs = _outputs(model_dir, data, output, per_query, plot, json_out, overwrite)
+    result = _explain(model_dir, data, dict(
+        metric=metric, convention=convention, repeats=repeats, seed=seed, test=test,
+        correction=correction.value if correction is not None else None, permutations=permutations,
+        groups=group or [], group_files=[groups_file] if groups_file is not None else [],
+        contributions=not no_contributions, batch_rows=batch_rows))
+    _warn(result)
+    _write(result, outputs, top, overwrite)
+    _render(result, outputs, top, json_out)
+
+
+def _check(data, per_query, top: int, permutations: int, test: str, repeats: int) -> None:
+    """The options' own checks, before any output is prepared or any file read (exit 2)."""
     from rankcli.errors import UsageError
+    from rankcli.explain.ranking import check_test
 
     if data is None and (per_query is not None):
         raise UsageError("--per-query needs DATA: the drops are computed on labelled queries")
@@ -84,7 +102,12 @@ def command(
         raise UsageError(f"--top must be 0 (all) or more, got {top}")
     if permutations < 1:
         raise UsageError(f"--permutations must be at least 1, got {permutations}")
-    outputs = _outputs(model_dir, data, output, per_query, plot, json_out, overwrite)
+    check_test(test, repeats)
+
+
+def _explain(model_dir, data, options: dict):
+    """Load the model and DATA and explain it (:func:`rankcli.explain.explain` with ``options``), with a progress
+    bar."""
     from rankcli.startup import import_lightgbm_lean
 
     import_lightgbm_lean()
@@ -94,14 +117,17 @@ def command(
 
     model = load_model(model_dir)
     ds = read_dataset(data) if data is not None else None
-    with _progress(ds, repeats, len(model.feature_names), not no_contributions, batch_rows) as advance:
-        result = explain(model, ds, data_name=str(data) if data is not None else None, metric=metric,
-                         convention=convention, repeats=repeats, seed=seed, test=test,
-                         correction=correction.value if correction is not None else None, permutations=permutations,
-                         groups=group or [], group_files=[groups_file] if groups_file is not None else [],
-                         contributions=not no_contributions, batch_rows=batch_rows, progress=advance)
-    _write(result, outputs, top, overwrite)
-    _render(result, outputs, top, json_out)
+    with _progress(ds, options["repeats"], len(model.feature_names), options["contributions"],
+                   options["batch_rows"]) as advance:
+        return explain(model, ds, data_name=str(data) if data is not None else None, progress=advance,
+                       data_path=data, **options)
+
+
+def _warn(result) -> None:
+    from rankcli.cli._common import log
+
+    for text in result.warnings:
+        log(f"warning: {text}")
 
 
 def _outputs(model_dir, data, output, per_query, plot, json_out: bool, overwrite: bool) -> dict:
@@ -109,17 +135,18 @@ def _outputs(model_dir, data, output, per_query, plot, json_out: bool, overwrite
     command)."""
     from rankcli.cli._common import prepare_output, stdout_taken
     from rankcli.errors import UsageError
-    from rankcli.formats.atomic import model_files
+    from rankcli.formats.atomic import check_distinct, kinds, model_files
     from rankcli.formats.tables import table_format
 
     inputs = [p for p in (data,) if p is not None] + model_files(model_dir)
+    check_distinct({"--per-query": per_query, "--plot": plot, "-o": output})
     out = {}
     if per_query is not None:
         if per_query == "-":
             raise UsageError("--per-query -: standard output carries the table (or -o -, --json); give a file name")
         table_format(per_query, "--per-query")
         out["per_query"] = prepare_output(per_query, overwrite=overwrite, inputs=inputs, option="--per-query",
-                                          example="per-query.parquet")
+                                          example="per-query.parquet", file_kind=kinds.EXPLAIN_PER_QUERY)
     if plot is not None:
         from rankcli.plot import INSTALL_HINT, have_matplotlib
 
@@ -127,10 +154,12 @@ def _outputs(model_dir, data, output, per_query, plot, json_out: bool, overwrite
             raise UsageError("--plot -: a PNG needs a file name")
         if not have_matplotlib():
             raise UsageError(f"--plot needs matplotlib: {INSTALL_HINT}")
-        out["plot"] = prepare_output(plot, overwrite=overwrite, inputs=inputs, option="--plot", example="plot.png")
+        out["plot"] = prepare_output(plot, overwrite=overwrite, inputs=inputs, option="--plot", example="plot.png",
+                                     file_kind=kinds.PLOT)
     if output is not None:
         table_format(output, "-o")
-        out["output"] = prepare_output(output, overwrite=overwrite, inputs=inputs, example="importance.csv")
+        out["output"] = prepare_output(output, overwrite=overwrite, inputs=inputs, example="importance.csv",
+                                       file_kind=kinds.EXPLAIN)
         stdout_taken(out["output"], json_out)
     return out
 
@@ -154,21 +183,23 @@ def _progress(ds, repeats: int, n_features: int, contributions: bool, batch_rows
 
 
 def _write(result, outputs: dict, top: int, overwrite: bool) -> None:
+    from rankcli.formats.atomic import kinds
     from rankcli.formats.tables import write_columns
 
     if "per_query" in outputs:
         r = result.ranking
         write_columns(outputs["per_query"], result.per_query(), overwrite=overwrite,
                       metadata={"kind": "explain-per-query", "metric": r.metric, "convention": r.convention,
-                                "repeats": r.repeats, "seed": r.seed})
+                                "repeats": r.repeats, "seed": r.seed}, file_kind=kinds.EXPLAIN_PER_QUERY)
     if "plot" in outputs:
         from rankcli.explain.render import explain_plot
         from rankcli.formats.atomic import atomic_path
 
-        with atomic_path(outputs["plot"], overwrite) as tmp:
+        with atomic_path(outputs["plot"], overwrite, suffix=".png", file_kind=kinds.PLOT) as tmp:
             explain_plot(result, tmp, top)
     if "output" in outputs:
-        write_columns(outputs["output"], result.columns(), overwrite=overwrite, metadata={"kind": "explain"})
+        write_columns(outputs["output"], result.columns(), overwrite=overwrite, metadata={"kind": "explain"},
+                      file_kind=kinds.EXPLAIN)
 
 
 def _render(result, outputs: dict, top: int, json_out: bool) -> None:

@@ -176,3 +176,41 @@ def _message(habit: Habit, value: str | None, command_path: str) -> str:
     else:
         does = f"takes {habit.target} as an argument"
     return f"{habit.word} is {whose}; {command_path} {does} {habit.note}".rstrip()
+
+
+def one_loss_spelling(command: Any, args: list[str]) -> list[str]:
+    """``args`` with the losses in the spelling ``command`` declares: ``experiment`` takes ``--losses a,b`` and
+    ``tune`` a repeated ``--loss``, and each is also given the other's, so ``--loss a --loss b`` and ``--losses a,b``
+    both work on both (in the order given; arguments after ``--`` are left alone)."""
+    names = _names(command)
+    cut = args.index("--") if "--" in args else len(args)
+    head, tail = args[:cut], args[cut:]
+    if "--losses" in names and "--loss" not in names:
+        kept, given, joined_at = [], [], None
+        i = 0
+        while i < len(head):
+            word, eq, inline = head[i].partition("=")
+            if word in ("--loss", "--losses") and (eq or i + 1 < len(head)):
+                given.append(inline if eq else head[i + 1])
+                joined_at = len(kept) if joined_at is None else joined_at
+                i += 1 if eq else 2
+                continue
+            kept.append(head[i])
+            i += 1
+        if joined_at is None or not any(a.partition("=")[0] == "--loss" for a in head):
+            return args
+        return kept[:joined_at] + ["--losses", ",".join(given)] + kept[joined_at:] + tail
+    if "--loss" in names and "--losses" not in names:
+        out = []
+        i = 0
+        while i < len(head):
+            word, eq, inline = head[i].partition("=")
+            if word == "--losses" and (eq or i + 1 < len(head)):
+                value = inline if eq else head[i + 1]
+                out += [x for name in value.split(",") for x in ("--loss", name.strip())]
+                i += 1 if eq else 2
+                continue
+            out.append(head[i])
+            i += 1
+        return out + tail
+    return args

@@ -265,12 +265,14 @@ class UsageCommand(typer.core.TyperCommand):
     DATA``, an optional argument in brackets (``[RUN]``), a repeated one with ``...`` (typer writes ``{data}``)."""
 
     def parse_args(self, ctx, args: list[str]) -> list[str]:
-        """The arguments parsed, after the spellings of LightGBM, Optuna and RankLib are answered with rankcli's
-        (:mod:`rankcli.cli.habits`); a command that passes unknown options on (trec_eval's own) is left alone."""
+        """The arguments parsed, after the spellings of LightGBM, Optuna and RankLib are answered with rankcli's and
+        the losses put in this command's spelling (:mod:`rankcli.cli.habits`); a command that passes unknown options
+        on (trec_eval's own) is left alone."""
         if not ctx.ignore_unknown_options:
-            from rankcli.cli.habits import check_habits
+            from rankcli.cli.habits import check_habits, one_loss_spelling
 
             check_habits(ctx.command_path, self, args)
+            args = one_loss_spelling(self, args)
         return super().parse_args(ctx, args)
 
     def collect_usage_pieces(self, ctx) -> list[str]:

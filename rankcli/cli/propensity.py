@@ -102,13 +102,12 @@ def _randomised(clicks, output, bootstrap, confidence, min_clicks, fit, method, 
     """The estimators from randomised logs and from several rankers' logs."""
     from rankcli.cli._common import prepare_output, print_json, stdout_taken
     from rankcli.errors import UsageError
-    from rankcli.formats.atomic import kinds
+    from rankcli.formats.atomic import check_distinct, kinds
     from rankcli.formats.propensity import write_propensity
     from rankcli.propensity import estimate_logs
 
     harvest = _checked_options(clicks, bootstrap, confidence, min_clicks, fit, seed, method, policy)
-    if plot is not None and output is not None and str(plot) == str(output):
-        raise UsageError("--plot and --output name the same file")
+    check_distinct({"--plot": plot, "--output": output})
     if plot is not None:
         from rankcli.plot import INSTALL_HINT, have_matplotlib
 

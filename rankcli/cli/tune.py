@@ -44,7 +44,8 @@ def command(
                                         show_default=False)],
     output: Annotated[str, opt.output("Output directory (new, empty, or an earlier tune to resume or extend).",
                                       metavar="DIR")],
-    loss: Annotated[list[str], typer.Option("--loss", help="A loss to tune (repeatable; any loss `train` knows).",
+    loss: Annotated[list[str], typer.Option("--loss", help="A loss to tune (repeatable; any loss `train` knows; "
+                                                         "experiment's --losses a,b works too).",
                                             show_default=False)],
     budget: Annotated[int, typer.Option("--budget", help="Trainings per loss (finished trials, trial 0 included); "
                                                          "a larger value extends an earlier tune.",

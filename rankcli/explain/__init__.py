@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -24,14 +24,16 @@ from rankcli.errors import InputError, UsageError
 from rankcli.explain.contributions import BATCH_ROWS, mean_abs_contributions, query_batches
 from rankcli.explain.groups import FeatureGroup, feature_groups, membership
 from rankcli.explain.ranking import RankingImportance, drop_tests, permuted_metrics
+from rankcli.formats.atomic.kinds import EXPLAIN_COLUMNS
 
-__all__ = ["BATCH_ROWS", "Explanation", "FeatureGroup", "RankingImportance", "explain", "feature_groups"]
+__all__ = ["BATCH_ROWS", "Explanation", "FeatureGroup", "RankingImportance", "explain", "feature_groups",
+           "fitted_data_warnings", "per_query_columns"]
 
 #: The largest ``--repeats``: each repeat is one model call per feature.
 MAX_REPEATS = 10_000
-#: The fields of each feature in ``--json`` and in the ``-o`` table, in order.
-FIELDS = ("feature", "members", "gain", "gain_share", "splits", "splits_share", "drop", "drop_stderr", "p_value",
-          "p_raw", "n", "not_testable", "mean_abs_contribution")
+#: The fields of each feature in ``--json`` and in the ``-o`` table, in order (the table's format owns them: its CSV
+#: is recognised by this header when ``--overwrite`` replaces it).
+FIELDS = EXPLAIN_COLUMNS
 
 
 def _share(values: np.ndarray) -> np.ndarray:
@@ -53,6 +55,7 @@ class Explanation:
     ranking: RankingImportance | None = None
     contributions: np.ndarray | None = None
     qids: np.ndarray | None = None          # one per query of the data
+    warnings: list[str] = field(default_factory=list)  # what a user must know to read the numbers (stderr, --json)
 
     @property
     def order(self) -> list[int]:
@@ -93,6 +96,7 @@ class Explanation:
             "test": r.test if r else None, "correction": r.correction if r else None,
             "repeats": r.repeats if r else None, "seed": r.seed if r else None,
             "queries": int(r.base.shape[0]) if r else None,
+            "warnings": list(self.warnings),
             "features": self.rows(),
         }
 
@@ -148,29 +152,37 @@ def _ranking(model, features: np.ndarray, ds: Dataset, groups: list[FeatureGroup
                              comparisons)
 
 
-def explain(model, ds: Dataset | None = None, *, data_name: str | None = None, metric: str = "ndcg@10",
-            convention: str | None = None, repeats: int = 5, seed: int = 0, test: str = "ttest",
-            correction: str | None = None, permutations: int = 10000, groups: Sequence[str] = (),
-            group_files: Sequence[Path | str] = (), contributions: bool = True, batch_rows: int = BATCH_ROWS,
-            progress: Callable[[str, int], None] | None = None) -> Explanation:
-    """Explain the loaded model ``model`` (:class:`rankcli.train.TrainedModel`), on the labelled dataset ``ds`` when
-    given.
+def fitted_data_warnings(model, data_path: Path | str | None) -> list[str]:
+    """Warnings when ``data_path`` is the file the model was trained or validated on: ``rankcli.json`` records the
+    SHA-256 of both files' bytes (``data_sha256``), and the file's own digest is compared with them. On the data it
+    was fitted to, the model's splits on a noise feature are not noise (they fit that data), so the feature's drop is
+    real there and its test rejects; the validation file chose the model's best iteration, so it is not held out
+    either. A copy with the same bytes is recognised, the same queries written otherwise are not."""
+    recorded = model.info.get("data_sha256") if isinstance(model.info.get("data_sha256"), dict) else {}
+    wanted = {k: recorded.get(k) for k in ("train", "valid") if recorded.get(k)}
+    if data_path is None or not wanted:
+        return []
+    from rankcli.train.model import file_sha256
 
-    Parameters
-    ----------
-    model : the model. ds : labelled data with the model's feature columns (raw, or normalised as the model's training
-        data; :meth:`~rankcli.train.TrainedModel.model_features`), or None for the importances of the trees alone.
-    data_name : how messages and the report name ``ds``.
-    metric : the metric whose drop is measured. convention : its preset (default: the model's recorded one, else
-        ``paper``); ``trec`` is refused (its tie rule needs document ids).
-    repeats, seed : permutations per feature and their seed (:mod:`rankcli.explain.ranking`).
-    test, correction, permutations : the paired test per feature, as ``rankcli compare`` takes them.
-    groups, group_files : feature groups (:func:`rankcli.explain.groups.feature_groups`).
-    contributions : compute the mean absolute contributions (TreeSHAP, the slow part); ``batch_rows`` per batch.
-    progress : ``progress(stage, n)`` after each step (``"permutations"``: one per group and repeat;
-        ``"contributions"``: the rows of a batch).
-    """
-    from rankcli.cpus import default_threads
+    try:
+        digest = file_sha256(data_path)
+    except OSError:
+        return []
+    advice = ("; explain on queries the model was neither trained nor validated on (a test set) for the drops and "
+              "their tests")
+    if wanted.get("train") == digest:
+        return [f"{data_path}: is the model's training data (the bytes rankcli.json records for it): on the data "
+                "it was fitted to, the model's splits fit even features of pure noise, whose drops are then real "
+                f"and come out significant{advice}"]
+    if wanted.get("valid") == digest:
+        return [f"{data_path}: is the model's validation data (the bytes rankcli.json records for it): it chose the "
+                f"model's best iteration, so the model is not independent of it{advice}"]
+    return []
+
+
+def _check(model, *, repeats: int, seed: int, batch_rows: int, test: str, convention: str | None) -> str:
+    """Refuse bad options before any work (exit 2); returns the convention preset."""
+    from rankcli.explain.ranking import check_test
 
     if not 1 <= repeats <= MAX_REPEATS:
         raise UsageError(f"--repeats must be between 1 and {MAX_REPEATS}, got {repeats}")
@@ -178,12 +190,54 @@ def explain(model, ds: Dataset | None = None, *, data_name: str | None = None, m
         raise UsageError(f"--seed must be >= 0, got {seed}")
     if batch_rows < 1:
         raise UsageError(f"batch rows must be at least 1, got {batch_rows}")
+    check_test(test, repeats)
     preset = convention or model.info.get("convention") or "paper"
     if preset not in ("paper", "lightgbm", "sklearn"):
         raise UsageError(f"--convention {preset}: explain ranks the data by the model's scores alone; choose paper, "
                          "lightgbm or sklearn")
+    return preset
+
+
+def per_query_columns(metric: str | None) -> dict[str, str]:
+    """The columns of ``--per-query`` besides one per group (name -> what it is), which no group may be named as;
+    ``metric``: the metric's canonical name (None without data)."""
+    out = {"qid": "the qid column of --per-query"}
+    if metric is not None:
+        out[metric] = f"the column of the model's {metric} in --per-query"
+    return out
+
+
+def explain(model, ds: Dataset | None = None, *, data_name: str | None = None, metric: str = "ndcg@10",
+            convention: str | None = None, repeats: int = 5, seed: int = 0, test: str = "ttest",
+            correction: str | None = None, permutations: int = 10000, groups: Sequence[str] = (),
+            group_files: Sequence[Path | str] = (), contributions: bool = True, batch_rows: int = BATCH_ROWS,
+            progress: Callable[[str, int], None] | None = None, data_path: Path | str | None = None) -> Explanation:
+    """Explain the loaded model ``model`` (:class:`rankcli.train.TrainedModel`), on the labelled dataset ``ds`` when
+    given.
+
+    Parameters
+    ----------
+    model : the model. ds : labelled data with the model's feature columns (raw, or normalised as the model's training
+        data; :meth:`~rankcli.train.TrainedModel.model_features`), or None for the importances of the trees alone.
+    data_name : how messages and the report name ``ds``. data_path : the file ``ds`` was read from, checked against
+        the model's training and validation files (:func:`fitted_data_warnings`).
+    metric : the metric whose drop is measured. convention : its preset (default: the model's recorded one, else
+        ``paper``); ``trec`` is refused (its tie rule needs document ids).
+    repeats, seed : permutations per feature and their seed (:mod:`rankcli.explain.ranking`).
+    test, correction, permutations : the paired test per feature, as ``rankcli compare`` takes them (``wilcoxon``
+        with ``repeats`` 1 only: :func:`rankcli.explain.ranking.check_test`).
+    groups, group_files : feature groups (:func:`rankcli.explain.groups.feature_groups`); none may be named as a
+        column of the per-query table (:func:`per_query_columns`).
+    contributions : compute the mean absolute contributions (TreeSHAP, the slow part); ``batch_rows`` per batch.
+    progress : ``progress(stage, n)`` after each step (``"permutations"``: one per group and repeat;
+        ``"contributions"``: the rows of a batch).
+    """
+    from rankcli.core.metrics import parse_metric
+
+    preset = _check(model, repeats=repeats, seed=seed, batch_rows=batch_rows, test=test, convention=convention)
     names = model.feature_names
-    found = feature_groups(names, groups, group_files)
+    reserved = per_query_columns(str(parse_metric(metric)) if ds is not None else None)
+    found = feature_groups(names, groups, group_files, reserved=reserved)
     m = membership(found, len(names))
     booster = model.booster
 
@@ -195,21 +249,29 @@ def explain(model, ds: Dataset | None = None, *, data_name: str | None = None, m
     out = Explanation(str(model.path) if model.path is not None else "model", data_name, found, gain, splits)
     if ds is None:
         return out
+    out.warnings = fitted_data_warnings(model, data_path)
     what = data_name or "data"
     features = model.model_features(ds, what)  # permuted in place column by column, and restored
     if not (features.flags.f_contiguous and features.flags.writeable):
         features = np.array(features, order="F")
-    step = (lambda: progress("permutations", 1)) if progress is not None else None
     if ds.n_rows == 0:
         raise InputError(f"{what}: no rows to explain on")
+    step = (lambda: progress("permutations", 1)) if progress is not None else None
     out.ranking = _ranking(model, features, ds, found, splits, what=what, metric=metric, preset=preset,
                            repeats=repeats, seed=seed, test=test, correction=correction, permutations=permutations,
                            on_step=step)
     out.qids = ds.qids[ds.offsets[:-1]]
     if contributions:
-        threads = default_threads()
-        out.contributions = mean_abs_contributions(
-            lambda x: booster.predict(x, pred_contrib=True, num_threads=threads),
-            query_batches(features, ds.offsets, batch_rows), len(names), m,
-            on_batch=(lambda rows: progress("contributions", rows)) if progress is not None else None)
+        out.contributions = _contributions(booster, features, ds.offsets, len(names), m, batch_rows, progress)
     return out
+
+
+def _contributions(booster, features: np.ndarray, offsets: np.ndarray, n_features: int, m: np.ndarray | None,
+                   batch_rows: int, progress) -> np.ndarray:
+    from rankcli.cpus import default_threads
+
+    threads = default_threads()
+    return mean_abs_contributions(
+        lambda x: booster.predict(x, pred_contrib=True, num_threads=threads),
+        query_batches(features, offsets, batch_rows), n_features, m,
+        on_batch=(lambda rows: progress("contributions", rows)) if progress is not None else None)

@@ -5,7 +5,7 @@ named by the feature."""
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,13 +42,14 @@ def read_group_file(path: Path | str) -> list[tuple[str, str]]:
             if line.split("#", 1)[0].strip()]
 
 
-def feature_groups(feature_names: Sequence[str], groups: Sequence[str] = (), files: Sequence[Path | str] = ()
-                   ) -> list[FeatureGroup]:
+def feature_groups(feature_names: Sequence[str], groups: Sequence[str] = (), files: Sequence[Path | str] = (),
+                   reserved: Mapping[str, str] | None = None) -> list[FeatureGroup]:
     """The groups of ``feature_names``: the named ones (``groups`` texts ``NAME=F1,F2,...``, then the lines of the
     group ``files``), in the model's order of their first member, and every other feature alone.
 
-    A feature the model lacks (with the closest name), a feature in two groups, and a group name that is another
-    group's or another feature's are :class:`UsageError` (exit 2)."""
+    A feature the model lacks (with the closest name), a feature in two groups, a group name that is another
+    group's or another feature's, and a group name among ``reserved`` (column name -> what that column is: the other
+    columns of a table with one column per group) are :class:`UsageError` (exit 2)."""
     items = [(f"--group {text[:40]!r}", text) for text in groups]
     for f in files:
         items += read_group_file(f)
@@ -59,6 +60,9 @@ def feature_groups(feature_names: Sequence[str], groups: Sequence[str] = (), fil
         name, members = _parse_one(text, where)
         if name in named:
             raise UsageError(f"{where}: group {name!r} is defined twice")
+        if reserved and name in reserved:
+            raise UsageError(f"{where}: group name {name!r} is also {reserved[name]}, which one column per group "
+                             "would overwrite; name the group otherwise")
         for m in members:
             if m not in index:
                 close = difflib.get_close_matches(m, list(index), n=1, cutoff=0.5)
@@ -75,6 +79,9 @@ def feature_groups(feature_names: Sequence[str], groups: Sequence[str] = (), fil
         if group is None:
             if feature in named:
                 raise UsageError(f"group name {feature!r} is also a feature not in it; name the group otherwise")
+            if reserved and feature in reserved:
+                raise UsageError(f"feature {feature!r}, a group of its own, is named as {reserved[feature]}, which "
+                                 f"its column would overwrite; put it in a named group (--group NAME={feature})")
             out.append(FeatureGroup(feature, (feature,), (j,)))
         elif group not in done:
             done.add(group)

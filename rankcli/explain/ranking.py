@@ -14,6 +14,20 @@ is that permuting ``g`` does not change the expected metric. The queries are the
 only reduce the noise of each query's permuted value. The p-values of all groups form one family for the correction
 (Holm by default).
 
+Which tests hold, and why the signed-rank test needs ``R = 1`` (:func:`check_test`): when ``g`` is noise (independent
+of the labels and of the other features, as on data the model was not fitted to), its values within a query are
+exchangeable, so the model's metric and the ``R`` permuted metrics of a query are ``R + 1`` exchangeable values (given
+the query and the multiset of ``g``'s values, independent draws of one distribution). Each drop ``d_q`` then has mean
+0, which is all the t-test, the sign-flip permutation test of the mean and the studentized bootstrap need as the
+queries grow. The signed-rank test needs more: ``d_q`` symmetric about 0. With ``R = 1``, ``d_q = m_q - m_q^{g,1}`` is
+the difference of two exchangeable values, symmetric; with ``R > 1`` it is one value minus the mean of ``R`` others,
+which is skewed when the metric's distribution is (a query whose metric rarely moves, and then far: most drops small
+and of one sign, a few large of the other). The signed-rank test then detects the skew, not a drop, more surely the
+more queries there are. No symmetric per-query statistic recovers the repeats: by exchangeability it must be
+antisymmetric under swapping the model with one permuted value, and such a statistic compares the model with that one
+value only (a query whose permuted values tie with each other would even have to count 0). So ``--test wilcoxon``
+takes ``--repeats 1``. tests/explain/test_calibration.py shows each test within alpha under that null.
+
 Speed: one model call per group and repeat, over the whole dataset (never per query); the columns of ``g`` are
 permuted in place in the feature matrix and restored after the call. The ``r``-th permutation of every query is drawn
 from ``numpy.random.default_rng([seed, r])`` and shared by all groups (common random numbers). A group whose features
@@ -29,10 +43,29 @@ import numpy as np
 
 from rankcli.compare import Comparison, compare_values
 from rankcli.core.groups import order_within
+from rankcli.errors import UsageError
 from rankcli.explain.groups import FeatureGroup
 
 #: The labels of the model's own metric values among the compared "runs" (no group is named with a "#").
 BASE = "#model"
+#: Why ``--test wilcoxon`` takes ``--repeats 1`` only (the module docstring has the argument).
+WILCOXON_REPEATS = ("the signed-rank test assumes each query's drop is symmetric about 0 when the feature is noise, "
+                    "and with R > 1 permutations the drop (the model's metric minus the mean of R permuted ones) is "
+                    "not: it is skewed, and the test rejects a noise feature too often, the more so the more queries. "
+                    "Pass --repeats 1 with --test wilcoxon, "
+                    "or keep the repeats with --test ttest, permutation or bootstrap, which test the mean drop and "
+                    "hold with repeats")
+
+
+def check_test(test: str, repeats: int) -> None:
+    """Refuse (:class:`UsageError`, exit 2) an unknown ``test``, and ``wilcoxon`` with ``repeats > 1``
+    (:data:`WILCOXON_REPEATS`), before any model call."""
+    from rankcli.core.stats import TESTS
+
+    if test not in TESTS:
+        raise UsageError(f"unknown test {test!r}; choose one of {', '.join(TESTS)}")
+    if test == "wilcoxon" and repeats > 1:
+        raise UsageError(f"--test wilcoxon with --repeats {repeats}: {WILCOXON_REPEATS}")
 
 
 @dataclass

@@ -20,8 +20,6 @@ pyarrow is imported only inside the functions that read or write Parquet, so imp
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
@@ -249,11 +247,14 @@ def _difference(stored: dict, identity: dict) -> str:
 
 
 def _remove_outputs(exp_dir: Path) -> None:
-    """Remove an earlier experiment's files (and only those) from ``exp_dir``."""
-    for name in os.listdir(exp_dir):
-        if name in _OUTPUT_NAMES or name.startswith("sweep-") or name.startswith("."):
-            target = exp_dir / name
-            shutil.rmtree(target) if target.is_dir() else target.unlink()
+    """Remove an earlier experiment's files (and only those) from ``exp_dir``: nothing when a directory of the
+    experiment holds anything else (exit 4, :func:`rankcli.formats.atomic.remove_owned`)."""
+    from rankcli.formats.atomic import Layout, remove_owned
+
+    units = {CURVES_DIR: Layout(files=("*.parquet",)), QUERIES_DIR: Layout(files=("*.parquet",)),
+             TUNED_DIR: Layout(files=("*.json",)), LOCKS_DIR: Layout(files=("*.lock",))}
+    files = tuple(n for n in _OUTPUT_NAMES if n not in units) + ("sweep-*.csv", "sweep-*.png", STORE_LOCK)
+    remove_owned(exp_dir, Layout(files=files, dirs=units))
 
 
 def stored_config(exp_dir: Path) -> dict | None:

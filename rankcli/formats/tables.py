@@ -15,7 +15,7 @@ import pyarrow as pa
 from rankcli.errors import UsageError
 from rankcli.formats.arrow import array_from_numpy, strings_array
 from rankcli.formats.atomic import STDOUT, atomic_path
-from rankcli.formats.parquet import encode_metadata
+from rankcli.formats.parquet import WRITE_OPTIONS, encode_metadata
 
 #: The extensions of the table formats.
 EXTENSIONS = {".parquet": "parquet", ".csv": "csv"}
@@ -58,17 +58,19 @@ def _with_nulls(arr: pa.Array, valid: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(arr.type, len(arr), [bitmap, arr.buffers()[1]])
 
 
-def write_columns(path: Path | str, columns: dict, *, overwrite: bool = False, metadata: dict | None = None) -> None:
+def write_columns(path: Path | str, columns: dict, *, overwrite: bool = False, metadata: dict | None = None,
+                  file_kind: str | None = None) -> None:
     """Write ``columns`` (name -> values, all of one length) to ``path``: Parquet or CSV by its extension
-    (:func:`table_format`), atomically; ``metadata``: Parquet footer keys (``rankcli.*``)."""
+    (:func:`table_format`), atomically; ``metadata``: Parquet footer keys (``rankcli.*``); ``file_kind``: what the
+    table is (:mod:`~rankcli.formats.atomic.kinds`): an existing file of another kind is refused."""
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
     fmt = table_format(path)
     table = pa.table({name: _column(values) for name, values in columns.items()})
-    with atomic_path(path, overwrite) as tmp:
+    with atomic_path(path, overwrite, file_kind=file_kind) as tmp:
         if fmt == "parquet":
             table = table.replace_schema_metadata(encode_metadata(metadata or {}))
-            pq.write_table(table, str(tmp), compression="zstd")
+            pq.write_table(table, str(tmp), **WRITE_OPTIONS)
         else:
             pacsv.write_csv(table, str(tmp))

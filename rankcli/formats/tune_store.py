@@ -17,8 +17,6 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,6 +34,18 @@ CURVE_FILE = "best-so-far.csv"
 PLOT_FILE = "best-so-far.png"
 PARAMS_FORMAT = "rankcli-params/1"
 LOCK_FILE = ".tune.lock"
+#: What rankcli writes into ``DIR/<loss>/`` (the journal and its locks are named in :mod:`rankcli.tune.journal` and
+#: :mod:`rankcli.tune.study`; a test keeps them listed here): ``--overwrite`` removes these, and nothing else.
+LOSS_FILES = (STUDY_FILE, "study.journal", "study.journal.lock", TRIALS_FILE, BEST_FILE, ".claim.lock")
+
+
+def _overwritten(losses: list[str]):
+    """The :class:`~rankcli.formats.atomic.Layout` of what ``--overwrite`` removes: the studies of ``losses`` and the
+    files about every loss."""
+    from rankcli.formats.atomic import Layout
+
+    study = Layout(files=LOSS_FILES)
+    return Layout(files=(BEST_FILE, CURVE_FILE, PLOT_FILE), dirs={loss: study for loss in losses})
 
 
 def write_text(path: Path, text: str) -> Path:
@@ -96,20 +106,18 @@ def directory_lock(out_dir: Path) -> Iterator[None]:
 
 def prepare_directory(out_dir: Path, losses: list[str], overwrite: bool) -> None:
     """Reopen the tune output in ``out_dir`` (created by :func:`directory_lock`, whose lock the caller holds); with
-    ``overwrite`` the studies of ``losses`` (and the files about every loss) are removed, to start over. A non-empty
-    directory that is not a tune output is refused."""
+    ``overwrite`` the studies of ``losses`` (and the files about every loss) are removed, to start over: rankcli's
+    files only, and nothing when a study's directory holds anything else (exit 4). A non-empty directory that is not a
+    tune output is refused."""
+    from rankcli.formats.atomic import remove_owned
+
     if any(not p.name.startswith(".") for p in out_dir.iterdir()) and not is_tune_directory(out_dir):
         raise OutputError(f"{out_dir}: is not empty and holds no rankcli tune output ({MARKER_FILE} missing); "
                           "rankcli replaces only its own outputs, whatever the flags: choose a new or empty directory")
     try:
         known = (_read_json(out_dir / MARKER_FILE) or {}).get("losses") or []
         if overwrite:
-            for loss in losses:
-                if (out_dir / loss).is_dir():
-                    shutil.rmtree(out_dir / loss)
-            for name in (BEST_FILE, CURVE_FILE, PLOT_FILE):
-                if (out_dir / name).exists():
-                    os.unlink(out_dir / name)
+            remove_owned(out_dir, _overwritten(losses))
         # the marker first: a directory holding loss directories is always recognised as a tune output
         write_json(out_dir / MARKER_FILE, {"format": TUNE_FORMAT, "losses": list(dict.fromkeys([*known, *losses]))})
         for loss in losses:
@@ -167,9 +175,9 @@ def check_study_identity(loss_dir: Path, identity: dict, untried: bool = False, 
             write_json(path, {"format": TUNE_FORMAT, "identity": new})
         return True
     if untried:
-        for p in loss_dir.iterdir():
-            if p.is_file():
-                p.unlink()
+        from rankcli.formats.atomic import Layout, remove_owned
+
+        remove_owned(loss_dir, Layout(files=LOSS_FILES))
         write_json(path, {"format": TUNE_FORMAT, "identity": new})
         return False
     if stored is None:

@@ -95,6 +95,15 @@ def test_errors(run, trained, tmp_path, sample_dir):
         (("explain", model, test, "--group", "g"), 2, "a group is NAME=FEATURE"),
         (("explain", model, test, "--repeats", "0"), 2, "--repeats must be between 1"),
         (("explain", model, test, "--test", "ztest"), 2, "unknown test"),
+        (("explain", model, test, "--test", "wilcoxon"), 2, "--test wilcoxon with --repeats 5: the signed-rank test"),
+        (("explain", model, test, "--test", "wilcoxon", "--repeats", "2"), 2, "Pass --repeats 1 with --test wilcoxon"),
+        (("explain", model, test, "--group", "qid=f1,f2"), 2, "group name 'qid' is also the qid column of --per-query"),
+        (("explain", model, test, "--group", "ndcg@10=f20"), 2,
+         "group name 'ndcg@10' is also the column of the model's ndcg@10 in --per-query"),
+        (("explain", model, test, "-m", "NDCG@5", "--group", "ndcg@5=f20"), 2, "group name 'ndcg@5' is also"),
+        (("explain", model, test, "-m", "f1"), 2, "feature 'f1', a group of its own, is named as the column"),
+        (("explain", model, test, "-o", tmp_path / "a.csv", "--per-query", f"{tmp_path}/./a.csv"), 2,
+         "--per-query and -o name the same file"),
         (("explain", model, tmp_path / "none.parquet"), 3, "none.parquet"),
         (("explain", tmp_path, test), 3, "not a model directory"),
     ]
@@ -125,3 +134,31 @@ def test_csv_to_standard_output(run, trained):
     model, _ = trained
     status, out, err = run("explain", model, "-o", "-", "--top", "2")
     assert status == 0 and out.startswith('"feature","members","gain"') and "top 2 of 40" in err
+
+
+def test_wilcoxon_with_one_permutation(run, trained):
+    model, test = trained
+    status, out, err = run("explain", model, test, "--json", "--test", "wilcoxon", "--repeats", "1",
+                           "--no-contributions", "--group", "qid2=f1,f2")
+    assert status == 0, err
+    d = json.loads(out)
+    assert d["test"] == "wilcoxon" and d["repeats"] == 1 and d["warnings"] == []
+    assert "warning" not in err
+
+
+def test_a_warning_when_data_is_the_model_s_training_or_validation_file(run, trained, tmp_path):
+    """rankcli.json records the SHA-256 of the training and validation files: explain on either (or on a copy with
+    the same bytes) says, on stderr and in --json's warnings, that its drops and tests are not of held-out data."""
+    model, test = trained
+    data = test.parent
+    copy = tmp_path / "copy.parquet"
+    copy.write_bytes((data / "train.parquet").read_bytes())
+    for path, what in ((data / "train.parquet", "training data"), (data / "vali.parquet", "validation data"),
+                       (copy, "training data")):
+        status, out, err = run("explain", model, path, "--json", "--repeats", "1", "--no-contributions")
+        assert status == 0, err
+        warnings = json.loads(out)["warnings"]
+        assert len(warnings) == 1 and warnings[0].startswith(f"{path}: is the model's {what}"), warnings
+        assert f"warning: {warnings[0]}" in err
+    status, out, err = run("explain", model, "--json")
+    assert status == 0 and json.loads(out)["warnings"] == []

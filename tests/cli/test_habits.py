@@ -163,3 +163,38 @@ def test_compare_with_qrels_says_the_convention_unless_given(capsys, runs):
                                    "them; --convention paper gives the paper's (exponential gain, such queries "
                                    "skipped)")
     assert "note: scored under" not in run(capsys, *args, "--convention", "trec")[2]
+
+
+# -- the losses in either command's spelling -------------------------------------------------------------------------
+
+def _parsed(name: str, args: list[str]) -> dict:
+    """The parameters ``rankcli <name>`` parses from ``args`` (the command itself is not run)."""
+    import typer
+
+    from rankcli.cli import make_app
+
+    command = typer.main.get_command(make_app(name)).commands[name]
+    ctx = command.make_context(name, list(args), resilient_parsing=False)
+    return ctx.params
+
+
+@pytest.mark.parametrize("args,losses", [
+    (["d", "-o", "x", "--loss", "lambdamart", "--loss", "xendcg"], "lambdamart,xendcg"),
+    (["d", "-o", "x", "--loss=listnet", "--loss-option", "xendcg:gamma=mean"], "listnet"),
+    (["d", "-o", "x", "--losses", "lambdamart,xendcg", "--loss", "listnet"], "lambdamart,xendcg,listnet"),
+    (["d", "-o", "x", "--losses", "xendcg"], "xendcg"),
+    (["d", "-o", "x"], "lambdamart,xendcg,listnet"),
+])
+def test_experiment_takes_tunes_spelling_of_the_losses(args, losses):
+    params = _parsed("experiment", args)
+    assert params["losses"] == losses
+    assert tuple(params["loss_option"] or ()) == (("xendcg:gamma=mean",) if "--loss-option" in args else ())
+
+
+@pytest.mark.parametrize("args,losses", [
+    (["d", "--valid", "v", "-o", "t", "--budget", "2", "--losses", "lambdamart,xendcg"], ["lambdamart", "xendcg"]),
+    (["d", "--valid", "v", "-o", "t", "--budget", "2", "--losses=listnet", "--loss", "xendcg"], ["listnet", "xendcg"]),
+    (["d", "--valid", "v", "-o", "t", "--budget", "2", "--loss", "xendcg"], ["xendcg"]),
+])
+def test_tune_takes_experiments_spelling_of_the_losses(args, losses):
+    assert list(_parsed("tune", args)["loss"]) == losses

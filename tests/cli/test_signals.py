@@ -35,11 +35,17 @@ def test_a_signal_while_the_cli_loads_is_its_status_without_a_traceback(sig, sta
 @pytest.mark.parametrize("delay", [0.0005, 0.005, 0.02, 0.05, 0.1])
 def test_ctrl_c_at_any_moment_of_start_up_is_never_a_traceback_or_a_signal_death(tmp_path, delay):
     """From the entry point's first line (before it, the interpreter itself is starting: no program can answer a
-    signal there), a SIGINT at any moment, here a timer's, is exit 130 or the command's own result."""
-    code = ("import os, signal, sys; from rankcli.__main__ import run\n"
+    signal there), a SIGINT at any moment, here a timer's started once run() has set SIGINT's handler, is exit 130
+    or the command's own result."""
+    code = ("import os, signal, sys; import rankcli.__main__ as m\n"
             "signal.signal(signal.SIGALRM, lambda *_: os.kill(os.getpid(), signal.SIGINT))\n"
-            f"signal.setitimer(signal.ITIMER_REAL, {delay})\n"
-            f"sys.argv = ['rankcli', 'info', {str(tmp_path / 'missing.parquet')!r}]; run()")
+            "real = signal.getsignal\n"
+            "def then_timer(sig):\n"
+            "    if sig == signal.SIGHUP:  # run() asks for SIGHUP's handler after it has set SIGINT's\n"
+            f"        signal.setitimer(signal.ITIMER_REAL, {delay})\n"
+            "    return real(sig)\n"
+            "signal.getsignal = then_timer\n"
+            f"sys.argv = ['rankcli', 'info', {str(tmp_path / 'missing.parquet')!r}]; m.run()")
     out = _python(code)
     assert "Traceback" not in out.stderr
     assert (out.returncode, out.stderr) in ((130, "Error: interrupted\n"), (3, out.stderr)), out.stderr

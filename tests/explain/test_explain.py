@@ -112,3 +112,11 @@ def test_options_are_checked(model_and_data):
         explain(model, test, groups=["a=f1,f2", "b=f2"])
     with pytest.raises(UsageError, match="unknown test"):
         explain(model, test, test="ztest")
+    with pytest.raises(UsageError, match="--test wilcoxon with --repeats 5: the signed-rank test assumes"):
+        explain(model, test, test="wilcoxon")
+    with pytest.raises(UsageError, match="group name 'qid' is also the qid column"):
+        explain(model, test, groups=["qid=f1,f2"])
+    with pytest.raises(UsageError, match="group name 'err@5' is also the column of the model's err@5"):
+        explain(model, test, metric="ERR@5", groups=["err@5=f1"], repeats=1)
+    assert explain(model, test, test="wilcoxon", repeats=1, contributions=False).ranking.test == "wilcoxon"
+    assert explain(model, groups=["ndcg@10=f1"]).groups[0].name == "ndcg@10"   # no data, no per-query table

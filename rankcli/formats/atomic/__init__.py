@@ -22,13 +22,16 @@ The modules: :mod:`~rankcli.formats.atomic.temporaries` (temporaries, their owne
 :mod:`~rankcli.formats.atomic.targets` (checking a target, recognising rankcli's outputs),
 :mod:`~rankcli.formats.atomic.kinds` (the kind of a one-file output),
 :mod:`~rankcli.formats.atomic.writes` (the atomic writes and the final-output record),
-:mod:`~rankcli.formats.atomic.lock` (:class:`FileLock`).
+:mod:`~rankcli.formats.atomic.lock` (:class:`FileLock`),
+:mod:`~rankcli.formats.atomic.owned` (removing an earlier run's files from a directory rankcli reopens, and only those).
 """
 
 from rankcli.formats.atomic.lock import FileLock
+from rankcli.formats.atomic.owned import Layout, foreign_entries, remove_owned
 from rankcli.formats.atomic.targets import (
     MARKER,
     STDOUT,
+    check_distinct,
     check_not_input,
     check_stdout,
     check_target,
@@ -46,6 +49,7 @@ from rankcli.formats.atomic.writes import (
     final_output_written,
 )
 
-__all__ = ["MARKER", "STDOUT", "FileLock", "atomic_directory", "atomic_path", "check_not_input", "check_stdout",
-           "check_target", "directory_kind", "expect_final_output", "final_output_written", "is_experiment_config",
-           "model_files", "output_path", "owner_token", "resolve_target", "temporary_name"]
+__all__ = ["MARKER", "STDOUT", "FileLock", "Layout", "atomic_directory", "atomic_path", "check_distinct",
+           "check_not_input", "check_stdout", "check_target", "directory_kind", "expect_final_output",
+           "final_output_written", "foreign_entries", "is_experiment_config", "model_files", "output_path",
+           "owner_token", "remove_owned", "resolve_target", "temporary_name"]

@@ -50,6 +50,19 @@ def check_not_input(output: Path | str | None, inputs: Iterable[Path | str | Non
             raise UsageError(f"{output}: holds the input {item}; write the output to another path")
 
 
+def check_distinct(outputs: dict[str, Path | str | None]) -> None:
+    """Refuse (exit 2) two of a command's outputs (option -> path) that are one file, symlinks resolved: the second
+    would replace the first, or be refused as another kind after all the work."""
+    seen: dict[Path, str] = {}
+    for option, path in outputs.items():
+        if path is None or str(path) == STDOUT:
+            continue
+        real = _real(path)
+        if real in seen:
+            raise UsageError(f"{seen[real]} and {option} name the same file")
+        seen[real] = option
+
+
 def model_files(model_dir: Path | str | None) -> list[Path]:
     """The files a command reads from a model directory, as inputs for :func:`check_not_input`."""
     if model_dir is None:
