@@ -70,6 +70,9 @@ from rankcli.cli.options import TRAINING_CONVENTIONS
 
 NAME = "experiment"
 SHORT_HELP = "Run the paper's protocol: repeated splits, losses side by side, robustness sweeps."
+_LOGGING_FRACTION = typer.Option(
+    "--logging-fraction", help="With --position-bias: the fraction of the training queries the logging ranker is "
+    "trained on (default 0.01; at least 5 queries).", show_default=False)
 _CLICK_MODEL = typer.Option("--click-model", help="One more setting: train and validate on clicks simulated from this "
                             "click model (click-model fit --by relevance).", show_default=False, metavar="MODEL_DIR")
 _SWEEPS = ("augment_negatives", "label_noise", "click_noise", "position_bias")
@@ -145,9 +148,7 @@ def command(
         "--position-bias", help="Sweep levels: PBM exponent eta of clicks logged by a trained ranker; each loss "
                                 "trained naive and with IPS (<loss>+ips).", show_default=False)] = None,
     click_model: Annotated[Path | None, _CLICK_MODEL] = None,
-    logging_fraction: Annotated[float | None, typer.Option(
-        "--logging-fraction", help="With --position-bias: the fraction of the training queries the logging ranker "
-                                   "is trained on (default 0.01; at least 5 queries).", show_default=False)] = None,
+    logging_fraction: Annotated[float | None, _LOGGING_FRACTION] = None,
     convention: Annotated[str, opt.convention(applies_to="validation and test", presets=TRAINING_CONVENTIONS)]
     = "paper",
     test: Annotated[str | None, _TEST] = None,
@@ -165,7 +166,8 @@ def command(
 
     # EXP_DIR is reopened by the experiment's own rules (resume, --overwrite of an experiment only); here: not an
     # input, not a special file. Not "final": a run interrupted while summarising is resumed, not redone.
-    output = prepare_output(output, overwrite=overwrite, kind="experiment", inputs=[data, space], final=False)
+    output = prepare_output(output, overwrite=overwrite, kind="experiment", inputs=[data, space, click_model],
+                            final=False)
     config = _config(options)
     _check_dask(dask, jobs)
     result, seconds, total = _run(data, output, config, jobs=jobs, overwrite=overwrite, dask=dask)
