@@ -27,8 +27,8 @@ HELP = ("Learning-to-rank from the shell: convert LETOR data, train LightGBM ran
 COMMANDS = {"convert": "convert", "info": "info", "export": "export", "split": "split", "train": "train",
             "predict": "predict",
             "eval": "eval", "simulate-clicks": "simulate_clicks", "propensity": "propensity", "compare": "compare",
-            "experiment": "experiment", "explain": "explain", "tune": "tune", "trec_eval": "trec_eval",
-            "trec-eval": "trec_eval"}
+            "experiment": "experiment", "explain": "explain", "tune": "tune", "fuse": "fuse",
+            "trec_eval": "trec_eval", "trec-eval": "trec_eval"}
 
 _state = {"debug": False}
 

@@ -33,7 +33,7 @@ __all__ = ["ALIASES", "Aligned", "Evidence", "METHODS", "Method", "NORMALIZATION
 
 
 def prepare(runs: Sequence[RunRows], n_queries: int, normalization: str = "min-max", *, depth: int | None = None,
-            query_names=None) -> Evidence:
+            query_names=None) -> tuple[Evidence, list[RunRows]]:
     """The runs aligned and normalised: what every method reads.
 
     Parameters
@@ -43,6 +43,10 @@ def prepare(runs: Sequence[RunRows], n_queries: int, normalization: str = "min-m
         lowest score first.
     depth : keep each run's ``depth`` best documents per query (None: all), before normalising.
     query_names : per query number, its name for error messages.
+
+    Returns
+    -------
+    The evidence, and the runs as fused (cut to ``depth``), whose rows ``evidence.aligned.columns`` place.
     """
     normalization = canonical(normalization)
     ascending = normalization == "min-max-inverted"
@@ -50,7 +54,7 @@ def prepare(runs: Sequence[RunRows], n_queries: int, normalization: str = "min-m
     if depth is not None:
         cut = [run.top(depth, rk) for run, rk in zip(runs, ranks)]
         runs, ranks = [c[0] for c in cut], [c[1] for c in cut]
-    return normalize(align(runs, n_queries, ranks, query_names=query_names), runs, ranks, normalization)
+    return normalize(align(runs, n_queries, ranks, query_names=query_names), runs, ranks, normalization), list(runs)
 
 
 def _checked_value(m: Method, p: Param, value) -> float:
@@ -67,15 +71,18 @@ def _checked_value(m: Method, p: Param, value) -> float:
     return int(v) if p.integer or (p.name == "k" and v == int(v)) else v
 
 
-def resolve_params(m: Method, given: dict, n_runs: int) -> dict:
+def resolve_params(m: Method, given: dict, n_runs: int, *, partial: bool = False) -> dict:
     """The parameters ``m`` runs with: those ``given`` (checked), else each one's default; equal weights by default.
-    A parameter of another method, a missing required one or a bad value is a :class:`UsageError`."""
+    A parameter of another method, a missing required one (unless ``partial``: only the given ones are checked and
+    returned) or a bad value is a :class:`UsageError`."""
     extra = sorted(set(given) - set(m.param_names))
     if extra:
         raise UsageError(f"{m.name} takes no {', '.join(extra)}" +
                          (f" (its parameters: {', '.join(m.param_names)})" if m.params else ""))
     out = {}
     for p in m.params:
+        if partial and p.name not in given:
+            continue
         value = given.get(p.name, p.default)
         if p.name == "weights":
             value = [1.0 / n_runs] * n_runs if value is None else list(value)

@@ -28,8 +28,8 @@ class RunRows:
 
     ``queries`` (int64, one per query of the run, distinct) numbers the queries in the fusion's numbering
     (``0..n_queries-1``); rows ``offsets[j]:offsets[j + 1]`` are query ``queries[j]``'s. Per row: ``keys`` (uint64;
-    equal names have equal keys), ``names`` (numpy ``S``; unique within a query) and ``scores`` (finite float64).
-    ``label`` names the run in errors.
+    equal names have equal keys), ``names`` (numpy ``S``; unique within a query), ``scores`` (finite float64) and
+    optionally ``labels`` (carried along, for a fused run that keeps them). ``label`` names the run in errors.
     """
 
     queries: np.ndarray
@@ -38,6 +38,7 @@ class RunRows:
     names: np.ndarray
     scores: np.ndarray
     label: str = ""
+    labels: np.ndarray | None = None
 
     @property
     def n_rows(self) -> int:
@@ -57,8 +58,8 @@ class RunRows:
             return self, ranks
         sizes = np.add.reduceat(keep.astype(np.int64), self.offsets[:-1]) if self.n_rows else np.zeros(0, np.int64)
         offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-        return RunRows(self.queries, offsets, self.keys[keep], self.names[keep], self.scores[keep],
-                       self.label), ranks[keep]
+        return RunRows(self.queries, offsets, self.keys[keep], self.names[keep], self.scores[keep], self.label,
+                       None if self.labels is None else self.labels[keep]), ranks[keep]
 
 
 @dataclass
