@@ -101,12 +101,10 @@ def combine(ev: Evidence, m: Method | str, params: dict, model: dict | None = No
     trained method, ``model`` (:func:`rankcli.core.fusion.trained.train`). A fused score that is not finite is an
     :class:`InputError`."""
     m = method(m) if isinstance(m, str) else m
-    if m.trained:
-        if model is None:
-            raise UsageError(f"{m.name} is trained: give it judged training queries (--train-qrels)")
-        fused = m.fn(ev, params, model)
-    else:
-        fused = m.fn(ev, params)
+    if m.trained and model is None:
+        raise UsageError(f"{m.name} is trained: give it judged training queries (--train-qrels)")
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused below
+        fused = m.fn(ev, params, model) if m.trained else m.fn(ev, params)
     fused = np.asarray(fused, dtype=np.float64)
     bad = ~np.isfinite(fused)
     if bad.any():

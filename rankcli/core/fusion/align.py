@@ -111,9 +111,9 @@ def _layout(runs: Sequence[RunRows], n_queries: int) -> tuple[np.ndarray, np.nda
     return offsets, counts.T.copy(), dests
 
 
-def _group(keys: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Candidates from the laid-out rows: each row's candidate (numbered query by query, by key), each candidate's
-    first row and the candidates' query offsets."""
+def _group(keys: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Candidates from the laid-out rows: each row's candidate (numbered query by query, by key) and the candidates'
+    query offsets."""
     n = keys.shape[0]
     perm, sk = group_segments(keys, offsets)
     new = np.ones(n, dtype=bool)
@@ -122,7 +122,7 @@ def _group(keys: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarra
     cand = np.empty(n, dtype=np.int64)
     cand[perm] = np.cumsum(new) - 1
     cand_offsets = np.concatenate(([0], np.cumsum(new)))[offsets].astype(np.int64)
-    return cand, perm[new], cand_offsets
+    return cand, cand_offsets
 
 
 def words(names: np.ndarray) -> np.ndarray:
@@ -151,18 +151,12 @@ def _exact_keys(runs: Sequence[RunRows]) -> list[np.ndarray]:
     return [part.astype(np.uint64) << np.uint64(32) for part in np.split(inverse, cuts)]
 
 
-def _candidate_names(runs: Sequence[RunRows], first: np.ndarray, dests: list[np.ndarray], n: int) -> np.ndarray:
-    """The name of each candidate, taken from its first row in the layout."""
-    origin_run = np.empty(n, dtype=np.int64)
-    origin_row = np.empty(n, dtype=np.int64)
-    for r, dest in enumerate(dests):
-        origin_run[dest] = r
-        origin_row[dest] = np.arange(dest.shape[0])
+def _candidate_names(runs: Sequence[RunRows], columns: list[np.ndarray], n_cand: int) -> np.ndarray:
+    """The name of each candidate, from the rows placed in it (any one: they are compared afterwards)."""
     width = max([run.names.dtype.itemsize for run in runs] + [1])
-    names = np.zeros(first.shape[0], dtype=f"S{width}")
-    for r, run in enumerate(runs):
-        sel = np.flatnonzero(origin_run[first] == r)
-        names[sel] = run.names[origin_row[first[sel]]]
+    names = np.zeros(n_cand, dtype=f"S{-(-width // 8) * 8}")
+    for run, col in zip(runs, columns):
+        names[col] = run.names
     return names
 
 
@@ -199,11 +193,12 @@ def align(runs: Sequence[RunRows], n_queries: int, ranks: Sequence[np.ndarray] |
         keys = np.empty(n, dtype=np.uint64)
         for dest, k in zip(dests, keys_per_run):
             keys[dest] = k
-        cand, first, cand_offsets = _group(keys, offsets)
-        names = _candidate_names(runs, first, dests, n)
+        cand, cand_offsets = _group(keys, offsets)
         columns = [cand[dest] for dest in dests]
+        names = _candidate_names(runs, columns, int(cand_offsets[-1]))
         cand_words = words(names)
-        if all(_same_names(run.names, cand_words, col) for run, col in zip(runs, columns)):
+        # the last run's names are its candidates' names (placed last): the others are compared with them
+        if all(_same_names(run.names, cand_words, col) for run, col in zip(runs[:-1], columns[:-1])):
             break
         keys_per_run = _exact_keys(runs)  # two names with one hash: align again on exact keys
     query_of = np.repeat(np.arange(n_queries), np.diff(cand_offsets))

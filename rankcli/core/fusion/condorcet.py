@@ -108,7 +108,7 @@ def condorcet(ev: Evidence, params: dict) -> np.ndarray:
 
 
 def w_condorcet(ev: Evidence, params: dict) -> np.ndarray:
-    r"""Weighted Condorcet fuse: as :func:`condorcet` with each run's vote counted :math:`w_r` times, ``x`` before
+    r"""Weighted Condorcet fuse: the candidates sorted by the runs' votes weighted by :math:`w_r`, ``x`` before
     ``y`` when :math:`\sum_{r: \mathrm{rank}_r(x) < \mathrm{rank}_r(y)} w_r \ge \sum_{r: \mathrm{rank}_r(y) <
     \mathrm{rank}_r(x)} w_r`.
 

@@ -60,15 +60,19 @@ def group_segments(keys: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, n
     for qs, width in size_buckets(compact):
         bits = np.uint64(max(int(width).bit_length(), 1))  # 2^bits > width: a real cell never packs to all ones
         rows, valid = padded_rows(compact, qs, width)
-        rows = rows + (offsets[nonempty[qs]] - compact[qs])[:, None]
-        cols = np.arange(width, dtype=np.uint64)[None, :]
-        packed = ((keys[rows] >> bits) << bits) | cols
+        base = offsets[nonempty[qs]]
+        rows = rows + (base - compact[qs])[:, None]
+        packed = keys[rows] >> bits
+        packed <<= bits
+        packed |= np.arange(width, dtype=np.uint64)[None, :]
         packed[~valid] = np.iinfo(np.uint64).max
         packed.sort(axis=1)
-        order = np.minimum((packed & ((np.uint64(1) << bits) - np.uint64(1))).astype(np.int64), width - 1)
-        ranked = np.take_along_axis(rows, order, axis=1)
-        perm[rows[valid]] = ranked[valid]
-        grouped[rows[valid]] = (packed >> bits)[valid]
+        low = (np.uint64(1) << bits) - np.uint64(1)
+        cols = (packed & low).astype(np.int64)
+        dest = rows[valid]
+        perm[dest] = (cols + base[:, None])[valid]  # a real cell's column, never a padding one's, sorts first
+        packed >>= bits
+        grouped[dest] = packed[valid]
     return perm, grouped
 
 

@@ -142,7 +142,8 @@ def _lookup(table: np.ndarray, positions: np.ndarray) -> np.ndarray:
 def _sum_over_runs(ev: Evidence, term) -> np.ndarray:
     """``sum_r term(r, positions of run r)`` over the runs listing each candidate (0 for the others)."""
     pos = _positions(ev)
-    rows = [np.where(ev.aligned.listed[r], term(r, pos[r]), 0.0) for r in range(ev.n_runs)]
+    with np.errstate(invalid="ignore", divide="ignore"):  # cells the run does not list are dropped
+        rows = [np.where(ev.aligned.listed[r], term(r, pos[r]), 0.0) for r in range(ev.n_runs)]
     return ordered_sum(np.array(rows))
 
 
