@@ -89,7 +89,7 @@ def ours(rs, method: str):
     from rankcli.core.fusion import method as lookup
 
     m = lookup(method)
-    ev, _ = prepare(rs.runs, rs.n_queries, "min-max", query_names=rs.query_names)
+    ev, _ = prepare(rs.runs, rs.n_queries, "min-max", query_names=rs.query_names, scores=m.reads != "ranks")
     fused = combine(ev, m, resolve_params(m, {}, len(rs.runs)))
     ranking(ev, fused)
     return ev, fused

@@ -148,7 +148,7 @@ def fuse_runs(runs: Sequence[RunRows], query_names: np.ndarray, opts: FuseOption
     opts = replace(opts, normalization=canonical(opts.normalization))
     conv = Convention.preset(opts.convention)
     ev, fused_runs = prepare(runs, int(query_names.shape[0]), opts.normalization, depth=opts.depth,
-                             query_names=query_names)
+                             query_names=query_names, scores=m.reads != "ranks")
     path = opts.optimize or opts.train_qrels
     judg = read_judgments(path, ev.aligned, query_names) if path else None
     params, model, search = _parameters(ev, m, opts, judg, conv)

@@ -33,7 +33,7 @@ __all__ = ["ALIASES", "Aligned", "Evidence", "METHODS", "Method", "NORMALIZATION
 
 
 def prepare(runs: Sequence[RunRows], n_queries: int, normalization: str = "min-max", *, depth: int | None = None,
-            query_names=None) -> tuple[Evidence, list[RunRows]]:
+            query_names=None, scores: bool = True) -> tuple[Evidence, list[RunRows]]:
     """The runs aligned and normalised: what every method reads.
 
     Parameters
@@ -43,6 +43,8 @@ def prepare(runs: Sequence[RunRows], n_queries: int, normalization: str = "min-m
         lowest score first.
     depth : keep each run's ``depth`` best documents per query (None: all), before normalising.
     query_names : per query number, its name for error messages.
+    scores : normalise the scores; without, the evidence has none (a method that ``reads`` only ``ranks`` needs
+        none).
 
     Returns
     -------
@@ -54,7 +56,10 @@ def prepare(runs: Sequence[RunRows], n_queries: int, normalization: str = "min-m
     if depth is not None:
         cut = [run.top(depth, rk) for run, rk in zip(runs, ranks)]
         runs, ranks = [c[0] for c in cut], [c[1] for c in cut]
-    return normalize(align(runs, n_queries, ranks, query_names=query_names), runs, ranks, normalization), list(runs)
+    aligned = align(runs, n_queries, ranks, query_names=query_names)
+    if not scores:
+        return Evidence(aligned, np.zeros((0, 0)), np.zeros((0, 0), dtype=bool), normalization), list(runs)
+    return normalize(aligned, runs, ranks, normalization), list(runs)
 
 
 def _checked_value(m: Method, p: Param, value) -> float:

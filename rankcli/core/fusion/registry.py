@@ -49,8 +49,8 @@ WINDOW = Param("window", "positions on each side averaged", grid=tuple(range(1, 
 @dataclass(frozen=True)
 class Method:
     """A fusion method: ``fn(evidence, params)`` (trained methods: ``fn(evidence, params, model)``) returns the fused
-    score of every candidate; ``reads`` is ``scores`` (normalised scores) or ``ranks`` (the runs' rankings);
-    ``trained``: it learns from judged training queries."""
+    score of every candidate; ``reads`` is ``scores`` (normalised scores), ``ranks`` (the runs' rankings) or
+    ``both``; ``trained``: it learns from judged training queries."""
 
     name: str
     fn: Callable
@@ -94,7 +94,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
        ("w-condorcet", "weighted_condorcet"), (WEIGHTS,)),
     _M("posfuse", trained.posfuse, "sum of P_r(rel | position)", "ranks", trained=True),
     _M("probfuse", trained.probfuse, "sum of P_r(rel | segment k) / k", "ranks", params=(SEGMENTS,), trained=True),
-    _M("segfuse", trained.segfuse, "sum of P_r(rel | segment) * (s_r + 1)", "ranks", trained=True),
+    _M("segfuse", trained.segfuse, "sum of P_r(rel | segment) * (s_r + 1)", "both", trained=True),
     _M("slidefuse", trained.slidefuse, "sum of the mean of P_r(rel | i) for i within window of the position",
        "ranks", params=(WINDOW,), trained=True),
     _M("mapfuse", trained.mapfuse, "sum of MAP_r / rank_r", "ranks", trained=True),
