@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from rankcli.core import ips as core
+from rankcli.core.losses import guard_hessian
 from rankcli.core.positions import checked_positions
 from rankcli.dataset import Dataset
 from rankcli.errors import InputError, SchemaError, UsageError
@@ -78,7 +79,9 @@ class RankNetIPSObjective:
         return self
 
     def __call__(self, preds: np.ndarray, train_data=None) -> tuple[np.ndarray, np.ndarray]:
-        return core.ranknet_ips_grad_hess(self.gain, np.asarray(preds, dtype=np.float64), self.offsets)
+        grad, hess = core.ranknet_ips_grad_hess(self.gain, np.asarray(preds, dtype=np.float64), self.offsets)
+        # as every library loss's step: no unbounded Newton step where the curvature underflows
+        return grad, guard_hessian(grad, hess, self.offsets)
 
 
 def objective_for(loss: str, pooled: Dataset):

@@ -169,7 +169,11 @@ def plot_sweep(rows: list[dict], losses: list[str], path: Path, kind: str, metri
 
 def plot_propensity(result: dict, path: Path) -> Path:
     """Propensity per position with its bootstrap interval, positions from the power fit drawn hollow, and ``1/r`` for
-    reference, written as a PNG.
+    reference, on log-log axes, written as a PNG.
+
+    Log-log because propensities fall like a power of the rank: on a linear axis every position past 10 of a long
+    list sits flat at the bottom, and ``(1/r)^eta`` is a straight line of slope ``-eta`` here. A propensity of 0 (a
+    position without clicks) has no place on a log axis and is left out of the line (the JSON keeps it).
 
     Parameters
     ----------
@@ -180,23 +184,33 @@ def plot_propensity(result: dict, path: Path) -> Path:
     plt = _pyplot()
     pos = result["positions"]
     prop = result["propensity"]
-    lo = [v if v is not None else p for v, p in zip(result["ci_low"], prop)]
-    hi = [v if v is not None else p for v, p in zip(result["ci_high"], prop)]
+    shown = [p for p in prop if p is not None and p > 0]
+    floor = min(shown + [1.0]) / 2
+    lo = [max(v if v is not None else p or floor, floor) for v, p in zip(result["ci_low"], prop)]
+    hi = [max(v if v is not None else p or floor, floor) for v, p in zip(result["ci_high"], prop)]
     fitted = result.get("fitted") or [False] * len(pos)
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.plot(pos, [1.0 / r for r in pos], "--", color="C3", linewidth=1.6, label="1/r", zorder=3)
     ax.fill_between(pos, lo, hi, color="C0", alpha=0.2, linewidth=0,
                     label=f"{result.get('confidence', 0.95):.0%} bootstrap interval")
-    est = [(r, p) for r, p, f in zip(pos, prop, fitted) if not f]
-    fit = [(r, p) for r, p, f in zip(pos, prop, fitted) if f]
-    ax.plot([r for r, _ in est], [p for _, p in est], "o-", color="C0", label=f"estimate ({result['method']})")
+    est = [(r, p) for r, p, f in zip(pos, prop, fitted) if not f and p is not None and p > 0]
+    fit = [(r, p) for r, p, f in zip(pos, prop, fitted) if f and p is not None and p > 0]
+    marker = "o-" if len(pos) <= 30 else "-"
+    ax.plot([r for r, _ in est], [p for _, p in est], marker, color="C0", markersize=4,
+            label=f"estimate ({result['method']})", zorder=2)
     if fit:
-        ax.plot([r for r, _ in fit], [p for _, p in fit], "o--", color="C0", markerfacecolor="none",
-                label=f"(1/r)^eta, eta {result['fit']['eta']:.2f} (too few clicks)")
-    ax.plot(pos, [1.0 / r for r in pos], ":", color="grey", label="1/r")
-    ax.set_xlabel("position")
-    ax.set_ylabel("examination propensity (position 1 = 1)")
+        ax.plot([r for r, _ in fit], [p for _, p in fit], "--", color="C0",
+                label=f"(1/r)^eta, eta {result['fit']['eta']:.2f} (too few clicks)", zorder=2)
+    ax.set_xlabel("position (log scale)")
+    ax.set_ylabel("examination propensity, position 1 = 1 (log scale)")
     ax.set_title(f"propensity from {Path(result.get('source', '')).name} (policy {result.get('policy')})")
-    ax.set_ylim(0, max(1.05, max(hi) * 1.05))
+    ax.set_ylim(floor, max(1.5, max(hi) * 1.5))
+    from matplotlib.ticker import ScalarFormatter
+
+    ax.xaxis.set_major_formatter(ScalarFormatter())  # positions as numbers (1, 10, 100), not powers of ten
+    ax.grid(which="both", alpha=0.2)
     return _finish(plt, fig, ax, path)
 
 
@@ -275,3 +289,69 @@ def plot_importance(features: list[str], gain_share: list[float], drops: list[fl
     _save_png(fig, path)
     plt.close(fig)
     return path
+
+
+#: The most panels ``compare --plot`` draws in one figure (one per comparison of two runs on one metric).
+MAX_DIFFERENCE_PANELS = 24
+
+
+def plot_differences(comparisons: list, path: Path, *, test: str) -> Path:
+    """Each comparison's per-query differences ``b - a``, sorted from the largest gain to the largest loss, with its
+    wins, ties and losses, as IR papers show a per-query comparison, written as a PNG (one panel per comparison).
+
+    Parameters
+    ----------
+    comparisons : :class:`rankcli.compare.Comparison` objects whose ``differences`` are set.
+    path : the PNG file written (returned).
+    test : the test whose adjusted p-value each panel states.
+    """
+    plt = _pyplot()
+    n = len(comparisons)
+    cols = min(n, 3)
+    rows = -(-n // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.4 * cols, 3.2 * rows), squeeze=False)
+    for ax, c in zip([a for row in axes for a in row], comparisons):
+        d = sorted((float(x) for x in c.differences), reverse=True)
+        colours = ["C2" if x > 0 else "C3" if x < 0 else "grey" for x in d]
+        ax.bar(range(1, len(d) + 1), d, width=1.0, color=colours, linewidth=0)
+        ax.axhline(0.0, color="black", linewidth=0.6)
+        ax.axhline(c.difference, color="C0", linewidth=1.0, linestyle="--", label=f"mean {c.difference:+.4f}")
+        p = "n/a" if not math.isfinite(c.p_adjusted) else f"{c.p_adjusted:.3g}"
+        ax.set_title(f"{c.b} - {c.a}: {c.metric}\nwins {c.wins}, ties {c.ties}, losses {c.losses}; "
+                     f"{test} p (adjusted) {p}", fontsize=9)
+        ax.set_xlabel("queries, sorted by difference")
+        ax.set_ylabel(f"{c.metric} difference")
+        ax.set_xlim(0.5, max(len(d), 1) + 0.5)
+        ax.legend(fontsize=8, loc="upper right")
+        ax.grid(axis="y", alpha=0.3)
+    for ax in [a for row in axes for a in row][n:]:
+        ax.set_visible(False)
+    fig.tight_layout()
+    _save_png(fig, path)
+    plt.close(fig)
+    return path
+
+
+def plot_validation_curve(curve: list, best_iteration: int, path: Path, *, metric: str, loss: str) -> Path:
+    """A trained model's validation curve (``metric`` after each tree) with the tree the model keeps marked, written as
+    a PNG.
+
+    Parameters
+    ----------
+    curve : the validation value after each trained tree (None where not finite), rankcli.json's ``curve``.
+    best_iteration : the number of trees the model keeps (1-based; the marked point).
+    path : the PNG file written (returned).
+    metric : the validation metric (``--select-by``). loss : the loss, for the title.
+    """
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    trees = list(range(1, len(curve) + 1))
+    ax.plot(trees, [v if v is not None else math.nan for v in curve], "-", color="C0", label=f"validation {metric}")
+    if 1 <= best_iteration <= len(curve) and curve[best_iteration - 1] is not None:
+        kept = curve[best_iteration - 1]
+        ax.axvline(best_iteration, color="C3", linewidth=0.8, linestyle=":")
+        ax.plot([best_iteration], [kept], "o", color="C3", label=f"kept: {best_iteration} trees, {kept:.4f}")
+    ax.set_xlabel("trees")
+    ax.set_ylabel(f"validation {metric}")
+    ax.set_title(f"{loss}: validation curve ({len(curve)} trees trained)")
+    return _finish(plt, fig, ax, path)

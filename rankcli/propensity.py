@@ -113,9 +113,19 @@ def logging_policy(path: Path | str, meta: dict[str, str], override: str | None)
                 "and relevance are confounded; simulate with --randomize top:N or --randomize swap:K (or --ranker "
                 "random), or give the logs of several rankers (rankcli propensity A.parquet B.parquet ...: "
                 "intervention harvesting needs randomisation or several policies)")
-        kind, number = parse_policy(policy)
+        kind, number = _footer_policy(path, policy)
     _check_position_based(path, model, params)
     return kind, number, model, params
+
+
+def _footer_policy(path: Path | str, policy: object) -> tuple[str, int | None]:
+    """The policy a click log's footer records, parsed; a value no rankcli wrote is the log's fault (exit 3), not a
+    --policy option's (none was given)."""
+    try:
+        return parse_policy(policy if isinstance(policy, str) else repr(policy))
+    except UsageError:
+        raise InputError(f"{path}: footer key rankcli.clicks records the logging policy {policy!r}, which is none of "
+                         "random, top:N, swap:K; pass --policy to state how the log was randomised") from None
 
 
 def click_footer(path: Path | str, meta: dict[str, str]) -> dict:

@@ -52,3 +52,81 @@ def test_convergence_plot_has_a_stderr_band_per_loss_and_the_caption():
     assert [t.get_text() for t in fig.texts] == [CONVERGENCE_CAPTION]
     assert "a ± 1 stderr" in [t.get_text() for t in ax.get_legend().get_texts()]
     plt.close(fig)
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """The figures the plotting functions save, kept open for the test to inspect (each is still written)."""
+    import rankcli.plot as plot
+
+    figures = []
+    save = plot._save_png
+
+    def keep(fig, path):
+        save(fig, path)
+        figures.append(fig)
+
+    monkeypatch.setattr(plot, "_save_png", keep)
+    monkeypatch.setattr(plot, "_finish", lambda plt, fig, ax, path: (ax.legend(), keep(fig, path), path)[2])
+    return figures
+
+
+def _png_by_rankcli(path) -> bool:
+    data = path.read_bytes()
+    return data[:8] == b"\x89PNG\r\n\x1a\n" and b"rankcli" in data[:4096] and len(data) > 10_000
+
+
+@pytest.mark.skipif(not have_matplotlib(), reason="matplotlib (the plot extra) is not installed")
+def test_propensity_plot_is_log_log_with_the_reference_drawn_above_the_estimate(tmp_path, drawn):
+    from rankcli.plot import plot_propensity
+
+    positions = list(range(1, 151))
+    prop = [1.0 / r if r < 140 else 0.0 for r in positions]  # a position without clicks: no place on a log axis
+    result = {"positions": positions, "propensity": prop, "ci_low": [p * 0.8 for p in prop],
+              "ci_high": [p * 1.2 for p in prop], "fitted": [r > 10 for r in positions], "method": "click-rate",
+              "fit": {"eta": 1.0}, "source": "clicks.parquet", "policy": "random"}
+    path = plot_propensity(result, tmp_path / "p.png")
+    assert _png_by_rankcli(path)
+    ax = drawn[0].axes[0]
+    assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    reference = lines["1/r"]
+    assert list(reference.get_ydata()) == [1.0 / r for r in positions]
+    assert all(reference.get_zorder() > line.get_zorder() for name, line in lines.items() if name != "1/r")
+    assert 0.0 not in [y for line in lines.values() for y in line.get_ydata()]
+    assert ax.get_ylim()[0] > 0
+
+
+@pytest.mark.skipif(not have_matplotlib(), reason="matplotlib (the plot extra) is not installed")
+def test_differences_plot_has_a_panel_per_comparison_sorted_with_its_counts(tmp_path, drawn):
+    import numpy as np
+
+    from rankcli.compare import compare_values
+    from rankcli.plot import plot_differences
+
+    rng = np.random.default_rng(3)
+    a = rng.random(40)
+    values = {"a": {"ndcg@5": a, "map": a}, "b": {"ndcg@5": a + rng.normal(0, 0.1, 40), "map": a}}
+    comparisons = compare_values(values, ["ndcg@5", "map"], baseline="a").comparisons
+    path = plot_differences(comparisons, tmp_path / "d.png", test="ttest")
+    assert _png_by_rankcli(path)
+    panels = [ax for ax in drawn[0].axes if ax.get_visible()]
+    assert len(panels) == 2
+    heights = [bar.get_height() for bar in panels[0].patches]
+    assert heights == sorted(np.asarray(values["b"]["ndcg@5"] - a).tolist(), reverse=True)
+    c = comparisons[0]
+    assert f"wins {c.wins}, ties {c.ties}, losses {c.losses}" in panels[0].get_title()
+    assert "wins 0, ties 40, losses 0" in panels[1].get_title()
+
+
+@pytest.mark.skipif(not have_matplotlib(), reason="matplotlib (the plot extra) is not installed")
+def test_validation_curve_marks_the_kept_tree(tmp_path, drawn):
+    from rankcli.plot import plot_validation_curve
+
+    curve = [0.5, 0.6, None, 0.7, 0.65]
+    path = plot_validation_curve(curve, 4, tmp_path / "v.png", metric="ndcg@5", loss="xendcg")
+    assert _png_by_rankcli(path)
+    ax = drawn[0].axes[0]
+    kept = [line for line in ax.get_lines() if line.get_label().startswith("kept")]
+    assert len(kept) == 1 and list(kept[0].get_xdata()) == [4] and list(kept[0].get_ydata()) == [0.7]
+    assert kept[0].get_label() == "kept: 4 trees, 0.7000"

@@ -101,7 +101,7 @@ def test_another_configuration_is_refused_unless_overwrite(run, letor, tmp_path)
 def test_space_file_narrows_fixes_and_adds(run, letor, tmp_path):
     space = tmp_path / "space.toml"
     space.write_text('[num_leaves]\nlow = 40\nhigh = 48\n[feature_fraction]\nvalue = 0.75\n'
-                     '[bagging_fraction]\nlow = 0.5\nhigh = 1.0\ndefault = 1.0\n'
+                     '[bagging_freq]\nvalue = 1\n[bagging_fraction]\nlow = 0.5\nhigh = 1.0\ndefault = 1.0\n'
                      '[xendcg.gamma]\nchoices = ["mean"]\n')
     out = tmp_path / "t"
     status, stdout, err = run(*tune_args(letor, out, "--space", space, "--param", "lambda_l2=0.5", "--json",
@@ -109,7 +109,7 @@ def test_space_file_narrows_fixes_and_adds(run, letor, tmp_path):
     assert status == 0, err
     s = json.loads(stdout)["losses"]["xendcg"]
     assert s["clipped"] == ["num_leaves", "gamma"] and s["default_value"] is None  # train's 31 is outside 40..48
-    assert s["fixed"] == {"feature_fraction": 0.75} and "lambda_l2" not in s["searched"]
+    assert s["fixed"] == {"feature_fraction": 0.75, "bagging_freq": 1} and "lambda_l2" not in s["searched"]
     for t in finished(out, "xendcg"):
         p = t["params"]
         assert 40 <= p["num_leaves"] <= 48 and p["feature_fraction"] == 0.75 and p["gamma"] == "mean"
@@ -486,7 +486,7 @@ def test_experiment_tune_space_is_searched_recorded_and_part_of_the_configuratio
 
 @pytest.mark.parametrize("extra, status, message", [
     (("--space", "{space}"), 2, "changes the search space of --tune: give --tune N, or drop --space"),
-    (("--tune", "2", "--space", "{bad}"), 3, "num_leaves: low must be a number below high"),
+    (("--tune", "2", "--space", "{bad}"), 2, "num_leaves: low must be a number below high"),
     (("--tune", "2", "--space", "{space}", "--param", "lambda_l2=0.5"), 2, "lambda_l2 is also set by --param"),
     (("--tune", "2", "--space", "{alias}"), 2, "num_leaf is LightGBM's alias of num_leaves"),
 ])
@@ -505,19 +505,24 @@ def test_experiment_space_is_checked_before_any_output(run, letor, tmp_path, ext
 
 def test_experiment_tune_trains_the_drawn_loss_options_even_when_one_is_set(letor, monkeypatch):
     """A loss option set for the unit (--loss-option, or the value a resumed experiment records) is trial 0's value,
-    and every later trial trains with the value it drew (never the set one in its place)."""
+    and every later trial trains with the value it drew (never the set one in its place); a trial that draws
+    ndcg-loss2, which mu means nothing to, trains without the set mu (no refusal)."""
     from rankcli.train import TrainConfig, load_training_data
     from rankcli.tune import inline
 
     trained = []
     real = inline.train_trial
     monkeypatch.setattr(inline, "train_trial", lambda prepared, config, objective=None: trained.append(
-        config.resolved_loss_options["temperature"]) or real(prepared, config, objective))
-    base = TrainConfig(loss="approxndcg", trees=3, early_stopping=0, threads=1, loss_options={"temperature": 0.7})
+        (config.resolved_loss_options["variant"], config.loss_options.get("mu"))) or real(prepared, config, objective))
+    base = TrainConfig(loss="lambdaloss", trees=3, early_stopping=0, threads=1, seed=1, loss_options={"mu": 0.7})
     prepared = load_training_data(letor["train"], letor["vali"], base).prepare()
-    tuned = inline.tune_in_memory(prepared, base, 4)
-    assert trained[0] == 0.7 and len(set(trained)) == 4  # trial 0 at the set value, then the drawn ones
-    assert tuned.params["temperature"] in trained
+    tuned = inline.tune_in_memory(prepared, base, 8)
+    assert trained[0] == ("ndcg-loss2++", 0.7)  # trial 0 at the set value, then the drawn ones
+    drawn = [mu for variant, mu in trained[1:] if variant == "ndcg-loss2++"]
+    assert drawn and 0.7 not in drawn and len(set(drawn)) == len(drawn)
+    assert all(mu is None for variant, mu in trained if variant == "ndcg-loss2")
+    assert {v for v, _ in trained} == {"ndcg-loss2++", "ndcg-loss2"}
+    assert tuned.params.get("mu", 0.7) in [mu for _, mu in trained]
 
 
 def test_experiment_tune_5_trials_3_end_to_end_lists_each_units_parameters(run, letor, tmp_path):
@@ -596,7 +601,9 @@ def test_experiment_tune_with_the_newest_losses(run, letor, tmp_path):
     units = json.loads(stdout)["hyperparameters"]["units"]
     assert sorted(u["loss"] for u in units) == ["approxndcg", "lambdaloss", "listmle", "listmle-pa"]
     by_loss = {u["loss"]: u["params"] for u in units}
-    assert "temperature" in by_loss["approxndcg"] and "variant" in by_loss["lambdaloss"]
+    # temperature and sigma only rescale the scores under Newton boosting: not searched by default
+    assert "temperature" not in by_loss["approxndcg"] and "sigma" not in by_loss["lambdaloss"]
+    assert "variant" in by_loss["lambdaloss"]
 
 
 def test_a_seeded_run_repeats_and_a_larger_budget_adds_its_difference_to_every_loss(run, letor, tmp_path):
@@ -643,21 +650,23 @@ def test_dask_workers_share_the_study(letor, tmp_path):
 
 
 def test_the_losses_own_options_are_searched_and_their_best_values_train(run, letor, tmp_path):
-    """approxndcg's temperature, lambdaloss's variant, mu and sigma and listnet's step are dimensions of their
-    losses' spaces (trial 0 at train's defaults); the best values go into train --params-file as loss options, below
-    an explicit --loss-option."""
+    """lambdaloss's variant and mu and listnet's step are dimensions of their losses' spaces (trial 0 at train's
+    defaults), approxndcg's temperature and lambdaloss's sigma are when a --space names them; the best values go into
+    train --params-file as loss options, below an explicit --loss-option."""
     from rankcli.train import LOSSES
     from rankcli.tune.space import loss_space
 
     space = loss_space("lambdaloss", {})
     names = [d.name for d in space.dimensions]
-    assert {"variant", "mu", "sigma"} <= set(names)
+    assert {"variant", "mu"} <= set(names) and "sigma" not in names
     assert space.defaults()["variant"] == "ndcg-loss2++" and space.defaults()["mu"] == 10.0
-    assert "temperature" in [d.name for d in loss_space("approxndcg", {}).dimensions]
+    assert "temperature" not in [d.name for d in loss_space("approxndcg", {}).dimensions]
     assert LOSSES["listnet"].search["step"] == {"choices": ["paper", "diagonal"], "default": "paper"}
+    spec = tmp_path / "space.toml"
+    spec.write_text("[approxndcg.temperature]\nlow = 0.05\nhigh = 0.5\n[lambdaloss.sigma]\nlow = 0.5\nhigh = 2.0\n")
     out = tmp_path / "t"
-    status, stdout, err = run(*tune_args(letor, out, "--json", budget=3, losses=("approxndcg", "lambdaloss",
-                                                                                   "listnet")))
+    status, stdout, err = run(*tune_args(letor, out, "--json", "--space", spec, budget=3,
+                                         losses=("approxndcg", "lambdaloss", "listnet")))
     assert status == 0, err
     doc = json.loads(stdout)
     for loss in ("approxndcg", "lambdaloss", "listnet"):

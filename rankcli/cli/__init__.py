@@ -156,17 +156,41 @@ def _interrupted(status: int, name: str) -> int:
     return status
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the CLI and return the exit status; every failure is mapped here and only here."""
-    from rankcli.formats.atomic import expect_final_output
+def main(argv: list[str] | None = None, *, ending: bool = False) -> int:
+    """Run the CLI and return the exit status; every failure is mapped here and only here.
 
+    ``ending``: the process ends with this status (the ``rankcli`` command, :func:`rankcli.__main__.run`): once the
+    status is decided, SIGINT, SIGTERM and SIGHUP are ignored instead of given back to the previous handlers, so that
+    a signal while the interpreter shuts down cannot turn the decided status into a death by that signal. A caller
+    that goes on (a test, a library user) gets its handlers back."""
+    from rankcli.formats.atomic import expect_final_output
+    from rankcli.startup import prefer_passive_openmp_waits
+
+    prefer_passive_openmp_waits()
     previous = _install_signal_handlers()
     expect_final_output(None)
+    status = None
     try:
-        return _main(argv)
+        status = _main(argv)
+    except KeyboardInterrupt:  # a second Ctrl-C while the first one's exit was being handled
+        status = ExitStatus.INTERRUPTED
     finally:
+        if ending:
+            _ignore_signals()
         expect_final_output(None)
-        _restore_signal_handlers(previous)
+        if not ending:
+            _restore_signal_handlers(previous)
+    return status
+
+
+def _ignore_signals() -> None:
+    import signal
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        try:
+            signal.signal(sig, signal.SIG_IGN)
+        except (ValueError, OSError):  # not the main thread: nothing to ignore there
+            pass
 
 
 def _run(command, args: list[str]) -> int:

@@ -145,6 +145,19 @@ def log(message: str) -> None:
     sys.stderr.flush()
 
 
+def log_implied_convention(convention: Any, because: str, instead: str) -> None:
+    """Say on stderr that the input or the layout chose the convention, not the user: the same run prints other
+    numbers under another convention, and a layout such as trec_eval's has no room to state it.
+
+    ``convention`` is the trec preset with the user's single overrides (None: the preset as it is); ``because``
+    completes "because ..."; ``instead`` is the option that would keep the other convention."""
+    if convention is None:
+        from rankcli.core.metrics import Convention
+
+        convention = Convention.preset("trec")
+    log(f"note: scored under the trec convention ({convention.describe()}) because {because}; {instead}")
+
+
 def print_json(obj: Any) -> None:
     """``obj`` as indented JSON on stdout; NaN and infinities become null, numpy scalars numbers."""
     from rankcli.formats.jsonable import jsonable

@@ -93,6 +93,10 @@ def command(
     output_format: Annotated[Format, typer.Option("--format", help="Output format (without --json).")] = Format.table,
     fail_if_worse: Annotated[bool, typer.Option(
         "--fail-if-worse", help="Exit with status 5 when a run is significantly worse than the baseline.")] = False,
+    plot: Annotated[str | None, typer.Option(
+        "--plot", help="Also draw each comparison's per-query differences, sorted, with its wins, ties and losses, as "
+        "a PNG (needs matplotlib: the plot extra).", show_default=False, metavar="PNG")] = None,
+    overwrite: Annotated[bool, opt.overwrite("--plot file")] = False,
 ) -> None:
     from rankcli.errors import UsageError
 
@@ -109,15 +113,54 @@ def command(
     from rankcli.cli._common import log
     from rankcli.compare import compare_inputs
 
+    if plot is not None:
+        plot = _plot_path(plot, overwrite, runs, qrels)
+
     conv = _convention(qrels is not None, convention, gain, no_relevant, ties, threshold, max_grade)
     result = compare_inputs(runs, names=name, metrics=metric, qrels=qrels, convention=conv, test=_value(test),
                             alpha=alpha, correction=_value(correction), baseline=baseline, seed=seed,
                             permutations=permutations, intersect=intersect)
+    if qrels is not None and convention is None:
+        from rankcli.cli._common import log_implied_convention
+
+        log_implied_convention(conv, "--qrels makes these TREC runs, scored as trec_eval scores them",
+                               "--convention paper gives the paper's (exponential gain, such queries skipped)")
     for note in result.notes:
         log(note)
+    if plot is not None:
+        _plot(result, plot, overwrite)
     _render(result, json_output, output_format)
     if fail_if_worse:
         _fail_if_worse(result)
+
+
+def _plot_path(plot: str, overwrite: bool, runs: list[Path], qrels: Path | None):
+    """The checked --plot path (matplotlib installed, never an input or standard output)."""
+    from rankcli.cli._common import prepare_output
+    from rankcli.errors import UsageError
+    from rankcli.formats.atomic import kinds
+    from rankcli.plot import INSTALL_HINT, have_matplotlib
+
+    if not have_matplotlib():
+        raise UsageError(f"--plot needs matplotlib: {INSTALL_HINT}")
+    if plot == "-":
+        raise UsageError("--plot -: standard output carries the report; give the PNG a file name")
+    return prepare_output(plot, overwrite=overwrite, inputs=[*runs, *([qrels] if qrels else [])], binary=True,
+                          option="--plot", example="differences.png", file_kind=kinds.PLOT)
+
+
+def _plot(result, plot, overwrite: bool) -> None:
+    """The per-query differences of every comparison that has them, as one PNG (written atomically)."""
+    from rankcli.errors import UsageError
+    from rankcli.formats.atomic import atomic_path, kinds
+    from rankcli.plot import MAX_DIFFERENCE_PANELS, plot_differences
+
+    drawn = [c for c in result.comparisons if c.differences is not None and len(c.differences)]
+    if len(drawn) > MAX_DIFFERENCE_PANELS:
+        raise UsageError(f"--plot draws one panel per comparison, at most {MAX_DIFFERENCE_PANELS}; this report has "
+                         f"{len(drawn)}: fewer --metric values or a --baseline make fewer")
+    with atomic_path(plot, overwrite, suffix=".png", file_kind=kinds.PLOT) as tmp:
+        plot_differences(drawn, tmp, test=result.test)
 
 
 def _value(x: Enum | None):

@@ -133,6 +133,11 @@ def command(
                                      judged_only=judged_only, complete=complete)
     if per_query is not None:
         evaluate.write_per_query(per_query, report, overwrite=overwrite)
+    if fmt == Format.trec_eval and trec_run is None and convention is None:
+        from rankcli.cli._common import log_implied_convention
+
+        log_implied_convention(conv, "--format trec_eval prints trec_eval's measures, under its conventions",
+                               "the table's default for this input is --convention paper")
     _render(report, fmt, by_query)
 
 

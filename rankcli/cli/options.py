@@ -264,6 +264,15 @@ class UsageCommand(typer.core.TyperCommand):
     """A command whose usage line names its arguments as its reference page does: ``rankcli experiment [OPTIONS]
     DATA``, an optional argument in brackets (``[RUN]``), a repeated one with ``...`` (typer writes ``{data}``)."""
 
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        """The arguments parsed, after the spellings of LightGBM, Optuna and RankLib are answered with rankcli's
+        (:mod:`rankcli.cli.habits`); a command that passes unknown options on (trec_eval's own) is left alone."""
+        if not ctx.ignore_unknown_options:
+            from rankcli.cli.habits import check_habits
+
+            check_habits(ctx.command_path, self, args)
+        return super().parse_args(ctx, args)
+
     def collect_usage_pieces(self, ctx) -> list[str]:
         """The pieces of the usage line after the command's name: ``[OPTIONS]``, then every argument."""
         pieces = [self.options_metavar] if self.options_metavar else []

@@ -109,12 +109,11 @@ def _checked_options(clicks: list[Path], bootstrap: int, confidence: float, min_
                      method: str, policy: str | None) -> bool:
     """Whether the logs are estimated by intervention harvesting; a :class:`~rankcli.errors.UsageError` for any
     option out of range or in conflict, before an output is prepared."""
-    from rankcli.core.propensity import FITS
+    from rankcli.core.propensity import FITS, check_bootstrap
     from rankcli.errors import UsageError
     from rankcli.propensity import parse_policy
 
-    if bootstrap < 1:
-        raise UsageError(f"--bootstrap: must be at least 1, got {bootstrap}")
+    check_bootstrap(bootstrap)
     if not (0.0 < confidence < 1.0):
         raise UsageError(f"--confidence: must be within (0, 1), got {confidence:g}")
     if min_clicks < 1:

@@ -9,7 +9,9 @@ real-valued labels), `xendcg-native` (LightGBM rank_xendcg), `listnet` (with the
 `ranknet` (all pairs with different labels), `listmle`, `listmle-pa` (Position-Aware ListMLE), `approxndcg`,
 `lambdaloss` (NDCG-Loss2++), `pointwise` (regression). `lambdamart` and `xendcg-native` need integer grades: pass
 `--label-grades` to map the distinct label values to 0..n-1 in order. A loss's own parameters (ApproxNDCG's
-temperature, LambdaLoss's variant, mu and sigma) are set with `--loss-option NAME=VALUE`.
+temperature, LambdaLoss's variant, mu and sigma) are set with `--loss-option NAME=VALUE`; the temperature and sigma
+(and LambdaMART's `--param sigmoid`, with lambdarank_norm=false) only rescale the model under Newton boosting, unless
+lambda_l2 or min_sum_hessian_in_leaf sets an absolute scale (docs/training.md).
 
 With `--valid`, the metric `--select-by` (default ndcg@5, paper convention: queries without a relevant document are
 skipped) is computed after every tree; training stops after `--early-stopping` trees without improvement (0: off)
@@ -93,6 +95,9 @@ def command(
         "--propensity-clip", help="Floor of the propensities in IPS weights (a weight of at most 1/clip).")] = 0.01,
     allow_graded: Annotated[bool, typer.Option(
         "--allow-graded", help="With --propensity: weight graded labels as if they were clicks.")] = False,
+    plot: Annotated[str | None, typer.Option(
+        "--plot", help="Also draw the validation curve, the tree the model keeps marked, as a PNG (needs --valid and "
+        "matplotlib: the plot extra).", show_default=False, metavar="PNG")] = None,
 ) -> None:
     from rankcli.cli._common import prepare_output
     from rankcli.train import TrainConfig, ips_options
@@ -102,16 +107,53 @@ def command(
         gamma=gamma, loss_option=loss_option or [], step=step, select_by=select_by, convention=convention,
         learning_rate=learning_rate, num_leaves=num_leaves,
         min_data_in_leaf=min_data_in_leaf, threads=threads, seed=seed, label_grades=label_grades, preset=preset)
-    config, extra = _with_params_file(ctx, config, params_file)
+    config, extra, from_param = _with_params_file(ctx, config, params_file)
     ips = ips_options(propensity, pool_impressions, propensity_clip, allow_graded, loss=loss, dask=dask,
                       params=config.params)
+    _check_effective(config, from_param, params_file, dask=dask, ips=ips)
     # Fail before a long training, not after: an output holding an input, a directory that is not a model.
     output = prepare_output(output, overwrite=overwrite, kind="model", inputs=[train, valid])
+    plot = _plot_path(plot, overwrite, [train, valid], output)  # written last: its rename completes the command
     if dask is not None:  # data-parallel on a Dask cluster (rankcli.distributed); same model directory
         info = _train_dask(dask, train, valid, config, output, overwrite=overwrite, extra=extra)
     else:
         info = _train_here(train, valid, config, output, ips=ips, overwrite=overwrite, extra=extra)
+    _plot(info, plot, overwrite, loss)
     _render(info, output, loss, validated=valid is not None, json_out=json_out)
+
+
+def _plot_path(plot: str | None, overwrite: bool, inputs: list, output: str):
+    """The checked --plot path (None without --plot): a validation set to draw, matplotlib, never an input, standard
+    output or a file inside the model directory (which holds only what ``rankcli train`` writes there)."""
+    if plot is None:
+        return None
+    from rankcli.cli._common import prepare_output
+    from rankcli.errors import UsageError
+    from rankcli.formats.atomic import kinds
+    from rankcli.plot import INSTALL_HINT, have_matplotlib
+
+    if inputs[1] is None:
+        raise UsageError("--plot draws the validation curve: give --valid VALID")
+    if not have_matplotlib():
+        raise UsageError(f"--plot needs matplotlib: {INSTALL_HINT}")
+    if plot == "-":
+        raise UsageError("--plot -: give the PNG a file name")
+    target = Path(plot).resolve()
+    if target == Path(output).resolve() or Path(output).resolve() in target.parents:
+        raise UsageError(f"--plot {plot} is inside the model directory {output}; give it a path outside it")
+    return prepare_output(plot, overwrite=overwrite, inputs=[p for p in inputs if p is not None], binary=True,
+                          option="--plot", example="curve.png", file_kind=kinds.PLOT)
+
+
+def _plot(info: dict, plot: Path | None, overwrite: bool, loss: str) -> None:
+    """The validation curve of the trained model, written atomically as a PNG (nothing without --plot)."""
+    if plot is None:
+        return
+    from rankcli.formats.atomic import atomic_path, kinds
+    from rankcli.plot import plot_validation_curve
+
+    with atomic_path(plot, overwrite, suffix=".png", file_kind=kinds.PLOT) as tmp:
+        plot_validation_curve(info["curve"], info["best_iteration"], tmp, metric=info["select_by"], loss=loss)
 
 
 def _train_dask(dask: str, train: Path, valid: Path | None, config, output: Path, *, overwrite: bool,
@@ -143,17 +185,30 @@ def _train_here(train: Path, valid: Path | None, config, output: Path, *, ips, o
 
 
 def _with_params_file(ctx: typer.Context, config, path: Path | None):
-    """``config`` with the parameters of ``--params-file`` below the options given and ``--param``, and what
-    rankcli.json records of the file (``params_file``)."""
+    """``config`` with the parameters of ``--params-file`` below the options given and ``--param``, what
+    rankcli.json records of the file (``params_file``), and the LightGBM parameters ``--param`` gave (main names)."""
+    from_param = set(config.params)
     if path is None:
-        return config, {}
+        return config, {}, from_param
     from rankcli.train.params_file import apply_params, read_params_file
 
     pf = read_params_file(path)
     given = {name for name in ("learning_rate", "num_leaves", "min_data_in_leaf", "gamma")
              if ctx.get_parameter_source(name).name not in ("DEFAULT", "DEFAULT_MAP")}
     config = apply_params(config, pf.params_for(config.loss), explicit=given, where=f"--params-file {pf.path}")
-    return config, {"params_file": pf.record(config.loss)}
+    return config, {"params_file": pf.record(config.loss)}, from_param
+
+
+def _check_effective(config, from_param: set[str], params_file: Path | None, *, dask: str | None, ips) -> None:
+    """Exit 2 for a LightGBM parameter that this training would ignore (the loss does not read it, or it lacks the
+    parameter it needs), named by where it came from (``from_param``: the main names ``--param`` gave)."""
+    from rankcli.train import check_effective
+
+    def where(key: str) -> str:
+        return f"--param {key}" if key in from_param else f"--params-file {params_file}: {key}"
+
+    check_effective(config.params, config.loss, distributed=dask is not None, positions=bool(ips and ips.learn),
+                    where=where)
 
 
 def _progress(bar, select_by: str):

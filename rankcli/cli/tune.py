@@ -1,15 +1,17 @@
 """Tune each loss's hyperparameters on the same budget: a search per loss with Optuna's TPE sampler (seeded).
 
 Every loss gets its own study and the same budget of N trainings, each scored by --select-by on the validation set
-(early stopping as in `train`). Trial 0 of every loss is `rankcli train`'s own parameters under the same --preset,
---param and --threads, so its value is what `train` reports and the gain of tuning is measured from it. TPE starts
-with max(2, min(10, N // 4)) random trials (trial 0 among them) and then models what it has seen. Only DATA and
-VALID are read: tuning never sees test data.
+(early stopping as in `train`); a training without a finite value is not counted and the next draws other
+parameters, and --max-failures such trainings in a row end that loss's study (exit 3). Trial 0 of every loss is
+`rankcli train`'s own parameters under the same --preset, --param and --threads, so its value is what `train` reports
+and the gain of tuning is measured from it. max(2, min(10, N // 4)) random start-up trials (trial 0 among them), the
+same for every loss in the dimensions they share, come before TPE models what it has seen. Only DATA and VALID are
+read: tuning never sees test data.
 
 The search space (learning rate, leaves, minimum documents per leaf, L2, feature fraction, and each loss's own
-parameters: XE-NDCG's gamma, LambdaMART's truncation level and sigmoid) is declared once, with ranges from published
-LightGBM ranking practice; --space FILE (TOML or JSON) narrows, widens, fixes or adds dimensions, and --param fixes a
-parameter for every trial.
+parameters, such as XE-NDCG's gamma and LambdaMART's truncation level and sigmoid) is declared once, with ranges from
+published LightGBM ranking practice; --space FILE (TOML or JSON) narrows, widens, fixes or adds dimensions, and --param
+fixes a parameter for every trial.
 
 DIR holds, per loss: study.journal (Optuna's journal), trials.csv (every trial: parameters, validation value, trees,
 seconds) and best.json, which `train --params-file` and `experiment --params-file` read; and best.json (every loss),
@@ -32,6 +34,8 @@ from rankcli.cli import options as opt
 
 NAME = "tune"
 SHORT_HELP = "Tune each loss's hyperparameters on the same budget (Optuna TPE)."
+MAX_FAILURES = typer.Option("--max-failures", help="Trials in a row without a finite validation value (not counted "
+                                                   "in the budget) that end a loss's study, exit 3.")
 
 
 def command(
@@ -45,6 +49,7 @@ def command(
     budget: Annotated[int, typer.Option("--budget", help="Trainings per loss (finished trials, trial 0 included); "
                                                          "a larger value extends an earlier tune.",
                                         show_default=False)],
+    max_failures: Annotated[int, MAX_FAILURES] = 10,
     select_by: Annotated[str, typer.Option("--select-by", help="Validation metric to maximise (also early "
                                                                 "stopping's).")] = "ndcg@5",
     convention: Annotated[str, opt.convention(applies_to="--select-by", presets=opt.TRAINING_CONVENTIONS)]
@@ -81,7 +86,8 @@ def command(
     config = TrainConfig.from_options(validating=True, trees=trees, early_stopping=early_stopping, param=param or [],
                                       select_by=select_by, convention=convention, threads=threads, seed=seed,
                                       label_grades=label_grades, preset=preset)
-    tune = TuneConfig(list(loss), budget, config, read_space_file(space) if space is not None else None)
+    tune = TuneConfig(list(loss), budget, config, read_space_file(space) if space is not None else None,
+                      max_failures=max_failures)
     tune.validate()
     if dask is not None:
         from rankcli.distributed import parse_dask_target, require_dask
@@ -103,7 +109,8 @@ def _on_trial(select_by: str):
         value = record["value"]
         log(f"tune {loss}: trial {record['trial']}"
             + (f" (rerun of {record['retry_of']})" if record.get("retry_of") is not None else "")
-            + f" {select_by} {'n/a' if value is None else f'{value:.4f}'}"
+            + (f" {select_by} {record['invalid']}: failed, not counted" if record.get("invalid") is not None else
+               f" {select_by} {'n/a' if value is None else f'{value:.4f}'}")
             + ("" if best is None else f" (best {best:.4f})") + f", {record['trees']} trees, {record['seconds']:.1f} s")
 
     return on_trial
@@ -112,8 +119,8 @@ def _on_trial(select_by: str):
 def _report(result, json_out: bool) -> None:
     from rankcli.cli._common import log, print_json, stdout_console
     from rankcli.report import number_cell
+    from rankcli.tune.draws import show_params
     from rankcli.tune.results import json_shape
-    from rankcli.tune.worker import show_params
 
     shape = json_shape(result)
     if json_out:

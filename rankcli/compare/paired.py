@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
@@ -31,6 +31,8 @@ class Comparison:
     wins: int
     ties: int
     losses: int
+    #: the per-query differences ``b - a`` over the queries used (what ``compare --plot`` draws; not in the JSON)
+    differences: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @property
     def difference(self) -> float:
@@ -134,7 +136,8 @@ def compare_values(values: dict[str, dict[str, np.ndarray]], metrics: Sequence[s
             # alpha: the bootstrap interval is then the one its p-value inverts (excludes 0 iff p < alpha).
             result = stats.paired_test(vb, va, test, rng=rng, permutations=permutations, alpha=alpha)
             w, t, lo = stats.win_tie_loss(vb, va)
-            comparisons.append(Comparison(a, b, m, means[a][m], means[b][m], result, float("nan"), False, w, t, lo))
+            comparisons.append(Comparison(a, b, m, means[a][m], means[b][m], result, float("nan"), False, w, t, lo,
+                                          differences=vb - va))
     testable = sum(1 for c in comparisons if c.result.testable)
     if correction is None:
         correction = "holm" if testable > 1 else "none"

@@ -58,6 +58,7 @@ import numpy as np
 from rankcli.core import harvest
 from rankcli.core.positions import checked_positions, leading_positions
 from rankcli.core.power_fit import PowerFit, percentiles, power_eta, power_tail, power_weights
+from rankcli.core.stats import MAX_RESAMPLES
 from rankcli.errors import InputError, UsageError
 
 METHODS = ("click-rate", "swap-ratio", "harvest")
@@ -71,6 +72,10 @@ MIN_CLICKS = 20
 NEAR_SD = 4.0
 #: Bootstrap replicates computed at once (bounds the replicate-by-query weight matrix).
 _BOOTSTRAP_CHUNK = 16
+#: The most replicates the bootstrap keeps (``rankcli compare``'s cap), and the most memory they may take: every
+#: replicate's propensities are kept for the percentile intervals, 8 bytes per position.
+MAX_BOOTSTRAP = MAX_RESAMPLES
+MAX_REPLICATE_BYTES = 2 * 1024 ** 3
 
 
 @dataclass
@@ -185,13 +190,22 @@ def _statistics(stats, ratio_of, R: int, num_clicks, den_clicks, lengths: np.nda
                        np.minimum(num, den) if support is None else pad(support), int(enough.shape[0]))
 
 
+def check_bootstrap(bootstrap: int) -> None:
+    """:class:`UsageError` for a ``--bootstrap`` count below 1 or above :data:`MAX_BOOTSTRAP` (checked before any
+    allocation: 10^8 replicates asked for 7.45 GiB at once)."""
+    if bootstrap < 1:
+        raise UsageError(f"--bootstrap: must be at least 1, got {bootstrap}")
+    if bootstrap > MAX_BOOTSTRAP:
+        raise UsageError(f"--bootstrap: at most {MAX_BOOTSTRAP:,} replicates (as rankcli compare), got {bootstrap:,};"
+                         " an interval's percentiles do not sharpen past a few thousand")
+
+
 def _check_options(method: str, fit: str, bootstrap: int, confidence: float, min_clicks: int) -> None:
     if method not in METHODS:
         raise UsageError(f"unknown propensity method {method!r}; expected one of {', '.join(METHODS)}")
     if fit not in FITS:
         raise UsageError(f"--fit: expected one of {', '.join(FITS)}, got {fit!r}")
-    if bootstrap < 1:
-        raise UsageError(f"--bootstrap: must be at least 1, got {bootstrap}")
+    check_bootstrap(bootstrap)
     if min_clicks < 1:  # a position without a click would otherwise be estimated as propensity 0
         raise UsageError(f"--min-clicks: must be at least 1, got {min_clicks}")
     if not (0.0 < confidence < 1.0):
@@ -301,6 +315,11 @@ def _bootstrap(st: _Statistics, bootstrap: int, rng: np.random.Generator,
     """Replicates of the propensities (bootstrap, R) over source queries (replicate weights: how often each query is
     drawn), chunk by chunk; and with ``power`` the power fit's eta of each replicate."""
     Q = st.stats.shape[0]
+    if bootstrap * st.work * 8 > MAX_REPLICATE_BYTES:
+        raise UsageError(f"--bootstrap {bootstrap:,}: the replicates of {st.work} positions would take "
+                         f"{bootstrap * st.work * 8 / 1024 ** 3:.1f} GiB (8 bytes each, every one kept for the "
+                         f"percentiles); at most {MAX_REPLICATE_BYTES / 1024 ** 3:g} GiB: ask for at most "
+                         f"{MAX_REPLICATE_BYTES // (8 * st.work):,} replicates")
     reps = np.empty((bootstrap, st.work))
     etas = np.empty(bootstrap) if power is not None else None
     stats_t = np.ascontiguousarray(st.stats.T)  # (k R, Q): the product below runs fast with this layout

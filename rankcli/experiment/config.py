@@ -188,6 +188,10 @@ class ExperimentConfig:
             d["params_file"] = {loss: entry["params"] for loss, entry in d["params_file"].items()}
         if "tune_space" in d:  # the space decides them, not the file's name or format
             d["tune_space"] = d["tune_space"]["entries"]
+        if "tune" in d:  # how the tuning draws: units tuned otherwise (an earlier version's) are not resumed
+            from rankcli.tune.draws import SAMPLER
+
+            d["tune_sampler"] = SAMPLER
         if not d["position_bias"]:
             # as written before the position-bias sweep existed, so that earlier experiment directories still resume
             del d["position_bias"], d["logging_fraction"]

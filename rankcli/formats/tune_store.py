@@ -1,9 +1,11 @@
 """The output directory of ``rankcli tune`` as a file format: its layout, and every file rankcli writes there.
 
 - ``tune.json``: says the directory is a tune output (``format``) and which losses it holds;
-- ``<loss>/study.json``: the study's identity (data, training options, seed, search space); a rerun with another
+- ``<loss>/study.json``: the study's identity (data, training options, seed, search space, sampler), a copy for
+  people: the journal records it too (a study attribute), and that record is the one checked; a rerun with another
   identity is refused unless ``--overwrite``;
-- ``<loss>/study.journal``: Optuna's journal (every trial, appended; shared by concurrent processes);
+- ``<loss>/study.journal``: Optuna's journal (every trial, appended; shared by concurrent processes): one JSON object
+  per line, each ending with a newline (:func:`check_journal`);
 - ``<loss>/trials.csv``: one row per trial: number, state, validation value, trees, seconds, parameters;
 - ``<loss>/best.json`` and ``best.json``: the best parameters of one loss and of every loss, as parameter files
   (:mod:`rankcli.train.params_file`) that ``train --params-file`` and ``experiment --params-file`` read;
@@ -22,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from rankcli.errors import OutputError
+from rankcli.errors import InputError, OutputError
 from rankcli.formats.jsonable import jsonable
 
 TUNE_FORMAT = "rankcli-tune/1"
@@ -127,28 +129,87 @@ def _difference(old: Any, new: Any, prefix: str = "") -> list[str]:
     return []
 
 
-def check_study_identity(loss_dir: Path, identity: dict, untried: bool = False) -> bool:
-    """Record ``identity`` in ``loss_dir/study.json``, or check it against the one recorded; True when a study was
-    there already (resumed). Another identity is an :class:`OutputError` saying what differs, unless ``untried``
-    (no trial of the study ever started, e.g. its first run stopped on bad data): the study is then started anew."""
+def normal_identity(identity: dict) -> dict:
+    """``identity`` as JSON gives it back (sorted keys, tuples as lists): the form recorded and compared."""
+    return json.loads(json.dumps(jsonable(identity), sort_keys=True))
+
+
+def study_file_identity(loss_dir: Path) -> dict | None:
+    """The identity ``loss_dir/study.json`` holds, or ``None`` (missing, unreadable or damaged)."""
+    stored = _read_json(loss_dir / STUDY_FILE)
+    return stored["identity"] if isinstance(stored, dict) and isinstance(stored.get("identity"), dict) else None
+
+
+def check_study_identity(loss_dir: Path, identity: dict, untried: bool = False, *, started: bool = True,
+                         recorded: dict | None = None) -> bool:
+    """Check ``identity`` against the study's and write ``loss_dir/study.json``; True when a study was there already
+    (resumed).
+
+    Parameters
+    ----------
+    identity : what decides the trials (data, options, space, sampler).
+    untried : no trial of the study ever started (e.g. its first run stopped on bad data): another identity starts
+        the study anew instead of being refused.
+    started : whether the journal holds the study; without it there is nothing to resume (a ``study.json`` left
+        alone is replaced).
+    recorded : the identity the journal records; ``None`` where it records none (a journal of an earlier version):
+        ``study.json``'s is checked then, and a study whose identity is recorded nowhere is refused (another
+        :class:`OutputError`), since no check could tell whether these options are its.
+    """
     path = loss_dir / STUDY_FILE
-    stored = _read_json(path)
-    new = json.loads(json.dumps(jsonable(identity), sort_keys=True))
-    if isinstance(stored, dict) and "identity" in stored:
-        if stored["identity"] == new:
-            return True
-        if untried:
-            for p in loss_dir.iterdir():
-                if p.is_file():
-                    p.unlink()
+    new = normal_identity(identity)
+    stored = recorded if recorded is not None else study_file_identity(loss_dir)
+    if not started:
+        write_json(path, {"format": TUNE_FORMAT, "identity": new})
+        return False
+    if stored == new:
+        if study_file_identity(loss_dir) != new:
             write_json(path, {"format": TUNE_FORMAT, "identity": new})
-            return False
-        diffs = _difference(stored["identity"], new)
-        raise OutputError(f"{loss_dir}: holds a study with another configuration ({'; '.join(diffs[:3])}"
-                          f"{'; ...' if len(diffs) > 3 else ''}); rerun with the same data, options and --space to "
-                          "resume it, or pass --overwrite to start over")
-    write_json(path, {"format": TUNE_FORMAT, "identity": new})
-    return False
+        return True
+    if untried:
+        for p in loss_dir.iterdir():
+            if p.is_file():
+                p.unlink()
+        write_json(path, {"format": TUNE_FORMAT, "identity": new})
+        return False
+    if stored is None:
+        raise OutputError(f"{loss_dir}: holds a study whose configuration is recorded nowhere (its journal has no "
+                          f"record and {STUDY_FILE} is missing or damaged), so rankcli cannot tell whether these data, "
+                          "options and --space are its; pass --overwrite to start it over")
+    diffs = _difference(stored, new)
+    raise OutputError(f"{loss_dir}: holds a study with another configuration ({'; '.join(diffs[:3])}"
+                      f"{'; ...' if len(diffs) > 3 else ''}); rerun with the same data, options and --space to "
+                      "resume it, or pass --overwrite to start over")
+
+
+def check_journal(path: Path) -> None:
+    """:class:`InputError` (exit 3) naming ``path`` and the line unless every line of the journal is a JSON object
+    with an integer ``op_code`` and ends with a newline. The caller holds the journal's lock, so a line without its
+    newline is not one being written: the file was cut short (a full disk, a copy stopped) or damaged otherwise."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the study's journal ({exc.strerror or exc})") from None
+    lines = data.split(b"\n")
+    for number, line in enumerate(lines, start=1):
+        if number == len(lines):
+            if line:
+                raise InputError(f"{path}:{number}: the journal ends inside a line (cut short: a full disk, a copy "
+                                 "stopped); restore the file, delete that last line to resume without its entry, or "
+                                 f"pass --overwrite to start the study over, got {_token(line)}")
+            break
+        try:
+            entry = json.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            entry = None
+        if not (isinstance(entry, dict) and isinstance(entry.get("op_code"), int)):
+            raise InputError(f"{path}:{number}: not an entry of an Optuna journal (a JSON object with an op_code); "
+                             f"restore the file, or pass --overwrite to start the study over, got {_token(line)}")
+
+
+def _token(line: bytes) -> str:
+    text = line[:60].decode("utf-8", "replace")
+    return repr(text + ("..." if len(line) > 60 else ""))
 
 
 def _cell(value: Any) -> str:
@@ -162,11 +223,15 @@ def _cell(value: Any) -> str:
 
 def write_trials(loss_dir: Path, rows: list[dict], names: list[str]) -> Path:
     """``loss_dir/trials.csv``: ``trial, state, value, trees, trees_trained, seconds, retry_of`` and one column per
-    parameter of ``names``, one row per trial of ``rows``."""
+    parameter of ``names``, one row per trial of ``rows``. A failed trial's value that was not finite (``invalid``:
+    ``nan``, ``inf``, ``-inf``) is written as such."""
     head = ["trial", "state", "value", "trees", "trees_trained", "seconds", "retry_of", *names]
     lines = [",".join(head)]
     for r in rows:
-        lines.append(",".join(_cell(r.get(k) if k in head[:7] else r["params"].get(k)) for k in head))
+        cells = {k: r.get(k) if k in head[:7] else r["params"].get(k) for k in head}
+        if cells["value"] is None and r.get("invalid") in ("nan", "inf", "-inf"):
+            cells["value"] = r["invalid"]
+        lines.append(",".join(_cell(cells[k]) for k in head))
     return write_text(loss_dir / TRIALS_FILE, "\n".join(lines) + "\n")
 
 

@@ -13,6 +13,8 @@ Modules
 - :mod:`~rankcli.train.losses`: the loss registry and the labels each loss takes.
 - :mod:`~rankcli.train.loss_options`: a loss's declared parameters (``--loss-option``), checked and resolved.
 - :mod:`~rankcli.train.params`: ``--param`` parsing and the checks of LightGBM parameters.
+- :mod:`~rankcli.train.lightgbm_params`: the class of every LightGBM parameter (applied, set by an option or by
+  rankcli, ignored by LightGBM) and whether one takes effect in a given training.
 - :mod:`~rankcli.train.config`: :class:`TrainConfig`, checked when built, and the LightGBM parameters it resolves to.
 - :mod:`~rankcli.train.objective`: the callable objective, LightGBM datasets and callbacks, the early-stopping rule.
 - :mod:`~rankcli.train.training`: the checks before training, :func:`train_model` and :func:`train_prepared`.
@@ -39,6 +41,7 @@ from rankcli.train.config import (
 )
 from rankcli.train.data import IpsOptions, TrainingData, ips_options, load_training_data
 from rankcli.train.datasets import MatrixRows, PreparedData, binning_params, predict_rows, prepare
+from rankcli.train.lightgbm_params import PARAMETERS, check_effective
 from rankcli.train.loss_options import LossOption
 from rankcli.train.losses import (
     LOSSES,
@@ -70,11 +73,11 @@ from rankcli.train.training import check_inputs, check_valid_rows, check_validat
 
 __all__ = [
     "DEFAULT_EARLY_STOPPING", "DEFAULT_TREES", "INFO_FILE", "LOSSES", "MANAGED_PARAMS", "MAX_SEED", "MODEL_FILE",
-    "OPTION_PARAMS", "PRESETS", "REAL_LABEL_HINT", "EarlyStopping", "IpsOptions", "LibraryObjective", "Loss",
-    "LossOption", "MatrixRows", "PreparedData", "options_by_loss", "TrainConfig", "TrainResult", "TrainedModel",
-    "TrainingData", "check_boosting",
-    "check_grade_range", "check_inputs", "check_loss", "check_params", "check_position_bias_support", "check_preset",
-    "check_seed", "check_training_labels", "check_valid_rows", "check_validation", "feature_difference", "file_sha256",
+    "OPTION_PARAMS", "PARAMETERS", "PRESETS", "REAL_LABEL_HINT", "EarlyStopping", "IpsOptions", "LibraryObjective",
+    "Loss", "LossOption", "MatrixRows", "PreparedData", "options_by_loss", "TrainConfig", "TrainResult",
+    "TrainedModel", "TrainingData", "check_boosting", "check_effective", "check_grade_range", "check_inputs",
+    "check_loss", "check_params", "check_position_bias_support", "check_preset", "check_seed",
+    "check_training_labels", "check_valid_rows", "check_validation", "feature_difference", "file_sha256",
     "ips_options", "lightgbm_resolved_params", "load_model", "load_training_data", "metric_function", "model_info",
     "parse_param", "binning_params", "parse_params", "predict_rows", "prepare", "resolve_params", "save_model",
     "train_model", "train_prepared", "trainable_labels", "validate_model_info", "write_model_dir",

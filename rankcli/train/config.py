@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -160,6 +161,8 @@ class TrainConfig:
         check_threads(self.threads)
         if self.learning_rate is not None and not self.learning_rate > 0:
             raise UsageError(f"--learning-rate must be positive, got {self.learning_rate:g}")
+        if self.learning_rate is not None and math.isinf(self.learning_rate):  # every leaf value infinite
+            raise UsageError(f"--learning-rate must be finite, got {self.learning_rate:g}")
         if self.num_leaves is not None and self.num_leaves < 2:
             raise UsageError(f"--num-leaves must be at least 2, got {self.num_leaves}")
         if self.min_data_in_leaf is not None and self.min_data_in_leaf < 0:

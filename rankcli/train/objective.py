@@ -31,7 +31,9 @@ class LibraryObjective:
 
     ``lightgbm.train`` deep-copies it; ``__deepcopy__`` returns the object itself so that ``iteration`` stays
     observable, and the gamma of iteration ``t`` comes from ``default_rng([seed, t])`` so that results do not depend
-    on it anyway.
+    on it anyway. The hessian it returns is the loss's, floored so that no document's Newton step exceeds
+    :data:`rankcli.core.losses.common.MAX_NEWTON_STEP` times its query's size in the loss's score unit
+    (:func:`rankcli.core.losses.guard_hessian`).
 
     Parameters
     ----------
@@ -56,6 +58,7 @@ class LibraryObjective:
         self.seed = int(seed)
         self.iteration = 0
         self.options = record.resolve_options(options)
+        self.unit = record.score_unit(self.options)
         self._step = record.step(self.labels, offsets, self.options)
 
     def __deepcopy__(self, memo: dict) -> LibraryObjective:
@@ -78,7 +81,9 @@ class LibraryObjective:
         rng = self.rng_for(self.iteration)
         gamma = self.gamma_for(self.iteration, rng)
         self.iteration += 1
-        return self._step(preds, gamma, rng)
+        grad, hess = self._step(preds, gamma, rng)
+        # no document's Newton step -g/h is unbounded where its curvature underflows (core.losses.guard_hessian)
+        return grad, core_losses.guard_hessian(grad, hess, self.offsets, self.unit)
 
 
 class EarlyStopping:

@@ -1,8 +1,10 @@
 """LightGBM parameters: the one ``--param`` parser and the checks of every parameter rankcli passes through.
 
-``--param key=value`` may set any LightGBM parameter that no rankcli option sets (:data:`OPTION_PARAMS`) and that
-rankcli does not manage itself (:data:`MANAGED_PARAMS`); keys are checked against LightGBM's own names and aliases
-(:func:`rankcli.compat.lightgbm_parameter_aliases`) and returned under the main name.
+``--param key=value`` may set any LightGBM parameter that no rankcli option sets (:data:`OPTION_PARAMS`), that
+rankcli does not set itself and that LightGBM does not ignore in rankcli's trainings (:data:`MANAGED_PARAMS`); the
+class of every parameter is in :data:`rankcli.train.lightgbm_params.PARAMETERS`. Keys are checked against
+LightGBM's own names and aliases (:func:`rankcli.compat.lightgbm_parameter_aliases`) and returned under the main
+name.
 """
 
 from __future__ import annotations
@@ -14,42 +16,10 @@ from typing import Any
 
 from rankcli.errors import UsageError
 from rankcli.startup import import_lightgbm_lean
+from rankcli.train.lightgbm_params import MANAGED_PARAMS, OPTION_PARAMS
 
-#: LightGBM parameters that a rankcli option sets (main name -> the option): ``--param`` may set neither them nor any
-#: of their aliases. Every LightGBM ``*_seed`` is derived from ``seed``, so ``--seed`` owns them too.
-OPTION_PARAMS: dict[str, str] = {
-    "objective": "--loss",
-    "metric": "--select-by",
-    "num_iterations": "--trees",
-    "learning_rate": "--learning-rate",
-    "num_leaves": "--num-leaves",
-    "min_data_in_leaf": "--min-data-in-leaf",
-    "early_stopping_round": "--early-stopping",
-    "early_stopping_min_delta": "--early-stopping",
-    "num_threads": "--threads",
-    "seed": "--seed",
-}
-
-#: LightGBM parameters that no option sets but that ``--param`` may not set either (main name -> why). LightGBM's
-#: command-line program reads and writes files with the first group; its Python API, which rankcli drives, ignores
-#: them (``data`` and ``categorical_feature`` with a Python warning), so accepting them would be an option that lies.
-_CLI_PROGRAM_ONLY = ("task", "config", "data", "valid", "input_model", "output_model", "output_result",
-                     "snapshot_freq", "save_binary", "convert_model", "convert_model_language", "header",
-                     "label_column", "weight_column", "group_column", "ignore_column", "categorical_feature",
-                     "parser_config_file", "two_round", "precise_float_parser", "saved_feature_importance_type",
-                     "predict_raw_score", "predict_leaf_index", "predict_contrib", "predict_disable_shape_check",
-                     "start_iteration_predict", "num_iteration_predict", "pred_early_stop", "pred_early_stop_freq",
-                     "pred_early_stop_margin")
-_NETWORK = ("num_machines", "machines", "machine_list_filename", "local_listen_port", "time_out", "pre_partition")
-MANAGED_PARAMS: dict[str, str] = {
-    "num_class": "a ranker gives each document one score (num_class 1; more classes broke rankcli's losses)",
-    "verbosity": "rankcli keeps LightGBM quiet (verbosity -1): LightGBM writes its log to standard output, which "
-                 "carries rankcli's results and --json",
-    **{k: "it is a setting of LightGBM's command-line program, which rankcli does not run (rankcli reads and "
-          "writes every file itself, and LightGBM's Python API ignores it)" for k in _CLI_PROGRAM_ONLY},
-    **{k: "rankcli trains on one machine here; --dask runs LightGBM's distributed training and sets up its network"
-       for k in _NETWORK},
-}
+# OPTION_PARAMS and MANAGED_PARAMS, the refused classes by main name, live with the whole table
+__all__ = ["MANAGED_PARAMS", "OPTION_PARAMS", "check_boosting", "check_params", "parse_param", "parse_params"]
 
 
 def _check_param_value(key: str, value: Any) -> None:
@@ -78,14 +48,51 @@ def _option_of(main: str, options: dict[str, str]) -> str | None:
     return options.get("seed") if main.endswith("_seed") else None
 
 
+def _refusal(key: str, main: str, value: Any, opts: dict[str, str]) -> UsageError | None:
+    """Why ``--param key=value`` (``main`` its main name) may not be given, or ``None``."""
+    what = key if key == main else f"{key} (LightGBM's alias of {main})"
+    option = _option_of(main, opts)
+    if option:
+        if option == opts.get("seed") and main != "seed":
+            why = "rankcli derives every LightGBM seed from --seed"
+        elif option == "--select-by":
+            why = ("it is set by --select-by (rankcli computes the validation metric of model selection and early "
+                   "stopping itself; LightGBM computes none)")
+            if main == "eval_at" and isinstance(value, int) and not isinstance(value, bool):
+                option = f"--select-by ndcg@{value}"
+        else:
+            why = f"it is set by {option}"
+        return UsageError(f"--param {key}: {what} cannot be set with --param, {why}; use {option}")
+    if main in MANAGED_PARAMS:
+        return UsageError(f"--param {key}: {what} cannot be set with --param: {MANAGED_PARAMS[main]}")
+    return None
+
+
+def _unknown(key: str, main_of: dict[str, str], opts: dict[str, str]) -> UsageError:
+    """The error for a key LightGBM does not know, naming the closest parameter."""
+    # LightGBM's names are lower case: NUM_LEAVES means num_leaves, whatever difflib's ratio says
+    close = [key.lower()] if key.lower() in main_of else difflib.get_close_matches(key, list(main_of), n=1, cutoff=0.6)
+    hint = ""
+    if close:
+        suggestion = main_of[close[0]]
+        hint = f"; did you mean {suggestion!r}?"
+        option = _option_of(suggestion, opts)
+        if option:
+            hint += f" (rankcli sets it: use {option})"
+    return UsageError(f"--param {key}: LightGBM has no parameter {key!r}{hint} "
+                      "(LightGBM's parameters: https://lightgbm.readthedocs.io/en/stable/Parameters.html)")
+
+
 def check_params(items: Any, options: dict[str, str] | None = None) -> dict[str, Any]:
     """``--param`` keys checked against LightGBM's own parameter names and aliases; returns them under main names.
 
     ``items`` is a mapping or ``(key, value)`` pairs. A key LightGBM does not know is a :class:`UsageError` naming the
     closest known parameter; so is a key (or an alias of one) that a rankcli option sets (:data:`OPTION_PARAMS`;
-    ``options`` overrides the option names, e.g. ``{"objective": "--losses"}`` for ``experiment``), and two keys that
-    are one parameter. Aliases are replaced by the main name, so that a value given under an alias is the one
-    LightGBM uses (LightGBM prefers the main name when both are present, and rankcli or a preset may set it).
+    ``options`` overrides the option names, e.g. ``{"objective": "--losses"}`` for ``experiment``), one that rankcli
+    sets itself or that LightGBM ignores in every rankcli training (:data:`MANAGED_PARAMS`), and two keys that are one
+    parameter. Aliases are replaced by the main name, so that a value given under an alias is the one LightGBM uses
+    (LightGBM prefers the main name when both are present, and rankcli or a preset may set it). Whether a parameter
+    takes effect with the loss and the other parameters of a training is :func:`rankcli.train.check_effective`'s.
     """
     from rankcli.compat import lightgbm_parameter_aliases
 
@@ -101,27 +108,10 @@ def check_params(items: Any, options: dict[str, str] | None = None) -> dict[str,
         key = str(key)
         main = main_of.get(key)
         if main is None:
-            # LightGBM's names are lower case: NUM_LEAVES means num_leaves, whatever difflib's ratio says
-            close = [key.lower()] if key.lower() in main_of else \
-                difflib.get_close_matches(key, list(main_of), n=1, cutoff=0.6)
-            hint = ""
-            if close:
-                suggestion = main_of[close[0]]
-                hint = f"; did you mean {suggestion!r}?"
-                option = _option_of(suggestion, opts)
-                if option:
-                    hint += f" (rankcli sets it: use {option})"
-            raise UsageError(f"--param {key}: LightGBM has no parameter {key!r}{hint} "
-                             "(LightGBM's parameters: https://lightgbm.readthedocs.io/en/stable/Parameters.html)")
-        option = _option_of(main, opts)
-        if option:
-            what = key if key == main else f"{key} (LightGBM's alias of {main})"
-            why = "rankcli derives every LightGBM seed from --seed" if option == opts.get("seed") and main != "seed" \
-                else f"it is set by {option}"
-            raise UsageError(f"--param {key}: {what} cannot be set with --param, {why}; use {option}")
-        if main in MANAGED_PARAMS:
-            what = key if key == main else f"{key} (LightGBM's alias of {main})"
-            raise UsageError(f"--param {key}: {what} cannot be set with --param: {MANAGED_PARAMS[main]}")
+            raise _unknown(key, main_of, opts)
+        refusal = _refusal(key, main, value, opts)
+        if refusal is not None:
+            raise refusal
         _check_param_value(key, value)
         if main in out:
             raise UsageError(f"--param {key}: sets {main} again (already given as --param {given_as[main]}); "

@@ -63,8 +63,9 @@ def check_finite_labels(ds: Dataset, what: str) -> None:
 
 
 def check_validation_gain(valid: Dataset, config: TrainConfig, name: str) -> None:
-    """Refuse validation labels whose exponential gain overflows: NDCG/DCG would be NaN or 0, not a number to select
-    by. ``valid``: the validation set; ``config``: its ``select_by`` and ``convention``; ``name``: for messages."""
+    """Refuse validation labels whose exponential gain overflows or underflows: NDCG/DCG would be NaN or 0, or a
+    positive label would count as not relevant, not a number to select by. ``valid``: the validation set;
+    ``config``: its ``select_by`` and ``convention``; ``name``: for messages."""
     from rankcli.core import metrics
 
     limit = metrics.EXPONENTIAL_GAIN_LABEL_LIMIT  # the metrics core refuses it too, but only after the first tree
@@ -76,6 +77,14 @@ def check_validation_gain(valid: Dataset, config: TrainConfig, name: str) -> Non
         raise InputError(f"{name}: a label of {top:g}: --select-by {spec} under the {config.convention} convention "
                          f"uses the gain 2^label - 1, which overflows beyond label {limit}; select by "
                          "--convention sklearn (linear gain), or validate on graded labels")
+    # 2^label rounds to 1 below a label of about 1.6e-16: such a document's gain is 0, as if it were not relevant
+    labels = np.asarray(valid.labels, dtype=np.float64)
+    lost = (labels > 0) & (np.exp2(labels) - 1.0 == 0.0)
+    if lost.any():
+        raise InputError(f"{name}: a label of {float(labels[np.argmax(lost)]):g}: --select-by {spec} under the "
+                         f"{config.convention} convention uses the gain 2^label - 1, which is 0 in float64 for "
+                         "labels below about 1.6e-16, so the document would count as not relevant; rescale the "
+                         "labels, or select by --convention sklearn (linear gain)")
 
 
 def check_valid_rows(valid: Dataset, name: str) -> None:

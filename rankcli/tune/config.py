@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rankcli.errors import UsageError
+from rankcli.tune.draws import DEFAULT_MAX_FAILURES, SAMPLER
 from rankcli.tune.space import Space, train_space
 
 
@@ -21,12 +22,14 @@ class TuneConfig:
     train : the training options every trial shares (a :class:`~rankcli.train.TrainConfig`; its ``loss`` is each
         loss in turn; ``params`` holds ``--param``, which fixes those parameters for every trial).
     space : a ``--space`` file read by :func:`rankcli.tune.space.read_space_file`, or ``None``.
+    max_failures : trials without a finite validation value in a row that end a loss's study (exit 3).
     """
 
     losses: list[str]
     budget: int
     train: Any
     space: dict | None = None
+    max_failures: int = DEFAULT_MAX_FAILURES
 
     def validate(self) -> None:
         """:class:`UsageError` for an option out of range (the message names the option)."""
@@ -40,6 +43,8 @@ class TuneConfig:
             check_loss(loss)
         if self.budget < 1:
             raise UsageError(f"--budget must be at least 1 (trial 0 is train's own parameters), got {self.budget}")
+        if self.max_failures < 1:
+            raise UsageError(f"--max-failures must be at least 1, got {self.max_failures}")
         self.train.validate()
 
     def loss_config(self, loss: str):
@@ -51,9 +56,10 @@ class TuneConfig:
         return train_space(self.loss_config(loss), self.space)
 
     def identity(self, loss: str, data: dict) -> dict:
-        """What decides the trials of ``loss``: the data, every training option and the space (not the budget)."""
+        """What decides the trials of ``loss``: the data, every training option, the space and how the sampler
+        draws (not the budget, nor ``max_failures``)."""
         t = self.train
-        return {"loss": loss, "data": data, "space": self.space_of(loss).identity(),
+        return {"loss": loss, "data": data, "space": self.space_of(loss).identity(), "sampler": SAMPLER,
                 "train": {"select_by": t.select_by, "convention": t.convention, "trees": t.trees,
                           "early_stopping": t.early_stopping, "preset": t.preset, "params": t.params,
                           "threads": t.threads, "seed": t.seed, "label_grades": t.label_grades}}

@@ -16,7 +16,8 @@ class LossResult:
     """One loss's study as it stands after the run."""
 
     loss: str
-    trials: list[dict]           # every trial: trial, state, value, trees, trees_trained, seconds, retry_of, params
+    trials: list[dict]           # every trial: trial, state, value, invalid, trees, trees_trained, seconds, retry_of,
+    #                              params (``invalid``: the value of a FAIL trial that had one, not finite)
     space: Space
     ran: int = 0                 # trials this process trained
 
@@ -58,7 +59,8 @@ class TuneResult:
 def trial_record(t: Any) -> dict:
     """A frozen Optuna trial as a plain record."""
     outcome = t.user_attrs.get("outcome") or {}
-    return {"trial": t.number, "state": t.state.name, "value": t.value, "trees": outcome.get("trees"),
+    return {"trial": t.number, "state": t.state.name, "value": t.value, "invalid": outcome.get("invalid"),
+            "trees": outcome.get("trees"),
             "trees_trained": outcome.get("trees_trained"), "seconds": outcome.get("seconds"),
             "retry_of": t.user_attrs.get("retry_of"), "defaults": bool(t.user_attrs.get("defaults")),
             "params": {**dict(t.params), **(outcome.get("fixed") or {})}}

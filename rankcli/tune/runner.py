@@ -14,9 +14,9 @@ from pathlib import Path
 
 from rankcli.errors import InputError, UsageError
 from rankcli.tune.config import TuneConfig
+from rankcli.tune.draws import failure_streak, failures_error, show_params, startup_trials
 from rankcli.tune.results import LossResult, TuneResult, trial_record, write_results
-from rankcli.tune.study import startup_trials
-from rankcli.tune.worker import OnTrial, show_params, tune_losses
+from rankcli.tune.worker import OnTrial, tune_losses
 
 
 def _data_identity(train_path: Path, valid_path: Path) -> dict:
@@ -58,7 +58,8 @@ def run_tune(train_path: Path | str, valid_path: Path | str, out_dir: Path | str
     on_trial : called in this process after each trial it trained.
     log : receives a line per loss before it starts.
     """
-    from rankcli.formats.tune_store import check_study_identity, directory_lock, prepare_directory
+    from rankcli.formats.tune_store import directory_lock, prepare_directory
+    from rankcli.tune.journal import check_identity
 
     started = time.perf_counter()
     config.validate()
@@ -71,8 +72,7 @@ def run_tune(train_path: Path | str, valid_path: Path | str, out_dir: Path | str
     with directory_lock(out):  # processes starting at once prepare the directory one at a time
         prepare_directory(out, config.losses, overwrite)
         for loss in config.losses:
-            untried = all(t["state"] == "WAITING" for t in collect_one(out, loss))
-            resumed = check_study_identity(out / loss, config.identity(loss, data), untried)
+            resumed = check_identity(out / loss, loss, config.identity(loss, data))
             _check_budget(out, loss, config.budget, resumed)
             if log is not None:
                 log(_plan_line(loss, spaces[loss], config.budget, resumed))
@@ -87,7 +87,21 @@ def run_tune(train_path: Path | str, valid_path: Path | str, out_dir: Path | str
     result = TuneResult(out, config, results)
     result.files = write_results(result)
     result.seconds = time.perf_counter() - started
+    _check_failures(result)
     return result
+
+
+def _check_failures(result: TuneResult) -> None:
+    """:class:`InputError` (exit 3, after every file is written) naming each loss whose study ended on
+    ``max_failures`` failed trials in a row: its last parameters and value."""
+    config = result.config
+    errors = []
+    for loss, r in result.losses.items():
+        streak = failure_streak(r.trials)
+        if streak is not None and streak.count >= config.max_failures:
+            errors.append(str(failures_error(loss, streak, config.train.select_by, config.max_failures)))
+    if errors:
+        raise InputError("; ".join(errors))
 
 
 def _write_interrupted(out: Path, config: TuneConfig) -> None:
@@ -117,20 +131,12 @@ def _check_budget(out: Path, loss: str, budget: int, resumed: bool) -> None:
 
 
 def collect_one(out: Path, loss: str) -> list[dict]:
-    """The trials of ``loss``'s study in ``out`` (none when it has no journal yet)."""
-    from rankcli.tune.study import JOURNAL_FILE
+    """The trials of ``loss``'s study in ``out`` (none when it has no journal, or no study in it, yet); a damaged
+    journal is an :class:`InputError` naming it."""
+    from rankcli.tune.journal import JOURNAL_FILE, load_study
 
-    if not (out / loss / JOURNAL_FILE).is_file():
-        return []
-    import optuna
-
-    from rankcli.tune.study import journal_storage
-
-    try:
-        study = optuna.load_study(study_name=loss, storage=journal_storage(out / loss / JOURNAL_FILE))
-    except KeyError:  # a journal without the study (its creation was interrupted)
-        return []
-    return [trial_record(t) for t in study.get_trials(deepcopy=False)]
+    study = load_study(Path(out) / loss / JOURNAL_FILE, loss)
+    return [] if study is None else [trial_record(t) for t in study.get_trials(deepcopy=False)]
 
 
 def _run_workers(train_path: str, valid_path: str, out: str, config: TuneConfig, jobs: int, dask: str | None,

@@ -24,7 +24,14 @@ A space file is TOML (Python 3.11+, or ``tomli`` installed on 3.10) or JSON; eac
     choices = ["uniform", "mean", "fixed:0.5"]
 
 An entry naming a loss's own parameter (``gamma``, ``sigmoid``, ...) at the top level applies to the losses that have
-it; any other top-level entry applies to every loss.
+it; any other top-level entry applies to every loss. The file's form (a table per parameter, known keys, numbers for
+bounds) is checked as input (exit 3); values no search can take (not finite, bounds out of order, a log scale at or
+below 0) are usage errors (exit 2), as ``--param``'s are.
+
+Two kinds of a loss's own parameters are special: one that only rescales the model under Newton boosting is left out
+of the default space (:func:`rescale_only`; a space file naming it searches it), and one that means something only
+with another's value (LambdaLoss's ``mu``, with ``ndcg-loss2++``) is drawn only in the trials that have that value
+(:attr:`Dimension.only_with`, from its record's ``only_with``).
 """
 
 from __future__ import annotations
@@ -64,6 +71,8 @@ class Dimension:
     low, high, log, integer : a numeric range (inclusive), log-scaled or not, of integers or not.
     choices : the values of a categorical dimension (instead of a range).
     value : a fixed value: not searched, every trial uses it.
+    only_with : ``(other dimension, value)``: the dimension is drawn only in trials where the other has that value
+        (LambdaLoss's ``mu`` weighs a term of ``ndcg-loss2++`` only); ``None``: always.
     """
 
     name: str
@@ -74,6 +83,11 @@ class Dimension:
     integer: bool = False
     choices: tuple | None = None
     value: Any = None
+    only_with: tuple[str, Any] | None = None
+
+    def applies(self, values: dict[str, Any]) -> bool:
+        """Whether a trial whose earlier parameters are ``values`` draws this dimension (see :attr:`only_with`)."""
+        return self.only_with is None or values.get(self.only_with[0]) == self.only_with[1]
 
     @property
     def fixed(self) -> bool:
@@ -115,9 +129,11 @@ class Dimension:
         """The dimension as JSON (the study's identity, the reports)."""
         if self.fixed:
             return {"value": self.value}
+        when = {} if self.only_with is None else {"only_with": list(self.only_with)}
         if self.choices is not None:
-            return {"choices": list(self.choices), "default": self.default}
-        return {"low": self.low, "high": self.high, "log": self.log, "int": self.integer, "default": self.default}
+            return {"choices": list(self.choices), "default": self.default, **when}
+        return {"low": self.low, "high": self.high, "log": self.log, "int": self.integer, "default": self.default,
+                **when}
 
 
 @dataclass(frozen=True)
@@ -139,12 +155,22 @@ class Space:
         return {d.name: d.value for d in self.dimensions if d.fixed}
 
     def defaults(self) -> dict[str, Any]:
-        """Trial 0's parameters: ``train``'s values (clipped into a range that excludes them, see :attr:`clipped`)."""
-        return {d.name: d.clip(d.default) for d in self.searched}
+        """Trial 0's parameters: ``train``'s values (clipped into a range that excludes them, see :attr:`clipped`),
+        each conditional one where its condition holds."""
+        values: dict[str, Any] = {}
+        for d in self.dimensions:
+            if d.applies(values):
+                values[d.name] = d.value if d.fixed else d.clip(d.default)
+        return {d.name: values[d.name] for d in self.searched if d.name in values}
 
     def suggest(self, trial: Any) -> dict[str, Any]:
-        """Every parameter of one trial: Optuna's suggestions and the fixed values."""
-        return {d.name: d.suggest(trial) for d in self.dimensions}
+        """Every parameter of one trial: Optuna's suggestions and the fixed values (a conditional dimension only
+        where its condition holds)."""
+        values: dict[str, Any] = {}
+        for d in self.dimensions:
+            if d.applies(values):
+                values[d.name] = d.suggest(trial)
+        return values
 
     def identity(self) -> list[dict[str, Any]]:
         """The space as JSON, for the study's identity (a rerun with another space is refused)."""
@@ -198,7 +224,28 @@ def read_space_file(path: Path | str) -> dict[str, Any]:
 
 
 def _number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _check_finite(name: str, entry: dict, where: str) -> None:
+    """A non-finite number anywhere in an entry (TOML's ``inf``/``nan``, JSON's ``Infinity``/``NaN``) is a usage
+    error: no search range, fixed value, choice or default can hold one."""
+    for key, v in entry.items():
+        for x in v if isinstance(v, list) else [v]:
+            if isinstance(x, float) and not math.isfinite(x):
+                raise UsageError(f"--space {where}: {name}: {key} must be a finite number, got {x!r}")
+
+
+def _check_range(name: str, low: Any, high: Any, log: bool, integer: bool, where: str) -> None:
+    """A range that no search can take is a usage error: bounds out of order, a log scale reaching 0 or below (its
+    logarithm does not exist), fractional bounds of an integer range."""
+    if low >= high:
+        raise UsageError(f"--space {where}: {name}: low must be a number below high, got low={low!r}, high={high!r}")
+    if log and low <= 0:
+        raise UsageError(f"--space {where}: {name}: a log scale needs low > 0, got low={low!r}")
+    if integer and (low != int(low) or high != int(high)):
+        raise UsageError(f"--space {where}: {name}: an integer range needs whole bounds, got low={low!r}, "
+                         f"high={high!r}")
 
 
 def _check_entry(name: str, entry: Any, where: str) -> dict[str, Any]:
@@ -208,6 +255,7 @@ def _check_entry(name: str, entry: Any, where: str) -> dict[str, Any]:
     if unknown:
         raise InputError(f"{where}: {name}: unknown key {unknown[0]!r} (a dimension has low, high, log, int, "
                          "choices, value, default)")
+    _check_finite(name, entry, where)
     if "value" in entry:
         if len(set(entry) - {"value", "default"}) or not isinstance(entry["value"], (int, float, str, bool)):
             raise InputError(f"{where}: {name}: a fixed value is a number or a word, alone (got {entry!r})")
@@ -221,12 +269,9 @@ def _check_entry(name: str, entry: Any, where: str) -> dict[str, Any]:
     if {"low", "high"} - set(entry):
         raise InputError(f"{where}: {name}: give low and high, choices, or value (got {entry!r})")
     low, high = entry["low"], entry["high"]
-    if not (_number(low) and _number(high)) or low >= high:
-        raise InputError(f"{where}: {name}: low must be a number below high, got low={low!r}, high={high!r}")
-    if entry.get("log") and low <= 0:
-        raise InputError(f"{where}: {name}: a log scale needs low > 0, got low={low!r}")
-    if entry.get("int") and (low != int(low) or high != int(high)):
-        raise InputError(f"{where}: {name}: an integer range needs whole bounds, got low={low!r}, high={high!r}")
+    if not (_number(low) and _number(high)):
+        raise InputError(f"{where}: {name}: low and high must be numbers, got low={low!r}, high={high!r}")
+    _check_range(name, low, high, bool(entry.get("log")), bool(entry.get("int")), where)
     return entry
 
 
@@ -280,10 +325,11 @@ def _check_name(name: str, where: str) -> None:
         raise UsageError(f"--space {where}: {str(exc).removeprefix('--param ')}") from None
 
 
-def _dimension(name: str, declared: dict | None, entry: dict | None, default: Any, where: str) -> Dimension:
+def _dimension(name: str, declared: dict | None, entry: dict | None, default: Any, where: str,
+               only_with: tuple[str, Any] | None = None) -> Dimension:
     merged = {**(declared or {}), **(entry or {})}
-    if entry and ("choices" in entry or "value" in entry):  # a new kind of dimension replaces the declared range
-        merged = {**entry, "default": merged.get("default")}
+    if entry and ("choices" in entry or "value" in entry or ("low" in entry and "choices" in merged)):
+        merged = {**entry, "default": merged.get("default")}  # a new kind of dimension replaces the declared one
     if "value" in merged:
         return Dimension(name, merged["value"], value=merged["value"])
     if default is None:  # a declared parameter keeps its declared default: trial 0 stays train's model
@@ -292,10 +338,30 @@ def _dimension(name: str, declared: dict | None, entry: dict | None, default: An
         raise InputError(f"{where}: {name}: a parameter rankcli does not search by default needs its default (the "
                          "value train uses: LightGBM's own default), e.g. default = 1.0")
     if "choices" in merged:
-        return Dimension(name, default, choices=tuple(merged["choices"]))
-    integer = bool(merged.get("int"))
+        return Dimension(name, default, choices=tuple(merged["choices"]), only_with=only_with)
+    integer, log = bool(merged.get("int")), bool(merged.get("log"))
+    _check_range(name, merged["low"], merged["high"], log, integer, where)  # a narrowed range keeps the scale
     cast = int if integer else float
-    return Dimension(name, default, cast(merged["low"]), cast(merged["high"]), bool(merged.get("log")), integer)
+    return Dimension(name, default, cast(merged["low"]), cast(merged["high"]), log, integer, only_with=only_with)
+
+
+def rescale_only(loss: str, params: dict[str, Any]) -> set[str]:
+    """The own parameters of ``loss`` that, under the LightGBM parameters ``params``, only rescale the model: left
+    out of the default space (a ``--space`` entry naming one searches it).
+
+    Under Newton boosting a leaf's value is ``-G / (H + lambda_l2)`` and a split's gain ``G^2 / (H + lambda_l2)``.
+    ApproxNDCG's ``temperature`` T and LambdaLoss's ``sigma`` (as 1/T) enter the loss only as ``s / T``, so the
+    gradient scales as ``1/T`` and the hessian as ``1/T^2``: with ``lambda_l2 = 0`` every split is the same and every
+    leaf value, hence every score, is T times the one at T = 1, which ranks alike (the validation curves agree to
+    the last digit). What T changes is the weight of ``lambda_l2`` (as ``T^2 lambda_l2``), ``lambda_l1``,
+    ``max_delta_step`` and ``min_sum_hessian_in_leaf`` against the gradients, and the default space searches
+    ``lambda_l2`` already. LambdaMART's ``sigmoid`` is the same only with ``lambdarank_norm`` off: LightGBM's default
+    normalisation multiplies each query's gradients by ``log2(1 + L) / L`` (``L`` its summed lambdas, which grow
+    with sigmoid), which reweighs the queries against each other, so it stays in the space."""
+    out = {"approxndcg": {"temperature"}, "lambdaloss": {"sigma"}}.get(loss, set())
+    if loss == "lambdamart" and params.get("lambdarank_norm", True) in (False, 0, "false", "0"):
+        out = {"sigmoid"}
+    return out
 
 
 def loss_space(loss: str, base_defaults: dict[str, Any], spec: dict | None = None,
@@ -314,16 +380,19 @@ def loss_space(loss: str, base_defaults: dict[str, Any], spec: dict | None = Non
 
     where = spec["path"] if spec else "the default space"
     declared = {**GENERAL, **LOSSES[loss].search}
+    conditions = {o.name: o.only_with for o in LOSSES[loss].options if o.only_with is not None}
     entries = _entries_for(loss, spec)
+    scale = rescale_only(loss, base_defaults)
     dims, clipped = [], []
-    for name in list(declared) + [n for n in entries if n not in declared]:
+    for name in [n for n in declared if n not in scale or n in entries] + [n for n in entries if n not in declared]:
         if name in fixed_by_param:
             if name in entries:
                 raise UsageError(f"--space {where}: {name} is also set by --param; give it in one place")
             continue
         if name not in declared:
             _check_name(name, where)
-        dim = _dimension(name, declared.get(name), entries.get(name), base_defaults.get(name), where)
+        dim = _dimension(name, declared.get(name), entries.get(name), base_defaults.get(name), where,
+                         conditions.get(name))
         if not dim.fixed and not dim.contains(dim.default):
             clipped.append(name)
         dims.append(dim)

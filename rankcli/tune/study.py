@@ -2,61 +2,47 @@
 its budget exact, and what happens to a trial whose process died.
 
 **Storage.** ``JournalStorage(JournalFileBackend(DIR/<loss>/study.journal))``: an append-only log that needs no
-server; every process reads what the others appended. Appends are serialised by an ``flock`` (:class:`JournalLock`).
+server; every process reads what the others appended. Appends are serialised by an ``flock``
+(:class:`~rankcli.tune.journal.JournalLock`); :mod:`rankcli.tune.journal` refuses a damaged journal and records
+the study's identity in it.
 
 **An exact budget.** Optuna's ``MaxTrialsCallback`` counts trials after each one ends, so two workers that both see
 ``N - 1`` finished trials both start one and finish ``N + 1``. Here a worker takes a trial only inside an exclusive
 ``flock`` on ``DIR/<loss>/.claim.lock``: it counts the finished (COMPLETE) and running trials, and asks Optuna for a
 new one only when their sum is below the budget. The budget is therefore never exceeded, whatever the number of
-processes, and a failed trial does not use it up.
+processes, and a failed trial (no finite validation value) does not use it up: it takes a draw, so the next trial
+has other parameters (:mod:`rankcli.tune.draws`), and ``max_failures`` failed trials in a row end the study.
 
 **A trial whose process died.** Each process holds an exclusive ``flock`` on ``DIR/.workers/<id>.lock`` while it
 tunes and records its id on every trial it takes. The journal has no heartbeat, but the kernel drops a dead process's
 lock: a RUNNING trial whose worker's lock can be taken was left by a killed process (SIGKILL, SIGINT, a lost node).
-Under the claim lock it is marked FAIL and its parameters are enqueued again, so the next trial taken runs them: no
-finished trial is lost and no slot of the budget is wasted.
+Under the claim lock it is marked FAIL and its parameters are enqueued again, so the next trial taken runs them in
+its place (its draw): no finished trial is lost and no slot of the budget is wasted.
 
-**Reproducibility.** The sampler of the trial taken at slot ``k`` (``k`` trials finished or running) is a fresh
-``TPESampler`` seeded from ``(seed, loss, k)``. TPE's suggestion depends only on that seed and the finished trials, so
-an uninterrupted sequential run repeated gives the same trials, and so does a sequential run interrupted and resumed
-(the interrupted trial's parameters run again at the same slot). What is not reproduced: the timings, and parallel
-runs (``--jobs``, ``--dask``, two processes), whose trials see whichever others happened to have finished; an
-extended study (``--budget`` raised) equals a fresh one with the larger budget only when both budgets give the same
-number of random start-up trials (:func:`startup_trials`).
+**Reproducibility.** The trial of draw ``k`` is drawn as :mod:`rankcli.tune.draws` says, from ``(seed, k)`` and the
+finished trials only, so an uninterrupted sequential run repeated gives the same trials, and so does a sequential
+run interrupted and resumed (the interrupted trial's parameters run again at its draw). What is not reproduced: the
+timings, and parallel runs (``--jobs``, ``--dask``, two processes), whose trials see whichever others happened to
+have finished; an extended study (``--budget`` raised) equals a fresh one with the larger budget only when both
+budgets give the same number of random start-up trials (:func:`~rankcli.tune.draws.startup_trials`).
 """
 
 from __future__ import annotations
 
 import math
 import uuid
-import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import numpy as np
-
+from rankcli.tune.draws import DEFAULT_MAX_FAILURES, Failure, ask, failure_streak, startup_point, value_text
+from rankcli.tune.journal import JOURNAL_FILE, damage_named, journal_storage, quiet_optuna
 from rankcli.tune.space import Space
 
-JOURNAL_FILE = "study.journal"
 CLAIM_LOCK = ".claim.lock"
 WORKERS_DIR = ".workers"
-
-
-def startup_trials(budget: int) -> int:
-    """TPE's random start-up trials for a budget of ``budget`` trials: a quarter of it, at least 2 and at most 10.
-
-    Trial 0 (``train``'s defaults) is one of them. A budget of 10 thus samples 1 more point at random and lets TPE
-    choose the other 8; a budget of 100 explores 10 points first (Optuna's own default) before TPE takes over.
-    """
-    return max(2, min(10, budget // 4))
-
-
-def sampler_seed(seed: int, loss: str, slot: int) -> int:
-    """The seed of the sampler that picks the trial at ``slot`` of ``loss``'s study under ``seed``."""
-    ss = np.random.SeedSequence(seed, spawn_key=(4, zlib.crc32(loss.encode()), slot))
-    return int(ss.generate_state(1, dtype=np.uint32)[0] % (2**31 - 1))
+__all__ = ["JOURNAL_FILE", "Claimed", "LossStudy", "Worker", "quiet_optuna"]
 
 
 class Claimed(NamedTuple):
@@ -110,41 +96,6 @@ class Worker:
         return False
 
 
-class JournalLock:
-    """The journal's lock as an exclusive ``flock`` on ``<journal>.lock``: Optuna's default (a symbolic link, waited
-    for with sleeps growing to a second, broken after 30 s of silence) made two workers wait on each other for most
-    of their time, and a killed process left it behind; the kernel drops a dead holder's ``flock`` at once. Optuna's
-    backend calls ``acquire`` and ``release`` around every append."""
-
-    def __init__(self, journal: Path):
-        from rankcli.formats.atomic import FileLock
-
-        self._lock = FileLock(str(journal) + ".lock")
-
-    def acquire(self) -> bool:
-        """Wait for the lock."""
-        return self._lock.acquire()
-
-    def release(self) -> None:
-        """Give the lock up."""
-        self._lock.release()
-
-
-def journal_storage(journal: Path):
-    """Optuna's journal storage on the file ``journal``, locked by :class:`JournalLock`."""
-    from optuna.storages import JournalStorage
-    from optuna.storages.journal import JournalFileBackend
-
-    return JournalStorage(JournalFileBackend(str(journal), lock_obj=JournalLock(journal)))
-
-
-def quiet_optuna() -> None:
-    """Optuna logs every trial at INFO level on stderr; rankcli says what it wants to say itself."""
-    import optuna
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-
-
 class LossStudy:
     """The study of one loss in ``loss_dir``, with the claims of :mod:`this module <rankcli.tune.study>`.
 
@@ -155,13 +106,17 @@ class LossStudy:
     seed : the tune seed.
     budget : the most trials that finish (COMPLETE).
     worker : this process as a worker (:class:`Worker`).
+    max_failures : failed trials in a row that end the study (:attr:`failure` then says which).
     """
 
-    def __init__(self, loss_dir: Path, space: Space, seed: int, budget: int, worker: Worker):
+    def __init__(self, loss_dir: Path, space: Space, seed: int, budget: int, worker: Worker,
+                 max_failures: int = DEFAULT_MAX_FAILURES):
         import optuna
 
         quiet_optuna()
         self.dir, self.space, self.seed, self.budget, self.worker = loss_dir, space, seed, budget, worker
+        self.max_failures = max_failures
+        self.failure: Failure | None = None  # set when the failed trials in a row reach max_failures
         storage = journal_storage(loss_dir / JOURNAL_FILE)
         with self.claim_lock():
             self.study = optuna.create_study(study_name=space.loss, storage=storage, direction="maximize",
@@ -172,10 +127,11 @@ class LossStudy:
 
     @contextmanager
     def claim_lock(self) -> Iterator[None]:
-        """Hold the study's claim lock: one process at a time takes a trial, or writes the loss's result files."""
+        """Hold the study's claim lock: one process at a time takes a trial, or writes the loss's result files. A
+        journal damaged meanwhile is an :class:`~rankcli.errors.InputError` naming its line."""
         from rankcli.formats.atomic import FileLock
 
-        with FileLock(self.dir / CLAIM_LOCK):
+        with FileLock(self.dir / CLAIM_LOCK), damage_named(self.dir / JOURNAL_FILE):
             yield
 
     def trials(self) -> list:
@@ -189,8 +145,20 @@ class LossStudy:
         for t in trials:
             if t.state == TrialState.RUNNING and not self.worker.alive(t.user_attrs.get("worker")):
                 self.study.tell(t.number, state=TrialState.FAIL)
-                attrs = {k: v for k, v in t.user_attrs.items() if k in ("defaults",)}
-                self.study.enqueue_trial(dict(t.params), user_attrs={**attrs, "retry_of": t.number})
+                attrs = {k: v for k, v in t.user_attrs.items() if k in ("defaults", "startup")}
+                self.study.enqueue_trial(self._drawn(t), user_attrs={**attrs, "retry_of": t.number})
+
+    def _drawn(self, t: Any) -> dict[str, Any]:
+        """The parameters of trial ``t`` as drawn: those it suggested and, when its process died before it suggested
+        them all, what trial 0 or its start-up draw gives (a TPE draw is made again: the same seed and finished
+        trials give the same one)."""
+        if t.user_attrs.get("defaults"):
+            base = self.space.defaults()
+        elif isinstance(t.user_attrs.get("startup"), int):
+            base = startup_point(self.space, self.seed, t.user_attrs["startup"])
+        else:
+            base = {}
+        return {**base, **dict(t.params)}
 
     def open_slots(self) -> int:
         """Trials still to take (the budget less the trials finished or running in a live process), without the lock:
@@ -201,34 +169,43 @@ class LossStudy:
                                                                      self.worker.alive(t.user_attrs.get("worker")))
                                  for t in self.trials())
 
+    def ended(self) -> Failure | None:
+        """The failed trials in a row that end the study, once they number ``max_failures`` (else ``None``)."""
+        from rankcli.tune.results import trial_record
+
+        streak = failure_streak([trial_record(t) for t in self.trials()])
+        return streak if streak is not None and streak.count >= self.max_failures else None
+
     def claim(self) -> Claimed | None:
-        """Take the next trial, with its parameters; ``None`` once the budget is finished or running."""
-        import optuna
+        """Take the next trial, with its parameters; ``None`` once the budget is finished or running, or the study
+        ended on failures (:attr:`failure`)."""
         from optuna.trial import TrialState
 
         with self.claim_lock():
+            self._recover(self.trials())
             trials = self.trials()
-            self._recover(trials)
-            trials = self.trials()
-            taken = sum(t.state in (TrialState.COMPLETE, TrialState.RUNNING) for t in trials)
-            if taken >= self.budget:
+            self.failure = self.ended()
+            finished = sum(t.state == TrialState.COMPLETE for t in trials)
+            running = sum(t.state == TrialState.RUNNING for t in trials)
+            if self.failure is not None or finished + running >= self.budget:
                 return None
-            self.study.sampler = optuna.samplers.TPESampler(seed=sampler_seed(self.seed, self.space.loss, taken),
-                                                            n_startup_trials=startup_trials(self.budget))
-            trial = self.study.ask()
+            trial = ask(self.study, self.space, self.seed, draws(trials), self.budget, finished)
             trial.set_user_attr("worker", self.worker.id)
             params = self.space.suggest(trial)
             return Claimed(trial, params, trial.user_attrs.get("retry_of"))
 
     def finish(self, claimed: Claimed, value: float, attrs: dict[str, Any]) -> None:
-        """Record a trained trial: its validation ``value`` and ``attrs`` (trees, seconds, ...)."""
+        """Record a trained trial: its validation ``value`` and ``attrs`` (trees, seconds, ...). A value that is not
+        finite fails the trial (it takes a draw but not the budget) and is kept as ``invalid``."""
         from optuna.trial import TrialState
 
-        claimed.trial.set_user_attr("outcome", attrs)  # one journal entry
-        if value is None or not math.isfinite(value):
-            self.study.tell(claimed.trial, state=TrialState.FAIL)
-        else:
-            self.study.tell(claimed.trial, float(value))
+        good = value is not None and math.isfinite(value)
+        with damage_named(self.dir / JOURNAL_FILE):
+            claimed.trial.set_user_attr("outcome", attrs if good else {**attrs, "invalid": value_text(value)})
+            if good:
+                self.study.tell(claimed.trial, float(value))
+            else:
+                self.study.tell(claimed.trial, state=TrialState.FAIL)
 
     def fail(self, claimed: Claimed, message: str) -> None:
         """Record a trial whose training raised an error (it is not run again)."""
@@ -237,3 +214,11 @@ class LossStudy:
         claimed.trial.set_user_attr("error", message[:500])
         self.study.tell(claimed.trial, state=TrialState.FAIL)
 
+
+def draws(trials: list) -> int:
+    """The draws the study's trials have taken: every trial but a waiting one and one whose process died (its
+    parameters run again in its place, as the trial naming it in ``retry_of``)."""
+    from optuna.trial import TrialState
+
+    retried = {t.user_attrs.get("retry_of") for t in trials}
+    return sum(t.state != TrialState.WAITING and t.number not in retried for t in trials)

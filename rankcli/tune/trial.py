@@ -36,12 +36,16 @@ def train_trial(prepared: Any, config: Any, objective: Any = None) -> TrialOutco
 def trial_config(base: Any, params: dict[str, Any], where: str) -> Any:
     """``base`` (a :class:`~rankcli.train.TrainConfig`) with one trial's ``params``: they replace ``train``'s values,
     the loss's own options included (an option set in ``base`` is trial 0's value, not a fixed one: the trial draws
-    it), and stay below ``--param``. ``where`` names the trial in messages."""
+    it; one that means nothing with the trial's values, LambdaLoss's ``mu`` beside ``ndcg-loss2``, is dropped), and
+    stay below ``--param``. ``where`` names the trial in messages."""
     import dataclasses
 
     from rankcli.train.losses import LOSSES
     from rankcli.train.params_file import apply_params
 
-    drawn = set(params) & {o.name for o in LOSSES[base.loss].options}
-    base = dataclasses.replace(base, loss_options={k: v for k, v in base.loss_options.items() if k not in drawn})
+    options = LOSSES[base.loss].options
+    values = {**base.resolved_loss_options, **params}
+    dropped = set(params) | {o.name for o in options
+                             if o.only_with is not None and values.get(o.only_with[0]) != o.only_with[1]}
+    base = dataclasses.replace(base, loss_options={k: v for k, v in base.loss_options.items() if k not in dropped})
     return apply_params(base, params, where=where)

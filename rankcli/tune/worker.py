@@ -4,12 +4,16 @@ keeps the budget exact)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rankcli.errors import InputError, UsageError
+from rankcli.tune.draws import show_params, value_text
 from rankcli.tune.study import Claimed, LossStudy, Worker
+
+__all__ = ["OnTrial", "show_params", "tune_losses"]
 
 #: ``on_trial(loss, record, best)`` after each trial this process finished.
 OnTrial = Callable[[str, dict, "float | None"], None]
@@ -29,8 +33,10 @@ def _train_one(study: LossStudy, claimed: Claimed, base: Any, data: Any, prepare
     attrs = {"trees": outcome.trees, "trees_trained": outcome.trees_trained, "seconds": round(outcome.seconds, 3),
              "fixed": study.space.fixed}
     study.finish(claimed, outcome.value, attrs)
-    return {"trial": claimed.trial.number, "state": "COMPLETE", "value": outcome.value, **attrs,
-            "retry_of": claimed.retry_of, "params": claimed.params}
+    good = outcome.value is not None and math.isfinite(outcome.value)
+    return {"trial": claimed.trial.number, "state": "COMPLETE" if good else "FAIL",
+            "value": outcome.value if good else None, "invalid": None if good else value_text(outcome.value),
+            **attrs, "retry_of": claimed.retry_of, "params": claimed.params}
 
 
 def _write_loss_files(out: Path, study: LossStudy, config: Any) -> None:
@@ -43,16 +49,12 @@ def _write_loss_files(out: Path, study: LossStudy, config: Any) -> None:
         write_loss_files(out, LossResult(study.space.loss, trials, study.space), config)
 
 
-def show_params(params: dict) -> str:
-    """``name=value, ...`` for messages and logs."""
-    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
-
-
 def tune_losses(train_path: str, valid_path: str, out_dir: str, config: Any,
                 on_trial: OnTrial | None = None) -> dict[str, int]:
     """The work of one process: take and train trials of every loss in turn until each loss's budget is finished or
-    running. Any number of processes may run it at once on one ``out_dir`` (prepared by :func:`run_tune`).
-    Returns the trials this process trained, per loss."""
+    running, or it ended on failed trials (:meth:`LossStudy.ended`; :func:`run_tune` reports it). Any number of
+    processes may run it at once on one ``out_dir`` (prepared by :func:`run_tune`). Returns the trials this process
+    trained, per loss."""
     from rankcli.startup import import_lightgbm_lean
     from rankcli.train import load_training_data
 
@@ -63,9 +65,10 @@ def tune_losses(train_path: str, valid_path: str, out_dir: str, config: Any,
     try:
         for loss in config.losses:
             base = config.loss_config(loss)
-            study = LossStudy(out / loss, config.space_of(loss), base.seed, config.budget, worker)
+            study = LossStudy(out / loss, config.space_of(loss), base.seed, config.budget, worker,
+                              config.max_failures)
             ran[loss] = 0
-            if study.open_slots() <= 0:  # nothing left to take: the data need not be read
+            if study.open_slots() <= 0 or study.ended() is not None:  # nothing to take: the data need not be read
                 continue
             # train's own loading (and its checks), once per loss and process, before any trial is taken
             data = load_training_data(Path(train_path), Path(valid_path), base)

@@ -169,11 +169,38 @@ def test_log_without_footer_needs_policy(run, logs, tmp_path):
     assert d["policy"] == "random" and d["click_model"] is None and d["positions"] == list(range(1, 11))
 
 
+@pytest.mark.parametrize("policy", [5, "sideways", None, ["random"]])
+def test_a_footer_policy_no_rankcli_wrote_is_the_logs_fault(run, logs, tmp_path, policy):
+    import pyarrow.parquet as pq
+
+    meta = dict(pq.read_schema(logs["random"]).metadata)
+    footer = json.loads(meta[b"rankcli.clicks"])
+    footer["policy"] = policy
+    meta[b"rankcli.clicks"] = json.dumps(footer).encode()
+    odd = _rewrite(logs["random"], tmp_path / "odd.parquet", metadata=meta)
+    status, out, err = run("propensity", odd)
+    assert (status, out) == (3, "") and "--policy:" not in err
+    assert err == (f"Error: {odd}: footer key rankcli.clicks records the logging policy {policy!r}, which is none of "
+                   "random, top:N, swap:K; pass --policy to state how the log was randomised\n")
+
+
+def test_a_bootstrap_whose_replicates_exceed_the_memory_cap_is_refused_before_allocating(run, logs, monkeypatch):
+    import rankcli.core.propensity as core
+
+    monkeypatch.setattr(core, "MAX_REPLICATE_BYTES", 8 * 10 * 99)  # room for 99 replicates of the log's 10 positions
+    status, out, err = run("propensity", logs["random"], "--bootstrap", "100")
+    assert status == 2 and err.startswith("Error: --bootstrap 100: the replicates of 10 positions would take ")
+    assert err.endswith("ask for at most 99 replicates\n")
+    assert run("propensity", logs["random"], "--bootstrap", "99")[0] == 0
+
+
 @pytest.mark.parametrize("args,message", [
     (["--policy", "top:0"],
      "Error: --policy: expected random, top:N or swap:K (N, K positive integers), got 'top:0'\n"),
     (["--fit", "spline"], "Error: --fit: expected one of none, power, got 'spline'\n"),
     (["--bootstrap", "0"], "Error: --bootstrap: must be at least 1, got 0\n"),
+    (["--bootstrap", "100000000"], "Error: --bootstrap: at most 10,000,000 replicates (as rankcli compare), got "
+                                   "100,000,000; an interval's percentiles do not sharpen past a few thousand\n"),
     (["--confidence", "1.5"], "Error: --confidence: must be within (0, 1), got 1.5\n"),
     (["--min-clicks", "0"], "Error: --min-clicks: must be at least 1, got 0\n"),
     (["-o", "-", "--json"], "Error: -o - and --json both write to standard output; give the output a file name\n"),

@@ -83,6 +83,39 @@ def test_xendcg_newton_step_equals_dense_matrix_formula(seed):
     np.testing.assert_allclose(hess, dhess, rtol=1e-12, atol=1e-15)
 
 
+@pytest.mark.parametrize("n", [2, 3, 6, 12])
+def test_the_paper_step_truncates_a_series_that_converges_on_the_gradient_not_as_a_matrix(n):
+    """softmax.py's docstring: S is row-stochastic (spectral radius exactly 1, I - S singular like H), yet sum_k S^k
+    D^-1 g converges to a Newton direction (H x = g) for n >= 3, because sum g = 0 removes the eigenvalue-1
+    component; for n = 2 the eigenvalue -1 makes the truncated step twice the Newton step."""
+    rng = np.random.default_rng(n)
+    rho = rng.dirichlet(np.ones(n))
+    g = rho - rng.dirichlet(np.ones(n))
+    d = rho * (1 - rho)
+    S = rho[None, :] / (1 - rho[:, None])
+    np.fill_diagonal(S, 0.0)
+    H = np.diag(rho) - np.outer(rho, rho)
+    np.testing.assert_allclose(np.diag(d) @ (np.eye(n) - S), H, atol=1e-15)
+    np.testing.assert_allclose(S.sum(axis=1), 1.0, rtol=1e-13)
+    assert np.abs(np.linalg.eigvals(S)).max() == pytest.approx(1.0, abs=1e-12)
+    assert d @ S == pytest.approx(d) and d @ (g / d) == pytest.approx(0.0, abs=1e-15)
+    x, term = np.zeros(n), g / d
+    for _ in range(3000):
+        x, term = x + term, S @ term
+    newton = np.linalg.pinv(H) @ g
+    truncated = (np.eye(n) + S + S @ S) @ (g / d)
+    if n == 2:
+        np.testing.assert_allclose(truncated, 2 * newton, rtol=1e-12)
+        assert np.linalg.eigvals(S).min() == pytest.approx(-1.0)
+    else:
+        np.testing.assert_allclose(H @ x, g, atol=1e-12)
+        np.testing.assert_allclose(x - x.mean(), newton - newton.mean(), atol=1e-10)
+    # the step rankcli boosts with is D (I + S + S^2) D^-1 g over rho (1 - rho)
+    step, hess = losses.softmax_newton_step(rho, g, np.array([0]), np.array([n]), np.array([True]))
+    np.testing.assert_allclose(step, d * truncated, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(hess, d, rtol=1e-15)
+
+
 def test_listnet_gradient_hessian_and_reference():
     rng = np.random.default_rng(3)
     s, y, off = random_batch(rng, real=True)

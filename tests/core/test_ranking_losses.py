@@ -325,3 +325,30 @@ def test_the_option_ranges_give_finite_steps():
                  losses.lambdaloss_grad_hess(y, s, off, "ndcg-loss2++", 1e6, 1e4),
                  losses.lambdaloss_grad_hess(y, s, off, "ndcg-loss2", 0.0, 1e-4)):
         assert np.all(np.isfinite(g)) and np.all(np.isfinite(h)) and np.all(h >= 0)
+
+
+def test_listmle_pa_weighs_each_query_by_its_own_length_not_by_one_list_size():
+    """The weighting across lengths that docs/commands/train.md states, on its example: a 3- and a 7-document query.
+    rankcli weighs position p of n by (2^(n-p) - 1) / (2^(n-1) - 1) (1, 1/3, 0 and 1, 31/63, ..., 1/63, 0); TF-Ranking
+    pads a batch to one list size L and weighs position p by 2^(L-p) - 1 whatever the query's length (L = 7: the
+    3-document query's positions weigh 63, 31, 15, not in the ratio 3 : 1 : 0)."""
+    from math import log
+
+    y = np.array([2.0, 1.0, 0.0, 6.0, 5.0, 4.0, 3.0, 2.0, 1.0, 0.0])
+    off = np.array([0, 3, 10])
+    zero = np.zeros(10)  # every order equally likely: log Z_p = log(n - p + 1)
+    weights = {n: [(2.0 ** (n - p) - 1) / (2.0 ** (n - 1) - 1) for p in range(1, n + 1)] for n in (3, 7)}
+    assert weights[3] == [1.0, 1 / 3, 0.0] and sum(weights[3]) == pytest.approx(4 / 3)
+    assert sum(weights[7]) == pytest.approx(120 / 63)
+    value = losses.listmle_pa_value(y, zero, off)
+    expected = [sum(w * log(len(ws) - p) for p, w in enumerate(ws)) for ws in (weights[3], weights[7])]
+    np.testing.assert_allclose(value, expected, rtol=1e-12)
+    # TF-Ranking with one list size of 7 for both, in the same scale (divided by its first weight, 63)
+    tf = [sum((2.0 ** (7 - p) - 1) / 63 * log(n - p + 1) for p in range(1, n + 1)) for n in (3, 7)]
+    assert tf[1] == pytest.approx(value[1], rel=1e-12)            # the 7-document query: the same weights
+    assert value[0] == pytest.approx(1.3297, abs=1e-4) and tf[0] == pytest.approx(1.4397, abs=1e-4)
+    assert value[0] / value[1] == pytest.approx(0.3879, abs=1e-4)  # rankcli: 3 against 7 documents
+    assert tf[0] / tf[1] == pytest.approx(0.4200, abs=1e-4)        # TF-Ranking, list size 7
+    # the step weighs the queries as the loss does: the 3-document query's hessian mass against the 7-document one's
+    _, h = losses.listmle_pa_grad_hess(y, zero, off)
+    assert h[:3].sum() / h[3:].sum() == pytest.approx(0.8333 / 1.5807, abs=1e-4)

@@ -25,7 +25,7 @@ no target mass, ApproxNDCG and LambdaLoss with every label 0).
 """
 
 from rankcli.core.losses.approx import approxndcg_grad_hess, approxndcg_gradient, approxndcg_value
-from rankcli.core.losses.common import MAX_PAIR_ELEMENTS, ndcg_gains
+from rankcli.core.losses.common import MAX_NEWTON_STEP, MAX_PAIR_ELEMENTS, guard_hessian, ndcg_gains
 from rankcli.core.losses.lambdaloss import (
     LAMBDALOSS_VARIANTS,
     lambdaloss_grad_hess,
@@ -59,10 +59,11 @@ from rankcli.core.losses.softmax import (
 )
 
 __all__ = [
-    "LAMBDALOSS_VARIANTS", "LISTNET_STEPS", "MAX_PAIR_ELEMENTS", "GammaStrategy", "approxndcg_grad_hess",
-    "approxndcg_gradient", "approxndcg_value", "lambdaloss_grad_hess", "lambdaloss_gradient", "lambdaloss_value",
-    "listmle_grad_hess", "listmle_gradient", "listmle_order", "listmle_pa_grad_hess", "listmle_pa_gradient",
-    "listmle_pa_value", "listmle_value", "listnet_grad_hess", "listnet_gradient", "listnet_target", "listnet_value",
-    "ndcg_gains", "parse_gamma", "ranknet_grad_hess", "ranknet_value", "softmax_newton_step", "xendcg_grad_hess",
-    "xendcg_gradient", "xendcg_label_terms", "xendcg_targets", "xendcg_value",
+    "LAMBDALOSS_VARIANTS", "LISTNET_STEPS", "MAX_NEWTON_STEP", "MAX_PAIR_ELEMENTS", "GammaStrategy",
+    "approxndcg_grad_hess", "approxndcg_gradient", "approxndcg_value", "guard_hessian", "lambdaloss_grad_hess",
+    "lambdaloss_gradient", "lambdaloss_value", "listmle_grad_hess", "listmle_gradient", "listmle_order",
+    "listmle_pa_grad_hess", "listmle_pa_gradient", "listmle_pa_value", "listmle_value", "listnet_grad_hess",
+    "listnet_gradient", "listnet_target", "listnet_value", "ndcg_gains", "parse_gamma", "ranknet_grad_hess",
+    "ranknet_value", "softmax_newton_step", "xendcg_grad_hess", "xendcg_gradient", "xendcg_label_terms",
+    "xendcg_targets", "xendcg_value",
 ]

@@ -24,6 +24,32 @@ from rankcli.core.groups import broadcast, order_within, segment_max, segment_su
 MAX_PAIR_ELEMENTS = 1 << 20
 #: ``ln 2``: ``log2 x = ln x / LN2``.
 LN2 = float(np.log(2.0))
+#: The largest Newton step ``|g| / h`` of one document, per document of its query and in the loss's score unit
+#: (:func:`guard_hessian`).
+MAX_NEWTON_STEP = 1e4
+
+
+def guard_hessian(grad: np.ndarray, hess: np.ndarray, offsets: np.ndarray, unit: float = 1.0) -> np.ndarray:
+    """The boosting step's hessian floored at ``|g| / (MAX_NEWTON_STEP n unit)`` per document (``n`` the documents of
+    its query, ``unit`` the loss's score unit: ApproxNDCG's ``T``, LambdaLoss's ``1 / sigma``, else 1).
+
+    Why: a document whose curvature has all but vanished while its gradient has not (ListMLE at the scores
+    ``(-40, 0, 0)``: ``g = -1``, ``h = 2.1e-18`` in float64; 0 exactly from gaps of about 745 on) has a Newton step
+    ``-g / h`` of 4.7e17, and a LightGBM leaf of such documents takes it (``-sum g / (sum h + 1e-15)``) unless
+    ``min_sum_hessian_in_leaf`` forbids the leaf, which the paper presets set to 0. With the floor every document's
+    ``|g| / h`` is at most ``MAX_NEWTON_STEP n unit``, hence so is every leaf's ``|sum g| / sum h``, and every split
+    gain ``(sum g)^2 / sum h`` is finite, whatever LightGBM's parameters. A document's ``|g| / h`` is about ``n``
+    for the listwise losses and 2 for the pairwise ones at equal scores, and grows as ``e^gap`` as it falls behind its
+    query: the floor binds only beyond gaps of about ``ln MAX_NEWTON_STEP = 9.2`` units past that, and it scales with
+    the gradient and the unit, so that a loss whose temperature only rescales the model keeps doing only that. The
+    result is ``>= 0`` and ``> 0`` wherever the gradient is not 0; where it is 0 the document asks for no step.
+    """
+    grad = np.asarray(grad, dtype=np.float64)
+    hess = np.asarray(hess, dtype=np.float64)
+    if grad.shape[0] == 0:
+        return hess
+    per_row = np.repeat(sizes(offsets).astype(np.float64), sizes(offsets))
+    return np.maximum(hess, np.abs(grad) / (MAX_NEWTON_STEP * unit * per_row))
 
 
 def log_softmax(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -47,14 +73,19 @@ def ndcg_gains(labels: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.
     denominator are both divided by ``2^m_q``, ``m_q`` the query's largest label, so no term exceeds 1 and labels
     of any size give finite gains (as XE-NDCG's targets, :func:`rankcli.core.losses.xendcg_label_terms`); when
     ``2^-m_q`` underflows the ``- 1`` is below float64's resolution of the result and dropping it is exact to
-    rounding. A query is unusable when it has one document or no gain (all labels 0): its gains are 0.
+    rounding. Below a label of 1 the numerator is ``2^(y - m) (1 - 2^-y)`` with ``1 - 2^-y = -expm1(-y ln 2)``, exact
+    to rounding where ``2^(y - m) - 2^-m`` cancels: a label below about 1.6e-16 gave a gain of exactly 0 (``2^y``
+    rounds to 1), so that queries of such labels trained nothing and the model stayed constant; a gain is now 0
+    only for a label of 0 (a positive label below float64's normal range, 2.2e-308, is refused by ``train``). A
+    query is unusable when it has one document or no gain (all labels 0): its gains are 0.
     """
     y = np.asarray(labels, dtype=np.float64)
     if y.shape[0] == 0:
         return np.zeros(0), np.zeros(0, dtype=bool)
     top_q = segment_max(y, offsets)
     top = broadcast(top_q, offsets)
-    numer = np.exp2(y - top) - np.exp2(-top)
+    with np.errstate(under="ignore"):
+        numer = np.where(y >= 1.0, np.exp2(y - top) - np.exp2(-top), np.exp2(y - top) * -np.expm1(-LN2 * y))
     ideal = order_within(y, offsets)                       # each query's rows by label, decreasing
     position = np.arange(y.shape[0]) - broadcast(offsets[:-1], offsets) + 1
     ideal_dcg = segment_sum(numer[ideal] / np.log2(1.0 + position), offsets)

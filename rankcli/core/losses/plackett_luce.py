@@ -8,14 +8,25 @@ For a query whose documents, in the order ``pi`` of the ranking by label (labels
     d^2 loss / d x_p^2 = sum_{i <= p} w_i q_ip (1 - q_ip),  q_ip = exp(x_p) / Z_i
 
 ListMLE (Xia et al. 2008) has ``w_p = 1``. Position-Aware ListMLE (Lan et al. 2014) weights position ``p`` of ``n``
-by ``alpha(p) = 2^(n - p) - 1``, as TF-Ranking's ``create_p_list_mle_lambda_weight`` does; rankcli divides the
-weights of each query by its first, ``2^(n - 1) - 1``, so that they stay finite for any ``n`` (``2^(n - 1)``
-overflows float64 from ``n = 1025`` on) and the first position weighs 1 in every query. For lists of one length this
-is TF-Ranking's loss times a constant, which a boosting step ``-sum g / sum h`` does not see.
+by ``alpha(p) = 2^(n - p) - 1``; rankcli divides the weights of each query by its first, ``2^(n - 1) - 1``, so that
+they stay finite for any ``n`` (``2^(n - 1)`` overflows float64 from ``n = 1025`` on) and the first position weighs 1
+in every query: ``w_p = (2^(n - p) - 1) / (2^(n - 1) - 1)``, ``n`` the query's own length. The weighting across
+lengths is therefore rankcli's own. TF-Ranking (``create_p_list_mle_lambda_weight(list_size)``) pads every list of a
+batch to one ``list_size`` ``L`` and weighs position ``p`` by ``2^(L - p) - 1`` whatever the query's length: with
+``L = 7`` a 3-document query's positions weigh 63, 31, 15 (rankcli: 1, 1/3, 0, the ratio of ``alpha`` for 3
+documents) and a 7-document query's 63, 31, ..., 1, 0 (rankcli: the same divided by 63). At equal scores the
+3-document query's loss is 0.388 of the 7-document query's in rankcli and 0.420 in TF-Ranking (the tests compute
+both). For queries of one length the two differ by a constant factor, which a boosting step ``-sum g / sum h`` does
+not see; across lengths, they weigh the queries differently.
 
 Every term is convex in the scores (a log-sum-exp minus a linear term, with ``w_p >= 0``), so the exact diagonal of
-the Hessian is the boosting step's hessian: each ``q (1 - q) >= 0``, and it is positive for every document of a
-query of two or more (the last position collects the terms of every earlier one).
+the Hessian is the boosting step's hessian: each ``q (1 - q) >= 0``, and in exact arithmetic it is positive for every
+document of a query of two or more (the last position collects the terms of every earlier one). In float64 it is not
+always: at the scores ``(-40, 0, 0)`` the best document's hessian is 2.1e-18 beside a gradient of -1, and from
+about 37 above the rest of its query ``q`` rounds to 1, so that a document's hessian is 0 or rounding noise (at
+``(0, 0, 40)`` the worst document's is 0 in Position-Aware ListMLE and 2e-14 in ListMLE, for an exact value below
+1e-17) beside a gradient of 1.3 or 2. The boosting objective floors it
+(:func:`rankcli.core.losses.guard_hessian`), so that no Newton step is unbounded; the hessian here is ``>= 0``.
 
 Documents with equal labels have no order of their own: as allRank does, a random order among them is drawn
 (:func:`listmle_order`, from a generator the caller passes: the boosting objective redraws it every tree from the

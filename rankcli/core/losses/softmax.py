@@ -3,12 +3,30 @@ Newton-corrected step that both take.
 
 ``rho = softmax(scores)`` within each query. Both losses are ``-sum_i phi_i log rho_i`` for a target distribution
 ``phi`` of the labels (XE-NDCG: ``(2^y - gamma) / sum (2^y - gamma)``; ListNet: ``softmax(y)``), so both have the
-gradient ``rho - phi`` and the Hessian ``diag(rho) - rho rho^T``. The paper (Bruch 2021, section 4.2) writes that
-Hessian as ``H = D (I - S)`` with ``D = diag(rho (1 - rho))`` and ``S_ij = rho_j / (1 - rho_i)`` (``i != j``), whose
-spectral radius is below 1, so ``H^-1 ~ (I + S + S^2) D^-1``: :func:`softmax_newton_step` passes the booster the
+gradient ``g = rho - phi`` and the Hessian ``H = diag(rho) - rho rho^T``. The paper (Bruch 2021, section 4.2) writes
+that Hessian as ``H = D (I - S)`` with ``D = diag(rho (1 - rho))`` and ``S_ij = rho_j / (1 - rho_i)`` (``i != j``,
+``S_ii = 0``) and approximates ``H^-1 ~ (I + S + S^2) D^-1``: :func:`softmax_newton_step` passes the booster the
 numerator ``D (I + S + S^2) D^-1 g`` as the "gradient" and ``rho (1 - rho)`` as the "hessian", so that each leaf's
-``-sum grad / sum hess`` is the approximate Newton step. ``rho (1 - rho) > 0`` for every document of a query of two or
-more (no softmax probability reaches 1 exactly unless another underflows to 0; ``1 - rho`` is floored at 1e-12).
+``-sum grad / sum hess`` is the approximate Newton step.
+
+What the approximation needs. ``S`` is row-stochastic (``S 1 = 1``: each row sums to ``(1 - rho_i) / (1 - rho_i)``),
+so its spectral radius is exactly 1, not below it (the paper's softmax has a small epsilon in its denominator, which
+makes the rows sum to less than 1): ``I - S`` is singular, as ``H`` is (``H 1 = 0``: a constant added to a query's
+scores changes nothing), and ``sum_k S^k`` does not converge as a matrix. The step needs the series only on
+``D^-1 g``, where it does converge for a query of three or more documents: ``S``'s left eigenvector of the eigenvalue
+1 is ``D``'s diagonal (``sum_i rho_i (1 - rho_i) S_ij = rho_j (1 - rho_j)``), and ``sum_i rho_i (1 - rho_i) (D^-1
+g)_i = sum_i g_i = 0`` because ``rho`` and ``phi`` both sum to 1, so ``D^-1 g`` has no component along the eigenvector
+``1``; every other eigenvalue of ``S`` lies strictly inside the unit circle when every ``rho_i > 0`` and ``n >= 3``
+(``S^2`` is then positive, so ``S`` is primitive). The limit ``x = sum_k S^k D^-1 g`` solves ``H x = g``: the Newton
+direction, up to a constant per query that rankings ignore; the step truncates it after ``S^2``. For two documents
+``S = [[0, 1], [1, 0]]`` has the eigenvalue -1 on ``D^-1 g`` itself: the series oscillates, and the truncated step
+``(I + S + S^2) D^-1 g = D^-1 g`` is twice the Newton step ``H^+ g``.
+
+The hessian ``rho (1 - rho)`` is ``>= 0``; in exact arithmetic it is positive for every document of a query of two
+or more, in float64 not always: 4e-18 for a document 40 below another (beside a gradient near its target weight), and
+0 or rounding noise for one about 37 or more above the rest (``rho`` rounds to 1), 0 exactly from gaps of about 745
+on. ``1 - rho`` is floored at 1e-12 where the step divides by it, and the boosting objective floors the hessian
+(:func:`rankcli.core.losses.guard_hessian`) so that no Newton step is unbounded.
 """
 
 from __future__ import annotations
