@@ -59,13 +59,16 @@ def write_fused(path: Path | str, fmt: str, ev: Evidence, runs: Sequence[RunRows
     keep_cand = al.per_candidate(keep)
     order = perm[keep_cand[perm]]
     query_of = np.repeat(np.arange(query_names.shape[0]), np.diff(al.offsets))
-    docids = as_text(al.names)
     if fmt == "trec":
-        write_trec_run(path, query_names[query_of], fused, order, ranks[order], docids=docids, tag=tag,
-                       source="the fused run", overwrite=overwrite)
-    else:
-        qids = _integer_qids(query_names)[query_of]
-        labels = candidate_labels(ev, runs, query_names)
-        write_run(path, qids[order], fused[order], docids=docids[order],
-                  labels=None if labels is None else labels[order], metadata=metadata, overwrite=overwrite)
+        from rankcli.formats.arrow import strings_from_bytes
+
+        qtext = np.array([q.encode("utf-8", "surrogateescape") for q in query_names.tolist()], dtype="S")
+        write_trec_run(path, qtext[query_of], fused, order, ranks[order], docids=strings_from_bytes(al.names),
+                       tag=tag, source="the fused run", overwrite=overwrite)
+        return int(order.shape[0])
+    docids = as_text(al.names)
+    qids = _integer_qids(query_names)[query_of]
+    labels = candidate_labels(ev, runs, query_names)
+    write_run(path, qids[order], fused[order], docids=docids[order], labels=None if labels is None else labels[order],
+              metadata=metadata, overwrite=overwrite)
     return int(order.shape[0])
