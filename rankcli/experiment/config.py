@@ -69,6 +69,8 @@ class ExperimentConfig:
         "entries"}``) that changes the search space, or ``None`` for ``rankcli tune``'s own.
     loss_options : per loss, its own options that are set (``--loss-option``, ``--step``; the others take their
         defaults, or on resume the values the experiment directory records: :meth:`adopt_loss_options`).
+    fuse : a fusion method (``rankcli fuse``'s, with its default parameters): each trial's losses are also fused
+        into one run, reported and tested as one more loss (``fused-<method>``); ``None``: no fusion.
     hyperparameters : :data:`HYPERPARAMETERS` by name (``trees=100``), set on ``train`` (checked as it checks them).
     """
 
@@ -91,6 +93,7 @@ class ExperimentConfig:
     tune: int | None
     tune_space: dict | None
     loss_options: dict
+    fuse: str | None
 
     def __init__(self, losses: list[str] | None = None, trials: int | None = None,
                  split: tuple[float, float, float] = (0.6, 0.2, 0.2), folds: bool = False,
@@ -99,7 +102,8 @@ class ExperimentConfig:
                  click_noise: list[float] | None = None, click_impressions: int = 10,
                  position_bias: list[float] | None = None, logging_fraction: float = 0.01, correction: str = "holm",
                  allow_overlap: bool = False, params_file: dict | None = None, tune: int | None = None,
-                 tune_space: dict | None = None, loss_options: dict | None = None, **hyperparameters) -> None:
+                 tune_space: dict | None = None, loss_options: dict | None = None, fuse: str | None = None,
+                 **hyperparameters) -> None:
         import dataclasses
 
         from rankcli.train import TrainConfig
@@ -124,6 +128,7 @@ class ExperimentConfig:
         self.allow_overlap = allow_overlap
         self.params_file, self.tune, self.tune_space = params_file, tune, tune_space
         self.loss_options = {loss: dict(given) for loss, given in (loss_options or {}).items()}
+        self.fuse = fuse
 
     def resolved_loss_options(self) -> dict[str, dict]:
         """Per loss of the experiment that has options, every option with its value (set, or the default)."""
@@ -181,7 +186,7 @@ class ExperimentConfig:
         if self.recorded_loss_options():  # absent when every option has its pre-option value (earlier directories)
             d["loss_options"] = self.recorded_loss_options()
         d["split"] = list(d["split"])
-        for key in ("params_file", "tune", "tune_space"):
+        for key in ("params_file", "tune", "tune_space", "fuse"):
             if d[key] is None:  # as written before they existed, so that earlier experiment directories still resume
                 del d[key]
         if "params_file" in d:  # the parameters decide the results, not where the file was
@@ -224,6 +229,25 @@ class ExperimentConfig:
             check_boosting(check_params(self.train.params), self.train.early_stopping, validating=True)
         self._validate_sweeps()
         self._validate_tuning()
+        if self.fuse is not None:
+            self._validate_fuse()
+
+    def _validate_fuse(self) -> None:
+        """``fuse`` as a method's name; one that needs judgments or a parameter without a default is refused."""
+        from rankcli.core.fusion import method, resolve_params
+
+        m = method(self.fuse)
+        if m.trained:
+            raise UsageError(f"--fuse {self.fuse}: {m.name} learns from judged training queries; experiment --fuse "
+                             "takes a method that needs none (rrf, sum, mnz, bordafuse, ...)")
+        if len(self.losses) < 2:
+            raise UsageError(f"--fuse fuses the runs of two losses or more, got --losses {','.join(self.losses)}")
+        try:
+            resolve_params(m, {}, len(self.losses))
+        except UsageError as exc:
+            raise UsageError(f"--fuse {self.fuse}: {exc}; experiment --fuse runs a method with its default "
+                             "parameters (rrf's k = 60, equal weights)") from None
+        self.fuse = m.name
 
     def _validate_tuning(self) -> None:
         if self.tune is not None and self.params_file is not None:
@@ -344,7 +368,19 @@ def parse_variant(name: str) -> Variant:
     return Variant(base[: -len(IPS_SUFFIX)] if ips else base, ips, control)
 
 
+def fused_name(config: ExperimentConfig) -> str | None:
+    """The name the fused run of ``config.fuse`` is reported under (``fused-rrf``), or None without fusion."""
+    return None if config.fuse is None else f"fused-{config.fuse}"
+
+
 def setting_losses(config: ExperimentConfig, setting: Setting) -> list[str]:
+    """The names reported in ``setting``: :func:`trained_losses`, then with ``--fuse`` their fused run (not under
+    the position-bias sweep)."""
+    names = trained_losses(config, setting)
+    return names + [fused_name(config)] if config.fuse and setting.kind != "position-bias" else names
+
+
+def trained_losses(config: ExperimentConfig, setting: Setting) -> list[str]:
     """The names trained in ``setting``: the losses of ``config``, and under the position-bias sweep each loss's naive
     variant (its own name) followed by its IPS variant (``<loss>+ips``) and the two controls on the randomised log
     (``<loss>+control``, ``<loss>+ips+control``) where it has an IPS variant."""
@@ -357,9 +393,10 @@ def setting_losses(config: ExperimentConfig, setting: Setting) -> list[str]:
 
 def all_loss_names(config: ExperimentConfig) -> list[str]:
     """Every name a unit of the experiment ``config`` may carry, in report order."""
+    fused = [fused_name(config)] if config.fuse else []
     if not config.position_bias:
-        return list(config.losses)
-    return setting_losses(config, Setting("position-bias=0", "position-bias", 0.0))
+        return list(config.losses) + fused
+    return setting_losses(config, Setting("position-bias=0", "position-bias", 0.0)) + fused
 
 
 def setting_pairs(config: ExperimentConfig, setting: Setting) -> list[tuple[str, str]] | None:
