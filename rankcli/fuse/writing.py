@@ -33,7 +33,7 @@ def candidate_labels(ev: Evidence, runs: Sequence[RunRows], query_names: np.ndar
         if clash.any():
             i = int(np.flatnonzero(clash)[0])
             q = np.searchsorted(ev.aligned.offsets, col[i], side="right") - 1
-            raise InputError(f"{run.label}: document {run.names[i].decode(errors='replace')} of query "
+            raise InputError(f"{run.label}: document {run.names[i].decode(errors='replace')!r} of query "
                              f"{query_names[q]} has label {run.labels[i]:g}, another run gives it "
                              f"{labels[col[i]]:g}")
         labels[col] = run.labels

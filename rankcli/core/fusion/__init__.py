@@ -114,7 +114,7 @@ def combine(ev: Evidence, m: Method | str, params: dict, model: dict | None = No
     bad = ~np.isfinite(fused)
     if bad.any():
         c = int(np.flatnonzero(bad)[0])
-        raise InputError(f"{m.name} gives document {ev.aligned.names[c].decode(errors='replace')} a non-finite fused "
+        raise InputError(f"{m.name} gives document {ev.aligned.names[c].decode(errors='replace')!r} a non-finite fused "
                          f"score ({fused[c]}): the scores are too large to combine; rescale them or normalize")
     return fused
 

@@ -169,7 +169,7 @@ def _check_unique(runs: Sequence[RunRows], columns: list[np.ndarray], names: np.
             c = int(np.flatnonzero(counts > 1)[0])
             q = int(query_of[c])
             qname = query_names[q] if query_names is not None else q
-            raise InputError(f"{run.label or 'a run'}: document {names[c].decode(errors='replace')} appears twice "
+            raise InputError(f"{run.label or 'a run'}: document {names[c].decode(errors='replace')!r} appears twice "
                              f"for query {qname}")
 
 

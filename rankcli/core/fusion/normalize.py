@@ -115,7 +115,7 @@ def normalize(al: Aligned, runs: Sequence[RunRows], ranks: Sequence[np.ndarray],
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise InputError(f"{run.label or f'run {r + 1}'}: {how} normalization gives document "
-                             f"{run.names[i].decode(errors='replace')} a non-finite score: its scores are too far "
+                             f"{run.names[i].decode(errors='replace')!r} a non-finite score: its scores are too far "
                              "apart for floating point; rescale them or choose another --normalize")
         scores[r, col] = values
     present = al.listed
