@@ -68,72 +68,91 @@ def _params(weights, k, phi, gamma, sigma, segments, window) -> dict:
     return {name: value for name, value in given.items() if value is not None}
 
 
+#: The options' help texts (one place: the signature stays one line per option).
+HELP = {
+    "method": "Fusion method (or alias); see above.",
+    "normalize": "Per-query score normalization: min-max, min-max-inverted, max, sum, zmuv, rank, borda, none.",
+    "weights": "Weights of wsum, wmnz, mixed, w_bordafuse, w_condorcet: one per run, comma-separated (default: equal).",
+    "k": "RRF's rank offset (default 60).",
+    "phi": "RBC's persistence, in [0, 1].",
+    "gamma": "gmnz's exponent of the number of runs holding a document.",
+    "sigma": "logn_isr's sigma, in [0, 1] (default 0.01).",
+    "segments": "probfuse's number of segments per list.",
+    "window": "slidefuse's window: positions on each side.",
+    "depth": "Use each run's top N documents per query.",
+    "format": "trec or parquet (default: parquet when every run is Parquet, else trec).",
+    "tag": "Run tag of a TREC run (default: the method's name).",
+    "train-qrels": "TREC qrels of the training queries of a trained method (left out of the output).",
+    "allow-overlap": "Keep the training or optimisation queries in the fused run.",
+    "optimize": "TREC qrels of the queries to choose the parameters on (left out of the output).",
+    "step": "Step of the weights' simplex grid of --optimize.",
+    "folds": "Cross-validate --optimize's choice over K folds of queries.",
+    "compare": "Test the fused run against each input (paired t-test, Holm) and print the report.",
+    "qrels": "TREC qrels judging TREC runs for --compare.",
+}
+
+
+def _opt(name: str, **kw):
+    """The option ``--name`` with its help text, its default not shown unless ``show_default`` says so."""
+    return typer.Option(f"--{name}", help=HELP[name], **{"show_default": False, **kw})
+
+
 def command(
     runs: Annotated[list[str], typer.Argument(help="Two or more runs: TREC (- for standard input) or Parquet.",
                                               show_default=False, metavar="RUN...")],
     output: Annotated[str, opt.output("The fused run to write; - for standard output (a TREC run).")],
-    method: Annotated[str, typer.Option("--method", help="Fusion method (or alias); see above.")] = "rrf",
-    normalize: Annotated[str, typer.Option("--normalize", help="Per-query score normalization: min-max, "
-                                           "min-max-inverted, max, sum, zmuv, rank, borda, none.")] = "min-max",
-    weights: Annotated[str | None, typer.Option(help="Weights of wsum, wmnz, mixed, w_bordafuse, w_condorcet: one "
-                                                "per run, comma-separated (default: equal).", show_default=False,
-                                                metavar="W1,W2,...")] = None,
-    k: Annotated[float | None, typer.Option("--k", help="RRF's rank offset (default 60).", show_default=False)] = None,
-    phi: Annotated[float | None, typer.Option(help="RBC's persistence, in [0, 1].", show_default=False)] = None,
-    gamma: Annotated[float | None, typer.Option(help="gmnz's exponent of the number of runs holding a document.",
-                                                show_default=False)] = None,
-    sigma: Annotated[float | None, typer.Option(help="logn_isr's sigma, in [0, 1] (default 0.01).",
-                                                show_default=False)] = None,
-    segments: Annotated[int | None, typer.Option(help="probfuse's number of segments per list.",
-                                                 show_default=False)] = None,
-    window: Annotated[int | None, typer.Option(help="slidefuse's window: positions on each side.",
-                                               show_default=False)] = None,
-    depth: Annotated[int | None, typer.Option(help="Use each run's top N documents per query.", show_default=False,
-                                              metavar="N")] = None,
-    fmt: Annotated[RunFormat | None, typer.Option("--format", help="trec or parquet (default: parquet when every run "
-                                                  "is Parquet, else trec).", show_default=False)] = None,
-    tag: Annotated[str | None, typer.Option(help="Run tag of a TREC run (default: the method's name).",
-                                            show_default=False)] = None,
-    train_qrels: Annotated[Path | None, typer.Option(
-        "--train-qrels", help="TREC qrels of the training queries of a trained method (left out of the output).",
-        show_default=False, metavar="QRELS")] = None,
-    allow_overlap: Annotated[bool, typer.Option(
-        "--allow-overlap", help="Keep the training or optimisation queries in the fused run.")] = False,
-    optimize: Annotated[Path | None, typer.Option(
-        "--optimize", help="TREC qrels of the queries to choose the parameters on (left out of the output).",
-        show_default=False, metavar="QRELS")] = None,
-    metric: Annotated[list[str] | None, opt.metric(
-        "Metric of --optimize (one) and --compare (repeatable)", default="ndcg@10")] = None,
-    step: Annotated[float, typer.Option("--step", help="Step of the weights' simplex grid of --optimize.")] = 0.1,
-    folds: Annotated[int | None, typer.Option(help="Cross-validate --optimize's choice over K folds of queries.",
-                                              show_default=False, metavar="K")] = None,
+    method: Annotated[str, _opt("method", show_default=True)] = "rrf",
+    normalize: Annotated[str, _opt("normalize", show_default=True)] = "min-max",
+    weights: Annotated[str | None, _opt("weights", metavar="W1,W2,...")] = None,
+    k: Annotated[float | None, _opt("k")] = None,
+    phi: Annotated[float | None, _opt("phi")] = None,
+    gamma: Annotated[float | None, _opt("gamma")] = None,
+    sigma: Annotated[float | None, _opt("sigma")] = None,
+    segments: Annotated[int | None, _opt("segments")] = None,
+    window: Annotated[int | None, _opt("window")] = None,
+    depth: Annotated[int | None, _opt("depth", metavar="N")] = None,
+    fmt: Annotated[RunFormat | None, _opt("format")] = None,
+    tag: Annotated[str | None, _opt("tag")] = None,
+    train_qrels: Annotated[Path | None, _opt("train-qrels", metavar="QRELS")] = None,
+    allow_overlap: Annotated[bool, _opt("allow-overlap")] = False,
+    optimize: Annotated[Path | None, _opt("optimize", metavar="QRELS")] = None,
+    metric: Annotated[list[str] | None, opt.metric("Metric of --optimize (one) and --compare (repeatable)",
+                                                   default="ndcg@10")] = None,
+    step: Annotated[float, _opt("step", show_default=True)] = 0.1,
+    folds: Annotated[int | None, _opt("folds", metavar="K")] = None,
     seed: Annotated[int, opt.seed("--folds' split of the queries and --compare's tests", result="output")] = 0,
     convention: Annotated[Preset, opt.convention(applies_to="--optimize and --compare")] = Preset.trec,
-    compare: Annotated[bool, typer.Option("--compare", help="Test the fused run against each input (paired t-test, "
-                                          "Holm) and print the report.")] = False,
-    qrels: Annotated[Path | None, typer.Option(help="TREC qrels judging TREC runs for --compare.", show_default=False,
-                                               metavar="QRELS")] = None,
+    compare: Annotated[bool, _opt("compare")] = False,
+    qrels: Annotated[Path | None, _opt("qrels", metavar="QRELS")] = None,
     json_out: Annotated[bool, opt.json_flag("the result (and the search and comparison)")] = False,
     overwrite: Annotated[bool, opt.overwrite("fused run")] = False,
 ) -> None:
+    _start(dict(locals()))
+
+
+def _start(o: dict) -> None:
+    """The command's work, from its options by name."""
     from rankcli.cli._common import prepare_output, stdout_taken
     from rankcli.formats.atomic import kinds
     from rankcli.fuse import FuseOptions, default_format
 
-    fmt_name = fmt.value if fmt is not None else default_format(runs)
-    inputs = [Path(r) for r in runs if r != "-"] + [p for p in (train_qrels, optimize, qrels) if p is not None]
+    fmt_name = o["fmt"].value if o["fmt"] is not None else default_format(o["runs"])
+    inputs = [Path(r) for r in o["runs"] if r != "-"] + [
+        p for p in (o["train_qrels"], o["optimize"], o["qrels"]) if p is not None]
     trec = fmt_name == "trec"
-    output = prepare_output(output, overwrite=overwrite, inputs=inputs, binary=not trec,
+    output = prepare_output(o["output"], overwrite=o["overwrite"], inputs=inputs, binary=not trec,
                             example="fused.txt" if trec else "fused.parquet",
                             file_kind=kinds.TREC_RUN if trec else kinds.RUN)
-    stdout_taken(output, json_out)
-    metrics = _metrics(metric, optimize is not None)
-    options = FuseOptions(method=method, normalization=normalize,
-                          params=_params(weights, k, phi, gamma, sigma, segments, window), depth=depth,
-                          train_qrels=None if train_qrels is None else str(train_qrels),
-                          optimize=None if optimize is None else str(optimize), metric=metrics[0], step=step,
-                          folds=folds, seed=seed, convention=Preset(convention).value, allow_overlap=allow_overlap)
-    _run(runs, output, options, fmt_name, tag, overwrite, compare, qrels, metrics, json_out)
+    stdout_taken(output, o["json_out"])
+    metrics = _metrics(o["metric"], o["optimize"] is not None)
+    params = _params(*(o[k] for k in ("weights", "k", "phi", "gamma", "sigma", "segments", "window")))
+    options = FuseOptions(method=o["method"], normalization=o["normalize"], params=params, depth=o["depth"],
+                          train_qrels=None if o["train_qrels"] is None else str(o["train_qrels"]),
+                          optimize=None if o["optimize"] is None else str(o["optimize"]), metric=metrics[0],
+                          step=o["step"], folds=o["folds"], seed=o["seed"], convention=Preset(o["convention"]).value,
+                          allow_overlap=o["allow_overlap"])
+    _run(o["runs"], output, options, fmt_name, o["tag"], o["overwrite"], o["compare"], o["qrels"], metrics,
+         o["json_out"])
 
 
 def _metrics(metric: list[str] | None, optimizing: bool) -> list[str]:
