@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's main job, end to end on the bundled sample data (150 queries):
 #   1. convert the LETOR text files to Parquet;
-#   2. a small experiment: random 60/20/20 query splits, LambdaMART vs XE-NDCG vs ListNet side by side;
+#   2. a small experiment: random 60/20/20 query splits, LambdaMART vs XE-NDCG vs ListNet side by side, tested with
+#      the corrected resampled t-test across trials (the trials share queries, so the plain t-test would be too sure);
 #   3. simulate cascade clicks on the training and validation queries;
 #   4. train XE-NDCG and LambdaMART on the clicks (and XE-NDCG on the graded labels, for reference);
 #   5. compare the three models on the graded test queries with paired tests.
@@ -23,9 +24,10 @@ step() { printf '\n== %s\n' "$*" >&2; }
 step "1. convert $data -> $out/data"
 "$rankcli" convert "$data" -o "$out/data" --overwrite > /dev/null
 
-step "2. experiment: 5 random splits x {lambdamart, xendcg, listnet} (summary: $out/exp/summary.md)"
+step "2. experiment: 5 random splits x {lambdamart, xendcg, listnet}, corrected resampled t-tests across the trials \
+(summary: $out/exp/summary.md)"
 "$rankcli" experiment "$out/data" -o "$out/exp" --losses lambdamart,xendcg,listnet --trials 5 \
-    --trees 60 --early-stopping 20 --jobs 2 --seed 0 --overwrite
+    --trees 60 --early-stopping 20 --jobs 2 --seed 0 --overwrite --test corrected-ttest
 
 step "3. simulate cascade clicks (10 random rankings per query, click probabilities .05,.3,.5,.7,.95)"
 "$rankcli" simulate-clicks "$out/data/train.parquet" -o "$out/clicks-train.parquet" --seed 1 --overwrite > /dev/null

@@ -359,8 +359,20 @@ def p_cell(p: float | None, digits: int = 3, reason: str | None = None) -> str:
     return f"{p:.{digits}f}"
 
 
+def _test_of(config, summary: dict | None) -> dict:
+    """The test of ``summary`` (``summary["test"]``), or what ``config`` alone says of it."""
+    from rankcli.experiment.significance import describe_test
+
+    if summary and summary.get("test"):
+        return summary["test"]
+    return describe_test(config.test_name, config.folds, seed=config.seed)
+
+
 def protocol_note(config, summary: dict | None = None) -> str:
-    """One sentence: what a unit of the statistics is and how many there are."""
+    """One sentence: what a unit of the statistics is, how many there are, and which test runs over them."""
+    from rankcli.experiment.significance import spelled_out
+
+    test = _test_of(config, summary)
     if config.folds:
         n = None
         if summary and summary["settings"]:
@@ -368,10 +380,30 @@ def protocol_note(config, summary: dict | None = None) -> str:
             n = max(ns) if ns else None
         queries = f"{n} " if n is not None else ""
         return (f"{config.trials} fold{'s' if config.trials != 1 else ''}, each trained once per loss; test metrics "
-                f"pooled over the {queries}test queries of all folds; paired t-tests over those queries "
+                f"pooled over the {queries}test queries of all folds; {spelled_out(test['name'])} over those queries "
                 "(n = queries)")
-    return (f"{config.trials} random split{'s' if config.trials != 1 else ''} (trials); paired t-tests across trials "
-            "(n = trials, one test mean per trial)")
+    return (f"{config.trials} random split{'s' if config.trials != 1 else ''} (trials), n = trials (one test mean "
+            f"per trial); test: {test['label']}")
+
+
+def significance_paragraph(config, summary: dict | None = None) -> str:
+    """summary.md's sentences on the test across random-split trials: why the trials are not independent, what the
+    test that ran answers, and the other one (empty under the folds protocol, whose units are the test queries)."""
+    from rankcli.experiment.significance import PAPER_TEST, REFERENCE
+
+    if config.folds:
+        return ""
+    test = _test_of(config, summary)
+    why = ("The trials are not independent samples: every test set is drawn from the same pool of queries and the "
+           "training sets overlap, so the differences of two trials are correlated.")
+    if test["name"] == "ttest":
+        return (f"Test: the paired t-test across trials, {PAPER_TEST}. {why} Its p-values are therefore too small; "
+                "`--test corrected-ttest` (the default) corrects the variance for the overlap.")
+    counts = (f", with n_test = {test['n_test']} test queries and n_train = {test['n_train']} training + validation "
+              "queries per trial" if "n_train" in test else "")
+    return (f"Test: the corrected resampled t-test ({REFERENCE}). {why} The variance of the mean difference over the "
+            f"J trials is estimated as (1/J + n_test/n_train) s^2 instead of s^2/J{counts}; the stderr shown is its "
+            f"square root. `--test ttest` gives {PAPER_TEST}.")
 
 
 def _setting_markdown(result, s: dict) -> list[str]:
@@ -390,7 +422,8 @@ def _setting_markdown(result, s: dict) -> list[str]:
         lines.append(f"| {loss} | " + " | ".join(cells) + f" | {'/'.join(map(str, ns))} {unit} |")
     lines.append("")
     if s["tests"]:
-        lines += ["| difference | metric | mean difference | stderr | n | p | p adjusted |",
+        test = _test_of(config, result.summary)["name"]
+        lines += [f"| difference | metric | mean difference | stderr | n | p ({test}) | p adjusted |",
                   "|---|---|---|---|---|---|---|"]
         lines += [f"| {difference_label(t['a'], t['b'])} | {t['metric']} | {signed_cell(t['difference'])} | "
                   f"{number_cell(t['stderr'])} | {t['n']} | {p_cell(t['p_value'], reason=t['reason'])} | "
@@ -399,16 +432,18 @@ def _setting_markdown(result, s: dict) -> list[str]:
     return lines
 
 
-def _sweep_markdown(config, kind: str, rows: list[dict]) -> list[str]:
+def _sweep_markdown(config, kind: str, rows: list[dict], summary: dict | None = None) -> list[str]:
     from rankcli.experiment.config import format_level, primary_metric
     from rankcli.experiment.summary import sweep_columns
     from rankcli.experiment.sweeps import naive_only_note, sweep_note
 
     names, diffs = sweep_columns(config, kind)
-    lines = [f"## sweep {kind}: test {primary_metric(config)}", "", sweep_note(config, kind), ""]
+    test = _test_of(config, summary)
+    lines = [f"## sweep {kind}: test {primary_metric(config)}", "", sweep_note(config, kind), "",
+             f"p adjusted: {test['label']}, `{config.correction}` within each level.", ""]
     if kind == "position-bias":
         lines += ["Per loss, `<loss>+ips - <loss>` is mean(IPS) - mean(naive) over the units, with its paired "
-                  f"t-test (p adjusted with `{config.correction}` within each level); "
+                  f"test (p adjusted with `{config.correction}` within each level); "
                   "`<loss>+ips+control - <loss>+control` is the same on the randomised log (the control, adjusted "
                   "as a family of its own).", ""]
         if naive_only_note(config):
@@ -442,11 +477,12 @@ def experiment_markdown(result, sweep_tables: dict[str, list[dict]]) -> str:
              f"p-values adjusted with `{config.correction}` within each setting. A difference `b - a` is "
              "mean(b) - mean(a); `n` counts the units a number is computed over."
              + loss_options_note(config.resolved_loss_options()), ""]
+    lines += [significance_paragraph(config, result.summary), ""] if not config.folds else []
     lines += [f"Overlap allowed (`--allow-overlap`): {note}." for note in result.summary.get("overlap", [])]
     lines += [""] if result.summary.get("overlap") else []
     lines += hyperparameter_markdown(result.summary.get("hyperparameters"))
     for s in result.summary["settings"]:
         lines += _setting_markdown(result, s)
     for kind, rows in sweep_tables.items():
-        lines += _sweep_markdown(config, kind, rows)
+        lines += _sweep_markdown(config, kind, rows, result.summary)
     return "\n".join(lines)

@@ -11,6 +11,7 @@ from scipy import stats as sps
 
 from rankcli import experiment as ex
 from rankcli import report
+from rankcli.core.stats import paired_test
 from rankcli.dataset import Dataset
 from rankcli.errors import InputError, OutputError, UsageError
 from rankcli.formats import experiment_store as store
@@ -151,36 +152,62 @@ def test_concat_renumbers_colliding_qids():
 
 # --- summary ----------------------------------------------------------------------------------------------------------
 
-def test_summarize_means_stderr_and_paired_tests():
-    cfg = ex.ExperimentConfig(losses=["a", "b", "c"], trials=5, metrics=["ndcg@5"], correction="holm")
-    rng = np.random.default_rng(0)
-    vals = {loss: rng.random(5) for loss in cfg.losses}
-    rows = [dict(trial=t, setting="baseline", loss=loss, metric="ndcg@5", value=float(vals[loss][t]), trees=1,
-                 seconds=0.0) for loss in cfg.losses for t in range(5)]
-    rows.append(dict(trial=7, setting="baseline", loss="a", metric="ndcg@5", value=9.0, trees=1, seconds=0.0))
-    out = ex.summarize(rows, cfg, [ex.BASELINE])
-    s = out["settings"][0]
-    for loss in cfg.losses:  # trial 7 is beyond --trials and ignored
-        assert s["losses"][loss]["ndcg@5"]["mean"] == pytest.approx(vals[loss].mean())
-        assert s["losses"][loss]["ndcg@5"]["stderr"] == pytest.approx(vals[loss].std(ddof=1) / np.sqrt(5))
-    assert [(t["a"], t["b"]) for t in s["tests"]] == [("a", "b"), ("a", "c"), ("b", "c")]
-    ps = [sps.ttest_rel(vals[t["a"]], vals[t["b"]]).pvalue for t in s["tests"]]
-    assert [t["p_value"] for t in s["tests"]] == pytest.approx(ps)
+#: The (train, validation, test) query counts of a 0.6,0.2,0.2 split of 150 queries (the sample's).
+SIZES = (90, 30, 30)
+
+
+def _holm(ps) -> np.ndarray:
     order = np.argsort(ps)
-    holm = np.maximum.accumulate(np.minimum(1, np.sort(ps) * (3 - np.arange(3))))
-    expected = np.empty(3)
-    expected[order] = holm
-    assert [t["p_adjusted"] for t in s["tests"]] == pytest.approx(expected)
-    # one sign convention: difference = mean(b) - mean(a), over n = 5 trials
-    for t in s["tests"]:
-        assert t["difference"] == pytest.approx(vals[t["b"]].mean() - vals[t["a"]].mean())
-        assert t["n"] == t["trials"] == 5
-    assert all(s["losses"][loss]["ndcg@5"]["n"] == 5 for loss in cfg.losses)
-    shape = ex.json_shape(out)
-    assert set(shape) == {"settings"}
-    assert set(shape["settings"][0]) == {"setting", "losses", "tests"}
-    assert set(shape["settings"][0]["losses"]["a"]["ndcg@5"]) == {"mean", "stderr"}
-    assert set(shape["settings"][0]["tests"][0]) == {"a", "b", "metric", "n", "difference", "p_value", "p_adjusted"}
+    expected = np.empty(len(ps))
+    expected[order] = np.maximum.accumulate(np.minimum(1, np.sort(ps) * (len(ps) - np.arange(len(ps)))))
+    return expected
+
+
+def test_summarize_means_stderr_and_paired_tests():
+    """The default across trials is the corrected resampled t-test, computed here by hand (variance (1/J + n_test /
+    n_train) s^2, n_train = training + validation queries), Holm over its p-values; --test ttest is scipy's paired
+    t-test. Every test record names its test, and so does the summary."""
+    rng = np.random.default_rng(0)
+    vals = {loss: rng.random(5) for loss in "abc"}
+    rows = [dict(trial=t, setting="baseline", loss=loss, metric="ndcg@5", value=float(vals[loss][t]), trees=1,
+                 seconds=0.0) for loss in "abc" for t in range(5)]
+    rows.append(dict(trial=7, setting="baseline", loss="a", metric="ndcg@5", value=9.0, trees=1, seconds=0.0))
+    for test in ("corrected-ttest", "ttest"):
+        cfg = ex.ExperimentConfig(losses=["a", "b", "c"], trials=5, metrics=["ndcg@5"], correction="holm",
+                                  test=None if test == "corrected-ttest" else test)
+        out = ex.summarize(rows, cfg, [ex.BASELINE], sizes=SIZES)
+        s = out["settings"][0]
+        for loss in cfg.losses:  # trial 7 is beyond --trials and ignored
+            assert s["losses"][loss]["ndcg@5"]["mean"] == pytest.approx(vals[loss].mean())
+            assert s["losses"][loss]["ndcg@5"]["stderr"] == pytest.approx(vals[loss].std(ddof=1) / np.sqrt(5))
+        assert [(t["a"], t["b"]) for t in s["tests"]] == [("a", "b"), ("a", "c"), ("b", "c")]
+        if test == "ttest":
+            ps = [sps.ttest_rel(vals[t["a"]], vals[t["b"]]).pvalue for t in s["tests"]]
+            assert out["test"] == {"name": "ttest", "label": "paired t-test across trials, the paper's test (trials "
+                                                              "treated as independent)"}
+        else:
+            d = [vals[t["b"]] - vals[t["a"]] for t in s["tests"]]
+            se = [np.sqrt((1 / 5 + 30 / 120) * x.var(ddof=1)) for x in d]
+            ps = [2 * sps.t.sf(abs(x.mean() / e), 4) for x, e in zip(d, se)]
+            assert [t["stderr"] for t in s["tests"]] == pytest.approx(se)
+            assert {k: out["test"][k] for k in ("name", "n_test", "n_train", "variance")} == {
+                "name": "corrected-ttest", "n_test": 30, "n_train": 120, "variance": "(1/J + n_test/n_train) s^2"}
+        assert [t["test"] for t in s["tests"]] == [test] * 3
+        assert [t["p_value"] for t in s["tests"]] == pytest.approx(ps)
+        assert [t["p_adjusted"] for t in s["tests"]] == pytest.approx(_holm(ps))
+        # one sign convention: difference = mean(b) - mean(a), over n = 5 trials
+        for t in s["tests"]:
+            assert t["difference"] == pytest.approx(vals[t["b"]].mean() - vals[t["a"]].mean())
+            assert t["n"] == t["trials"] == 5
+        assert all(s["losses"][loss]["ndcg@5"]["n"] == 5 for loss in cfg.losses)
+        shape = ex.json_shape(out)
+        assert list(shape) == ["test", "settings"] and shape["test"] == out["test"]
+        assert set(shape["settings"][0]) == {"setting", "losses", "tests"}
+        assert set(shape["settings"][0]["losses"]["a"]["ndcg@5"]) == {"mean", "stderr"}
+        assert set(shape["settings"][0]["tests"][0]) == {"a", "b", "metric", "test", "n", "difference", "p_value",
+                                                         "p_adjusted"}
+    with pytest.raises(UsageError, match="the corrected t-test needs the trials' query counts"):
+        ex.summarize(rows, ex.ExperimentConfig(losses=["a", "b"], trials=5, metrics=["ndcg@5"]), [ex.BASELINE])
 
 
 def test_convergence_carries_a_stopped_trial_forward_so_every_point_averages_all_trials():
@@ -209,7 +236,7 @@ def test_summarize_single_trial_has_no_test():
     cfg = ex.ExperimentConfig(losses=["a", "b"], trials=1, metrics=["ndcg@5"])
     rows = [dict(trial=0, setting="baseline", loss=x, metric="ndcg@5", value=0.5, trees=1, seconds=0.0)
             for x in "ab"]
-    s = ex.summarize(rows, cfg, [ex.BASELINE])["settings"][0]
+    s = ex.summarize(rows, cfg, [ex.BASELINE], sizes=SIZES)["settings"][0]
     assert np.isnan(s["tests"][0]["p_value"]) and np.isnan(s["losses"]["a"]["ndcg@5"]["stderr"])
     assert s["tests"][0]["reason"] == "fewer than two trials" and s["tests"][0]["n"] == 1
 
@@ -218,7 +245,8 @@ def test_position_bias_tests_are_one_compare_family_over_the_same_units():
     """The naive-against-IPS tests of a setting are one call of compare.compare_values (one family for the
     correction), over the units where every tested variant has a value, as the tests of the other settings are. The
     controls on the randomised log are a second family, corrected apart: they leave the main tests' p-values alone."""
-    cfg = ex.ExperimentConfig(losses=["xendcg", "listnet"], trials=4, metrics=["ndcg@5"], position_bias=[1.0])
+    cfg = ex.ExperimentConfig(losses=["xendcg", "listnet"], trials=4, metrics=["ndcg@5"], position_bias=[1.0],
+                              test="ttest")
     setting = ex.setting_for("position-bias", 1.0)
     rng = np.random.default_rng(3)
     names = ex.setting_losses(cfg, setting)
@@ -244,13 +272,14 @@ def test_position_bias_tests_are_one_compare_family_over_the_same_units():
 def test_identical_repeats_are_not_a_sample():
     """Losses differing by the same amount in every trial (what repeats of one fixed split gave): the t-test has no
     variance to use; it is reported not testable with its reason, never p = 0."""
-    cfg = ex.ExperimentConfig(losses=["a", "b"], trials=4, metrics=["ndcg@5"])
     rows = [dict(trial=t, setting="baseline", loss=x, metric="ndcg@5", value=v, trees=1, seconds=0.0)
             for t in range(4) for x, v in (("a", 0.5), ("b", 0.625))]
-    s = ex.summarize(rows, cfg, [ex.BASELINE])["settings"][0]
-    t = s["tests"][0]
-    assert np.isnan(t["p_value"]) and "zero variance" in t["reason"]
-    assert (t["difference"], t["n"]) == (0.125, 4)
+    for test in ("corrected-ttest", "ttest"):
+        cfg = ex.ExperimentConfig(losses=["a", "b"], trials=4, metrics=["ndcg@5"], test=test)
+        s = ex.summarize(rows, cfg, [ex.BASELINE], sizes=SIZES)["settings"][0]
+        t = s["tests"][0]
+        assert np.isnan(t["p_value"]) and "zero variance" in t["reason"] and t["test"] == test
+        assert (t["difference"], t["n"]) == (0.125, 4)
     assert report.p_cell(t["p_value"], reason=t["reason"]) == f"not testable: {t['reason']}"
     assert report.p_cell(0.01234) == "0.012"
 
@@ -453,6 +482,14 @@ def test_fold_part_without_rows_is_refused(tmp_path):
 FOLD_CFG = dict(losses=["lambdamart", "xendcg"], folds=True, trees=3, early_stopping=0, metrics=["ndcg@3", "ndcg@5"])
 
 
+def pooled_values(exp, setting: str, loss: str, folds=(1, 2, 3)) -> dict:
+    """A loss's per-query test values of ``setting``, pooled over the per-query files of ``folds``."""
+    import pyarrow.parquet as pq
+
+    parts = [pq.read_table(store.queries_path(exp, setting, k, loss)) for k in folds]
+    return {m: np.concatenate([p.column(m).to_numpy() for p in parts]) for m in FOLD_CFG["metrics"]}
+
+
 def test_folds_pool_test_queries_and_test_over_them(tmp_path):
     """Issue 11 item 5: each fold trained once per loss; the paired tests run over the pooled test queries of all
     folds (n = queries), with difference = mean(b) - mean(a); trials.parquet's trial column is the fold number."""
@@ -486,6 +523,22 @@ def test_folds_pool_test_queries_and_test_over_them(tmp_path):
             assert s["losses"][t["a"]][t["metric"]]["n"] == t["n"]
     # the --json shape carries n and the difference
     assert ex.json_shape(res.summary)["settings"][0]["tests"][0]["n"] == summary["settings"][0]["tests"][0]["n"]
+    # --test permutation: compare's test on the pooled queries (seeded by --seed, the pair and the metric, 10,000
+    # sign vectors); a rerun with another test trains nothing
+    again = ex.run_experiment(root, tmp_path / "exp", ex.ExperimentConfig(**FOLD_CFG, label_noise=[0.3],
+                                                                        test="permutation", seed=0))
+    assert again.ran_units == 0 and again.summary["test"] == {"name": "permutation", "label": "paired permutation "
+                                                              "test over the pooled test queries",
+                                                              "permutations": 10000, "seed": 0}
+    for s in again.summary["settings"]:
+        for mi, t in enumerate(s["tests"]):
+            a, b = pooled_values(tmp_path / "exp", s["setting"], t["a"]), pooled_values(tmp_path / "exp", s["setting"],
+                                                                                          t["b"])
+            a, b = a[t["metric"]], b[t["metric"]]
+            ok = ~np.isnan(a) & ~np.isnan(b)
+            expected = paired_test(b[ok], a[ok], "permutation", rng=np.random.default_rng([0, 0, mi]),
+                                   permutations=10000)
+            assert (t["test"], t["p_value"]) == ("permutation", expected.p_value)
     # a number of trials other than the number of folds is refused (before EXP_DIR is touched)
     with pytest.raises(UsageError, match="trials do not combine with folds: each of the 3 folds"):
         ex.run_experiment(root, tmp_path / "exp2", ex.ExperimentConfig(**FOLD_CFG, trials=5))

@@ -2,12 +2,22 @@
 
 Two protocols:
   random splits (default)  DATA is one Parquet dataset, or a directory whose *.parquet files are pooled; every one of
-                           --trials trials splits the queries at random (--split train,valid,test). Paired t-tests
+                           --trials trials splits the queries at random (--split train,valid,test). The paired tests
                            run across trials (n = trials).
   --folds                  DATA holds Fold1/ .. FoldK/, each with train, vali and test Parquet files (MSLR-WEB and
                            LETOR 4.0 after `convert`), or is one such fold. Each fold is trained once per loss; the
-                           test metrics of all folds are pooled per query and the paired t-tests run over those
+                           test metrics of all folds are pooled per query and the paired tests run over those
                            queries (n = queries). --use-given-splits is the old spelling of --folds.
+
+Tests (--test). The trials of random splits are not independent: their test sets come from one pool and their
+training sets overlap. Across trials the default is corrected-ttest, the corrected resampled t-test of Nadeau &
+Bengio (2003): the paired t-test with the variance of the mean difference estimated as (1/J + n_test/n_train) s^2
+over J trials, n_test the test queries and n_train the training + validation queries of a trial. ttest is the
+paper's test (trials treated as independent), whose p-values are too small there. permutation, wilcoxon and
+bootstrap treat the trials as independent too and are refused across trials (exit 2). With --folds the tests run
+over the pooled test queries: ttest (default), permutation, wilcoxon or bootstrap (10,000 permutations or
+resamples, seeded by --seed), as `compare` runs them; corrected-ttest is refused there. The test is not part of the
+configuration: rerunning with another --test resumes and only summarises again.
 
 Every trial (fold) trains every loss on the same data; test metrics use the paper's convention (queries without a
 relevant document are skipped) unless --convention says otherwise. A loss's own parameters (--loss-option, --step)
@@ -18,9 +28,9 @@ Results go to EXP_DIR as each (setting, trial, loss) finishes: trials.parquet (t
 trees, seconds; trial is the fold number with --folds), curves/ (validation metric per tree), queries/ (--folds: test
 metric per query), config.json. Rerunning the same command resumes an interrupted experiment (finished units are
 skipped; a larger --trials extends a random-split one); a different configuration is refused unless --overwrite. At
-the end: summary.md and summary.json (mean and standard error per loss, paired t-tests between every pair of losses,
-corrected, each with its n), convergence.csv, sweep-<kind>.csv, and PNG plots when matplotlib is installed (the plot
-extra: pip install "rankcli\\[plot]").
+the end: summary.md and summary.json (mean and standard error per loss, paired tests between every pair of losses,
+named, p-values corrected, each with its n), convergence.csv, sweep-<kind>.csv, and PNG plots when matplotlib is
+installed (the plot extra: pip install "rankcli\\[plot]").
 
 Sweeps (each level is a full set of trials or folds, training part perturbed, seeded; several combine):
   --augment-negatives 0,0.2,...  grow each training list by that fraction with documents of other training queries
@@ -61,6 +71,13 @@ SHORT_HELP = "Run the paper's protocol: repeated splits, losses side by side, ro
 FUSE_HELP = ("Also fuse each trial's losses with this rankcli fuse method (its default parameters, e.g. rrf) and "
              "report and test the fused run as one more loss, fused-METHOD.")
 _SWEEPS = ("augment_negatives", "label_noise", "click_noise", "position_bias")
+
+
+_TEST = typer.Option(
+    "--test", help="The paired test between losses: across random-split trials corrected-ttest (default: the corrected "
+                   "resampled t-test) or ttest (the paper's test, trials treated as independent); with --folds over "
+                   "the pooled test queries ttest (default), permutation, wilcoxon or bootstrap.",
+    show_default=False, metavar="<corrected-ttest|ttest|permutation|wilcoxon|bootstrap>")
 
 
 def _parse_params(items: list[str]) -> dict:
@@ -131,6 +148,7 @@ def command(
                                    "is trained on (default 0.01; at least 5 queries).", show_default=False)] = None,
     convention: Annotated[str, opt.convention(applies_to="validation and test", presets=TRAINING_CONVENTIONS)]
     = "paper",
+    test: Annotated[str | None, _TEST] = None,
     correction: Annotated[str, opt.correction(scope="the tests of each setting")] = "holm",
     plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Write PNG plots (needs matplotlib).")] = True,
     json_out: Annotated[bool, opt.json_flag("the summary")] = False,
@@ -197,7 +215,7 @@ def _config(o: dict):
     config = ExperimentConfig(
         losses=loss_list, trials=o["trials"], split=split, folds=folds, metrics=[o["metric"]], train=train,
         seed=o["seed"], **sweeps, logging_fraction=0.01 if o["logging_fraction"] is None else o["logging_fraction"],
-        correction=o["correction"], allow_overlap=o["allow_overlap"],
+        correction=o["correction"], test=o["test"], allow_overlap=o["allow_overlap"],
         params_file=_params_file(o["params_file"], loss_list), tune=o["tune"], tune_space=_space_file(o["space"]),
         loss_options=loss_options, fuse=o["fuse"])
     if o["logging_fraction"] is not None and not o["position_bias"]:
@@ -344,8 +362,8 @@ def _baseline_tables(result) -> list:
                                     for v in (s["losses"][loss][m] for m in cfg.metrics)])
         out.append(t)
         if s["tests"]:
-            over = "the pooled test queries" if cfg.folds else "trials"
-            tt = Table(title=f"paired t-tests over {over} (n = {'queries' if cfg.folds else 'trials'}; p adjusted: "
+            test = result.summary["test"]
+            tt = Table(title=f"{test['label']} (n = {'queries' if cfg.folds else 'trials'}; p adjusted: "
                              f"{cfg.correction}); b - a = mean(b) - mean(a)", title_justify="left")
             for col in ("difference", "metric", "mean", "stderr", "n", "p", "p adjusted"):
                 tt.add_column(col, justify="left" if col in ("difference", "metric") else "right",
@@ -379,7 +397,7 @@ def _convergence_lines(result) -> list[str]:
     return lines + [f"  {convergence_note('fold' if cfg.folds else 'trial')}"]
 
 
-def _sweep_table(cfg, kind: str, rows: list[dict]):
+def _sweep_table(cfg, kind: str, rows: list[dict], summary: dict):
     """A sweep's table: the mean test metric per level and loss, the differences and their adjusted p-values."""
     from rich.table import Table
     from rich.text import Text
@@ -391,8 +409,9 @@ def _sweep_table(cfg, kind: str, rows: list[dict]):
     names, diffs = sweep_columns(cfg, kind)
     caption = sweep_note(cfg, kind) + (f" {naive_only_note(cfg)}" if kind == "position-bias" and
                                        naive_only_note(cfg) else "")
-    t = Table(title=f"{kind} sweep: mean test {primary_metric(cfg)}", title_justify="left", caption=caption,
-              caption_justify="left")
+    test = summary["test"]
+    t = Table(title=f"{kind} sweep: mean test {primary_metric(cfg)}; p adjusted ({cfg.correction}): {test['label']}",
+              title_justify="left", caption=caption, caption_justify="left")
     t.add_column("level", justify="right")
     for loss in names:
         t.add_column(Text(loss), justify="right")
@@ -435,7 +454,7 @@ def _render_text(result, to_stderr: bool) -> None:
     items += _convergence_lines(result)
     for kind, rows in sweep_rows(result.summary, result.config, result.sweeps).items():
         if not to_stderr:
-            items.append(_sweep_table(result.config, kind, rows))
+            items.append(_sweep_table(result.config, kind, rows, result.summary))
         items += _sweep_lines(result.config, kind, rows)
     for item in items:
         console.print(item, markup=False)

@@ -84,10 +84,22 @@ def pairs_for(names: Sequence[str], baseline: str | None) -> list[tuple[str, str
     return [(names[i], names[j]) for i in range(len(names)) for j in range(i + 1, len(names))]
 
 
+def _check_options(test: str, test_train_ratio: float | None, correction: str | None, alpha: float) -> None:
+    if test not in stats.TESTS and test != stats.CORRECTED_TTEST:
+        raise UsageError(f"unknown test {test!r}; choose one of {', '.join(stats.TESTS)}")
+    if (test == stats.CORRECTED_TTEST) != (test_train_ratio is not None):
+        raise UsageError(f"{stats.CORRECTED_TTEST} needs test_train_ratio (n_test/n_train of the trials), and only "
+                         f"it takes one; got test {test!r} with test_train_ratio {test_train_ratio!r}")
+    if correction is not None and correction not in stats.CORRECTIONS:
+        raise UsageError(f"unknown correction {correction!r}; choose one of {', '.join(stats.CORRECTIONS)}")
+    if not 0.0 < alpha < 1.0:
+        raise UsageError(f"--alpha must be between 0 and 1, got {alpha}")
+
+
 def compare_values(values: dict[str, dict[str, np.ndarray]], metrics: Sequence[str], *,
                    pairs: Sequence[tuple[str, str]] | None = None, baseline: str | None = None, test: str = "ttest",
                    alpha: float = 0.01, correction: str | None = None, seed: int = 0,
-                   permutations: int = 10000) -> PairedComparisons:
+                   permutations: int = 10000, test_train_ratio: float | None = None) -> PairedComparisons:
     """Test aligned per-query values: ``values[run][metric]`` are vectors over the same queries (NaN = no value).
 
     For each metric only the queries where every run of ``values`` has a value are used, for the means and for every
@@ -101,22 +113,19 @@ def compare_values(values: dict[str, dict[str, np.ndarray]], metrics: Sequence[s
     metrics : the metrics to test (keys of every ``values[run]``).
     pairs : the ``(a, b)`` pairs to test, in order; default :func:`pairs_for` ``(list(values), baseline)``.
     baseline : the run every other run is tested against when ``pairs`` is not given (None: every pair).
-    test : one of :data:`rankcli.core.stats.TESTS`.
+    test : one of :data:`rankcli.core.stats.TESTS`, or ``corrected-ttest`` (:func:`rankcli.core.stats.corrected_ttest`)
+        for values that are trials of repeated random splits (``rankcli experiment``), with ``test_train_ratio``.
     alpha : the significance level of the adjusted p-values (and the level the bootstrap interval inverts).
     correction : one of :data:`rankcli.core.stats.CORRECTIONS`; None: holm for more than one testable test, else none.
     seed : the random tests draw from ``numpy.random.default_rng([seed, pair index, metric index])``.
     permutations : sign vectors (permutation test) or resamples (bootstrap).
+    test_train_ratio : ``n_test / n_train`` of the trials, for ``corrected-ttest`` only.
 
     Returns
     -------
     :class:`PairedComparisons` ``(means, used, comparisons, correction)``.
     """
-    if test not in stats.TESTS:
-        raise UsageError(f"unknown test {test!r}; choose one of {', '.join(stats.TESTS)}")
-    if correction is not None and correction not in stats.CORRECTIONS:
-        raise UsageError(f"unknown correction {correction!r}; choose one of {', '.join(stats.CORRECTIONS)}")
-    if not 0.0 < alpha < 1.0:
-        raise UsageError(f"--alpha must be between 0 and 1, got {alpha}")
+    _check_options(test, test_train_ratio, correction, alpha)
     names = list(values)
     masks = {}
     means: dict[str, dict[str, float]] = {n: {} for n in names}
@@ -131,10 +140,11 @@ def compare_values(values: dict[str, dict[str, np.ndarray]], metrics: Sequence[s
     for pi, (a, b) in enumerate(pairs_for(names, baseline) if pairs is None else pairs):
         for mi, m in enumerate(metrics):
             va, vb = values[a][m][masks[m]], values[b][m][masks[m]]
-            # One generator per test, from (seed, pair, metric): each result is reproducible on its own.
-            rng = np.random.default_rng([seed, pi, mi])
-            # alpha: the bootstrap interval is then the one its p-value inverts (excludes 0 iff p < alpha).
-            result = stats.paired_test(vb, va, test, rng=rng, permutations=permutations, alpha=alpha)
+            rng = np.random.default_rng([seed, pi, mi])  # one per test: each result is reproducible on its own
+            if test == stats.CORRECTED_TTEST:
+                result = stats.corrected_ttest(vb, va, test_train_ratio, alpha=alpha)
+            else:  # alpha: the bootstrap interval is then the one its p-value inverts (excludes 0 iff p < alpha)
+                result = stats.paired_test(vb, va, test, rng=rng, permutations=permutations, alpha=alpha)
             w, t, lo = stats.win_tie_loss(vb, va)
             comparisons.append(Comparison(a, b, m, means[a][m], means[b][m], result, float("nan"), False, w, t, lo,
                                           differences=vb - va))

@@ -6,7 +6,8 @@ the setting's perturbation to the training (and, for clicks, validation) queries
 :func:`rankcli.train.train_model`, and evaluates it on the untouched test queries. Two protocols give the splits:
 
 - *random splits* (the default): trial ``t`` (``0 .. trials - 1``) splits the pooled queries at random; the paired
-  tests run across trials (one unit of the test is one trial's test mean, ``n`` = trials);
+  tests run across trials (one unit of the test is one trial's test mean, ``n`` = trials), by default the corrected
+  resampled t-test, because trials that share queries are not independent (:mod:`~rankcli.experiment.significance`);
 - *folds* (``folds=True``): ``DATA`` holds ``Fold1/ .. FoldK/`` (or is one fold), each with its own train, validation
   and test files; trial ``k`` (``1 .. K``) is fold ``k``, trained once per loss and setting. The test metrics of all
   folds are pooled per query and the paired tests run over those queries (``n`` = pooled test queries), as LETOR
@@ -43,7 +44,8 @@ The package's modules, one job each: :mod:`~rankcli.experiment.config` (the conf
 :mod:`~rankcli.experiment.data` (DATA, folds and each trial's split), :mod:`~rankcli.experiment.sweeps` (what a
 setting does to the training data), :mod:`~rankcli.experiment.unit` (training and testing one unit, worker
 processes), :mod:`~rankcli.experiment.runner` (planning, resuming, running), :mod:`~rankcli.experiment.summary` (the
-tables and paired tests) and :mod:`~rankcli.experiment.convergence`. The files of ``EXP_DIR`` are read and written by
+tables and paired tests), :mod:`~rankcli.experiment.significance` (which test, and its name everywhere) and
+:mod:`~rankcli.experiment.convergence`. The files of ``EXP_DIR`` are read and written by
 :mod:`rankcli.formats.experiment_store`; summary.md and the terminal tables are rendered by :mod:`rankcli.report`.
 
 Sign convention: every difference is ``mean(b) - mean(a)`` for a test of the pair ``(a, b)`` (``a`` the loss listed

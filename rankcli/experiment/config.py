@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from rankcli.errors import UsageError
+from rankcli.experiment.significance import DEFAULT_FOLD_TEST, DEFAULT_SPLIT_TEST, check_test
 
 if TYPE_CHECKING:  # pragma: no cover
     from rankcli.train import TrainConfig
@@ -59,6 +60,10 @@ class ExperimentConfig:
     click_impressions : impressions per query in the click sweeps.
     logging_fraction : the training queries the position-bias sweep's logging ranker learns from.
     correction : the multiple-testing correction within a setting.
+    test : the paired test between losses (None: the protocol's default, :attr:`test_name`): random splits
+        :data:`rankcli.experiment.significance.SPLIT_TESTS`, folds a test of ``rankcli compare``
+        (:func:`rankcli.experiment.significance.check_test`). Not part of the identity: it decides no unit's result,
+        so a rerun with another test resumes the experiment and only summarises it again.
     allow_overlap : folds: accept test queries (by qid) in two folds' test sets, or in their fold's train or
         validation file, which are refused otherwise; the summary then says so. Not part of the identity.
     params_file : per loss, the parameters a parameter file gives it (``{loss: {"path", "sha256", "params"}}``,
@@ -88,6 +93,7 @@ class ExperimentConfig:
     position_bias: list[float]
     logging_fraction: float
     correction: str
+    test: str | None
     allow_overlap: bool
     params_file: dict | None
     tune: int | None
@@ -101,8 +107,9 @@ class ExperimentConfig:
                  augment_negatives: list[float] | None = None, label_noise: list[float] | None = None,
                  click_noise: list[float] | None = None, click_impressions: int = 10,
                  position_bias: list[float] | None = None, logging_fraction: float = 0.01, correction: str = "holm",
-                 allow_overlap: bool = False, params_file: dict | None = None, tune: int | None = None,
-                 tune_space: dict | None = None, loss_options: dict | None = None, fuse: str | None = None,
+                 test: str | None = None, allow_overlap: bool = False, params_file: dict | None = None,
+                 tune: int | None = None, tune_space: dict | None = None, loss_options: dict | None = None,
+                 fuse: str | None = None,
                  **hyperparameters) -> None:
         import dataclasses
 
@@ -124,11 +131,19 @@ class ExperimentConfig:
         self.click_noise = [] if click_noise is None else click_noise
         self.click_impressions = click_impressions
         self.position_bias = [] if position_bias is None else position_bias
-        self.logging_fraction, self.correction = logging_fraction, correction
+        self.logging_fraction, self.correction, self.test = logging_fraction, correction, test
         self.allow_overlap = allow_overlap
         self.params_file, self.tune, self.tune_space = params_file, tune, tune_space
         self.loss_options = {loss: dict(given) for loss, given in (loss_options or {}).items()}
         self.fuse = fuse
+
+    @property
+    def test_name(self) -> str:
+        """The paired test between losses: ``test``, or the protocol's default (``corrected-ttest`` across
+        random-split trials, ``ttest`` over the folds' pooled test queries)."""
+        if self.test is not None:
+            return self.test
+        return DEFAULT_FOLD_TEST if self.folds else DEFAULT_SPLIT_TEST
 
     def resolved_loss_options(self) -> dict[str, dict]:
         """Per loss of the experiment that has options, every option with its value (set, or the default)."""
@@ -179,8 +194,9 @@ class ExperimentConfig:
     def identity(self) -> dict:
         """Everything that decides a unit's result: every field and the training hyperparameters, in one flat
         dictionary. ``trials`` is not part of it: more trials extend an experiment."""
-        # allow_overlap: the data are checked every run; loss_options: recorded below, resolved
-        skip = ("train", "trials", "correction", "allow_overlap", "loss_options")
+        # correction, test: they decide the summary, not a unit; allow_overlap: the data are checked every run;
+        # loss_options: recorded below, resolved
+        skip = ("train", "trials", "correction", "test", "allow_overlap", "loss_options")
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
         d.update({name: getattr(self.train, name) for name in HYPERPARAMETERS})
         if self.recorded_loss_options():  # absent when every option has its pre-option value (earlier directories)
@@ -229,6 +245,7 @@ class ExperimentConfig:
             check_boosting(check_params(self.train.params), self.train.early_stopping, validating=True)
         self._validate_sweeps()
         self._validate_tuning()
+        check_test(self.test_name, self.folds)
         if self.fuse is not None:
             self._validate_fuse()
 

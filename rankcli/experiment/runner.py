@@ -135,6 +135,17 @@ def _load(data_path: Path | str, config: ExperimentConfig) -> ExperimentData:
     return data
 
 
+def _beside_identity(config: ExperimentConfig) -> dict:
+    """What config.json records beside the identity: the trials, the summary's correction and test, and where the
+    parameters and the search space came from (the identity holds the parameters and entries themselves)."""
+    extra = {"trials": config.trials, "correction": config.correction, "test": config.test_name}
+    if config.params_file:
+        extra["params_file"] = config.params_file
+    if config.tune_space:
+        extra["tune_space"] = config.tune_space
+    return extra
+
+
 def run_experiment(data_path: Path | str, exp_dir: Path | str, config: ExperimentConfig, *, jobs: int = 1,
                    overwrite: bool = False, on_plan: Callable[[int, int], None] | None = None,
                    on_unit: Callable[[UnitResult], None] | None = None, dask=None) -> ExperimentResult:
@@ -162,22 +173,15 @@ def run_experiment(data_path: Path | str, exp_dir: Path | str, config: Experimen
     started = time.perf_counter()
     data = _load(data_path, config)
     identity = {"config": config.identity(), "data_fingerprint": data.fingerprint()}
-    extra = {"trials": config.trials, "correction": config.correction}
-    if config.params_file:  # where the parameters came from (the identity holds the parameters themselves)
-        extra["params_file"] = config.params_file
-    if config.tune_space:  # the same: the file's path beside the entries the identity holds
-        extra["tune_space"] = config.tune_space
-    resumed = prepare_directory(exp_dir, identity, extra, overwrite)
+    resumed = prepare_directory(exp_dir, identity, _beside_identity(config), overwrite)
     settings, sweeps = plan_settings(config)
     store = ResultStore(exp_dir, [s.name for s in settings], all_loss_names(config), config.metrics,
                         Convention.preset(config.train.convention).as_dict())
 
     def done_units() -> set[tuple[str, int, str]]:
+        # Under folds a unit is finished only with its per-query values (the pooled tests need them), else run again.
         done = store.done(config.metrics)
-        if config.folds:
-            # A unit is finished only with its per-query values (the pooled tests need them); one without is run again.
-            done = {u for u in done if queries_path(exp_dir, *u).is_file()}
-        return done
+        return {u for u in done if queries_path(exp_dir, *u).is_file()} if config.folds else done
 
     done = done_units() if resumed else set()
     units = plan_units(config, settings)
@@ -197,7 +201,7 @@ def run_experiment(data_path: Path | str, exp_dir: Path | str, config: Experimen
         store.refresh()  # units a concurrent run trained belong in the summary too
     if config.fuse:  # each trial's fused run, once its losses are all done
         fuse_trials(exp_dir, data, config, settings, store, done_units())
-    result = finalize(exp_dir, config, settings, sweeps, store, notes=data.notes)
+    result = finalize(exp_dir, config, settings, sweeps, store, data.notes, split_query_counts(data, config))
     remove_locks(exp_dir)
     result.resumed_units = len(units) - len(pending)  # the rest: ran here, or by a concurrent run
     result.ran_units = len(pending) if dask is not None else sum(1 for u in pending if claims.ran(u))
@@ -226,11 +230,22 @@ def _run_units(data_path, data: ExperimentData, config: ExperimentConfig, pendin
         claims.release_all()
 
 
+def split_query_counts(data: ExperimentData, config: ExperimentConfig):
+    """Random splits: the (train, validation, test) query counts every trial's split has (the corrected t-test's
+    ``n_train`` and ``n_test``); None under the folds protocol."""
+    from rankcli.core.perturb import split_sizes
+
+    if config.folds or data.pooled is None:
+        return None
+    return tuple(int(x) for x in split_sizes(data.pooled.n_queries, config.split))
+
+
 def finalize(exp_dir: Path, config: ExperimentConfig, settings: list[Setting], sweeps: dict[str, list[SweepLevel]],
-             store: ResultStore, notes: list[str] | None = None) -> ExperimentResult:
+             store: ResultStore, notes: list[str] | None = None, sizes=None) -> ExperimentResult:
     """Summarise what ``store`` holds for the experiment ``config`` (its ``settings`` and ``sweeps``) and write
     summary.json, summary.md, convergence.csv and the sweep CSVs into ``exp_dir``. ``notes``: what the summary must
-    say about the data (overlapping folds allowed), as ``summary["overlap"]``."""
+    say about the data (overlapping folds allowed), as ``summary["overlap"]``; ``sizes``: random splits, the
+    trials' (train, validation, test) query counts (:func:`split_query_counts`)."""
     from rankcli.formats.experiment_store import (
         load_curves,
         load_tuned,
@@ -242,7 +257,7 @@ def finalize(exp_dir: Path, config: ExperimentConfig, settings: list[Setting], s
     from rankcli.report import experiment_markdown
 
     pooled = pooled_queries(exp_dir, config, settings) if config.folds else None
-    summary = summarize(store.rows, config, settings, pooled)
+    summary = summarize(store.rows, config, settings, pooled, sizes)
     if notes:
         summary["overlap"] = list(notes)
     summary["hyperparameters"] = hyperparameters(config, load_tuned(exp_dir) if config.tune else {})

@@ -23,6 +23,7 @@ from rankcli.experiment.config import (
     setting_pairs,
     trial_ids,
 )
+from rankcli.experiment.significance import PERMUTATIONS, corrected_ratio, describe_test
 
 #: The reason of a test over fewer than two trials (compare's reason speaks of queries).
 TOO_FEW_TRIALS = "fewer than two trials"
@@ -85,9 +86,10 @@ def _trial_table(rows: list[dict], wanted: set[int]) -> dict:
     return table
 
 
-def _tests(config: ExperimentConfig, setting: Setting, units: dict, trials: int | None) -> list[dict]:
+def _tests(config: ExperimentConfig, setting: Setting, units: dict, trials: int | None, test: dict) -> list[dict]:
     """The paired tests of one setting over ``units[loss][metric]`` (aligned vectors), as summary.json has them;
-    ``trials`` is the number of folds behind a pooled unit (None: the units are trials).
+    ``trials`` is the number of folds behind a pooled unit (None: the units are trials); ``test`` the test
+    (:func:`rankcli.experiment.significance.describe_test`).
 
     Every two losses, or under the position-bias sweep only each loss's naive variant against its IPS variant (over
     the units where both variants of every tested loss have a value): one call of
@@ -105,8 +107,9 @@ def _tests(config: ExperimentConfig, setting: Setting, units: dict, trials: int 
         runs = units if family is None else {name: units[name] for pair in family for name in pair}
         if len(runs) < 2:
             continue
-        tests += _test_rows(compare_values(runs, config.metrics, pairs=family, test="ttest",
-                                           correction=config.correction, alpha=0.05).comparisons, trials)
+        tests += _test_rows(compare_values(
+            runs, config.metrics, pairs=family, test=test["name"], correction=config.correction, alpha=0.05,
+            seed=config.seed, permutations=PERMUTATIONS, test_train_ratio=corrected_ratio(test)).comparisons, trials)
     return tests
 
 
@@ -128,8 +131,9 @@ def _test_rows(comparisons, trials: int | None) -> list[dict]:
     return tests
 
 
-def summarize(rows: list[dict], config: ExperimentConfig, settings: list[Setting], pooled: dict | None = None) -> dict:
-    """The paper's Table 1 per setting, and paired t-tests between every two losses.
+def summarize(rows: list[dict], config: ExperimentConfig, settings: list[Setting], pooled: dict | None = None,
+              sizes=None) -> dict:
+    """The paper's Table 1 per setting, and paired tests between every two losses.
 
     Parameters
     ----------
@@ -138,10 +142,14 @@ def summarize(rows: list[dict], config: ExperimentConfig, settings: list[Setting
     config : the experiment's configuration (losses, metrics, trials, correction).
     settings : the settings to summarise, in report order.
     pooled : the folds protocol's pooled per-query values (:func:`pooled_queries`); None for random splits.
+    sizes : random splits: the (train, validation, test) query counts of every trial
+        (:func:`rankcli.core.perturb.split_sizes`), which the corrected t-test needs.
 
     The *units* of the statistics are the trials (random splits: one value per trial, its test mean) or, with
     ``pooled``, the test queries of all folds. Returns
-    ``{"settings": [{"setting", "losses": {loss: {metric: {"mean", "stderr", "n", "trials"}}}, "tests": [...]}]}``
+    ``{"test": {...}, "settings": [{"setting", "losses": {loss: {metric: {"mean", "stderr", "n", "trials"}}},
+    "tests": [...]}]}`` (``test``: :func:`rankcli.experiment.significance.describe_test`, the test that ran: the
+    corrected resampled t-test across random-split trials unless ``config.test`` says otherwise)
     where ``n`` counts the units a number is computed over and ``trials`` the trials (folds) behind it. A test
     ``{"a", "b", "metric", "n", "trials", "mean_a", "mean_b", "difference", "stderr", "test", "statistic",
     "p_value", "p_adjusted"}`` compares ``b`` with ``a`` (``a`` listed first in ``config.losses``) on the units where
@@ -150,6 +158,7 @@ def summarize(rows: list[dict], config: ExperimentConfig, settings: list[Setting
     each setting over all pairs and metrics; a test that cannot be run (fewer than two units, or no variance for the
     t-test) has ``p_value`` NaN and says why in ``reason`` (None for a test that ran).
     """
+    test = describe_test(config.test_name, config.folds, sizes, config.seed)
     ids = trial_ids(config)
     table = _trial_table(rows, set(ids))
     out = []
@@ -172,8 +181,8 @@ def summarize(rows: list[dict], config: ExperimentConfig, settings: list[Setting
                 mean, stderr, n = _mean_stderr(units[loss][m])
                 losses[loss][m] = {"mean": mean, "stderr": stderr, "n": n,
                                    "trials": n_folds if pooled is not None else n}
-        out.append({"setting": s.name, "losses": losses, "tests": _tests(config, s, units, n_folds)})
-    return {"settings": out}
+        out.append({"setting": s.name, "losses": losses, "tests": _tests(config, s, units, n_folds, test)})
+    return {"test": test, "settings": out}
 
 
 def hyperparameters(config: ExperimentConfig, tuned: dict[tuple[str, int, str], dict]) -> dict:
@@ -233,25 +242,28 @@ def hyperparameter_markdown(h: dict | None) -> list[str]:
 
 
 def json_shape(summary: dict) -> dict:
-    """The ``--json`` document: the issue's shape, each test with ``n`` and ``difference`` = mean(b) - mean(a) (the
-    other fields live in ``summary.json``), and ``overlap`` when overlapping folds were allowed."""
-    return {**({"overlap": summary["overlap"]} if summary.get("overlap") else {}), "settings": [
-        {"setting": s["setting"],
-         "losses": {loss: {m: {"mean": v["mean"], "stderr": v["stderr"]} for m, v in ms.items()}
-                    for loss, ms in s["losses"].items()},
-         "tests": [{k: t[k] for k in ("a", "b", "metric", "n", "difference", "p_value", "p_adjusted")}
-                   for t in s["tests"]]}
-        for s in summary["settings"]],
-        # which hyperparameters the units used, when they are not the options alone
-        **({"hyperparameters": summary["hyperparameters"]}
-           if summary.get("hyperparameters", {}).get("source", "options") != "options" else {})}
+    """The ``--json`` document: the test that ran (``test``: its name, label and, for the corrected test, its query
+    counts), then per setting the means and each test with its name, ``n`` and ``difference`` = mean(b) - mean(a)
+    (the other fields live in ``summary.json``), and ``overlap`` when overlapping folds were allowed."""
+    settings = [{"setting": s["setting"],
+                 "losses": {loss: {m: {"mean": v["mean"], "stderr": v["stderr"]} for m, v in ms.items()}
+                            for loss, ms in s["losses"].items()},
+                 "tests": [{k: t[k] for k in ("a", "b", "metric", "test", "n", "difference", "p_value", "p_adjusted")}
+                           for t in s["tests"]]}
+                for s in summary["settings"]]
+    return {**({"overlap": summary["overlap"]} if summary.get("overlap") else {}), "test": summary["test"],
+            "settings": settings,
+            # which hyperparameters the units used, when they are not the options alone
+            **({"hyperparameters": summary["hyperparameters"]}
+               if summary.get("hyperparameters", {}).get("source", "options") != "options" else {})}
 
 
 def sweep_rows(summary: dict, config: ExperimentConfig, sweeps: dict[str, list[SweepLevel]]) -> dict[str, list[dict]]:
     """Per sweep of ``sweeps``, one row per level of ``summary`` (of the experiment ``config``): mean (and stderr) of
     the primary metric per loss, and for every other loss its
     difference to the first loss, ``"<loss> - <first>"`` = mean(loss) - mean(first), with the adjusted p-value of that
-    test (``"<loss> - <first> p_adjusted"``) and the number of units it ran over (``"<loss> - <first> n"``)."""
+    test (``"<loss> - <first> p_adjusted"``) and the number of units it ran over (``"<loss> - <first> n"``); last,
+    the test's name (``test``)."""
     metric = primary_metric(config)
     by_name = {s["setting"]: s for s in summary["settings"]}
     first = config.losses[0]
@@ -275,6 +287,7 @@ def sweep_rows(summary: dict, config: ExperimentConfig, sweeps: dict[str, list[S
                 test = next((t for t in s["tests"] if t["a"] == a and t["b"] == b and t["metric"] == metric), None)
                 row[f"{label} p_adjusted"] = test["p_adjusted"] if test else float("nan")
                 row[f"{label} n"] = test["n"] if test else 0
+            row["test"] = summary["test"]["name"]  # last: the columns before it are where they always were
             rows.append(row)
         out[kind] = rows
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -73,7 +74,11 @@ def test_json_shape_and_files(capsys, data, tmp_path):
               "--metric", "ndcg@3,ndcg@5", "--label-noise", "0.3", "--json", *FAST)
     assert status == 0, err
     doc = json.loads(out)
-    assert list(doc) == ["settings"]
+    assert list(doc) == ["test", "settings"]
+    # the test is named: the corrected resampled t-test over trials of 30 * (0.6, 0.2, 0.2) queries
+    assert {k: doc["test"][k] for k in ("name", "n_test", "n_train")} == {"name": "corrected-ttest", "n_test": 6,
+                                                                         "n_train": 24}
+    assert doc["test"]["label"].startswith("corrected resampled t-test across trials (Nadeau & Bengio 2003)")
     assert [s["setting"] for s in doc["settings"]] == ["baseline", "label-noise=0.3"]
     for s in doc["settings"]:
         assert list(s) == ["setting", "losses", "tests"]
@@ -82,7 +87,9 @@ def test_json_shape_and_files(capsys, data, tmp_path):
         assert set(s["losses"]["xendcg"]["ndcg@5"]) == {"mean", "stderr"}
         assert [(t["a"], t["b"], t["metric"]) for t in s["tests"]] == [("lambdamart", "xendcg", "ndcg@3"),
                                                                        ("lambdamart", "xendcg", "ndcg@5")]
-        assert all(set(t) == {"a", "b", "metric", "n", "difference", "p_value", "p_adjusted"} for t in s["tests"])
+        assert all(set(t) == {"a", "b", "metric", "test", "n", "difference", "p_value", "p_adjusted"}
+                   for t in s["tests"])
+        assert all(t["test"] == "corrected-ttest" for t in s["tests"])
         assert all(t["n"] == 2 for t in s["tests"])          # random splits: the units are the 2 trials
     for name in ("config.json", "trials.parquet", "summary.md", "summary.json", "convergence.csv",
                  "sweep-label-noise.csv"):
@@ -90,14 +97,63 @@ def test_json_shape_and_files(capsys, data, tmp_path):
     conv = (tmp_path / "e" / "convergence.csv").read_text().splitlines()
     assert conv[0] == "setting,loss,tree,mean,stderr,trials,running" and len(conv) == 1 + 2 * 2 * 3
     full = json.loads((tmp_path / "e" / "summary.json").read_text())
-    assert full["protocol"] == "random-splits" and full["unit"] == "trial"
+    assert full["protocol"] == "random-splits" and full["unit"] == "trial" and full["test"] == doc["test"]
+    assert "p (corrected-ttest)" in (tmp_path / "e" / "summary.md").read_text()
     t = full["settings"][0]["tests"][0]
     means = {x: full["settings"][0]["losses"][x][t["metric"]]["mean"] for x in (t["a"], t["b"])}
     assert t["difference"] == pytest.approx(means[t["b"]] - means[t["a"]])
-    header = (tmp_path / "e" / "sweep-label-noise.csv").read_text().splitlines()[0].split(",")
-    assert header[-3:] == ["xendcg - lambdamart", "xendcg - lambdamart p_adjusted", "xendcg - lambdamart n"]
+    sweep = [line.split(",") for line in (tmp_path / "e" / "sweep-label-noise.csv").read_text().splitlines()]
+    assert sweep[0][-4:] == ["xendcg - lambdamart", "xendcg - lambdamart p_adjusted", "xendcg - lambdamart n",
+                             "test"]
+    assert sweep[1][-1] == "corrected-ttest"
     # the text rendering of the curves goes to stderr with --json
     assert "convergence (baseline)" in err
+
+
+BEFORE_TEST = REPO / "tests" / "data" / "experiment-before-test"
+
+
+def test_a_directory_written_before_test_existed_resumes_under_every_test(capsys, tmp_path):
+    """An experiment directory written by rankcli before --test existed (tests/data/experiment-before-test, its
+    PROVENANCE.md says how) resumes when its command is run again: no unit is trained again, and the summary is
+    computed anew, under the corrected test by default and under the paper's test with --test ttest (the test is not
+    part of the identity); a larger --trials extends it."""
+    shutil.copytree(BEFORE_TEST, tmp_path / "old")
+    exp, trials = tmp_path / "old" / "exp", (tmp_path / "old" / "exp" / "trials.parquet").read_bytes()
+    command = [tmp_path / "old" / "data.parquet", "-o", exp, "--losses", "lambdamart,xendcg", "--trials", "2",
+               "--trees", "3", "--early-stopping", "0", "--no-plots", "--metric", "ndcg@5"]
+    values = {r["loss"]: r["value"] for r in pq.read_table(exp / "trials.parquet").to_pylist() if r["trial"] == 0}
+    assert len(values) == 2
+    for test in (None, "ttest", "corrected-ttest"):
+        status, out, err = run(capsys, *command, *(["--test", test] if test else []))
+        assert status == 0, err
+        assert "4 units (2 losses x 2 trials x 1 settings), 4 already done (resuming)" in err
+        assert "0 units trained, 4 resumed" in err
+        assert (exp / "trials.parquet").read_bytes() == trials
+        summary = json.loads((exp / "summary.json").read_text())
+        assert summary["test"]["name"] == (test or "corrected-ttest")
+        assert summary["settings"][0]["tests"][0]["test"] == (test or "corrected-ttest")
+        assert json.loads((exp / "config.json").read_text())["test"] == (test or "corrected-ttest")
+        label = "corrected resampled t-test" if test != "ttest" else "the paper's test (trials treated as independent)"
+        assert label in out and label in (exp / "summary.md").read_text()
+    status, _, err = run(capsys, *command[:6], "3", *command[7:])
+    assert status == 0, err
+    assert "2 units trained, 4 resumed" in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--test", "permutation"], "Error: --test permutation: across repeated random splits the units are the trials, "
+                                "which share test and training queries and so are not independent; the permutation "
+                                "test treats them as independent and has no correction for the overlap"),
+    (["--test", "wilcoxon"], "Error: --test wilcoxon: across repeated random splits"),
+    (["--test", "bootstrap"], "Error: --test bootstrap: across repeated random splits"),
+    (["--test", "t"], "Error: --test: expected one of corrected-ttest, ttest, permutation, wilcoxon, bootstrap, "
+                      "got 't'\n"),
+])
+def test_tests_that_take_overlapping_trials_as_independent_are_refused(capsys, data, tmp_path, args, message):
+    status, _, err = run(capsys, data, "-o", tmp_path / "e", "--trials", "2", *args, *FAST)
+    assert status == 2 and err.startswith(message.replace("\\n", "\n")), err
+    assert not (tmp_path / "e").exists()
 
 
 def test_different_configuration_refused(capsys, data, tmp_path):
@@ -199,12 +255,12 @@ def test_folds_end_to_end(capsys, folds, tmp_path):
     status, out, err = run(capsys, folds, "--folds", "-o", tmp_path / "e", *FOLD_ARGS)
     assert status == 0, err
     assert "experiment: 4 units (2 losses x 2 folds x 1 settings)" in err
-    assert "paired t-tests over the pooled test queries" in out and "xendcg - lambdamart" in out
+    assert "paired t-test over the pooled test queries (n = queries" in out and "xendcg - lambdamart" in out
     summary = json.loads((tmp_path / "e" / "summary.json").read_text())
     t = summary["settings"][0]["tests"][0]
     assert (t["a"], t["b"], t["trials"]) == ("lambdamart", "xendcg", 2) and t["n"] > 2
     md = (tmp_path / "e" / "summary.md").read_text()
-    assert "| difference | metric | mean difference | stderr | n | p | p adjusted |" in md
+    assert "| difference | metric | mean difference | stderr | n | p (ttest) | p adjusted |" in md
     assert f"| xendcg - lambdamart | ndcg@5 | {t['difference']:+.4f} |" in md and f"| {t['n']} |" in md
     assert sorted(pq.read_table(tmp_path / "e" / "trials.parquet").column("trial").to_pylist()) == [1] * 4 + [2] * 4
     assert sorted(p.name for p in (tmp_path / "e" / "queries").iterdir()) == [
@@ -219,6 +275,15 @@ def test_folds_end_to_end(capsys, folds, tmp_path):
     assert status == 0, err
     one = json.loads((tmp_path / "one" / "summary.json").read_text())["settings"][0]["tests"][0]
     assert one["trials"] == 1 and one["n"] > 1
+    # --test: compare's tests over the pooled queries (a rerun resumes and summarises again); not the corrected one
+    status, out, err = run(capsys, folds, "--folds", "-o", tmp_path / "e", *FOLD_ARGS, "--test", "wilcoxon")
+    assert status == 0 and "0 units trained, 4 resumed" in err, err
+    assert "Wilcoxon signed-rank test over the pooled test queries (n = queries" in out
+    assert json.loads((tmp_path / "e" / "summary.json").read_text())["test"] == {
+        "name": "wilcoxon", "label": "Wilcoxon signed-rank test over the pooled test queries"}
+    status, _, err = run(capsys, folds, "--folds", "-o", tmp_path / "e", *FOLD_ARGS, "--test", "corrected-ttest")
+    assert status == 2 and err.startswith("Error: --test corrected-ttest corrects for trials whose test sets are "
+                                          "drawn from one pool of queries (repeated random splits); with --folds"), err
 
 
 def test_folds_data_errors(capsys, folds, tmp_path):

@@ -66,8 +66,14 @@ Each row is scaled by a power of two (exactly) before the statistics are compute
 overflow nor underflow; differences that overflow float64 are refused.
 
 Effect size: ``mean_diff = mean(a - b)`` and its standard error ``stderr = sd(a - b) / sqrt(n)`` (``ddof=1``).
+
+Over repeated random splits of one pool (``rankcli experiment``'s trials) the units are not independent and none of
+the tests above holds its level; :func:`corrected_ttest` (``corrected-ttest``, :mod:`rankcli.core.stats.corrected`) is
+the corrected resampled t-test of Nadeau and Bengio (2003) for them: the paired t-test with its variance multiplied
+by ``1 + J n_test / n_train`` (``J`` trials), i.e. ``(1/J + n_test/n_train) sd^2``.
 """
 
+from rankcli.core.stats.corrected import CORRECTED_TTEST, corrected_ttest, corrected_ttests
 from rankcli.core.stats.multiple import CORRECTIONS, adjust_pvalues, win_tie_loss
 from rankcli.core.stats.paired import (
     MAX_RESAMPLES,
@@ -82,6 +88,7 @@ from rankcli.core.stats.paired import (
 from rankcli.core.stats.wilcoxon import WILCOXON_EXACT_MAX_N
 
 __all__ = [
-    "CORRECTIONS", "MAX_RESAMPLES", "REASON_NO_VARIANCE", "REASON_TOO_FEW", "TESTS", "WILCOXON_EXACT_MAX_N",
-    "PairedTestBatch", "PairedTestResult", "adjust_pvalues", "paired_test", "paired_tests", "win_tie_loss",
+    "CORRECTED_TTEST", "CORRECTIONS", "MAX_RESAMPLES", "REASON_NO_VARIANCE", "REASON_TOO_FEW", "TESTS",
+    "WILCOXON_EXACT_MAX_N", "PairedTestBatch", "PairedTestResult", "adjust_pvalues", "corrected_ttest",
+    "corrected_ttests", "paired_test", "paired_tests", "win_tie_loss",
 ]
