@@ -80,7 +80,7 @@ def test_the_option_at_its_default_leaves_the_identity_as_it_was():
 @pytest.mark.parametrize("fuse, losses, message", [
     ("probfuse", ["lambdamart", "xendcg"], "learns from judged training queries"),
     ("rbc", ["lambdamart", "xendcg"], "rbc needs --phi"),
-    ("rrf", ["xendcg"], "two losses or more"),
+    ("rrf", ["xendcg"], "two losses or more, got 1"),
     ("nonsense", ["lambdamart", "xendcg"], "unknown fusion method"),
 ])
 def test_methods_that_cannot_run_unattended_are_refused(fuse, losses, message):

@@ -127,9 +127,8 @@ def command(
                        "Needs pip install \"rankcli\\[tune]\".", show_default=False, metavar="N")] = None,
     space: Annotated[Path | None, opt.space(lead="With --tune: a", after=" (as rankcli tune --space)")] = None,
     fuse: Annotated[str | None, typer.Option("--fuse", help=FUSE_HELP, show_default=False, metavar="METHOD")] = None,
-    preset: Annotated[str | None, typer.Option("--preset", help="Hyperparameter preset of `train` "
-                                                               "(paper-web30k, paper-yahoo).",
-                                                               metavar="<paper-web30k|paper-yahoo>")] = None,
+    preset: Annotated[str | None, typer.Option("--preset", help="Hyperparameter preset of `train` (paper-web30k, "
+                                               "paper-yahoo).", metavar="<paper-web30k|paper-yahoo>")] = None,
     seed: Annotated[int, opt.seed("every random step (splits, perturbations, LightGBM)", result="results")] = 0,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes (results do not depend on it).")] = 1,
     threads: Annotated[int, opt.threads("LightGBM threads per model (part of the configuration: results may depend "

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from rankcli.errors import UsageError
+from rankcli.experiment.fuse_option import fuse_method
 from rankcli.experiment.significance import DEFAULT_FOLD_TEST, DEFAULT_SPLIT_TEST, check_test
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -247,24 +248,8 @@ class ExperimentConfig:
         self._validate_tuning()
         check_test(self.test_name, self.folds)
         if self.fuse is not None:
-            self._validate_fuse()
+            self.fuse = fuse_method(self.fuse, len(self.losses))
 
-    def _validate_fuse(self) -> None:
-        """``fuse`` as a method's name; one that needs judgments or a parameter without a default is refused."""
-        from rankcli.core.fusion import method, resolve_params
-
-        m = method(self.fuse)
-        if m.trained:
-            raise UsageError(f"--fuse {self.fuse}: {m.name} learns from judged training queries; experiment --fuse "
-                             "takes a method that needs none (rrf, sum, mnz, bordafuse, ...)")
-        if len(self.losses) < 2:
-            raise UsageError(f"--fuse fuses the runs of two losses or more, got --losses {','.join(self.losses)}")
-        try:
-            resolve_params(m, {}, len(self.losses))
-        except UsageError as exc:
-            raise UsageError(f"--fuse {self.fuse}: {exc}; experiment --fuse runs a method with its default "
-                             "parameters (rrf's k = 60, equal weights)") from None
-        self.fuse = m.name
 
     def _validate_tuning(self) -> None:
         if self.tune is not None and self.params_file is not None:
