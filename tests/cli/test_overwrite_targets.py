@@ -57,6 +57,7 @@ OUTPUTS = {
                                 "--budget", "1", "--trees", "1"], "{valid}")]),
     ("export-model", "output"): ("", [(["export-model", "{model}", "--target", "ranklib", "-o", "{out}"],
                                        "{model}/model.txt")]),
+    ("fuse", "output"): (".txt", [(["fuse", "{run}", "{run2}", "-o", "{out}", "--format", "trec"], "{run2}")]),
     ("click-model fit", "output"): ("", [(["click-model", "fit", "{clicks}", "-o", "{out}", "--model", "pbm",
                                            "--iterations", "1"], "{clicks}")]),
 }
@@ -71,10 +72,11 @@ NOT_OUTPUTS = {
     "simulate-clicks": {"click_probs", "ranker", "randomize"},
     "compare": {"name", "metric", "baseline"},
     "experiment": {"losses", "split", "metric", "select_by", "augment_negatives", "label_noise", "click_noise",
-                   "position_bias", "dask"},
+                   "position_bias", "dask", "fuse"},
     "explain": {"metric"},
     "tune": {"loss", "select_by", "dask"},
     "export-model": {"target", "name"},
+    "fuse": {"runs", "method", "normalize", "weights", "tag", "metric"},
     "click-model fit": {"dask", "prior"},
     "click-model compare": {"models", "name", "baseline", "prior"},
 }
