@@ -162,3 +162,36 @@ def test_a_warning_when_data_is_the_model_s_training_or_validation_file(run, tra
         assert f"warning: {warnings[0]}" in err
     status, out, err = run("explain", model, "--json")
     assert status == 0 and json.loads(out)["warnings"] == []
+
+
+def test_contributions_on_a_sample_of_queries(run, trained):
+    model, test = trained
+    status, out, err = run("explain", model, test, "--json", "--repeats", "1", "--contributions-queries", "7",
+                           "--seed", "4")
+    assert status == 0, err
+    s = json.loads(out)["contributions"]
+    assert (s["queries"], s["of"], s["sampled"], s["seed"], len(s["qids"])) == (7, 30, True, 4, 7)
+    status, out, err = run("explain", model, test, "--json", "--repeats", "1", "--contributions-queries", "ALL")
+    assert status == 0 and json.loads(out)["contributions"]["sampled"] is False, err
+    for bad in ("0", "-3", "some", "1.5"):
+        got, _, err = run("explain", model, test, "--contributions-queries", bad)
+        assert got == 2 and "--contributions-queries" in err and repr(bad) in err, (bad, err)
+
+
+def test_labels_beyond_the_exponential_gain_get_advice_in_explain_s_options(run, trained, tmp_path):
+    """The metrics' advice names --gain and --max-grade, which train and eval have; explain's is its --convention
+    and -m, options it has."""
+    from rankcli.formats.parquet import read_dataset, write_dataset
+
+    model, test = trained
+    ds = read_dataset(test)
+    ds.labels[5] = 1500.0
+    write_dataset(tmp_path / "big.parquet", ds)
+    got, _, err = run("explain", model, tmp_path / "big.parquet", "--no-contributions", "--repeats", "1")
+    assert got == 3 and "big.parquet: label 1500 at row 5" in err and "--convention sklearn" in err, err
+    assert "--gain" not in err and "--max-grade" not in err
+    got, out, err = run("explain", model, tmp_path / "big.parquet", "--no-contributions", "--repeats", "1",
+                        "--convention", "sklearn", "--json")
+    assert got == 0, err                                  # the advice works
+    got, _, err = run("explain", model, tmp_path / "big.parquet", "-m", "err", "--repeats", "1")
+    assert got == 3 and "exceeds err's maximum grade" in err and "--max-grade" not in err, err

@@ -68,7 +68,7 @@ NOT_OUTPUTS = {
     "compare": {"name", "metric", "baseline"},
     "experiment": {"losses", "split", "metric", "select_by", "augment_negatives", "label_noise", "click_noise",
                    "position_bias", "dask"},
-    "explain": {"metric"},
+    "explain": {"metric", "contributions_queries"},
     "tune": {"loss", "select_by", "dask"},
 }
 #: Commands that parse their own command line (no typer parameters): their outputs are standard output only.
