@@ -106,6 +106,7 @@ def load_trec(run_path: Path | str, qrels_path: Path | str, convention: Conventi
     docstring). ``max_docs``, ``judged_only`` and ``complete`` are trec_eval's -M, -J and -c; ``threads`` the C
     variant's (default: the CPUs available). The rows come in rank order under ``convention``'s tie rule; the
     ``input`` rule keeps the run's line order, which only the numpy variant knows."""
+    check_trec_threshold(convention)
     if threads is None:
         from rankcli.cpus import available_cpus
 
@@ -119,6 +120,30 @@ def load_trec(run_path: Path | str, qrels_path: Path | str, convention: Conventi
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Measuring
+
+#: The label a retrieved document absent from the qrels is measured with: trec_eval's ``RELVALUE_NONPOOL``, below
+#: every threshold a TREC run may take (>= 0), so that such a document is never relevant (under ``-l 0`` a label of
+#: 0 is, and a document without one must not be), and of gain 0 as every negative label.
+NOT_IN_QRELS = -1.0
+
+
+def check_trec_threshold(convention: Convention) -> None:
+    """Refuse a relevance threshold below 0 for a TREC run: trec_eval then counts the documents absent from the qrels
+    (judgment -1) and the pooled unjudged ones (-2) as relevant in its ranking measures but not in R (AP above 1),
+    a reading rankcli eval does not give; rankcli trec_eval reproduces it."""
+    thr = convention.relevance_threshold
+    if thr < 0:
+        raise UsageError(f"--threshold (-l) {thr:g} is below 0: with --qrels a document is relevant when the qrels "
+                         "give it a label >= the threshold, and trec_eval would count documents absent from the "
+                         "qrels as relevant below 0; use -l 0 or more (rankcli trec_eval reproduces trec_eval's "
+                         "reading)")
+
+
+def _measured_labels(run: Run) -> np.ndarray:
+    """The labels the measures see: a TREC run's documents absent from the qrels take :data:`NOT_IN_QRELS`."""
+    if run.judged is None:
+        return run.labels
+    return np.where(run.judged, run.labels, NOT_IN_QRELS)
 
 
 def _empty_ranking_values(specs: Sequence[MetricSpec], labels: list, convention: Convention) -> dict:
@@ -162,7 +187,9 @@ def measure(run: Run, specs: Sequence[MetricSpec], convention: Convention) -> di
     from rankcli.core.metrics import per_query
 
     try:
-        values = per_query(specs, run.labels, run.scores, run.offsets, kernel_convention(run, convention),
+        if run.judged is not None:
+            check_trec_threshold(convention)
+        values = per_query(specs, _measured_labels(run), run.scores, run.offsets, kernel_convention(run, convention),
                            unranked_labels=run.unranked_labels, unranked_offsets=run.unranked_offsets,
                            docids=run.docids, judged=run.judged)  # bpref, infAP: which documents are judged
         if run.empty_qids:

@@ -72,3 +72,13 @@ def test_every_preference_line_equals_trec_eval(trec_eval, tmp_path, seed):
                 rankcli_lines(args)
             continue
         assert rankcli_lines(args) == expected.stdout.splitlines(), f"flags {flags}"
+
+
+def test_the_hostile_cases_outputs_are_trec_evals(trec_eval):
+    """The outputs tests/test_trec_eval_hostile.py compares with are what the binary prints for each line of their
+    ``commands`` file (the LONG_MIN labels, -l 0, -Z duplicates): rerun here, byte for byte."""
+    from tests.test_trec_eval_hostile import COMMANDS, HOSTILE
+
+    for args, expected in COMMANDS:
+        got = subprocess.run([trec_eval, *args], capture_output=True, cwd=HOSTILE)
+        assert got.returncode == 0 and got.stdout == (HOSTILE / expected).read_bytes(), expected

@@ -18,6 +18,17 @@ All outputs of one run have the same feature columns: the largest index seen in 
 Rows of a query must be contiguous: a qid that reappears after a different one is an error (--sort-queries sorts
 by qid instead, stably, holding the whole input in memory). Parquet row groups end on query boundaries.
 
+Feature logs: `--from ltr-log` reads the LTR plugins' logged feature values (the `_ltrlog` entries of search
+responses), `--from solr-features` Solr's `[features]` output, each joined with the judgment list `--qrels` (TREC
+qrels or RankLib's `grade qid:Q # docid`) into one Parquet dataset: `f1..fN` columns, the engine's feature names
+in the footer (train records them, export-model writes them back). A feature the query did not match is NaN in an
+LTR log (the plugins score it as missing).
+
+  rankcli convert --from ltr-log log.jsonl --qrels judgments.txt -o train.parquet
+
+Normalisation: `--normalize` per query (RankLib's default scope) cannot be exported to a search engine, which
+scores one document at a time: convert with `--per dataset` for a model you will export (export-model folds it).
+
 Streaming: memory does not grow with the input size. The output is written to a temporary file and renamed into
 place; an existing target needs --overwrite. Bad input exits with status 3 and `Error: path:line: what, got 'token'`,
 and leaves nothing behind. A summary is printed; --json prints it as JSON.
@@ -63,20 +74,29 @@ def command(
         show_default=False, metavar="<zscore|minmax|sum>")] = None,
     per: Annotated[str, typer.Option(
         "--per", help="--normalize within each query (RankLib's) or over the dataset (its statistics recorded; a "
-        "directory of outputs takes those of its train file).", metavar="<query|dataset>")] = "query",
+        "directory of outputs takes those of its train file). A model for a search engine needs --per dataset: "
+        "export-model refuses a per-query normalisation.", metavar="<query|dataset>")] = "query",
     json_output: Annotated[bool, opt.json_flag("the summary")] = False,
     block_bytes: Annotated[int, typer.Option("--block-bytes", hidden=True, help="Bytes read per block.")]
     = 2 * 1024 * 1024,
+    source: Annotated[str, typer.Option(
+        "--from", help="The input's kind: svmlight (LETOR text), ltr-log (LTR plugin logs) or solr-features (Solr's "
+        "[features] output); the logs need --qrels.", metavar="<svmlight|ltr-log|solr-features>")] = "svmlight",
+    qrels: Annotated[Path | None, typer.Option(
+        "--qrels", help="Judgments for --from ltr-log|solr-features: TREC qrels or RankLib's 'grade qid:Q # docid'.",
+        show_default=False)] = None,
     dask: Annotated[str | None, opt.dask(
         "Convert the input files in parallel on a Dask cluster, one OUTPUT/<name>.parquet per input",
         "Inputs and OUTPUT must be on a filesystem every worker sees.")] = None,
 ) -> None:
-    from rankcli.cli._common import log, print_json, progress_bar, stderr_console, stdout_console, summary_table
-    from rankcli.convert import ConvertOptions, convert
+    from rankcli.cli._common import log, print_json, stderr_console, stdout_console, summary_table
+    from rankcli.convert import ConvertOptions
     from rankcli.errors import UsageError
 
     if block_bytes < 1:
         raise UsageError(f"--block-bytes must be positive, got {block_bytes}")
+    if source != "svmlight" or qrels is not None:
+        return _convert_log(source, inputs, output, qrels, overwrite, json_output)
     from rankcli.cli._common import stdout_taken
     from rankcli.formats.atomic import STDOUT, check_stdout, expect_final_output, output_path
 
@@ -92,19 +112,7 @@ def command(
     options = ConvertOptions(zero_based=zero_based, num_features=num_features, keep_comments=keep_comments,
                              sort_queries=sort_queries, query_file=query_file, block_bytes=block_bytes,
                              normalize=normalize, per=per)
-    total = _input_bytes(inputs)
-    if dask is not None:  # one task per input file on a Dask cluster (rankcli.distributed)
-        from rankcli.distributed import convert_on_cluster, parse_dask_target, require_dask
-
-        parse_dask_target(dask)
-        require_dask()
-        with progress_bar(None, "converting") as bar:
-            result = convert_on_cluster(dask, list(inputs), target, options, overwrite=overwrite,
-                                        on_file=lambda r: bar.advance(1))
-    else:
-        with progress_bar(total or None, "converting") as bar:
-            result = convert(list(inputs), target, options, overwrite=overwrite, progress=bar,
-                             directory=as_directory)
+    result = _run(inputs, target, options, overwrite, dask, as_directory)
     for note in result.notes:
         log(f"note: {note}")
     if json_output:
@@ -114,6 +122,23 @@ def command(
     table = summary_table(summaries, title=f"{result.output} ({result.seconds:.2f} s)")
     (stderr_console() if target == STDOUT else stdout_console()).print(table)
     log(f"wrote {result.output}")
+
+
+def _run(inputs: list[str], target, options, overwrite: bool, dask: str | None, as_directory: bool):
+    """The conversion, on a Dask cluster (one task per input file, :mod:`rankcli.distributed`) or here."""
+    from rankcli.cli._common import progress_bar
+    from rankcli.convert import convert
+
+    if dask is not None:
+        from rankcli.distributed import convert_on_cluster, parse_dask_target, require_dask
+
+        parse_dask_target(dask)
+        require_dask()
+        with progress_bar(None, "converting") as bar:
+            return convert_on_cluster(dask, list(inputs), target, options, overwrite=overwrite,
+                                      on_file=lambda r: bar.advance(1))
+    with progress_bar(_input_bytes(inputs) or None, "converting") as bar:
+        return convert(list(inputs), target, options, overwrite=overwrite, progress=bar, directory=as_directory)
 
 
 def _input_bytes(inputs: list[str]) -> int:
@@ -126,3 +151,28 @@ def _input_bytes(inputs: list[str]) -> int:
         if item != "-" and p.is_file() and p.suffix.lower() not in (".gz", ".bz2", ".xz"):
             total += os.path.getsize(p)
     return total
+
+
+def _convert_log(source: str, inputs: list[str], output: str, qrels: Path | None, overwrite: bool,
+                 json_output: bool) -> None:
+    """``--from ltr-log|solr-features``: one log and its judgments into one dataset."""
+    from rankcli.cli._common import log, prepare_output, print_json, stdout_console, summary_table
+    from rankcli.errors import UsageError
+    from rankcli.export_model.logs import LOG_KINDS, convert_log
+    from rankcli.formats.atomic import kinds
+
+    if source not in LOG_KINDS + ("svmlight",):
+        raise UsageError(f"--from: choose one of svmlight, {', '.join(LOG_KINDS)}, got {source!r}")
+    if source == "svmlight" or qrels is None or len(inputs) != 1:
+        raise UsageError("--from ltr-log|solr-features takes one LOG and --qrels JUDGMENTS (and --qrels only goes "
+                         "with them)")
+    target = prepare_output(output, overwrite=overwrite, inputs=[inputs[0], qrels], binary=True,
+                            example="train.parquet", file_kind=kinds.DATASET)
+    result = convert_log(source, inputs[0], str(qrels), target, overwrite=overwrite)
+    for note in result.notes:
+        log(f"note: {note}")
+    if json_output:
+        print_json(result.as_dict())
+        return
+    stdout_console().print(summary_table({Path(target).name: result.files[0].summary}, title=str(target)))
+

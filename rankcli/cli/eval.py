@@ -6,10 +6,11 @@ Inputs (one of):
   rankcli eval RUN.parquet                 a run with columns qid, label, score (rows of a query contiguous)
   rankcli eval --qrels QRELS --run RUN     a TREC run ("qid Q0 docid rank score tag") scored against TREC qrels
                                            ("qid iter docid rel"), as trec_eval does: documents missing from the
-                                           qrels count as label 0, and relevant documents missing from the run
-                                           still count in the ideal DCG and in R (recall, MAP); only queries both
-                                           in the run and in the qrels are evaluated. A run that shares no document
-                                           id with its qrels is exit 3.
+                                           qrels are not relevant at any threshold (-l 0 included; one below 0 is
+                                           exit 2) and of gain 0, and relevant documents missing from the run still
+                                           count in the ideal DCG and in R (recall, MAP); only queries both in the
+                                           run and in the qrels are evaluated. A run that shares no document id with
+                                           its qrels is exit 3.
   rankcli eval DATA.parquet --model DIR    score a dataset with a model from `rankcli train`, then evaluate
 
 Metrics: --metric ndcg@5 --metric map; `--metric ndcg@1,3,5,10` is shorthand for four cutoffs; `k` omitted means the
@@ -72,8 +73,9 @@ def command(
         "p@5, mrr, bpref, success@1) or trec_eval's as typed (P_5, ndcg_cut.10, P.5,10, recip_rank, Rprec) and its "
         "sets official and all_trec", default="ndcg@1,3,5,10; official with --format trec_eval")] = None,
     qrels: Annotated[Path | None, typer.Option(
-        help="TREC qrels (qid iter docid rel). Documents missing from it count as label 0; judged documents missing "
-        "from the run still count in the ideal DCG and in R, as in trec_eval.", show_default=False)] = None,
+        help="TREC qrels (qid iter docid rel). Documents missing from it are not relevant (gain 0, at any threshold "
+        ">= 0); judged documents missing from the run still count in the ideal DCG and in R, as in trec_eval.",
+        show_default=False)] = None,
     trec_run: Annotated[Path | None, typer.Option(
         "--run", help="TREC run (qid Q0 docid rank score tag) to score against --qrels.",
         show_default=False)] = None,

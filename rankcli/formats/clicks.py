@@ -27,12 +27,16 @@ from rankcli.dataset import Dataset, offsets_from_qids
 from rankcli.errors import InputError, SchemaError
 from rankcli.formats.arrow import array_from_numpy, column_to_numpy
 from rankcli.formats.atomic import atomic_path, kinds
+from rankcli.formats.feature_values import check_columns
 from rankcli.formats.parquet import (
+    WRITE_OPTIONS,
     column_names,
     encode_metadata,
+    feature_columns,
     open_parquet,
     qids_as_int64,
     read_table,
+    reading,
     require_columns,
 )
 
@@ -40,10 +44,11 @@ from rankcli.formats.parquet import (
 def read_source_columns(path: Path | str, columns: list[str]) -> pa.Table:
     """The ``columns`` of the Parquet file at ``path`` as an Arrow table, read on one thread (it runs beside the
     simulation, which has the other core); an unreadable file is an :class:`InputError`."""
-    try:
-        return open_parquet(path).read(columns=columns, use_threads=False)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise InputError(f"{path}: cannot read ({exc})") from None
+    pf = open_parquet(path)
+    with reading(path):
+        table = pf.read(columns=columns, use_threads=False)
+    check_columns(table, feature_columns(columns), path)  # they are cast to float32 when gathered
+    return table
 
 
 def _take(table: pa.Table, indices: pa.Array) -> pa.Table:
@@ -163,8 +168,8 @@ def write_click_log(output: Path | str, pieces: Iterator[pa.Table], metadata: di
         schema = first.schema.with_metadata(encode_metadata(metadata))
         # Impression ids and source rows ascend: delta encoding writes them 2-3x faster than plain and smaller.
         delta = {c: "DELTA_BINARY_PACKED" for c in ("qid", "source_row") if c in first.column_names}
-        writer = pq.ParquetWriter(str(tmp), schema, compression="zstd", column_encoding=delta or None,
-                                  use_dictionary=_dictionary_columns(first, feature_names))
+        writer = pq.ParquetWriter(str(tmp), schema, column_encoding=delta or None,
+                                  use_dictionary=_dictionary_columns(first, feature_names), **WRITE_OPTIONS)
         todo: queue.Queue = queue.Queue(maxsize=2)
         failed: list = []
 

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from rankcli.formats.arrow import column_to_numpy
-from rankcli.formats.parquet import open_parquet, read_row_group_features
+from rankcli.formats.parquet import open_parquet, read_row_group_features, reading
 
 
 class ParquetFeatureRows:
@@ -73,7 +73,8 @@ class ParquetFeatureRows:
         parts: dict[str, list] = {c: [] for c in wanted}
         first, last = self._group_of(start), self._group_of(max(start, stop - 1))
         for group in range(first, last + 1) if wanted and stop > start else ():
-            table = self._file.read_row_group(group, columns=wanted)
+            with reading(self.path, f"row group {group}"):
+                table = self._file.read_row_group(group, columns=wanted)
             lo, hi = max(start, int(self.starts[group])), min(stop, int(self.starts[group + 1]))
             table = table.slice(lo - int(self.starts[group]), hi - lo)
             for c in wanted:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,7 @@ from rankcli.dataset import Dataset, offsets_from_qids
 from rankcli.errors import InputError, SchemaError
 from rankcli.formats.arrow import array_from_numpy, column_to_numpy
 from rankcli.formats.atomic import atomic_path, kinds
+from rankcli.formats.feature_values import to_float32
 from rankcli.formats.inputs import unreadable_input
 from rankcli.formats.svmlight_text import SVMLIGHT_HINT, looks_like_svmlight
 
@@ -29,6 +31,11 @@ META_PREFIX = "rankcli."
 FEATURE_COLUMN = re.compile(r"^f([1-9][0-9]*)$")
 #: Target rows per row group; a query larger than this gets a row group of its own.
 ROW_GROUP_ROWS = 131_072
+#: How every Parquet file rankcli writes is encoded: zstd pages, each carrying its CRC-32 (Parquet's page checksum),
+#: so that a reader tells a changed byte from data (every read verifies the checksums a file has: :func:`open_parquet`).
+WRITE_OPTIONS = {"compression": "zstd", "write_page_checksum": True}
+#: Whether reads verify the page checksums a file carries (a name, so that bench/checksums.py can measure the cost).
+VERIFY_PAGE_CHECKSUMS = True
 
 
 def feature_names(n_features: int) -> list[str]:
@@ -95,7 +102,7 @@ class QueryAlignedWriter:
         # use_dictionary: as pyarrow's; ["qid", "label"] writes float feature columns plain, which is several times
         # faster and smaller for real-valued features (dictionary pages overflow and fall back anyway).
         self._schema = schema.with_metadata(encode_metadata(metadata or {}))
-        self._writer = pq.ParquetWriter(str(path), self._schema, compression="zstd", use_dictionary=use_dictionary)
+        self._writer = pq.ParquetWriter(str(path), self._schema, use_dictionary=use_dictionary, **WRITE_OPTIONS)
         self._target_rows = target_rows
         self.rows = 0
 
@@ -139,8 +146,8 @@ def write_table(path: Path | str, table: pa.Table, *, metadata: dict[str, object
                 writer.write(table)
         else:
             schema = table.schema.with_metadata(encode_metadata(metadata or {}))
-            pq.write_table(table.replace_schema_metadata(schema.metadata), str(tmp), compression="zstd",
-                           use_dictionary=use_dictionary)
+            pq.write_table(table.replace_schema_metadata(schema.metadata), str(tmp), use_dictionary=use_dictionary,
+                           **WRITE_OPTIONS)
 
 
 def dataset_table(ds: Dataset, extra_columns: dict[str, np.ndarray] | None = None) -> pa.Table:
@@ -170,16 +177,36 @@ def write_dataset(path: Path | str, ds: Dataset, *, metadata: dict[str, object] 
                 use_dictionary=use_dictionary)
 
 
+def read_error(path: Path | str, exc: Exception, what: str = "") -> InputError:
+    """Arrow's error reading pages of ``path`` (``what``: which part, e.g. "row group 3") as the input error that names
+    the file; a page whose checksum does not match is said to be damaged."""
+    where = f" {what}" if what else ""
+    if "checksum" in str(exc).lower() or "page integrity" in str(exc).lower():
+        return InputError(f"{path}: damaged: a page of{where or ' the file'} does not match its checksum (a byte "
+                          f"changed on disk or in transit); restore the file or write it again ({exc})")
+    return InputError(f"{path}: cannot read{where} ({exc})")
+
+
+@contextmanager
+def reading(path: Path | str, what: str = "") -> Iterator[None]:
+    """Reads of ``path``'s pages inside: Arrow's errors become :func:`read_error`'s (exit 3, naming the file)."""
+    try:
+        yield
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise read_error(path, exc, what) from None
+
+
 def open_parquet(path: Path | str) -> pq.ParquetFile:
     """Open a Parquet file for reading, or raise the input error that names why not (missing, a directory, not
-    Parquet, a column name given twice)."""
+    Parquet, a column name given twice). Every page read through it is checked against its checksum when the file
+    has one (rankcli writes them: :data:`WRITE_OPTIONS`); a page that fails is :func:`read_error`'s "damaged"."""
     path = Path(path)
     if not path.exists():
         raise unreadable_input(path)
     if path.is_dir():
         raise InputError(f"{path}: is a directory, expected a Parquet file")
     try:
-        pf = pq.ParquetFile(str(path))
+        pf = pq.ParquetFile(str(path), page_checksum_verification=VERIFY_PAGE_CHECKSUMS)
     except (pa.ArrowInvalid, OSError) as exc:
         if looks_like_svmlight(path):
             raise InputError(f"{path}: not Parquet; {SVMLIGHT_HINT}") from None
@@ -196,10 +223,8 @@ def open_parquet(path: Path | str) -> pq.ParquetFile:
 def read_table(path: Path | str, columns: list[str] | None = None) -> pa.Table:
     """The ``columns`` (all when ``None``) of a Parquet file; an unreadable file is an :class:`InputError`."""
     pf = open_parquet(path)
-    try:
+    with reading(path):
         return pf.read(columns=columns)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise InputError(f"{path}: cannot read ({exc})") from None
 
 
 def column_names(path: Path | str) -> list[str]:
@@ -237,14 +262,16 @@ def require_columns(path: Path | str, names: list[str], required: Iterable[str])
                           f"(found: {', '.join(names[:12])}{', ...' if len(names) > 12 else ''})")
 
 
-def features_matrix(table: pa.Table, names: list[str]) -> np.ndarray:
-    """Stack feature columns into a Fortran-ordered float32 matrix (column fills are contiguous; LightGBM takes it)."""
+def features_matrix(table: pa.Table, names: list[str], path: Path | str = "", first_row: int = 0) -> np.ndarray:
+    """Stack feature columns into a Fortran-ordered float32 matrix (column fills are contiguous; LightGBM takes it);
+    a finite value beyond float32 is refused (:func:`rankcli.formats.feature_values.to_float32`), named as row
+    ``first_row + i`` of ``path``."""
     out = np.empty((table.num_rows, len(names)), dtype=np.float32, order="F")
     for j, name in enumerate(names):
         at = 0
         for chunk in table.column(name).chunks:  # chunk by chunk: no concatenated temporary per column
             n = len(chunk)
-            out[at:at + n, j] = column_to_numpy(chunk)
+            out[at:at + n, j] = to_float32(column_to_numpy(chunk), path, name, lambda i, a=at: first_row + a + i)
             at += n
     return out
 
@@ -260,13 +287,17 @@ def read_row_group_features(pf: pq.ParquetFile, group: int, names: list[str], ou
     group, len(names))``; Fortran order is fastest), :data:`COLUMNS_AT_ONCE` columns at a time."""
     for at in range(0, len(names), COLUMNS_AT_ONCE):
         chunk_names = names[at:at + COLUMNS_AT_ONCE]
-        try:
+        with reading(path, f"row group {group}"):
             table = pf.read_row_group(group, columns=chunk_names)
-        except (pa.ArrowInvalid, OSError) as exc:
-            raise InputError(f"{path}: cannot read row group {group} ({exc})") from None
         for j, name in enumerate(chunk_names):
-            out[:, at + j] = column_to_numpy(table.column(name))
+            out[:, at + j] = to_float32(column_to_numpy(table.column(name)), path, name,
+                                        lambda i: _group_start(pf, group) + i)
         del table
+
+
+def _group_start(pf: pq.ParquetFile, group: int) -> int:
+    """The file's row number of the first row of row group ``group``."""
+    return sum(pf.metadata.row_group(i).num_rows for i in range(group))
 
 
 def read_features(path: Path | str, names: list[str]) -> np.ndarray:
@@ -342,7 +373,9 @@ def labels_all_missing(path: Path | str) -> bool:
     if "label" not in pf.schema_arrow.names:
         return True
     for group in range(pf.num_row_groups):
-        values = column_to_numpy(pf.read_row_group(group, columns=["label"]).column("label")).astype(np.float64)
+        with reading(path, f"row group {group}"):
+            table = pf.read_row_group(group, columns=["label"])
+        values = column_to_numpy(table.column("label")).astype(np.float64)
         if not np.all(np.isnan(values)):
             return False
     return True
@@ -353,7 +386,9 @@ def check_query_aligned(path: Path | str) -> None:
     pf = open_parquet(path)
     last_qid = None
     for i in range(pf.num_row_groups):
-        qids = column_to_numpy(pf.read_row_group(i, columns=["qid"]).column("qid"))
+        with reading(path, f"row group {i}"):
+            table = pf.read_row_group(i, columns=["qid"])
+        qids = column_to_numpy(table.column("qid"))
         if qids.shape[0] == 0:
             continue
         if last_qid is not None and qids[0] == last_qid:
@@ -370,15 +405,15 @@ def row_group_rows(path: Path | str) -> np.ndarray:
 
 def iter_row_groups(path: Path | str, columns: list[str] | None = None) -> Iterator[pa.Table]:
     """The row groups of a Parquet file one table at a time (``columns``: all when ``None``): a streaming reader."""
-    pf = pq.ParquetFile(str(path))
+    pf = open_parquet(path)
     for i in range(pf.num_row_groups):
-        yield pf.read_row_group(i, columns=columns)
+        with reading(path, f"row group {i}"):
+            table = pf.read_row_group(i, columns=columns)
+        yield table
 
 
 def read_row_groups(path: Path | str, row_groups: Iterable[int], columns: list[str] | None = None) -> pa.Table:
     """Read only the given row groups (in order) of a Parquet file: a distributed reader's unit of work."""
     pf = open_parquet(path)
-    try:
+    with reading(path, "row groups"):
         return pf.read_row_groups(list(row_groups), columns=columns)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise InputError(f"{path}: cannot read row groups ({exc})") from None

@@ -141,6 +141,8 @@ def read_partition(part: Partition, feature_names: list[str]) -> tuple[np.ndarra
     """Read one partition (on a worker): the float32 feature matrix and the float64 labels."""
     table = parquet.read_row_groups(part.path, part.row_groups, ["label", *feature_names])
     table = table.slice(part.start, part.n_rows)
-    features = parquet.features_matrix(table, feature_names)
+    first_row = int(parquet.row_group_rows(part.path)[:part.row_groups[0]].sum()) + part.start if part.row_groups \
+        else part.start  # the file's row of the partition's first, named when a value is refused
+    features = parquet.features_matrix(table, feature_names, part.path, first_row)
     labels = table.column("label").to_numpy().astype(np.float64)
     return np.ascontiguousarray(features), labels

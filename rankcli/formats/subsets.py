@@ -13,9 +13,11 @@ import pyarrow.compute as pc
 
 from rankcli.dataset import offsets_from_qids
 from rankcli.errors import InputError, SchemaError
-from rankcli.formats.arrow import column_to_numpy
+from rankcli.formats.arrow import array_from_numpy, column_to_numpy
+from rankcli.formats.feature_values import check_columns
 from rankcli.formats.parquet import (
     column_names,
+    feature_columns,
     qids_as_int64,
     read_metadata,
     read_table,
@@ -49,8 +51,10 @@ class Source:
 
 
 def _group_codes(path: Path, table: pa.Table, column: str) -> np.ndarray:
-    """One integer code per row of ``column`` (equal values, equal codes); a missing value is an :class:`InputError`
-    naming its row."""
+    """One integer code per row of ``column`` (equal values, equal codes, numbered by first appearance); a missing
+    value is an :class:`InputError` naming its row. Floating-point values group as numbers compare: -0.0 and 0.0
+    are one value (Arrow's encoding, which compares bits, would make them two groups), and NaN, equal to nothing and
+    how a missing float is often written, is refused as a missing value is."""
     names = table.column_names
     if column not in names:
         raise InputError(f"{path}: no column {column!r} to group by (columns: {', '.join(names[:12])}"
@@ -59,7 +63,15 @@ def _group_codes(path: Path, table: pa.Table, column: str) -> np.ndarray:
     if col.null_count:
         row = int(np.argmax(column_to_numpy(col.is_null().cast(pa.int8()))))
         raise InputError(f"{path}: column {column}: missing value at row {row}; every row needs a value to group by")
-    encoded = pc.dictionary_encode(col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col)
+    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if pa.types.is_floating(col.type):
+        values = column_to_numpy(col).astype(np.float64)
+        nan = np.isnan(values)
+        if nan.any():
+            raise InputError(f"{path}: column {column}: NaN at row {int(np.argmax(nan))}; every row needs a value to "
+                             "group by (NaN equals no value, not even itself)")
+        col = array_from_numpy(values + 0.0)  # -0.0 + 0.0 is 0.0: one key for the two zeros
+    encoded = pc.dictionary_encode(col)
     return column_to_numpy(encoded.indices).astype(np.int64)
 
 
@@ -92,6 +104,7 @@ def read_source(path: Path | str, group_by: str | None = None) -> Source:
         raise SchemaError(f"{path}: {exc}") from None
     if not pa.types.is_int64(table.schema.field("qid").type):  # an int32 or uint64 qid column, read exactly
         table = table.set_column(table.schema.get_field_index("qid"), "qid", pa.array(qids, pa.int64()))
+    check_columns(table, feature_columns(table.column_names), path)  # as every reader of features does
     codes = _group_codes(path, table, group_by) if group_by is not None else None
     meta = {k: v for k, v in read_metadata(path).items() if k != "version"}
     return Source(path, table, offsets, meta, _dictionary_columns(table), codes)

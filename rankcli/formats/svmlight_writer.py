@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 
 from rankcli.errors import InputError
 from rankcli.formats.arrow import scalar, strings_array
+from rankcli.formats.feature_values import check_columns
 
 
 def _feature_tokens(column: pa.Array, number: int) -> pa.Array:
@@ -76,6 +77,7 @@ def write_svmlight(path: str | Path, dataset_path: str | Path, *, overwrite: boo
     with atomic_path(path, overwrite, file_kind=kinds.SVMLIGHT) as tmp, open(tmp, "wb") as out:
         for table in iter_row_groups(dataset_path):
             check_comment_text(table, dataset_path, rows)
+            check_columns(table, fcols, dataset_path, rows)  # the float32 cast below would make 1e300 inf
             write_lines(out, svmlight_lines(table, fcols, force_width=rows == 0))
             rows += table.num_rows
     return rows

@@ -15,7 +15,7 @@ import pyarrow as pa
 from rankcli.errors import UsageError
 from rankcli.formats.arrow import array_from_numpy, strings_array
 from rankcli.formats.atomic import STDOUT, atomic_path
-from rankcli.formats.parquet import encode_metadata
+from rankcli.formats.parquet import WRITE_OPTIONS, encode_metadata
 
 #: The extensions of the table formats.
 EXTENSIONS = {".parquet": "parquet", ".csv": "csv"}
@@ -71,6 +71,6 @@ def write_columns(path: Path | str, columns: dict, *, overwrite: bool = False, m
     with atomic_path(path, overwrite, file_kind=file_kind) as tmp:
         if fmt == "parquet":
             table = table.replace_schema_metadata(encode_metadata(metadata or {}))
-            pq.write_table(table, str(tmp), compression="zstd")
+            pq.write_table(table, str(tmp), **WRITE_OPTIONS)
         else:
             pacsv.write_csv(table, str(tmp))

@@ -273,7 +273,11 @@ def read_prefs(path: str, qrels_style: bool = False, data: bytes | None = None) 
 
 def read_zscores(path: str) -> dict:
     """A ``-Z`` file as ``get_zscores.c`` reads it: lines ``qid measure mean stddev`` (``atof`` numbers); returns
-    ``{(qid, measure): (mean, stddev)}`` (bytes keys; of a pair given twice, the first)."""
+    ``{(qid, measure): (mean, stddev)}`` (bytes keys).
+
+    A pair given twice with other numbers is refused, naming the second line: trec_eval sorts the lines and takes
+    whichever of them its binary search meets first (the middle one of three, the second of two), an order its C
+    library's sort decides; a pair repeated with the same numbers means one thing and is read once."""
     name = "<stdin>" if path == "-" else path
     t = _tokens(read_input(path))
     data = np.flatnonzero(t.count > 0)
@@ -286,6 +290,13 @@ def read_zscores(path: str) -> dict:
     qids, measures = _gather(t, head).tolist(), _gather(t, head + 1).tolist()
     means, stddevs = atof_array(_gather(t, head + 2)), atof_array(_gather(t, head + 3))
     out: dict = {}
-    for key in zip(qids, measures, means.tolist(), stddevs.tolist()):
-        out.setdefault(key[:2], key[2:])
+    first: dict = {}
+    for i, key in enumerate(zip(qids, measures, means.tolist(), stddevs.tolist())):
+        seen = out.setdefault(key[:2], key[2:])
+        first.setdefault(key[:2], i)
+        if seen != key[2:]:
+            at = int(data[first[key[:2]]]) + 1
+            raise _malformed(t, int(data[i]), name, f"a second z-score of query {key[0].decode(errors='replace')} "
+                             f"measure {key[1].decode(errors='replace')} (the first at line {at}, other numbers): "
+                             "trec_eval would take one of them by the path of its binary search; keep one")
     return out

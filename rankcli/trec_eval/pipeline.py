@@ -111,7 +111,9 @@ def _chunk(p: Prepared, start: int, stop: int, o: Options) -> Chunk:
     if j.rel_table is not None:  # indices into the table, the padding (-1) its last entry, NONPOOL
         rel = j.rel_table[rel]
     labels = padded(j.labels, lo, -1)
-    labels = -np.sort(-labels, axis=1)  # descending: labels >= 0 first
+    # descending, labels >= 0 first: reversed rather than negated, since -LONG_MIN is LONG_MIN again in int64 (a
+    # label atol saturates would sort first and hide every label behind it)
+    labels = np.ascontiguousarray(np.sort(labels, axis=1)[:, ::-1])
     num_labels = (labels >= 0).sum(axis=1)
     return Chunk(rel, np.diff(ro), labels, num_labels, o.level, o.num_docs)
 

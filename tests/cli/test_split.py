@@ -165,6 +165,26 @@ def test_bad_data_is_refused_naming_it(capsys, tmp_path):
     assert status == 3 and err.startswith(f"Error: {bad}: missing column label")
 
 
+def test_a_float_group_column_groups_as_numbers_compare(capsys, tmp_path):
+    """-0.0 and 0.0 are one value: one group (Arrow's encoding compares bits and made them two). NaN equals nothing,
+    and is how a missing float is often written: refused as a missing value is."""
+    path = tmp_path / "g.parquet"
+    qid = np.repeat(np.arange(8), 2)
+    g = np.array([0.0, 0.0, -0.0, -0.0, 1.0, 1.0, 2.0, 2.0, 3.0, 3.0, 4.0, 4.0, 5.0, 5.0, 6.0, 6.0])
+    pq.write_table(pa.table({"qid": qid, "label": np.ones(16), "g": g}), path)
+    status, out, err = split(capsys, path, "-o", tmp_path / "f", "--folds", "3", "--group-by", "g", "--json")
+    assert status == 0, err
+    assert json.loads(out)["groups"] == 7  # {0, -0}, 1, 2, 3, 4, 5, 6
+    for k in range(1, 4):
+        test = set(_query_ids(tmp_path / "f" / f"Fold{k}" / "test.parquet").tolist())
+        assert {0, 1} <= test or not {0, 1} & test  # the zero group's two queries stay together
+    pq.write_table(pa.table({"qid": qid, "label": np.ones(16), "g": np.where(np.arange(16) == 9, np.nan, g)}),
+                   path)
+    status, _, err = split(capsys, path, "-o", tmp_path / "x", "--folds", "3", "--group-by", "g")
+    assert status == 3 and err.startswith(f"Error: {path}: column g: NaN at row 9; every row needs a value to group "
+                                          "by"), err
+
+
 def test_output_rules_of_directory_outputs(capsys, data, tmp_path):
     out = tmp_path / "f"
     assert split(capsys, data, "-o", out, "--folds", "3")[0] == 0
