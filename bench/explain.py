@@ -91,6 +91,12 @@ def default_run(rows: int, features: int, extra: list[str]) -> None:
         print(f"rankcli explain MODEL DATA --json {' '.join(extra)}: {seconds:.1f} s (target <= 60); repeats "
               f"{result['repeats']}, contributions on {sample.get('queries')} of {sample.get('of')} queries; load "
               f"{load:.2f} before, {os.getloadavg()[0]:.2f} after")
+    feats = sorted((f for f in result["features"] if f["mean_abs_contribution"]),
+                   key=lambda f: -f["mean_abs_contribution"])[:10]
+    rel = [f["mean_abs_contribution_stderr"] / f["mean_abs_contribution"] for f in feats]
+    if rel:
+        print(f"the sample's standard error / mean_abs_contribution, top {len(rel)} features by contribution: "
+              f"{min(rel):.3f}-{max(rel):.3f}")
 
 
 def main() -> None:

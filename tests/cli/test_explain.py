@@ -173,6 +173,8 @@ def test_contributions_on_a_sample_of_queries(run, trained):
     assert (s["queries"], s["of"], s["sampled"], s["seed"], len(s["qids"])) == (7, 30, True, 4, 7)
     status, out, err = run("explain", model, test, "--json", "--repeats", "1", "--contributions-queries", "ALL")
     assert status == 0 and json.loads(out)["contributions"]["sampled"] is False, err
+    status, out, err = run("explain", model, test, "--repeats", "1", "--contributions-queries", "7")
+    assert status == 0 and "on 7 of 30 queries drawn at random (seed 0;" in " ".join(out.split()), (out, err)
     for bad in ("0", "-3", "some", "1.5"):
         got, _, err = run("explain", model, test, "--contributions-queries", bad)
         assert got == 2 and "--contributions-queries" in err and repr(bad) in err, (bad, err)
