@@ -55,7 +55,7 @@ def command(
     metric: Annotated[str, opt.metric("The metric whose drop is measured")] = "ndcg@10",
     convention: Annotated[str | None, opt.convention(
         default="the model's recorded convention, else paper", presets=opt.TRAINING_CONVENTIONS)] = None,
-    repeats: Annotated[int, typer.Option("--repeats", help="Seeded permutations per feature.")] = 5,
+    repeats: Annotated[int, typer.Option("--repeats", help="Seeded permutations per feature.")] = 2,
     seed: Annotated[int, opt.seed("the permutations and the random tests", result="numbers")] = 0,
     test: Annotated[str, typer.Option("--test", help="The paired test of each feature's drop (two-sided), as in "
                                       "compare; wilcoxon needs --repeats 1.", metavar=opt.choices(TESTS))] = "ttest",

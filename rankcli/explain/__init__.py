@@ -43,7 +43,7 @@ __all__ = ["BATCH_ROWS", "DEFAULT_REPEATS", "SAMPLE_QUERIES", "Explanation",
 #: The largest ``--repeats``: each repeat is one model call per feature.
 MAX_REPEATS = 10_000
 #: ``--repeats``'s default (docs/commands/explain.md, "Speed", says why this many).
-DEFAULT_REPEATS = 5
+DEFAULT_REPEATS = 2
 #: The first contributions batch, at most this many rows (whole queries): it measures TreeSHAP's cost early.
 PROBE_ROWS = 512
 #: Leaf values held at once by the permutations (rows per batch: this over the trees): 64 MiB of float64.

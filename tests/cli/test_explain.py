@@ -95,7 +95,7 @@ def test_errors(run, trained, tmp_path, sample_dir):
         (("explain", model, test, "--group", "g"), 2, "a group is NAME=FEATURE"),
         (("explain", model, test, "--repeats", "0"), 2, "--repeats must be between 1"),
         (("explain", model, test, "--test", "ztest"), 2, "unknown test"),
-        (("explain", model, test, "--test", "wilcoxon"), 2, "--test wilcoxon with --repeats 5: the signed-rank test"),
+        (("explain", model, test, "--test", "wilcoxon"), 2, "--test wilcoxon with --repeats 2: the signed-rank test"),
         (("explain", model, test, "--test", "wilcoxon", "--repeats", "2"), 2, "Pass --repeats 1 with --test wilcoxon"),
         (("explain", model, test, "--group", "qid=f1,f2"), 2, "group name 'qid' is also the qid column of --per-query"),
         (("explain", model, test, "--group", "ndcg@10=f20"), 2,
