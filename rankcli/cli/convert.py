@@ -1,4 +1,5 @@
-"""Convert SVMlight/LETOR text to Parquet datasets (qid, label, optional docid, f1..fN float32).
+"""Convert SVMlight/LETOR text to Parquet datasets (qid, label, optional docid, f1..fN float32, or float64 with
+--float64).
 
 Input lines: `<label> qid:<int> <index>:<value> ... # comment` (qid: and the comment optional), spaces or tabs, LF or
 CRLF; blank and comment-only lines are skipped; absent features are 0.0. Labels may be real-valued (0.07). Files
@@ -64,6 +65,11 @@ def command(
     per: Annotated[str, typer.Option(
         "--per", help="--normalize within each query (RankLib's) or over the dataset (its statistics recorded; a "
         "directory of outputs takes those of its train file).", metavar="<query|dataset>")] = "query",
+    float64: Annotated[bool, typer.Option(
+        "--float64", help="Store the features as float64, the numbers LightGBM parses from the text (a model trained "
+        "on them is LightGBM's with precise_float_parser=true); the footer says so and every command keeps them "
+        "float64. Default float32: half the size, and LightGBM's bins differ only where values differ beyond float32's "
+        "7 digits.")] = False,
     json_output: Annotated[bool, opt.json_flag("the summary")] = False,
     block_bytes: Annotated[int, typer.Option("--block-bytes", hidden=True, help="Bytes read per block.")]
     = 2 * 1024 * 1024,
@@ -71,13 +77,31 @@ def command(
         "Convert the input files in parallel on a Dask cluster, one OUTPUT/<name>.parquet per input",
         "Inputs and OUTPUT must be on a filesystem every worker sees.")] = None,
 ) -> None:
-    from rankcli.cli._common import log, print_json, progress_bar, stderr_console, stdout_console, summary_table
-    from rankcli.convert import ConvertOptions, convert
+    from rankcli.convert import ConvertOptions
     from rankcli.errors import UsageError
 
     if block_bytes < 1:
         raise UsageError(f"--block-bytes must be positive, got {block_bytes}")
-    from rankcli.cli._common import stdout_taken
+    options = ConvertOptions(zero_based=zero_based, num_features=num_features, keep_comments=keep_comments,
+                             sort_queries=sort_queries, query_file=query_file, block_bytes=block_bytes,
+                             normalize=normalize, per=per, float64=float64)
+    _run(inputs, output, options, overwrite=overwrite, json_output=json_output, dask=dask)
+
+
+def _run(inputs: list[str], output: str, options, *, overwrite: bool, json_output: bool, dask: str | None) -> None:
+    """Convert ``inputs`` to ``output`` with ``options`` (the command's checks of the output first) and render the
+    summary."""
+    from rankcli.cli._common import (
+        log,
+        print_json,
+        progress_bar,
+        stderr_console,
+        stdout_console,
+        stdout_taken,
+        summary_table,
+    )
+    from rankcli.convert import convert
+    from rankcli.errors import UsageError
     from rankcli.formats.atomic import STDOUT, check_stdout, expect_final_output, output_path
 
     # The output's checks (an input, an existing target, --overwrite) are convert()'s, which knows the layout.
@@ -89,9 +113,6 @@ def command(
     if dask is not None and target == STDOUT:
         raise UsageError("--dask writes one output per input into a directory; -o - is not possible with it")
     expect_final_output(target)
-    options = ConvertOptions(zero_based=zero_based, num_features=num_features, keep_comments=keep_comments,
-                             sort_queries=sort_queries, query_file=query_file, block_bytes=block_bytes,
-                             normalize=normalize, per=per)
     total = _input_bytes(inputs)
     if dask is not None:  # one task per input file on a Dask cluster (rankcli.distributed)
         from rankcli.distributed import convert_on_cluster, parse_dask_target, require_dask
