@@ -17,7 +17,8 @@ class ExitStatus(IntEnum):
     USAGE = 2
     INVALID_INPUT = 3
     OUTPUT = 4
-    WORSE_THAN_BASELINE = 5
+    WORSE_THAN_BASELINE = 5  # a requested gate failed: compare --fail-if-worse, export-model --check
+    GATE_FAILED = 5
     HANGUP = 129  # SIGHUP: the terminal went away (128 + 1)
     INTERRUPTED = 130  # SIGINT: Ctrl-C (128 + 2)
     BROKEN_PIPE = 141  # SIGPIPE: the reader of standard output went away, e.g. `| head` (128 + 13)
@@ -83,6 +84,12 @@ class WorseThanBaseline(RankcliError):
     """``compare --fail-if-worse``: some run is significantly worse than the baseline."""
 
     exit_status = ExitStatus.WORSE_THAN_BASELINE
+
+
+class CheckFailed(RankcliError):
+    """``export-model --check``: the exported model sends a row another way than LightGBM (exit 5, the gate's)."""
+
+    exit_status = ExitStatus.GATE_FAILED
 
 
 class Terminated(BaseException):

@@ -19,6 +19,17 @@ All outputs of one run have the same feature columns: the largest index seen in 
 Rows of a query must be contiguous: a qid that reappears after a different one is an error (--sort-queries sorts
 by qid instead, stably, holding the whole input in memory). Parquet row groups end on query boundaries.
 
+Feature logs: `--from ltr-log` reads the LTR plugins' logged feature values (the `_ltrlog` entries of search
+responses), `--from solr-features` Solr's `[features]` output, each joined with the judgment list `--qrels` (TREC
+qrels or RankLib's `grade qid:Q # docid`) into one Parquet dataset: `f1..fN` columns, the engine's feature names
+in the footer (train records them, export-model writes them back). A feature the query did not match is NaN in an
+LTR log (the plugins score it as missing).
+
+  rankcli convert --from ltr-log log.jsonl --qrels judgments.txt -o train.parquet
+
+Normalisation: `--normalize` per query (RankLib's default scope) cannot be exported to a search engine, which
+scores one document at a time: convert with `--per dataset` for a model you will export (export-model folds it).
+
 Streaming: memory does not grow with the input size. The output is written to a temporary file and renamed into
 place; an existing target needs --overwrite. Bad input exits with status 3 and `Error: path:line: what, got 'token'`,
 and leaves nothing behind. A summary is printed; --json prints it as JSON.
@@ -64,15 +75,22 @@ def command(
         show_default=False, metavar="<zscore|minmax|sum>")] = None,
     per: Annotated[str, typer.Option(
         "--per", help="--normalize within each query (RankLib's) or over the dataset (its statistics recorded; a "
-        "directory of outputs takes those of its train file).", metavar="<query|dataset>")] = "query",
+        "directory of outputs takes those of its train file). A model for a search engine needs --per dataset: "
+        "export-model refuses a per-query normalisation.", metavar="<query|dataset>")] = "query",
     float64: Annotated[bool, typer.Option(
         "--float64", help="Store the features as float64, the numbers LightGBM parses from the text (a model trained "
         "on them is LightGBM's with precise_float_parser=true); the footer says so and every command keeps them "
-        "float64. Default float32: half the size, and LightGBM's bins differ only where values differ beyond float32's "
-        "7 digits.")] = False,
+        "float64. Default float32: half the size; LightGBM's thresholds then differ from its own in the digits "
+        "beyond float32's 7.")] = False,
     json_output: Annotated[bool, opt.json_flag("the summary")] = False,
     block_bytes: Annotated[int, typer.Option("--block-bytes", hidden=True, help="Bytes read per block.")]
     = 2 * 1024 * 1024,
+    source: Annotated[str, typer.Option(
+        "--from", help="The input's kind: svmlight (LETOR text), ltr-log (LTR plugin logs) or solr-features (Solr's "
+        "[features] output); the logs need --qrels.", metavar="<svmlight|ltr-log|solr-features>")] = "svmlight",
+    qrels: Annotated[Path | None, typer.Option(
+        "--qrels", help="Judgments for --from ltr-log|solr-features: TREC qrels or RankLib's 'grade qid:Q # docid'.",
+        show_default=False)] = None,
     dask: Annotated[str | None, opt.dask(
         "Convert the input files in parallel on a Dask cluster, one OUTPUT/<name>.parquet per input",
         "Inputs and OUTPUT must be on a filesystem every worker sees.")] = None,
@@ -82,26 +100,11 @@ def command(
 
     if block_bytes < 1:
         raise UsageError(f"--block-bytes must be positive, got {block_bytes}")
-    options = ConvertOptions(zero_based=zero_based, num_features=num_features, keep_comments=keep_comments,
-                             sort_queries=sort_queries, query_file=query_file, block_bytes=block_bytes,
-                             normalize=normalize, per=per, float64=float64)
-    _run(inputs, output, options, overwrite=overwrite, json_output=json_output, dask=dask)
-
-
-def _run(inputs: list[str], output: str, options, *, overwrite: bool, json_output: bool, dask: str | None) -> None:
-    """Convert ``inputs`` to ``output`` with ``options`` (the command's checks of the output first) and render the
-    summary."""
-    from rankcli.cli._common import (
-        log,
-        print_json,
-        progress_bar,
-        stderr_console,
-        stdout_console,
-        stdout_taken,
-        summary_table,
-    )
-    from rankcli.convert import convert
-    from rankcli.errors import UsageError
+    if source != "svmlight" or qrels is not None:
+        if float64:
+            raise UsageError(f"--float64 is for SVMlight text; --from {source} stores its features as float32")
+        return _convert_log(source, inputs, output, qrels, overwrite, json_output)
+    from rankcli.cli._common import stdout_taken
     from rankcli.formats.atomic import STDOUT, check_stdout, expect_final_output, output_path
 
     # The output's checks (an input, an existing target, --overwrite) are convert()'s, which knows the layout.
@@ -113,19 +116,16 @@ def _run(inputs: list[str], output: str, options, *, overwrite: bool, json_outpu
     if dask is not None and target == STDOUT:
         raise UsageError("--dask writes one output per input into a directory; -o - is not possible with it")
     expect_final_output(target)
-    total = _input_bytes(inputs)
-    if dask is not None:  # one task per input file on a Dask cluster (rankcli.distributed)
-        from rankcli.distributed import convert_on_cluster, parse_dask_target, require_dask
+    options = ConvertOptions(zero_based=zero_based, num_features=num_features, keep_comments=keep_comments,
+                             sort_queries=sort_queries, query_file=query_file, block_bytes=block_bytes,
+                             normalize=normalize, per=per, float64=float64)
+    _render(_run(inputs, target, options, overwrite, dask, as_directory), target == STDOUT, json_output)
 
-        parse_dask_target(dask)
-        require_dask()
-        with progress_bar(None, "converting") as bar:
-            result = convert_on_cluster(dask, list(inputs), target, options, overwrite=overwrite,
-                                        on_file=lambda r: bar.advance(1))
-    else:
-        with progress_bar(total or None, "converting") as bar:
-            result = convert(list(inputs), target, options, overwrite=overwrite, progress=bar,
-                             directory=as_directory)
+
+def _render(result, to_stdout: bool, json_output: bool) -> None:
+    """The conversion's notes and summary (on stderr when the dataset went to standard output)."""
+    from rankcli.cli._common import log, print_json, stderr_console, stdout_console, summary_table
+
     for note in result.notes:
         log(f"note: {note}")
     if json_output:
@@ -133,8 +133,25 @@ def _run(inputs: list[str], output: str, options, *, overwrite: bool, json_outpu
         return
     summaries = {Path(f.output).name: f.summary for f in result.files}
     table = summary_table(summaries, title=f"{result.output} ({result.seconds:.2f} s)")
-    (stderr_console() if target == STDOUT else stdout_console()).print(table)
+    (stderr_console() if to_stdout else stdout_console()).print(table)
     log(f"wrote {result.output}")
+
+
+def _run(inputs: list[str], target, options, overwrite: bool, dask: str | None, as_directory: bool):
+    """The conversion, on a Dask cluster (one task per input file, :mod:`rankcli.distributed`) or here."""
+    from rankcli.cli._common import progress_bar
+    from rankcli.convert import convert
+
+    if dask is not None:
+        from rankcli.distributed import convert_on_cluster, parse_dask_target, require_dask
+
+        parse_dask_target(dask)
+        require_dask()
+        with progress_bar(None, "converting") as bar:
+            return convert_on_cluster(dask, list(inputs), target, options, overwrite=overwrite,
+                                      on_file=lambda r: bar.advance(1))
+    with progress_bar(_input_bytes(inputs) or None, "converting") as bar:
+        return convert(list(inputs), target, options, overwrite=overwrite, progress=bar, directory=as_directory)
 
 
 def _input_bytes(inputs: list[str]) -> int:
@@ -147,3 +164,28 @@ def _input_bytes(inputs: list[str]) -> int:
         if item != "-" and p.is_file() and p.suffix.lower() not in (".gz", ".bz2", ".xz"):
             total += os.path.getsize(p)
     return total
+
+
+def _convert_log(source: str, inputs: list[str], output: str, qrels: Path | None, overwrite: bool,
+                 json_output: bool) -> None:
+    """``--from ltr-log|solr-features``: one log and its judgments into one dataset."""
+    from rankcli.cli._common import log, prepare_output, print_json, stdout_console, summary_table
+    from rankcli.errors import UsageError
+    from rankcli.export_model.logs import LOG_KINDS, convert_log
+    from rankcli.formats.atomic import kinds
+
+    if source not in LOG_KINDS + ("svmlight",):
+        raise UsageError(f"--from: choose one of svmlight, {', '.join(LOG_KINDS)}, got {source!r}")
+    if source == "svmlight" or qrels is None or len(inputs) != 1:
+        raise UsageError("--from ltr-log|solr-features takes one LOG and --qrels JUDGMENTS (and --qrels only goes "
+                         "with them)")
+    target = prepare_output(output, overwrite=overwrite, inputs=[inputs[0], qrels], binary=True,
+                            example="train.parquet", file_kind=kinds.DATASET)
+    result = convert_log(source, inputs[0], str(qrels), target, overwrite=overwrite)
+    for note in result.notes:
+        log(f"note: {note}")
+    if json_output:
+        print_json(result.as_dict())
+        return
+    stdout_console().print(summary_table({Path(target).name: result.files[0].summary}, title=str(target)))
+

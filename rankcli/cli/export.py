@@ -45,6 +45,12 @@ def command(
     from rankcli.cli._common import log, prepare_output, print_json, stdout_taken
     from rankcli.formats.atomic import kinds
 
+    if (data / "model.txt").is_file() and (data / "rankcli.json").is_file():
+        from rankcli.errors import UsageError
+
+        raise UsageError(f"{data}: a model directory, not a dataset; export writes datasets back as text. To write a "
+                         f"model for a search engine: rankcli export-model {data} --target TARGET -o OUT")
+
     svmlight = format == Format.svmlight
     output = prepare_output(output, overwrite=overwrite, inputs=[data], file_kind=kinds.SVMLIGHT if svmlight else
                             kinds.QRELS, example="data.txt" if svmlight else "data.qrels")

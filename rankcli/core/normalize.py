@@ -188,6 +188,21 @@ def normalize(features: np.ndarray, offsets: np.ndarray, transform: Normalizatio
     return out
 
 
+def normalize_values(values: np.ndarray, columns: np.ndarray, transform: Normalization) -> np.ndarray:
+    """``values[i]`` (of feature column ``columns[i]``) as :func:`normalize` transforms it with the per-dataset
+    ``transform``: the same formula and rounding, one value at a time (an export folds the transform into split
+    thresholds with it). ``values`` may be float32 or float64 (computed in float64 and rounded to float32 once, as
+    :func:`normalize` does); a value transformed beyond the float32 range becomes infinite here instead of an error."""
+    if transform.per != "dataset":
+        raise UsageError(f"{transform.describe()}: only a per-dataset transform applies value by value")
+    x = np.asarray(values).astype(np.float64)
+    columns = np.asarray(columns, dtype=np.int64)
+    stats = {k: np.asarray(v, dtype=np.float64)[columns] for k, v in transform.stats.items()}
+    center, scale = _center_scale(transform.method, stats)
+    with np.errstate(over="ignore"):
+        return _apply(x, np.isfinite(x), center, scale, transform.method).astype(np.float32)
+
+
 class DatasetStats:
     """The per-dataset statistics of one method, gathered batch by batch (any rows, in any batches).
 

@@ -57,7 +57,9 @@ class ExperimentConfig:
         TrainConfig's defaults with one thread). Its ``loss`` and ``seed`` are not used: each unit has its own.
     seed : the seed of every random step (splits, perturbations, LightGBM's seed per trial and setting).
     augment_negatives, label_noise, click_noise, position_bias : the sweeps' levels.
-    click_impressions : impressions per query in the click sweeps.
+    click_impressions : impressions per query in the click sweeps (and the click-model setting).
+    click_model : a fitted click model (``rankcli click-model fit --by relevance``) whose simulated clicks replace
+        the training and validation labels in a setting of its own, ``{"path", "fingerprint"}``; None: no setting.
     logging_fraction : the training queries the position-bias sweep's logging ranker learns from.
     correction : the multiple-testing correction within a setting.
     test : the paired test between losses (None: the protocol's default, :attr:`test_name`): random splits
@@ -88,6 +90,7 @@ class ExperimentConfig:
     label_noise: list[float]
     click_noise: list[float]
     click_impressions: int
+    click_model: dict | None
     position_bias: list[float]
     logging_fraction: float
     correction: str
@@ -106,6 +109,7 @@ class ExperimentConfig:
                  position_bias: list[float] | None = None, logging_fraction: float = 0.01, correction: str = "holm",
                  test: str | None = None, allow_overlap: bool = False, params_file: dict | None = None,
                  tune: int | None = None, tune_space: dict | None = None, loss_options: dict | None = None,
+                 click_model: dict | None = None,
                  **hyperparameters) -> None:
         import dataclasses
 
@@ -126,6 +130,7 @@ class ExperimentConfig:
         self.label_noise = [] if label_noise is None else label_noise
         self.click_noise = [] if click_noise is None else click_noise
         self.click_impressions = click_impressions
+        self.click_model = click_model
         self.position_bias = [] if position_bias is None else position_bias
         self.logging_fraction, self.correction, self.test = logging_fraction, correction, test
         self.allow_overlap = allow_overlap
@@ -197,13 +202,15 @@ class ExperimentConfig:
         if self.recorded_loss_options():  # absent when every option has its pre-option value (earlier directories)
             d["loss_options"] = self.recorded_loss_options()
         d["split"] = list(d["split"])
-        for key in ("params_file", "tune", "tune_space"):
+        for key in ("params_file", "tune", "tune_space", "click_model"):
             if d[key] is None:  # as written before they existed, so that earlier experiment directories still resume
                 del d[key]
         if "params_file" in d:  # the parameters decide the results, not where the file was
             d["params_file"] = {loss: entry["params"] for loss, entry in d["params_file"].items()}
         if "tune_space" in d:  # the space decides them, not the file's name or format
             d["tune_space"] = d["tune_space"]["entries"]
+        if "click_model" in d:  # the fitted model decides them, not where its directory is
+            d["click_model"] = d["click_model"]["fingerprint"]
         if "tune" in d:  # how the tuning draws: units tuned otherwise (an earlier version's) are not resumed
             from rankcli.tune.draws import SAMPLER
 
@@ -238,6 +245,10 @@ class ExperimentConfig:
             from rankcli.train import check_boosting, check_params
 
             check_boosting(check_params(self.train.params), self.train.early_stopping, validating=True)
+        if self.train.params:
+            from rankcli.train.lightgbm_params import check_effective_across
+
+            check_effective_across(self.train.params, self.losses)
         self._validate_sweeps()
         self._validate_tuning()
         check_test(self.test_name, self.folds)
@@ -257,12 +268,13 @@ class ExperimentConfig:
         if self.tune is not None:
             from rankcli.train import check_loss
             from rankcli.tune import require_optuna
-            from rankcli.tune.space import train_space
+            from rankcli.tune.space import check_space_effective, train_space
 
             require_optuna("experiment --tune")
             for loss in self.losses:  # a bad space is refused before any unit, with tune's messages
                 check_loss(loss)
-                train_space(train_config(self, loss, self.seed), self.tune_space)
+                check_space_effective(train_space(train_config(self, loss, self.seed), self.tune_space),
+                                      self.train.params, loss)
 
     def _validate_sweeps(self) -> None:
         for lv in self.augment_negatives:
@@ -296,6 +308,8 @@ class Setting:
 
 
 BASELINE = Setting("baseline", "baseline", None)
+#: The setting whose training and validation labels are clicks simulated from ``ExperimentConfig.click_model``.
+CLICK_MODEL = Setting("click-model", "click-model", None)
 
 
 class SweepLevel(NamedTuple):
@@ -334,6 +348,8 @@ def plan_settings(config: ExperimentConfig) -> tuple[list[Setting], dict[str, li
             if s not in settings:
                 settings.append(s)
         sweeps[kind] = rows
+    if config.click_model is not None:
+        settings.append(CLICK_MODEL)
     return settings, sweeps
 
 

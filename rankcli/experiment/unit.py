@@ -75,9 +75,9 @@ def _prepared(data: ExperimentData, config: ExperimentConfig, setting: Setting, 
     if key not in _PREPARED:
         _PREPARED.clear()  # the previous trial's Datasets are freed before this one's are built
         parts = trial_parts(data, config, trial)
-        if setting.kind in ("click-noise", "position-bias"):  # they simulate clicks on in-memory datasets
+        if setting.kind in ("click-noise", "click-model", "position-bias"):  # clicks simulated on in-memory data
             train, valid = with_features(parts, "train"), with_features(parts, "valid")
-            if setting.kind == "click-noise":
+            if setting.kind in ("click-noise", "click-model"):
                 rng = perturbation_rng(config.seed, trial, setting.name)
                 train, valid = perturb(setting, train, valid, config, rng)
             prepared = prepare(train, valid)

@@ -5,6 +5,7 @@ records about them.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,6 +122,9 @@ class TrainingData:
         """The keys this training adds to ``rankcli.json``: ``normalize`` (the training features' transform, null
         for raw features) and ``ips`` (with the learned position biases of ``result``, the trained model)."""
         norm = {FOOTER_KEY: None if self.normalization is None else self.normalization.as_dict()}
+        engine = _engine_features(self.train)
+        if engine is not None:  # the engine's feature names of a converted feature log: export-model writes them
+            norm["engine_features"] = engine
         if self.ips is None:
             return norm
         if self.position is not None:  # LightGBM's learned additive score bias per position (None: not shown)
@@ -129,6 +133,16 @@ class TrainingData:
             resolved = result.params.get(key, lightgbm_resolved_params(result.booster).get(key))
             self.ips["propensity"]["regularization"] = resolved
         return {**norm, "ips": self.ips}
+
+
+def _engine_features(ds: Dataset) -> list[str] | None:
+    """The engine's name of each feature column (a converted feature log's footer ``rankcli.feature_names``)."""
+    try:
+        names = json.loads(ds.metadata.get("feature_names") or "null")
+    except ValueError:
+        return None
+    ok = isinstance(names, list) and len(names) == len(ds.feature_names) and all(isinstance(n, str) for n in names)
+    return names if ok else None
 
 
 def _features_by_row(path: Path | str, what: Dataset) -> Any:

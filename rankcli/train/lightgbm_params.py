@@ -276,3 +276,38 @@ def check_effective(params: Mapping[str, Any], loss: str, *, distributed: bool =
         if missing:
             raise UsageError(f"{where(key)}: LightGBM applies {key} only with {missing}, so it would train as "
                              "if it were not given; set what it needs too, or leave it out")
+
+
+#: What :func:`check_effective_across` is given for a parameter a search draws: a value that is not a number, which
+#: every condition reads as "set" (a drawn ``bagging_fraction`` is below 1 in some trial).
+SEARCHED = object()
+
+
+def check_effective_across(params: Mapping[str, Any], losses: list[str], *,
+                           where: Callable[[str], str] = lambda key: f"--param {key}") -> None:
+    """:func:`check_effective` for parameters every loss of ``losses`` trains with (``tune``'s and ``experiment``'s
+    ``--param``, a tune space's fixed and searched dimensions): a key none of the losses reads, or one that lacks what
+    it needs in a loss that reads it, is a :class:`UsageError`. A key only some of the losses read is accepted: the
+    others train as without it, which is what comparing losses under one ``--param`` means.
+
+    Parameters
+    ----------
+    params : main names -> values; :data:`SEARCHED` for a dimension a search draws.
+    losses : the losses trained. where : how a message names a key and its source.
+    """
+    from rankcli.train.losses import LOSSES
+
+    for key in params:
+        if not any(reads(key, loss) for loss in losses):
+            readers = " or ".join(LOSSES[x].consumer for x in PARAMETERS[key].losses)
+            raise UsageError(f"{where(key)}: only {readers} reads {key}, and none of the losses here trains with it "
+                             f"({', '.join(losses)})")
+    for loss in losses:
+        check_effective({k: v for k, v in params.items() if reads(k, loss)}, loss, where=where)
+
+
+def reads(key: str, loss: str) -> bool:
+    """Whether a training with ``loss`` reads the parameter ``key`` (a main name; a key that is not an applied
+    LightGBM parameter is not LightGBM's to ignore, and counts as read)."""
+    rule = PARAMETERS.get(key)
+    return rule is None or rule.kind != "applied" or not rule.losses or loss in rule.losses

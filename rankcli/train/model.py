@@ -246,6 +246,7 @@ INFO_SCHEMA: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
     "seconds": (False, _is_number, "a number"),
     "dask": (False, lambda v: isinstance(v, dict), "an object"),
     "normalize": (False, lambda v: v is None or isinstance(v, dict), "an object or null"),
+    "engine_features": (False, _list_of(_is_str), "a list of feature names (strings)"),
 }
 LOSS_SCHEMA: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
     "name": (True, _is_str, "a string"),

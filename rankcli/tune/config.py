@@ -46,6 +46,17 @@ class TuneConfig:
         if self.max_failures < 1:
             raise UsageError(f"--max-failures must be at least 1, got {self.max_failures}")
         self.train.validate()
+        self.check_effective()
+
+    def check_effective(self) -> None:
+        """:class:`UsageError` for a ``--param`` that none of the losses reads, or a parameter (given, fixed or
+        searched) that LightGBM would ignore in a loss's trials (:func:`rankcli.tune.space.check_space_effective`)."""
+        from rankcli.train.lightgbm_params import check_effective_across
+        from rankcli.tune.space import check_space_effective
+
+        check_effective_across(self.train.params, self.losses)
+        for loss in self.losses:
+            check_space_effective(self.space_of(loss), self.train.params, loss)
 
     def loss_config(self, loss: str):
         """The base training configuration of ``loss`` (every trial's parameters are applied to it)."""

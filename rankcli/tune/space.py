@@ -408,3 +408,18 @@ def train_space(base: Any, spec: dict | None = None) -> Space:
 
     defaults = {**resolve_params(base), "gamma": base.gamma, **base.resolved_loss_options}
     return loss_space(base.loss, defaults, spec, fixed_by_param=set(base.params))
+
+
+def check_space_effective(space: Space, given: dict[str, Any], loss: str) -> None:
+    """:class:`UsageError` for a dimension of ``space`` (fixed or searched) that LightGBM would ignore in ``loss``'s
+    trials, with the ``--param`` values ``given``: a searched ``bagging_fraction`` without ``bagging_freq`` is a
+    dimension the search spends its budget on while every trial trains alike (:mod:`rankcli.train.lightgbm_params`)."""
+    from rankcli.train.lightgbm_params import SEARCHED, check_effective_across, reads
+
+    drawn = {**space.fixed, **{d.name: SEARCHED for d in space.searched}}
+    params = {k: v for k, v in {**given, **drawn}.items() if reads(k, loss)}
+
+    def where(key: str) -> str:
+        return f"--param {key}" if key in given and key not in drawn else f"the search space's {key}"
+
+    check_effective_across(params, [loss], where=where)

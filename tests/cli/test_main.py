@@ -6,8 +6,8 @@ from rankcli.cli import app
 from rankcli.errors import ExitStatus
 from tests.conftest import REPO
 
-COMMANDS = ["convert", "info", "export", "split", "train", "predict", "eval", "simulate-clicks", "propensity",
-            "compare", "experiment", "explain", "tune", "trec_eval", "trec-eval"]
+COMMANDS = ["convert", "info", "export", "split", "train", "predict", "export-model", "eval", "simulate-clicks",
+            "propensity", "compare", "experiment", "explain", "tune", "trec_eval", "trec-eval"]
 #: Another name of a command, registered but not listed by --help.
 ALIASES = ["trec-eval"]
 

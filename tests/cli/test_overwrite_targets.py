@@ -55,6 +55,8 @@ OUTPUTS = {
     ("explain", "plot"): (".png", [(["explain", "{model}", "{data}", "--plot", "{out}"], "{model}/model.txt")]),
     ("tune", "output"): ("", [(["tune", "{data}", "--valid", "{valid}", "-o", "{out}", "--loss", "xendcg",
                                 "--budget", "1", "--trees", "1"], "{valid}")]),
+    ("export-model", "output"): ("", [(["export-model", "{model}", "--target", "ranklib", "-o", "{out}"],
+                                       "{model}/model.txt")]),
 }
 #: The string parameters that are not outputs: values (metrics, losses, ...), or inputs given as strings. Options that
 #: show a choice (``<a|b>``) or take ``KEY=VALUE`` are values without being listed; path-typed ones are read.
@@ -70,6 +72,7 @@ NOT_OUTPUTS = {
                    "position_bias", "dask"},
     "explain": {"metric"},
     "tune": {"loss", "select_by", "dask"},
+    "export-model": {"target", "name"},
 }
 #: Commands that parse their own command line (no typer parameters): their outputs are standard output only.
 OWN_PARSER = {"trec_eval"}

@@ -53,6 +53,8 @@ STDOUT_CASES: dict[str, list[list[str]]] = {
     "trec_eval": [["trec_eval", "-q", "-m", "all_trec", "{qrels}", "{trec_run}"], ["trec_eval", "-h"]],
     "trec-eval": [["trec-eval", "{qrels}", "{trec_run}"]],
     "explain": [["explain", "{model}"], ["explain", "{model}", "{data}", "--repeats", "1", "--json"]],
+    "export-model": [["export-model", "{model}", "-t", "solr", "-o", "{tmp}/em", "--check", "{data}"],
+                     ["export-model", "{model}", "-t", "vespa", "-o", "{tmp}/em2", "--json"]],
 }
 
 

@@ -1,0 +1,179 @@
+"""rankcli export-model from the command line: refusals (exit 3, naming the split), the gate (exit 5), usage errors
+(exit 2), the output directory's rules (exit 4), --feature-map, --json; and export pointing models to it."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+
+import numpy as np
+import pytest
+
+from rankcli.formats.parquet import read_dataset, write_dataset
+from rankcli.train.model import write_model_dir
+
+
+def _copy_with_text(models, tmp_path, name: str, edit) -> str:
+    """A hand-made model directory: the lambdamart model with ``edit(model_text)``, its checksum recomputed."""
+    src = models["lambdamart"]
+    info = json.loads((src / "rankcli.json").read_text())
+    info.pop("model_sha256")
+    write_model_dir(tmp_path / name, edit((src / "model.txt").read_text()), info)
+    return str(tmp_path / name)
+
+
+def _first_decision(text: str, value: int) -> str:
+    head, tree = text.split("Tree=0\n", 1)
+    line = re.search(r"^decision_type=(.*)$", tree, re.M)
+    codes = line.group(1).split()
+    codes[0] = str(value)
+    return head + "Tree=0\n" + tree.replace(line.group(0), "decision_type=" + " ".join(codes), 1)
+
+
+def test_a_categorical_split_is_refused(models, tmp_path, run):
+    import lightgbm
+
+    ds = read_dataset(models["data"] / "train.parquet")
+    x = ds.features.copy()
+    x[:, 2] = np.floor(x[:, 2] * 5)
+    train = lightgbm.Dataset(x, ds.labels, group=np.diff(ds.offsets), feature_name=ds.feature_names,
+                             categorical_feature=[2], params={"verbose": -1, "min_data_per_group": 1})
+    booster = lightgbm.train({"objective": "lambdarank", "verbose": -1, "num_threads": 1, "cat_smooth": 1,
+                              "min_data_per_group": 1, "max_cat_to_onehot": 8}, train, num_boost_round=5)
+    text = booster.model_to_string()
+    assert "num_cat=1" in text or "num_cat=2" in text, "the model made no categorical split"
+    model = _copy_with_text(models, tmp_path, "cat", lambda _: text)
+    status, _, err = run("export-model", model, "--target", "solr", "-o", tmp_path / "out")
+    assert status == 3 and "by category" in err and re.search(r"tree \d+ split \d+ splits feature f3", err)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_per_query_normalisation_is_refused(models, tmp_path, run):
+    from tests.conftest import SAMPLE
+
+    d = tmp_path / "q"
+    assert run("convert", SAMPLE / "letor", "-o", d, "--normalize", "zscore")[0] == 0
+    assert run("train", d / "train.parquet", "-o", tmp_path / "m", "--trees", "2", "--threads", "1")[0] == 0
+    status, _, err = run("export-model", tmp_path / "m", "-t", "vespa", "-o", tmp_path / "out")
+    assert status == 3 and "zscore per query" in err and "--per dataset" in err
+
+
+def test_a_missing_rule_ranklib_cannot_state(models, tmp_path, run):
+    # missing type NaN, default right, on a split whose 0 goes left (threshold > 0): RankLib reads NaN as 0
+    model = _copy_with_text(models, tmp_path, "nan", lambda t: _first_decision(t, 8))
+    status, _, err = run("export-model", model, "-t", "ranklib", "-o", tmp_path / "r")
+    assert status == 3 and "tree 0 split 0" in err and "missing branches" in err
+    status, out, _ = run("export-model", model, "-t", "elasticsearch-ltr", "-o", tmp_path / "x", "--check",
+                         models["data"] / "test.parquet", "--json")
+    assert status == 0 and json.loads(out)["check"]["passed"]
+    definition = json.loads((tmp_path / "x" / "model.json").read_text())["model"]["model"]["definition"]
+    root = definition["splits"][0]
+    assert root["missing"] == root["no"]
+    status, out, _ = run("export-model", model, "-t", "solr", "-o", tmp_path / "s", "--check",
+                         models["data"] / "test.parquet", "--json")
+    solr_model = json.loads((tmp_path / "s" / "model.json").read_text())
+    assert status == 0 and solr_model["params"]["isNullSameAsZero"] is False
+    assert solr_model["params"]["trees"][0]["root"]["missing"] == "right"
+    assert all(f["params"]["defaultValue"] == "NaN" for f in json.loads((tmp_path / "s" / "features.json").read_text()))
+
+
+def test_a_zero_as_missing_rule_no_threshold_states(models, tmp_path, run):
+    # missing type Zero, default right, on a split at 0.47: (-inf, -1e-35) and (1e-35, 0.47] left, zero right
+    model = _copy_with_text(models, tmp_path, "zero", lambda t: _first_decision(t, 4))
+    status, _, err = run("export-model", model, "-t", "onnx", "-o", tmp_path / "o")
+    assert status == 3 and "tree 0 split 0" in err and "zero_as_missing" in err
+
+
+def test_the_check_gate_exits_5(models, tmp_path, run):
+    """Solr cannot state LightGBM's zero-versus-positive splits: values in (0, 1e-35] go the other way."""
+    ds = read_dataset(models["data"] / "test.parquet")
+    ds.features[:, :] = np.where(ds.features == 0, np.float32(1e-36), ds.features)
+    write_dataset(tmp_path / "tiny.parquet", ds)
+    status, out, err = run("export-model", models["lambdamart"], "-t", "solr", "-o", tmp_path / "s", "--check",
+                           tmp_path / "tiny.parquet")
+    assert status == 5 and "FAILED" in out and "take another branch" in err
+    assert (tmp_path / "s" / "model.json").exists()  # the export is written; the gate reports
+    status, _, _ = run("export-model", models["lambdamart"], "-t", "elasticsearch-ltr", "-o", tmp_path / "e",
+                       "--check", tmp_path / "tiny.parquet")
+    assert status == 0
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-t", "vespa", "--engine-normalizer"], "no feature normalisers"),
+    (["-t", "solr", "--model-type", "ranklib"], "--model-type is for the LTR plugins"),
+    (["-t", "elasticsearch", "--missing-as-zero"], "--missing-as-zero"),
+    (["-t", "bogus"], "--target: choose one of"),
+    (["-t", "elasticsearch-ltr", "--engine-normalizer"], "trained on raw features"),
+])
+def test_usage_errors(models, tmp_path, run, args, message):
+    model = models["zscore"] if "vespa" in args else models["lambdamart"]
+    status, _, err = run("export-model", model, "-o", tmp_path / "o", *args)
+    assert status == 2 and message in err
+
+
+def test_onnx_without_its_packages_gives_the_pip_line(models, tmp_path, run, monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    status, _, err = run("export-model", models["lambdamart"], "-t", "onnx", "-o", tmp_path / "o")
+    assert status == 2 and "pip install 'rankcli[onnx]'" in err
+
+
+def test_output_directory_rules(models, tmp_path, run):
+    args = ["export-model", models["lambdamart"], "-t", "ranklib", "-o", tmp_path / "o"]
+    assert run(*args)[0] == 0
+    assert run(*args)[0] == 4
+    assert run(*args, "--overwrite")[0] == 0
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("mine")
+    status, _, err = run("export-model", models["lambdamart"], "-t", "ranklib", "-o", tmp_path / "mine", "--overwrite")
+    assert status == 4 and (tmp_path / "mine" / "notes.txt").read_text() == "mine"
+
+
+def test_feature_map_json_and_tsv(models, tmp_path, run):
+    mapping = {"f1": {"name": "title_bm25", "elasticsearch-ltr": {"template": {"match": {"title": "{{keywords}}"}}},
+                      "solr": {"class": "org.apache.solr.ltr.feature.SolrFeature",
+                               "params": {"q": "{!dismax qf=title}${user_query}"}}},
+               "f20": "body_bm25"}
+    (tmp_path / "map.json").write_text(json.dumps(mapping))
+    assert run("export-model", models["lambdamart"], "-t", "elasticsearch-ltr", "-o", tmp_path / "e",
+               "--feature-map", tmp_path / "map.json")[0] == 0
+    features = {f["name"]: f for f in json.loads((tmp_path / "e" / "featureset.json").read_text())["featureset"][
+        "features"]}
+    assert features["title_bm25"]["template"] == {"match": {"title": "{{keywords}}"}}
+    assert "rankcli_fill_in" in features["body_bm25"]["template"] and "f4" in features
+    assert "body_bm25" in (tmp_path / "e" / "README.md").read_text()
+    (tmp_path / "map.tsv").write_text("# feature\tname\tdefinition\nf1\ttitle_bm25\tbm25(title)\n")
+    assert run("export-model", models["lambdamart"], "-t", "vespa", "-o", tmp_path / "v", "--feature-map",
+               tmp_path / "map.tsv", "--check", models["data"] / "test.parquet")[0] == 0
+    profile = (tmp_path / "v" / "rank-profile.sd").read_text()
+    assert "function title_bm25() {\n        expression: bm25(title)" in profile
+    (tmp_path / "bad.tsv").write_text("f999\tx\n")
+    status, _, err = run("export-model", models["lambdamart"], "-t", "vespa", "-o", tmp_path / "b", "--feature-map",
+                         tmp_path / "bad.tsv")
+    assert status == 3 and "bad.tsv:1" in err and "no feature 'f999'" in err
+
+
+def test_json_summary(models, tmp_path, run):
+    status, out, _ = run("export-model", models["lambdamart"], "-t", "elasticsearch", "-o", tmp_path / "o", "--json",
+                         "--check", models["data"] / "test.parquet")
+    summary = json.loads(out)
+    assert status == 0 and summary["target"] == "elasticsearch" and summary["files"] == ["trained_model.json",
+                                                                                          "README.md"]
+    assert summary["check"]["passed"] and summary["check"]["rows"] == 578 and summary["inexact"] == []
+    assert {"rows_other_branch", "synthetic_rows", "max_abs_diff", "max_bound", "queries_changed"} <= set(
+        summary["check"])
+
+
+def test_export_of_a_model_directory_points_to_export_model(models, tmp_path, run):
+    status, _, err = run("export", models["lambdamart"], "-o", tmp_path / "x.txt")
+    assert status == 2 and "export-model" in err
+
+
+def test_readme_holds_the_load_commands(models, tmp_path, run):
+    for target, needle in [("elasticsearch-ltr", "_ltr/_featureset"), ("opensearch-ltr", "_plugins/_ltr"),
+                           ("solr", "schema/model-store"), ("elasticsearch", "_ml/trained_models"),
+                           ("vespa", "vespa deploy"), ("ranklib", "-load model.ranklib")]:
+        assert run("export-model", models["lambdamart"], "-t", target, "-o", tmp_path / target)[0] == 0
+        assert needle in (tmp_path / target / "README.md").read_text(), target
+    shutil.rmtree(tmp_path / "vespa")
