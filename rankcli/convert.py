@@ -37,7 +37,7 @@ from rankcli.summary import DatasetSummary, SummaryBuilder
 #: (a 100k-row file would otherwise be written in one piece after all of it was parsed).
 FLUSH_ROWS = ROW_GROUP_ROWS // 2
 #: Suffixes (after removing a compression suffix) of the text files a directory input converts.
-TEXT_SUFFIXES = {".txt", ".svm", ".svmlight", ".libsvm", ".letor", ".dat", ""}
+TEXT_SUFFIXES = svmlight_text.TEXT_SUFFIXES
 
 
 @dataclass
@@ -316,11 +316,8 @@ class _Converter:
 
 
 def output_name(path: Path) -> str:
-    """The name of ``path``'s output in a directory of outputs (``OUTPUT/<name>.parquet``): the file name without a
-    compression suffix and without a text suffix (``train.txt.gz`` -> ``train``)."""
-    name = svmlight_text.strip_compression(path.name)
-    stem, suffix = os.path.splitext(name)
-    return stem if suffix.lower() in TEXT_SUFFIXES else name
+    """The name of ``path``'s output in a directory of outputs (:func:`rankcli.formats.svmlight_text.output_name`)."""
+    return svmlight_text.output_name(path)
 
 
 def output_names(sources: list[str]) -> list[str]:

@@ -282,10 +282,11 @@ def _run(data: Path, output, config, *, jobs: int, overwrite: bool, dask: str | 
     """Run the experiment under a progress bar; ``(result, seconds, units planned)``."""
     import time
 
-    from rankcli.cli._common import log, progress_bar
+    from rankcli.cli._common import log, parquet_data, progress_bar
     from rankcli.experiment import plan_settings, run_experiment
     from rankcli.startup import import_lightgbm_lean
 
+    data = parquet_data(data)  # SVMlight text (a file, a directory, fold directories) converted for this run
     if dask is None:  # lightgbm.dask needs LightGBM's scikit-learn API; on one machine it is ~1.5-2 s of CPU unused
         import_lightgbm_lean()
     started = time.perf_counter()

@@ -111,16 +111,18 @@ def _explain(model_dir, data, options: dict):
     from rankcli.startup import import_lightgbm_lean
 
     import_lightgbm_lean()
+    from rankcli.cli._common import parquet_inputs
     from rankcli.explain import explain
     from rankcli.formats.parquet import read_dataset
     from rankcli.train import load_model
 
     model = load_model(model_dir)
+    name = str(data) if data is not None else None
+    (data,) = parquet_inputs([data], model=model_dir)  # SVMlight text converted for this run, as the model's data
     ds = read_dataset(data) if data is not None else None
     with _progress(ds, options["repeats"], len(model.feature_names), options["contributions"],
                    options["batch_rows"]) as advance:
-        return explain(model, ds, data_name=str(data) if data is not None else None, progress=advance,
-                       data_path=data, **options)
+        return explain(model, ds, data_name=name, progress=advance, data_path=data, **options)
 
 
 def _warn(result) -> None:

@@ -76,7 +76,7 @@ def command(
     overwrite: Annotated[bool, opt.overwrite(text="Start the named losses' studies over (another space, data or "
                                                   "options).")] = False,
 ) -> None:
-    from rankcli.cli._common import log, prepare_output
+    from rankcli.cli._common import log, parquet_inputs, prepare_output
     from rankcli.train import TrainConfig
     from rankcli.tune import require_optuna
 
@@ -96,6 +96,7 @@ def command(
         parse_dask_target(dask)
         require_dask()
     output = prepare_output(output, overwrite=overwrite, kind="tune", inputs=[train, valid, space], final=False)
+    train, valid = parquet_inputs([train, valid])  # SVMlight text converted for this run
     from rankcli.tune.runner import run_tune
 
     result = run_tune(train, valid, output, tune, overwrite=overwrite, jobs=jobs, dask=dask,

@@ -33,7 +33,7 @@ from rankcli.formats.feature_values import (
     table_dtype,
 )
 from rankcli.formats.inputs import unreadable_input
-from rankcli.formats.svmlight_text import SVMLIGHT_HINT, looks_like_svmlight
+from rankcli.formats.svmlight_text import looks_like_svmlight, svmlight_hint
 
 META_PREFIX = "rankcli."
 FEATURE_COLUMN = re.compile(r"^f([1-9][0-9]*)$")
@@ -222,7 +222,7 @@ def open_parquet(path: Path | str) -> pq.ParquetFile:
         pf = pq.ParquetFile(str(path), page_checksum_verification=VERIFY_PAGE_CHECKSUMS)
     except (pa.ArrowInvalid, OSError) as exc:
         if looks_like_svmlight(path):
-            raise InputError(f"{path}: not Parquet; {SVMLIGHT_HINT}") from None
+            raise InputError(f"{path}: not Parquet; {svmlight_hint(path)}") from None
         raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
     names = pf.schema_arrow.names
     if len(set(names)) != len(names):
