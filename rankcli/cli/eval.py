@@ -66,7 +66,8 @@ class Format(str, Enum):
 def command(
     ctx: typer.Context,
     run: Annotated[Path | None, typer.Argument(
-        help="Parquet run (qid, label, score); with --model, the dataset to score; with --qrels, a TREC run.",
+        help="Parquet run (qid, label, score); with --model, the dataset to score (Parquet or SVMlight text); with "
+        "--qrels, a TREC run.",
         show_default=False)] = None,
     metric: Annotated[list[str] | None, opt.metric(
         "Metric to compute, repeatable; comma lists and cutoff lists like ndcg@1,3,5,10. rankcli's names (ndcg@10, "

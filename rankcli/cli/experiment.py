@@ -93,9 +93,9 @@ def _parse_params(items: list[str]) -> dict:
 
 
 def command(
-    data: Annotated[Path, typer.Argument(help="A Parquet dataset or a directory of Parquet files (pooled); with "
-                                              "--folds a directory of Fold1/ .. FoldK/ (or one fold's "
-                                              "train/vali/test).", show_default=False, metavar="DATA")],
+    data: Annotated[Path, typer.Argument(help="A Parquet dataset or a directory of Parquet files (pooled); with --folds"
+                                              " Fold1/ .. FoldK/ (or one fold's train/vali/test); SVMlight text "
+                                              "is converted for the run.", show_default=False, metavar="DATA")],
     output: Annotated[str, opt.output("The experiment directory (EXP_DIR).", metavar="EXP_DIR")],
     losses: Annotated[str, typer.Option("--losses", help="Comma-separated losses, any `train` knows (or --loss a "
                                                           "--loss b)")] = "lambdamart,xendcg,listnet",

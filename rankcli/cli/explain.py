@@ -43,7 +43,8 @@ TESTS = ("ttest", "permutation", "wilcoxon", "bootstrap")
 def command(
     model_dir: Annotated[Path, typer.Argument(help="Model directory written by `rankcli train`.", show_default=False)],
     data: Annotated[Path | None, typer.Argument(
-        help="Labelled dataset (Parquet) for the ranking importance and the contributions.", show_default=False)]
+        help="Labelled dataset (Parquet, or SVMlight text converted for the run) for the ranking importance and "
+        "the contributions.", show_default=False)]
     = None,
     output: Annotated[str | None, opt.output("Write every feature's numbers to this file: .parquet or .csv (- for "
                                              "CSV on standard output).")] = None,

@@ -32,7 +32,8 @@ class RunFormat(str, Enum):
 
 def command(
     model_dir: Annotated[Path, typer.Argument(help="Model directory written by `rankcli train`.", show_default=False)],
-    data: Annotated[Path, typer.Argument(help="Dataset to score (Parquet).", show_default=False)],
+    data: Annotated[Path, typer.Argument(help="Dataset to score (Parquet, or SVMlight text converted for the run).",
+                                       show_default=False)],
     output: Annotated[str, opt.output("Run file to write; - for standard output (a TREC run, or Parquet into a pipe "
                                       "or file).")],
     fmt: Annotated[RunFormat, typer.Option("--format", help="parquet (qid, docid|row, label, score) or trec.")]

@@ -42,7 +42,7 @@ THREADS_DEFAULT = ("the CPUs this process may use (its CPU affinity, cgroup CPU 
 
 def command(
     ctx: typer.Context,
-    train: Annotated[Path, typer.Argument(help="Training data (Parquet).", show_default=False)],
+    train: Annotated[Path, typer.Argument(help="Training data (Parquet, or SVMlight text).", show_default=False)],
     output: Annotated[str, opt.output("Model directory to write (new, empty, or a previous model with --overwrite).",
                                       metavar="DIR")],
     loss: Annotated[str, typer.Option(help="The loss LightGBM boosts (formulas, references: docs/commands/train.md).",
@@ -58,7 +58,7 @@ def command(
                                                                 "selection.")] = "ndcg@5",
     convention: Annotated[str, opt.convention(applies_to="--select-by", presets=opt.TRAINING_CONVENTIONS)]
     = "paper",
-    valid: Annotated[Path | None, typer.Option(help="Validation data (Parquet).", show_default=False)] = None,
+    valid: Annotated[Path | None, typer.Option(help="Validation data (Parquet or text).", show_default=False)] = None,
     learning_rate: Annotated[float | None, typer.Option(
         "--learning-rate", help="Learning rate (default: 0.05, or the preset's).", show_default=False)] = None,
     num_leaves: Annotated[int | None, typer.Option(

@@ -39,8 +39,10 @@ MAX_FAILURES = typer.Option("--max-failures", help="Trials in a row without a fi
 
 
 def command(
-    train: Annotated[Path, typer.Argument(help="Training data (Parquet).", show_default=False, metavar="DATA")],
-    valid: Annotated[Path, typer.Option(help="Validation data (Parquet): every trial is scored on it.",
+    train: Annotated[Path, typer.Argument(help="Training data (Parquet, or SVMlight text converted for the run).",
+                                       show_default=False, metavar="DATA")],
+    valid: Annotated[Path, typer.Option(help="Validation data (Parquet, or SVMlight text): every trial is scored on "
+                                             "it.",
                                         show_default=False)],
     output: Annotated[str, opt.output("Output directory (new, empty, or an earlier tune to resume or extend).",
                                       metavar="DIR")],
