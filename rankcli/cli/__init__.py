@@ -29,8 +29,7 @@ COMMANDS = {"convert": "convert", "info": "info", "export": "export", "split": "
             "predict": "predict", "export-model": "export_model",
             "eval": "eval", "simulate-clicks": "simulate_clicks", "propensity": "propensity", "compare": "compare",
             "experiment": "experiment", "explain": "explain", "tune": "tune", "click-model": "click_model",
-            "trec_eval": "trec_eval",
-            "trec-eval": "trec_eval"}
+            "fuse": "fuse", "trec_eval": "trec_eval", "trec-eval": "trec_eval"}
 
 _state = {"debug": False}
 

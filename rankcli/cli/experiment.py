@@ -75,6 +75,9 @@ _LOGGING_FRACTION = typer.Option(
     "trained on (default 0.01; at least 5 queries).", show_default=False)
 _CLICK_MODEL = typer.Option("--click-model", help="One more setting: train and validate on clicks simulated from this "
                             "click model (click-model fit --by relevance).", show_default=False, metavar="MODEL_DIR")
+#: ``--fuse``'s help (a constant: the command's signature is long enough).
+FUSE_HELP = ("Also fuse each trial's losses with this rankcli fuse method (its default parameters, e.g. rrf) and "
+             "report and test the fused run as one more loss, fused-METHOD.")
 _SWEEPS = ("augment_negatives", "label_noise", "click_noise", "position_bias")
 
 
@@ -131,9 +134,9 @@ def command(
                        "trainings (as rankcli tune) before testing it; the summary lists the parameters chosen. "
                        "Needs pip install \"rankcli\\[tune]\".", show_default=False, metavar="N")] = None,
     space: Annotated[Path | None, opt.space(lead="With --tune: a", after=" (as rankcli tune --space)")] = None,
-    preset: Annotated[str | None, typer.Option("--preset", help="Hyperparameter preset of `train` "
-                                                               "(paper-web30k, paper-yahoo).",
-                                                               metavar="<paper-web30k|paper-yahoo>")] = None,
+    fuse: Annotated[str | None, typer.Option("--fuse", help=FUSE_HELP, show_default=False, metavar="METHOD")] = None,
+    preset: Annotated[str | None, typer.Option("--preset", help="Hyperparameter preset of `train` (paper-web30k, "
+                                               "paper-yahoo).", metavar="<paper-web30k|paper-yahoo>")] = None,
     seed: Annotated[int, opt.seed("every random step (splits, perturbations, LightGBM)", result="results")] = 0,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes (results do not depend on it).")] = 1,
     threads: Annotated[int, opt.threads("LightGBM threads per model (part of the configuration: results may depend "
@@ -237,7 +240,7 @@ def _config(o: dict):
         seed=o["seed"], **sweeps, logging_fraction=0.01 if o["logging_fraction"] is None else o["logging_fraction"],
         correction=o["correction"], test=o["test"], allow_overlap=o["allow_overlap"],
         params_file=_params_file(o["params_file"], loss_list), tune=o["tune"], tune_space=_space_file(o["space"]),
-        loss_options=loss_options, click_model=_click_model(o["click_model"]))
+        loss_options=loss_options, click_model=_click_model(o["click_model"]), fuse=o["fuse"])
     if o["logging_fraction"] is not None and not o["position_bias"]:
         raise UsageError("--logging-fraction sets the logging ranker of the --position-bias sweep; give "
                          "--position-bias ETA[,ETA...] or drop it")
@@ -378,7 +381,7 @@ def _baseline_tables(result) -> list:
         t.add_column("loss")
         for m in cfg.metrics:
             t.add_column(m, justify="right")
-        for loss in cfg.losses:
+        for loss in s["losses"]:  # the losses, and with --fuse their fused run
             t.add_row(Text(loss), *[f"{number_cell(v['mean'])} ± {number_cell(v['stderr'])}"
                                     for v in (s["losses"][loss][m] for m in cfg.metrics)])
         out.append(t)
