@@ -47,7 +47,8 @@ TESTS = ("ttest", "permutation", "wilcoxon", "bootstrap")
 def command(
     model_dir: Annotated[Path, typer.Argument(help="Model directory written by `rankcli train`.", show_default=False)],
     data: Annotated[Path | None, typer.Argument(
-        help="Labelled dataset (Parquet) for the ranking importance and the contributions.", show_default=False)]
+        help="Labelled dataset (Parquet, or SVMlight text converted for the run) for the ranking importance and "
+        "the contributions.", show_default=False)]
     = None,
     output: Annotated[str | None, opt.output("Write every feature's numbers to this file: .parquet or .csv (- for "
                                              "CSV on standard output).")] = None,
@@ -134,15 +135,17 @@ def _explain(model_dir, data, options: dict):
     from rankcli.startup import import_lightgbm_lean
 
     import_lightgbm_lean()
+    from rankcli.cli._common import parquet_inputs
     from rankcli.explain import explain
     from rankcli.formats.parquet import read_dataset
     from rankcli.train import load_model
 
     model = load_model(model_dir)
+    name = str(data) if data is not None else None
+    (data,) = parquet_inputs([data], model=model_dir)  # SVMlight text converted for this run, as the model's data
     ds = read_dataset(data) if data is not None else None
     with _progress(ds) as advance:
-        return explain(model, ds, data_name=str(data) if data is not None else None, progress=advance,
-                       data_path=data, **options)
+        return explain(model, ds, data_name=name, progress=advance, data_path=data, **options)
 
 
 def _warn(result) -> None:
