@@ -94,12 +94,13 @@ def _first_block_is_gzip(path: Path) -> bool:
 
 
 def _refuse_nul(data, path: Path) -> None:
-    """A NUL byte anywhere is not text (trec_eval refuses it too): an error naming its line."""
+    """A NUL byte anywhere is not text: an error naming its line (trec_eval's reading stops at the first NUL, or
+    reads past its buffers when the NUL is inside a line; rankcli's metrics of such a file would mean nothing)."""
     where = bytes(data).find(b"\0") if isinstance(data, bytes) else (
         int(np.argmax(data == 0)) if data.shape[0] and (data == 0).any() else -1)
     if where >= 0:
         line = bytes(data[:where]).count(b"\n") + 1
-        raise InputFormatError("a NUL byte (not a text file; trec_eval refuses it too)", str(path), line)
+        raise InputFormatError("a NUL byte (not a text file)", str(path), line)
 
 
 def _is_ascii(data) -> bool:
@@ -129,9 +130,20 @@ def _read_text(path: Path, as_array: bool):
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if bytes(data[:3]) == b"\xef\xbb\xbf":
         data = data[3:]  # a UTF-8 byte-order mark would become part of the first query id
-    try:
-        if not _is_ascii(data):  # ASCII (the usual TREC file) is UTF-8
-            bytes(data).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if not _is_ascii(data):  # ASCII (the usual TREC file) is UTF-8
+        _refuse_non_utf8(bytes(data), path)
     return data
+
+
+def _refuse_non_utf8(data: bytes, path: Path) -> None:
+    """Text that is not UTF-8: an error naming the line, the byte and its place in the line, and the line (read as
+    Latin-1, the likely encoding, so that it shows as the user's editor shows it)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        start = data.rfind(b"\n", 0, exc.start) + 1
+        end = data.find(b"\n", exc.start)
+        line = data[start:end if end >= 0 else len(data)]
+        raise InputFormatError(f"not UTF-8 text (byte 0x{data[exc.start]:02x} at byte {exc.start - start + 1} of the "
+                               "line; Latin-1 or another 8-bit encoding?): save the file as UTF-8", str(path),
+                               data.count(b"\n", 0, exc.start) + 1, line[:200].decode("latin-1")) from None
