@@ -110,6 +110,20 @@ def test_exit_statuses_and_messages(tmp_path, capsys):
     assert f"{bad}:2: expected at least 6 fields" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("flags", [[], ["-R", "qrels_jg", "-m", "map_avgjg"]], ids=["qrels", "qrels_jg"])
+def test_swapped_files_are_named_as_swapped(tmp_path, capsys, flags):
+    """The run given first and the qrels second (its first line has six fields, the other file's four): exit 3 on
+    the first line as before, with the hint; a qrels file that is merely malformed gets no hint."""
+    q, r = _pair(tmp_path, b"1 0 d 1\n1 0 e 0\n", b"# a run\n\n1 Q0 d 1 2.0 t\n1 Q0 e 2 1.0 t\n")
+    assert main(["trec_eval", *flags, r, q]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith(f"Error: {r}:3: expected 4 fields") and err.endswith(
+        "; the files look swapped: trec_eval QRELS RUN\n"), err
+    bad, _ = _pair(tmp_path, b"1 0 d 1 2 3\n", b"1 Q0 d 1 2.0 t\n")
+    assert main(["trec_eval", *flags, bad, r]) == 3
+    assert "look swapped" not in capsys.readouterr().err
+
+
 def test_version_and_help(capsysbinary):
     assert main(["trec_eval", "-v"]) == 0
     assert capsysbinary.readouterr().err.startswith(b"trec_eval version 10.0-rc3 (rankcli ")

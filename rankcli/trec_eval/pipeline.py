@@ -53,7 +53,12 @@ def prepare(o: Options, data: tuple[bytes, bytes]) -> Prepared:
         fast = native.prepare(o, qrels_data, run_data)
         if fast is not None:
             return Prepared(*fast)
-    qrels = read.read_qrels(qrels_path, groups=o.rel_format == "qrels_jg", data=qrels_data)
+    try:
+        qrels = read.read_qrels(qrels_path, groups=o.rel_format == "qrels_jg", data=qrels_data)
+    except InputFormatError as exc:
+        if _looks_swapped(qrels_data, run_data):
+            raise InputError(f"{exc}; the files look swapped: trec_eval QRELS RUN") from None
+        raise
     run = read.read_results(run_path, data=run_data)
     del qrels_data, run_data
     qnames, (qq, rq) = codes(qrels.qids, run.qids)
@@ -84,6 +89,21 @@ def prepare(o: Options, data: tuple[bytes, bytes]) -> Prepared:
     query = real[joined.qcodes] if real is not None else None
     return Prepared(qnames[joined.qcodes if real is None else query], joined, run.run_id, positive, query,
                     rel_queries)
+
+
+def _first_fields(data: bytes) -> int:
+    """The number of fields of the first line that is neither blank nor a comment (0 when there is none)."""
+    for line in data[:1 << 20].split(b"\n"):
+        fields = line.split()
+        if fields and not fields[0].startswith(b"#"):
+            return len(fields)
+    return 0
+
+
+def _looks_swapped(qrels_data: bytes, run_data: bytes) -> bool:
+    """Whether the relevance file reads as a run (six fields or more) and the run as qrels (four): the two files given
+    in the other order, the usual reason a qrels file's first line is malformed."""
+    return _first_fields(qrels_data) >= 6 and _first_fields(run_data) == 4
 
 
 def _blocks(ret_offsets: np.ndarray, label_offsets: np.ndarray) -> Iterator[tuple[int, int]]:
