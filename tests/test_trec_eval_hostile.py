@@ -7,7 +7,8 @@ as trec_eval's Makefile does for its quicktest; tests/test_trec_eval_differentia
   inf), because the labels were sorted descending by negating them and -LONG_MIN is LONG_MIN in int64;
 - ``-l 0``: a document absent from the qrels is not relevant (``eval`` used to count it as a label 0);
 - a ``-Z`` file giving one (query, measure) twice: refused (trec_eval takes whichever its binary search meets);
-- a run tag and ids that are not UTF-8: printed as the file holds them (the C path decoded the tag, a traceback).
+- a run tag and ids that are not UTF-8: printed as the file holds them (the C path decoded the tag, a traceback);
+- a NUL byte starting a line of the qrels and of the run: trec_eval's reading ends there (rankcli refused the files).
 
 Every case runs on the C path and on the numpy path (``RANKCLI_PURE_PYTHON=1``)."""
 
@@ -52,7 +53,7 @@ def path_env(request, monkeypatch):
 
 
 def test_the_commands_file_lists_every_case():
-    assert len(COMMANDS) == 13 and sum("-9223372036854775808" in " ".join(a) for a, _ in COMMANDS) == 2
+    assert len(COMMANDS) == 14 and sum("-9223372036854775808" in " ".join(a) for a, _ in COMMANDS) == 2
     assert {out for _, out in COMMANDS} == {p.name for p in HOSTILE.glob("out.*")}
 
 

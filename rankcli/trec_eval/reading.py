@@ -14,9 +14,9 @@ from rankcli.formats.trec_eval_bytes import read_input
 
 def read_files(o) -> tuple[bytes, bytes]:
     """The read stage: both files' bytes (qrels, then run; the options ``o`` name them), checked block by block as
-    they are read."""
+    they are read, each up to a NUL byte that starts a line (where trec_eval stops reading)."""
     qrels_path, run_path = o.files
-    return read_input(qrels_path), read_input(run_path)
+    return read_input(qrels_path, "stop"), read_input(run_path, "stop")  # trec_eval's reading ends at a NUL
 
 
 class Reading:
