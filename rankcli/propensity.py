@@ -18,6 +18,8 @@ from rankcli.errors import InputError, UsageError
 
 #: The position every propensity is relative to (its propensity is 1 by definition; the others may exceed 1 by chance).
 REFERENCE_POSITION = 1
+#: The fitted click models (simulate-clicks --model MODEL_DIR) whose examination depends on the clicks above.
+CLICK_DEPENDENT = ("ubm", "dcm", "ccm", "dbn", "sdbn")
 #: Logging policies whose logs identify propensities, and the estimator each one takes.
 POLICY_METHODS = {"random": "click-rate", "top": "click-rate", "swap": "swap-ratio"}
 
@@ -149,6 +151,10 @@ def _check_position_based(path: Path | str, model: str | None, params: dict) -> 
             f"{path}: made with the cascade click model, whose examination depends on the clicks above (the scan "
             "stops at the first click), which breaks the position-based assumption behind propensities; simulate "
             "with --model pbm")
+    if model in CLICK_DEPENDENT:
+        raise InputError(
+            f"{path}: simulated from a fitted {model} click model, whose examination depends on the clicks above, "
+            "which breaks the position-based assumption behind propensities; simulate from a fitted pbm")
     if params.get("keep_no_click") is False:
         raise InputError(
             f"{path}: impressions without a click were dropped (footer keep_no_click false), which inflates the "

@@ -68,6 +68,15 @@ def compare_markers(report) -> dict[str, dict[str, str]]:
     return marks
 
 
+def _pairs_described(report) -> str:
+    """Which pairs the report tests: against the baseline, every run against one (``fuse --compare``), or all."""
+    if report.baseline is not None:
+        return f"baseline {report.baseline}"
+    against = {c.b for c in report.comparisons}
+    if len(against) == 1 and len(report.comparisons) == len(report.runs) - 1 > 1:
+        return f"each run against {next(iter(against))}"
+    return "all pairs"
+
 def compare_summary(report) -> str:
     """One line: test, alpha, correction, baseline, queries, convention."""
     tests = sum(1 for c in report.comparisons if c.result.testable)
@@ -77,7 +86,7 @@ def compare_summary(report) -> str:
                     f"seed {report.seed})"
     parts.append(f"alpha {report.alpha:g}")
     parts.append(f"correction {report.correction} over {tests} test{'s' if tests != 1 else ''}")
-    parts.append(f"baseline {report.baseline}" if report.baseline is not None else "all pairs")
+    parts.append(_pairs_described(report))
     q = f"{report.queries} queries"
     if report.dropped:
         q += f" ({report.dropped} dropped: not in every run or labels differ)"

@@ -212,7 +212,13 @@ def simulate_log(ds: Dataset, *, model: str = "cascade", click_probs=PAPER_CLICK
     table). The parameters (``model``, ``click_probs``, ``eta``, ``max_rank``, ``impressions``, ``ranker``,
     ``keep_no_click``, ``label_grades``, ``randomize``, ``rng``) are :func:`simulate_clicks`'s."""
     if model not in core.MODELS:
-        raise UsageError(f"unknown click model {model!r}; expected one of {', '.join(core.MODELS)}")
+        from rankcli.click_model.simulation import is_model_dir
+
+        if not is_model_dir(model):
+            raise UsageError(f"unknown click model {model!r}; expected one of {', '.join(core.MODELS)} or a "
+                             "click-model directory (rankcli click-model fit)")
+        return _simulate_fitted(ds, model, max_rank=max_rank, impressions=impressions, ranker=ranker,
+                                keep_no_click=keep_no_click, randomize=randomize, rng=rng)
     check_randomize(ranker, randomize, max_rank)
     if label_grades:
         grades, values = to_grades(ds.labels)
@@ -241,6 +247,31 @@ def simulate_log(ds: Dataset, *, model: str = "cascade", click_probs=PAPER_CLICK
         examined_by_position=None if log.examined_by_position is None else log.examined_by_position.tolist(),
         grade_values=None if values is None else [float(v) for v in values],
     )
+    return log, summary
+
+
+def _simulate_fitted(ds: Dataset, model_dir: str, *, max_rank, impressions, ranker, keep_no_click, randomize,
+                     rng) -> tuple[core.ClickLog, ClickSummary]:
+    """:func:`simulate_log` with a fitted click model (:mod:`rankcli.click_model.simulation`)."""
+    from rankcli.click_model.simulation import simulate_with_model
+
+    check_randomize(ranker, randomize, max_rank)
+    check_simulation_size(ds.offsets, impressions, max_rank)
+    ranks = display_ranks(ds, ranker)
+    log, fitted, values = simulate_with_model(ds, model_dir, impressions=impressions, display_rank=ranks,
+                                              randomize=randomize, max_rank=max_rank, keep_no_click=keep_no_click,
+                                              rng=rng)
+    if randomize is not None:
+        log.ranker_rank = (ranks[log.rows] + 1).astype(np.int32)
+    params = {"policy": policy_name(ranker, randomize), "impressions": int(impressions),
+              "keep_no_click": bool(keep_no_click), "label_grades": True, **fitted}
+    summary = ClickSummary(
+        model=fitted["fitted_model"], ranker=ranker if isinstance(ranker, str) else "scores",
+        impressions=log.n_impressions, kept=log.n_kept, clicks=int(log.clicks.sum()), dropped=log.dropped,
+        rows=int(log.rows.shape[0]), params=params, shown_by_grade=log.shown_by_grade.tolist(),
+        clicks_by_grade=log.clicks_by_grade.tolist(), shown_by_position=log.shown_by_position.tolist(),
+        clicks_by_position=log.clicks_by_position.tolist(),
+        examined_by_position=log.examined_by_position.tolist(), grade_values=[float(v) for v in values])
     return log, summary
 
 

@@ -384,3 +384,20 @@ def test_experiment_cli_on_a_running_scheduler(client, sample, tmp_path):
     assert res.returncode == 2
     assert res.stderr.decode() == "Error: --jobs and --dask do not combine: with --dask the cluster's workers run " \
                                   "the units\n"
+
+
+def test_click_model_fit_on_the_cluster_equals_the_local_fit(client, monkeypatch):
+    """The E-step's sums per partition of sessions, added on the workers, give the local fit (to rounding)."""
+    from rankcli.click_model import cluster as cm_cluster
+    from rankcli.core import click_models as cm
+    from tests.click_model_data import simulated_log, true_parameters
+
+    monkeypatch.setattr(cm_cluster, "PARTITION_SESSIONS", 700)  # 5 partitions: a pairwise sum of sums
+    params = true_parameters("dbn", 80, 5, np.random.default_rng(1))
+    log = simulated_log("dbn", params, 3000, np.random.default_rng(2))
+    layout = cm.Layout(log.n_items, log.max_rank)
+    local = cm.fit(cm.DBN(), log, iterations=5)
+    runner = cm_cluster.DaskRunner(client, cm.DBN(), log, layout, "exact")
+    remote = cm.fit(cm.DBN(), None, iterations=5, layout=layout, runner=runner)
+    assert all(np.allclose(local.values[f], remote.values[f], rtol=0, atol=1e-12) for f in local.values)
+    assert np.allclose(local.log_likelihood, remote.log_likelihood, rtol=1e-12)

@@ -46,11 +46,14 @@ def _commands() -> dict:
 
 
 def _help_options(name: str) -> set[str]:
-    """The options ``rankcli <name> --help`` shows: every visible option's spellings, without -h/--help."""
+    """The options ``rankcli <name> --help`` shows: every visible option's spellings, without -h/--help; for a
+    command with subcommands (``click-model fit``, ...), those of every subcommand."""
     options = set()
-    for param in _commands()[name].params:
-        if param.param_type_name == "option" and not getattr(param, "hidden", False):
-            options.update(param.opts, param.secondary_opts)
+    command = _commands()[name]
+    for cmd in [command, *getattr(command, "commands", {}).values()]:
+        for param in cmd.params:
+            if param.param_type_name == "option" and not getattr(param, "hidden", False):
+                options.update(param.opts, param.secondary_opts)
     return options - GLOBAL_OPTIONS
 
 

@@ -19,8 +19,8 @@ from rankcli.errors import ExitStatus, RankcliError
 HELP = ("Learning-to-rank from the shell: convert LETOR data, train LightGBM rankers with XE-NDCG, LambdaMART, "
         "ListNet and more, evaluate, simulate clicks and compare runs with significance tests.\n\n"
         "Exit statuses: 0 success, 1 internal error (a bug), 2 usage error, 3 invalid input data, "
-        "4 output or filesystem problem, 5 a requested gate failed (compare --fail-if-worse, export-model --check), "
-        "129 hangup (SIGHUP), "
+        "4 output or filesystem problem, 5 a requested gate failed (compare --fail-if-worse, click-model compare "
+        "--fail-if-worse, export-model --check), 129 hangup (SIGHUP), "
         "130 interrupted (Ctrl-C, SIGINT), 141 standard output closed (the reader went away, as with | head), "
         "143 terminated (SIGTERM, as sent by timeout, Slurm and Kubernetes).")
 
@@ -28,8 +28,8 @@ HELP = ("Learning-to-rank from the shell: convert LETOR data, train LightGBM ran
 COMMANDS = {"convert": "convert", "info": "info", "export": "export", "split": "split", "train": "train",
             "predict": "predict", "export-model": "export_model",
             "eval": "eval", "simulate-clicks": "simulate_clicks", "propensity": "propensity", "compare": "compare",
-            "experiment": "experiment", "explain": "explain", "tune": "tune", "trec_eval": "trec_eval",
-            "trec-eval": "trec_eval"}
+            "experiment": "experiment", "explain": "explain", "tune": "tune", "click-model": "click_model",
+            "fuse": "fuse", "trec_eval": "trec_eval", "trec-eval": "trec_eval"}
 
 _state = {"debug": False}
 
@@ -63,6 +63,9 @@ def make_app(only: str | None = None) -> typer.Typer:
     for name, module_name in COMMANDS.items():
         if only is None or name == only:
             module = importlib.import_module(f"rankcli.cli.{module_name}")
+            if hasattr(module, "APP"):  # a command with subcommands of its own
+                new.add_typer(module.APP, name=name, help=_reflow(module.__doc__), short_help=module.SHORT_HELP)
+                continue
             new.command(name=name, help=_reflow(module.__doc__), short_help=module.SHORT_HELP, cls=UsageCommand,
                         context_settings=getattr(module, "CONTEXT_SETTINGS", None), hidden=name != module.NAME,
                         add_help_option=getattr(module, "ADD_HELP_OPTION", True))(module.command)

@@ -45,6 +45,9 @@ Sweeps (each level is a full set of trials or folds, training part perturbed, se
                                  query); every loss trained naive (pooled click-through rates) and, where it can,
                                  as <loss>+ips with propensities estimated from a RandTop-10 log of the same size;
                                  summary.md tests IPS against naive per loss (see docs/clicks.md).
+  --click-model MODEL_DIR        one more setting: training and validation replaced by clicks simulated from a
+                                 click model fitted per relevance grade (click-model fit --by relevance; 10 random
+                                 rankings per query), test on graded labels.
 
 --jobs N trains in N processes; results are identical for any N (every random step is seeded from --seed, the trial
 and the setting, and each model uses --threads threads, default 1).
@@ -67,6 +70,14 @@ from rankcli.cli.options import TRAINING_CONVENTIONS
 
 NAME = "experiment"
 SHORT_HELP = "Run the paper's protocol: repeated splits, losses side by side, robustness sweeps."
+_LOGGING_FRACTION = typer.Option(
+    "--logging-fraction", help="With --position-bias: the fraction of the training queries the logging ranker is "
+    "trained on (default 0.01; at least 5 queries).", show_default=False)
+_CLICK_MODEL = typer.Option("--click-model", help="One more setting: train and validate on clicks simulated from this "
+                            "click model (click-model fit --by relevance).", show_default=False, metavar="MODEL_DIR")
+#: ``--fuse``'s help (a constant: the command's signature is long enough).
+FUSE_HELP = ("Also fuse each trial's losses with this rankcli fuse method (its default parameters, e.g. rrf) and "
+             "report and test the fused run as one more loss, fused-METHOD.")
 _SWEEPS = ("augment_negatives", "label_noise", "click_noise", "position_bias")
 
 
@@ -123,9 +134,9 @@ def command(
                        "trainings (as rankcli tune) before testing it; the summary lists the parameters chosen. "
                        "Needs pip install \"rankcli\\[tune]\".", show_default=False, metavar="N")] = None,
     space: Annotated[Path | None, opt.space(lead="With --tune: a", after=" (as rankcli tune --space)")] = None,
-    preset: Annotated[str | None, typer.Option("--preset", help="Hyperparameter preset of `train` "
-                                                               "(paper-web30k, paper-yahoo).",
-                                                               metavar="<paper-web30k|paper-yahoo>")] = None,
+    fuse: Annotated[str | None, typer.Option("--fuse", help=FUSE_HELP, show_default=False, metavar="METHOD")] = None,
+    preset: Annotated[str | None, typer.Option("--preset", help="Hyperparameter preset of `train` (paper-web30k, "
+                                               "paper-yahoo).", metavar="<paper-web30k|paper-yahoo>")] = None,
     seed: Annotated[int, opt.seed("every random step (splits, perturbations, LightGBM)", result="results")] = 0,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes (results do not depend on it).")] = 1,
     threads: Annotated[int, opt.threads("LightGBM threads per model (part of the configuration: results may depend "
@@ -139,9 +150,8 @@ def command(
     position_bias: Annotated[str | None, typer.Option(
         "--position-bias", help="Sweep levels: PBM exponent eta of clicks logged by a trained ranker; each loss "
                                 "trained naive and with IPS (<loss>+ips).", show_default=False)] = None,
-    logging_fraction: Annotated[float | None, typer.Option(
-        "--logging-fraction", help="With --position-bias: the fraction of the training queries the logging ranker "
-                                   "is trained on (default 0.01; at least 5 queries).", show_default=False)] = None,
+    click_model: Annotated[Path | None, _CLICK_MODEL] = None,
+    logging_fraction: Annotated[float | None, _LOGGING_FRACTION] = None,
     convention: Annotated[str, opt.convention(applies_to="validation and test", presets=TRAINING_CONVENTIONS)]
     = "paper",
     test: Annotated[str | None, _TEST] = None,
@@ -159,7 +169,8 @@ def command(
 
     # EXP_DIR is reopened by the experiment's own rules (resume, --overwrite of an experiment only); here: not an
     # input, not a special file. Not "final": a run interrupted while summarising is resumed, not redone.
-    output = prepare_output(output, overwrite=overwrite, kind="experiment", inputs=[data, space], final=False)
+    output = prepare_output(output, overwrite=overwrite, kind="experiment", inputs=[data, space, click_model],
+                            final=False)
     config = _config(options)
     _check_dask(dask, jobs)
     result, seconds, total = _run(data, output, config, jobs=jobs, overwrite=overwrite, dask=dask)
@@ -173,6 +184,22 @@ def _loss_list(losses: str) -> list[str]:
     if any(not x for x in loss_list) and any(loss_list):   # as --metric: 'xendcg,,lambdamart' is a typo, not two
         raise UsageError(f"--losses: empty loss name in {losses!r}")
     return [x for x in loss_list if x]
+
+
+def _click_model(path: Path | None) -> dict | None:
+    """``--click-model``: the directory and a fingerprint of its model (what decides the clicks); it must be fitted
+    per relevance grade, so that any training query's labels find parameters."""
+    if path is None:
+        return None
+    from rankcli.click_model import load_model
+    from rankcli.errors import UsageError
+    from rankcli.formats.session_log import fingerprint
+
+    loaded = load_model(path)
+    if loaded.by != "relevance":
+        raise UsageError(f"--click-model {path}: fitted per (query, document) pair; the experiment's queries need a "
+                         "model fitted per relevance grade (click-model fit --by relevance)")
+    return {"path": str(path), "fingerprint": fingerprint(loaded.stored.path / "model.json")}
 
 
 def _config(o: dict):
@@ -213,7 +240,7 @@ def _config(o: dict):
         seed=o["seed"], **sweeps, logging_fraction=0.01 if o["logging_fraction"] is None else o["logging_fraction"],
         correction=o["correction"], test=o["test"], allow_overlap=o["allow_overlap"],
         params_file=_params_file(o["params_file"], loss_list), tune=o["tune"], tune_space=_space_file(o["space"]),
-        loss_options=loss_options)
+        loss_options=loss_options, click_model=_click_model(o["click_model"]), fuse=o["fuse"])
     if o["logging_fraction"] is not None and not o["position_bias"]:
         raise UsageError("--logging-fraction sets the logging ranker of the --position-bias sweep; give "
                          "--position-bias ETA[,ETA...] or drop it")
@@ -353,7 +380,7 @@ def _baseline_tables(result) -> list:
         t.add_column("loss")
         for m in cfg.metrics:
             t.add_column(m, justify="right")
-        for loss in cfg.losses:
+        for loss in s["losses"]:  # the losses, and with --fuse their fused run
             t.add_row(Text(loss), *[f"{number_cell(v['mean'])} ± {number_cell(v['stderr'])}"
                                     for v in (s["losses"][loss][m] for m in cfg.metrics)])
         out.append(t)

@@ -40,10 +40,21 @@ SHORT_HELP = ("Estimate position propensities (with bootstrap intervals) from a 
               "rankers' logs.")
 
 
+_FROM_MODEL = typer.Option(
+    "--from-click-model", help="Instead of CLICKS: the examination curve of a fitted position-based model "
+    "(click-model fit --model pbm, best --by relevance), with bootstrap intervals over its log's queries.",
+    show_default=False, metavar="MODEL_DIR")
+_MODEL = typer.Option("--model", help="With --regression-em: the click model, pbm.", show_default=False,
+                      metavar="<pbm>")
+_REGRESSION_EM = typer.Option(
+    "--regression-em", help="Fit a position-based model whose relevance is a LightGBM model of the log's features "
+    "(regression EM, Wang et al. 2018): for logs with features, no grades and no randomisation.")
+
+
 def command(
-    clicks: Annotated[list[Path], typer.Argument(help="Click log (Parquet, from rankcli simulate-clicks); several: "
-                                                 "one log per logging policy, estimated by intervention harvesting.",
-                                                 show_default=False)],
+    clicks: Annotated[list[Path] | None, typer.Argument(
+        help="Click log (Parquet, from rankcli simulate-clicks); several: one log per logging policy, estimated by "
+        "intervention harvesting. None with --from-click-model.", show_default=False)] = None,
     output: Annotated[str | None, opt.output("Propensity JSON to write (- for standard output).")] = None,
     bootstrap: Annotated[int, typer.Option(help="Bootstrap replicates over source queries.")] = 1000,
     confidence: Annotated[float, typer.Option(help="Coverage of the intervals.")] = 0.95,
@@ -61,6 +72,10 @@ def command(
     plot: Annotated[str | None, typer.Option(help="Also draw the propensities with their intervals as a PNG "
                                                 "(needs matplotlib: the plot extra).", show_default=False,
                                                 metavar="PNG")] = None,
+    from_click_model: Annotated[Path | None, _FROM_MODEL] = None,
+    model: Annotated[str | None, _MODEL] = None,
+    regression_em: Annotated[bool, _REGRESSION_EM] = False,
+    iterations: Annotated[int, typer.Option("--iterations", help="Regression EM's iterations.")] = 20,
     json_out: Annotated[bool, opt.json_flag("the result")] = False,
     overwrite: Annotated[bool, opt.overwrite("output file")] = False,
 ) -> None:
@@ -69,6 +84,22 @@ def command(
     # The bootstrap's small matrix products gain nothing from OpenBLAS threads, whose spinning costs seconds on a
     # busy 2-core machine (measured: 0.07 s instead of 0.006 s per product).
     import_numpy_single_threaded_blas()
+    if from_click_model is not None or regression_em or model is not None:
+        _from_click_models(clicks or [], from_click_model, model, regression_em, iterations, output, plot,
+                           json_out, overwrite, bootstrap=bootstrap, confidence=confidence, seed=seed,
+                           others=(min_clicks != 20, fit != "none", method != "auto", policy is not None))
+        return
+    if not clicks:
+        from rankcli.errors import UsageError
+
+        raise UsageError("give a click log (CLICKS), or --from-click-model MODEL_DIR")
+    _randomised(clicks, output, bootstrap, confidence, min_clicks, fit, method, policy, seed, plot, json_out,
+                overwrite)
+
+
+def _randomised(clicks, output, bootstrap, confidence, min_clicks, fit, method, policy, seed, plot, json_out,
+                overwrite) -> None:
+    """The estimators from randomised logs and from several rankers' logs."""
     from rankcli.cli._common import prepare_output, print_json, stdout_taken
     from rankcli.errors import UsageError
     from rankcli.formats.atomic import check_distinct, kinds
@@ -102,6 +133,67 @@ def command(
         print_json(result.as_dict())
     elif output is None or str(output) != "-":
         _render(result, output)
+
+
+def _from_click_models(clicks, model_dir, model, regression_em, iterations, output, plot, json_out, overwrite, *,
+                       bootstrap, confidence, seed, others) -> None:
+    """``--from-click-model`` and ``--regression-em``: the propensity file of a position-based click model."""
+    from rankcli.cli._common import prepare_output, print_json, stdout_taken
+    from rankcli.errors import UsageError
+    from rankcli.formats.atomic import kinds
+    from rankcli.formats.propensity import write_propensity
+
+    if any(others):
+        raise UsageError("--min-clicks, --fit, --method and --policy belong to the estimators from randomised logs, "
+                         "not to --from-click-model or --regression-em")
+    if plot is not None:
+        raise UsageError("--plot draws the estimators from randomised logs; not with --from-click-model or "
+                         "--regression-em")
+    if regression_em == (model_dir is not None):
+        raise UsageError("give either --from-click-model MODEL_DIR (without CLICKS) or CLICKS --model pbm "
+                         "--regression-em")
+    if model_dir is not None and (clicks or model is not None):
+        raise UsageError("--from-click-model replaces CLICKS (the model knows its log) and --model")
+    if regression_em and (len(clicks) != 1 or (model or "pbm") != "pbm"):
+        raise UsageError("--regression-em fits a position-based model (--model pbm) to one click log")
+    if bootstrap < 1 or not 0.0 < confidence < 1.0 or seed < 0 or iterations < 1:
+        raise UsageError("--bootstrap and --iterations must be at least 1, --confidence within (0, 1), --seed >= 0")
+    inputs = clicks if regression_em else [model_dir]
+    if output is not None:
+        output = prepare_output(output, overwrite=overwrite, inputs=inputs, example="propensity.json",
+                                file_kind=kinds.PROPENSITY)
+        stdout_taken(output, json_out)
+    if regression_em:
+        from rankcli.click_model.regression_em import regression_em as fit
+
+        result = fit(clicks[0], iterations=iterations, seed=seed)
+    else:
+        from rankcli.click_model.propensity import propensity_from_model
+
+        result = propensity_from_model(model_dir, bootstrap=bootstrap, confidence=confidence, seed=seed)
+    if output is not None:
+        write_propensity(output, result, overwrite=overwrite)
+    if json_out:
+        print_json(result)
+    elif output is None or str(output) != "-":
+        _render_record(result, output)
+
+
+def _render_record(result: dict, output) -> None:
+    from rich.table import Table
+
+    from rankcli.cli._common import stdout_console
+
+    con = stdout_console()
+    con.print(f"propensity from {result['source']}: {result['method']}" + (f" -> {output}" if output else ""))
+    con.print(f"interval: {result.get('interval')}")
+    t = Table(title="examination propensity per position (position 1 = 1)")
+    for col in ("position", "propensity", "ci low", "ci high", "clicks", "impressions"):
+        t.add_column(col, justify="right")
+    for i, r in enumerate(result["positions"]):
+        t.add_row(str(r), _num(result["propensity"][i]), _num(result["ci_low"][i]), _num(result["ci_high"][i]),
+                  str(result["clicks_by_position"][i]), str(result["impressions_by_position"][i]))
+    con.print(t)
 
 
 def _checked_options(clicks: list[Path], bootstrap: int, confidence: float, min_clicks: int, fit: str, seed: int,
@@ -172,5 +264,5 @@ def _render(result, output) -> None:
         con.print(note)
 
 
-def _num(v: float) -> str:
-    return "-" if v != v else f"{v:.4f}"
+def _num(v: float | None) -> str:
+    return "-" if v is None or v != v else f"{v:.4f}"

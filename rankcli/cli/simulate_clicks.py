@@ -38,10 +38,14 @@ SHORT_HELP = "Simulate click logs with a cascade or position-based model."
 def command(
     data: Annotated[Path, typer.Argument(help="Dataset with graded labels (Parquet).", show_default=False)],
     output: Annotated[str, opt.output("Click log to write (Parquet; - for standard output into a pipe or file).")],
-    model: Annotated[str, typer.Option(help="Click model: cascade | pbm.", metavar="<cascade|pbm>")] = "cascade",
-    click_probs: Annotated[str, typer.Option("--click-probs", help="Click probability per grade 0, 1, 2, ..., "
-                                             "comma-separated (the paper's default).")] = "0.05,0.3,0.5,0.7,0.95",
-    eta: Annotated[float, typer.Option(help="PBM: examination probability at position r is (1/r)^eta.")] = 1.0,
+    model: Annotated[str, typer.Option(help="Click model: cascade | pbm | a click-model directory (rankcli "
+                                       "click-model fit: clicks drawn from its fitted parameters).",
+                                       metavar="<cascade|pbm|MODEL_DIR>")] = "cascade",
+    click_probs: Annotated[str | None, typer.Option("--click-probs", help="Click probability per grade 0, 1, 2, ..., "
+                                                    "comma-separated (default: the paper's, "
+                                                    "0.05,0.3,0.5,0.7,0.95).", show_default=False)] = None,
+    eta: Annotated[float | None, typer.Option(help="PBM: examination probability at position r is (1/r)^eta "
+                                              "(default: 1).", show_default=False)] = None,
     max_rank: Annotated[int | None, typer.Option("--max-rank", help="Display only the top N documents of each "
                                                      "list (default: the whole list).", show_default=False)] = None,
     impressions: Annotated[int, typer.Option(help="Impressions simulated per query.")] = 10,
@@ -68,9 +72,14 @@ def command(
     from rankcli.formats.atomic import kinds, model_files
     from rankcli.simulate import RANKERS, simulate_file
 
-    probs, policy = _checked_options(model, click_probs, impressions, max_rank, eta, seed, ranker, randomize)
+    fitted = _fitted_model(model, click_probs, eta)
+    click_probs = "0.05,0.3,0.5,0.7,0.95" if click_probs is None else click_probs
+    eta = 1.0 if eta is None else eta
+    probs, policy = _checked_options("pbm" if fitted else model, click_probs, impressions, max_rank, eta, seed,
+                                     ranker, randomize)
     output = prepare_output(output, overwrite=overwrite,
-                            inputs=[data, *(model_files(ranker) if ranker not in RANKERS else [])], binary=True,
+                            inputs=[data, *(model_files(ranker) if ranker not in RANKERS else []),
+                                    *([model] if fitted else [])], binary=True,
                             example="clicks.parquet", file_kind=kinds.CLICK_LOG)
     stdout_taken(output, json_out)
     if ranker not in RANKERS:  # as predict: without LightGBM's scikit-learn/pandas integrations (~1.5 s less)
@@ -86,6 +95,21 @@ def command(
     _render(summary, output)
     if summary.dropped and not keep_no_click:
         log(f"dropped {summary.dropped} impression(s) without a click (--keep-no-click keeps them)")
+
+
+def _fitted_model(model: str, click_probs: str | None, eta: float | None) -> bool:
+    """Whether ``--model`` names a click-model directory; with one, --click-probs and --eta are usage errors (the
+    fitted parameters say how users click)."""
+    from rankcli.click_model.simulation import is_model_dir
+    from rankcli.errors import UsageError
+
+    if model in ("cascade", "pbm") or not is_model_dir(model):
+        return False
+    given = [name for name, v in (("--click-probs", click_probs), ("--eta", eta)) if v is not None]
+    if given:
+        raise UsageError(f"--model {model} (a fitted click model) and {' and '.join(given)} cannot be used together: "
+                         "the model's parameters say how users click")
+    return True
 
 
 def _checked_options(model: str, click_probs: str, impressions: int, max_rank: int | None, eta: float, seed: int,
@@ -126,11 +150,12 @@ def _render(summary, output: Path) -> None:
     t = Table(title="click rate per grade (all simulated impressions)")
     for col in ("grade", "p(click)", "shown", "clicks", "click rate"):
         t.add_column(col, justify="right")
-    probs = summary.params["click_probs"]
+    probs = summary.params.get("click_probs")  # None: a fitted click model's clicks
     for g, (s, c, r) in enumerate(zip(summary.shown_by_grade, summary.clicks_by_grade, summary.click_rate_by_grade)):
         label = f"{g}" if summary.grade_values is None or g >= len(summary.grade_values) else \
             f"{g} (label {summary.grade_values[g]:g})"
-        t.add_row(label, f"{probs[g]:g}", str(s), str(c), "-" if r != r else f"{r:.4f}")
+        t.add_row(label, f"{probs[g]:g}" if probs is not None else "fitted", str(s), str(c),
+                  "-" if r != r else f"{r:.4f}")
     con.print(t)
     n = len(summary.shown_by_position)
     elided = n > 12  # the first ten positions and the last, the ones between marked as left out

@@ -143,7 +143,8 @@ def resolve_baseline(baseline: str | None, paths: Sequence[Path | str], names: S
 def compare_inputs(paths: Sequence[Path | str], *, names: Sequence[str] | None = None, metrics: Sequence | None = None,
                    qrels: Path | str | None = None, convention=None, test: str = "ttest", alpha: float = 0.01,
                    correction: str | None = None, baseline: str | None = None, seed: int = 0,
-                   permutations: int = 10000, intersect: bool = False) -> Report:
+                   permutations: int = 10000, intersect: bool = False,
+                   pairs: Sequence[tuple[str, str]] | None = None) -> Report:
     """Load, align and compare runs or per-query metric files; see the module docstring.
 
     Parameters
@@ -157,6 +158,7 @@ def compare_inputs(paths: Sequence[Path | str], *, names: Sequence[str] | None =
     test, alpha, correction, seed, permutations : as :func:`compare_values`.
     baseline : a run's name or path; None: the first of two runs, every pair for more.
     intersect : compare on the queries every input has with identical labels instead of refusing a difference.
+    pairs : the ``(a, b)`` pairs of names to test (``b`` against ``a``), instead of those ``baseline`` implies.
     """
     from rankcli.core.metrics import Convention, parse_metrics
 
@@ -204,8 +206,8 @@ def compare_inputs(paths: Sequence[Path | str], *, names: Sequence[str] | None =
         pos = np.searchsorted(inp.qids, qids)
         values[inp.name] = {m: inp.values[m][pos] for m in metric_names}
     means, used, comparisons, correction = compare_values(
-        values, metric_names, baseline=baseline_name, test=test, alpha=alpha, correction=correction, seed=seed,
-        permutations=permutations)
+        values, metric_names, pairs=pairs, baseline=baseline_name, test=test, alpha=alpha, correction=correction,
+        seed=seed, permutations=permutations)
     conv = next((i.convention for i in inputs if i.convention is not None), None)
     notes = [n for i in inputs for n in i.notes]
     if conv is not None:  # the report states one convention: say which inputs do not record theirs

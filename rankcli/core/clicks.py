@@ -66,7 +66,7 @@ from rankcli.core.policies import randomized_orders
 from rankcli.errors import InputError, UsageError
 
 __all__ = ["CHUNK_ENTRIES", "CLICK_BITS", "MODELS", "SCAN_STEPS", "ClickLog", "cascade", "cascade_randomized",
-           "check_grades", "click_thresholds", "pbm", "simulate"]
+           "check_grades", "click_thresholds", "display_orders", "groups_by_size", "pbm", "simulate"]
 
 CLICK_BITS = 24
 _CLICK_MASK = np.uint64((1 << CLICK_BITS) - 1)
@@ -165,7 +165,7 @@ def _checked_inputs(grades, offsets, click_probs, impressions, max_rank) -> _Inp
     return _Inputs(thr, grades, offsets, int(impressions), small)
 
 
-def _groups_by_size(n_each: np.ndarray, cells_per_entry: int = 1):
+def groups_by_size(n_each: np.ndarray, cells_per_entry: int = 1):
     """Split items with list sizes ``n_each`` into index chunks of equal size ``n``, each of at most ~CHUNK_ENTRIES
     cells (``n * cells_per_entry`` per item); deterministic. Yields ``(item numbers, n)``."""
     order = np.argsort(n_each, kind="stable")
@@ -306,7 +306,7 @@ def _cascade_rest(coll, gids, done, inp, rng, n_of, shown_j, display_rank, max_r
     excluded = np.uint64(1 << (_KEY_BITS + 1))  # beyond _KEY_END: never the first click, never shown
     # Sorting a whole no-click list is needed only when it is kept, or to find its top max_rank in a random order.
     fast_drop = not keep_no_click and not (random_order and max_rank is not None)
-    for idx, n in _groups_by_size(n_of[gids]):
+    for idx, n in groups_by_size(n_of[gids]):
         gids_c = gids[idx]
         m = gids_c.shape[0]
         rows = offsets[gids_c // n_imp][:, None] + np.arange(n, dtype=np.int64)[None, :]  # (m, n)
@@ -349,17 +349,27 @@ def _cascade_rest(coll, gids, done, inp, rng, n_of, shown_j, display_rank, max_r
 
 def _display_orders(qs: np.ndarray, n: int, shown: int, inp: _Inputs, display_rank: np.ndarray | None,
                     randomize: tuple[str, int] | None, rng: np.random.Generator) -> np.ndarray:
-    """The documents displayed by every impression of the equal-size lists ``qs`` (``n`` documents each): a
-    ``(len(qs) * impressions, shown)`` array of 0-based indices within the list, position by position."""
-    n_imp = inp.impressions
+    """:func:`display_orders` of the checked inputs ``inp``."""
+    return display_orders(qs, n, shown, inp.offsets, inp.impressions, display_rank, randomize, rng)
+
+
+def display_orders(qs: np.ndarray, n: int, shown: int, offsets: np.ndarray, impressions: int,
+                   display_rank: np.ndarray | None, randomize: tuple[str, int] | None,
+                   rng: np.random.Generator) -> np.ndarray:
+    """The documents displayed by every impression of the equal-size lists ``qs`` (``n`` documents each, rows
+    ``offsets[q]:offsets[q] + n``): a ``(len(qs) * impressions, shown)`` array of 0-based indices within the list,
+    position by position, each query's impressions consecutive. ``display_rank`` None: a fresh uniformly random
+    order per impression; else the ranker's order (0-based rank per row), randomised per impression by
+    ``randomize`` (:func:`~rankcli.core.policies.randomized_orders`) when given."""
     if display_rank is None:
         # The whole list is shown: a full shuffle of every impression (Fisher-Yates per row, in C).
-        return rng.permuted(np.broadcast_to(np.arange(n, dtype=np.int64), (qs.shape[0] * n_imp, n)), axis=1)[:, :shown]
-    rows = inp.offsets[qs][:, None] + np.arange(n, dtype=np.int64)[None, :]
+        return rng.permuted(np.broadcast_to(np.arange(n, dtype=np.int64), (qs.shape[0] * impressions, n)),
+                            axis=1)[:, :shown]
+    rows = offsets[qs][:, None] + np.arange(n, dtype=np.int64)[None, :]
     at_pos = np.argsort(display_rank[rows], axis=1, kind="stable")  # (G, n) document at position
     if randomize is None:
-        return np.repeat(at_pos[:, :shown], n_imp, axis=0)
-    return randomized_orders(at_pos, n_imp, randomize, shown, rng)[:, :shown]
+        return np.repeat(at_pos[:, :shown], impressions, axis=0)
+    return randomized_orders(at_pos, impressions, randomize, shown, rng)[:, :shown]
 
 
 def pbm(grades: np.ndarray, offsets: np.ndarray, click_probs, impressions: int, rng: np.random.Generator, *,
@@ -398,7 +408,7 @@ def pbm(grades: np.ndarray, offsets: np.ndarray, click_probs, impressions: int, 
         display_rank = np.asarray(display_rank, dtype=np.int64)
     width = n_max if max_rank is None else min(n_max, max_rank)
     coll = ListCollector(offsets.shape[0] - 1, n_imp, thr.shape[0], width)
-    for qs, n in _groups_by_size(np.diff(offsets), n_imp):
+    for qs, n in groups_by_size(np.diff(offsets), n_imp):
         shown = n if max_rank is None else min(n, max_rank)  # documents displayed per impression
         order = _display_orders(qs, n, shown, inp, display_rank, randomize, rng)
         src = np.repeat(offsets[qs], n_imp)[:, None] + order  # (G * impressions, shown) source row at each position
@@ -433,7 +443,7 @@ def cascade_randomized(grades: np.ndarray, offsets: np.ndarray, click_probs, imp
     offsets, n_imp = inp.offsets, inp.impressions
     coll = ScanCollector(offsets.shape[0] - 1, n_imp, inp.thresholds.shape[0])
     display_rank = np.asarray(display_rank, dtype=np.int64)
-    for qs, n in _groups_by_size(np.diff(offsets), n_imp):
+    for qs, n in groups_by_size(np.diff(offsets), n_imp):
         shown_n = n if max_rank is None else min(n, max_rank)
         order = _display_orders(qs, n, shown_n, inp, display_rank, randomize, rng)
         src = np.repeat(offsets[qs], n_imp)[:, None] + order  # (G * impressions, shown_n)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from rankcli.errors import UsageError
+from rankcli.experiment.fuse_option import fuse_method
 from rankcli.experiment.significance import DEFAULT_FOLD_TEST, DEFAULT_SPLIT_TEST, check_test
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -21,10 +22,9 @@ SWEEP_KINDS = ("augment-negatives", "label-noise", "click-noise", "position-bias
 CLICK_PROBS = (0.05, 0.3, 0.5, 0.7, 0.95)
 #: The suffix of a loss's IPS variant in the position-bias sweep (``xendcg+ips``).
 IPS_SUFFIX = "+ips"
-#: The suffix of the position-bias sweep's control variants (``xendcg+control``, ``xendcg+ips+control``): the same
-#: naive and IPS training on the randomised log (the logging ranker's top 10 in a uniformly random order per
-#: impression), where the naive click-through rates are already unbiased up to one constant, so that naive and IPS
-#: agree up to noise unless something other than the propensities (a target scale) tells them apart.
+#: The suffix of the position-bias sweep's control variants (``xendcg+control``, ``xendcg+ips+control``): naive and IPS
+#: training on the randomised log (the logging ranker's top 10 shuffled per impression), whose click-through rates are
+#: unbiased up to one constant: naive and IPS agree up to noise unless something else (a target scale) parts them.
 CONTROL_SUFFIX = "+control"
 #: The fewest queries the position-bias sweep's logging ranker is trained on.
 MIN_LOGGING_QUERIES = 5
@@ -32,7 +32,6 @@ MIN_LOGGING_QUERIES = 5
 DISPLAYED_POSITIONS = 10
 #: Trials of the random-split protocol when none are given.
 DEFAULT_TRIALS = 100
-
 
 #: The fields of :class:`rankcli.train.TrainConfig` an experiment sets: every unit trains with them. A unit's loss and
 #: seed are its own (the seed drawn from the experiment's ``seed``, :func:`model_seed`); ``gamma`` and
@@ -57,23 +56,25 @@ class ExperimentConfig:
         TrainConfig's defaults with one thread). Its ``loss`` and ``seed`` are not used: each unit has its own.
     seed : the seed of every random step (splits, perturbations, LightGBM's seed per trial and setting).
     augment_negatives, label_noise, click_noise, position_bias : the sweeps' levels.
-    click_impressions : impressions per query in the click sweeps.
+    click_impressions : impressions per query in the click sweeps (and the click-model setting).
+    click_model : a fitted click model (``rankcli click-model fit --by relevance``) whose simulated clicks replace
+        the training and validation labels in a setting of its own, ``{"path", "fingerprint"}``; None: no setting.
     logging_fraction : the training queries the position-bias sweep's logging ranker learns from.
     correction : the multiple-testing correction within a setting.
     test : the paired test between losses (None: the protocol's default, :attr:`test_name`): random splits
         :data:`rankcli.experiment.significance.SPLIT_TESTS`, folds a test of ``rankcli compare``
-        (:func:`rankcli.experiment.significance.check_test`). Not part of the identity: it decides no unit's result,
-        so a rerun with another test resumes the experiment and only summarises it again.
+        (:func:`rankcli.experiment.significance.check_test`). Not part of the identity: it decides no unit's result
+        (a rerun with another test resumes and only summarises again).
     allow_overlap : folds: accept test queries (by qid) in two folds' test sets, or in their fold's train or
         validation file, which are refused otherwise; the summary then says so. Not part of the identity.
     params_file : per loss, the parameters a parameter file gives it (``{loss: {"path", "sha256", "params"}}``,
         :meth:`rankcli.train.params_file.ParamsFile.record`), applied to every unit of that loss below the options.
-    tune : tune each loss on each trial's own training and validation data with this budget before training it
-        (``None``: no tuning).
+    tune : tune each loss on each trial's own training and validation data with this budget first (None: no tuning).
     tune_space : with ``tune``, a ``--space`` file (:func:`rankcli.tune.space.read_space_file`: ``{"path",
         "entries"}``) that changes the search space, or ``None`` for ``rankcli tune``'s own.
     loss_options : per loss, its own options that are set (``--loss-option``, ``--step``; the others take their
         defaults, or on resume the values the experiment directory records: :meth:`adopt_loss_options`).
+    fuse : a ``rankcli fuse`` method (default parameters) fusing each trial's losses into one more, ``fused-<method>``.
     hyperparameters : :data:`HYPERPARAMETERS` by name (``trees=100``), set on ``train`` (checked as it checks them).
     """
 
@@ -88,6 +89,7 @@ class ExperimentConfig:
     label_noise: list[float]
     click_noise: list[float]
     click_impressions: int
+    click_model: dict | None
     position_bias: list[float]
     logging_fraction: float
     correction: str
@@ -97,6 +99,7 @@ class ExperimentConfig:
     tune: int | None
     tune_space: dict | None
     loss_options: dict
+    fuse: str | None
 
     def __init__(self, losses: list[str] | None = None, trials: int | None = None,
                  split: tuple[float, float, float] = (0.6, 0.2, 0.2), folds: bool = False,
@@ -106,6 +109,7 @@ class ExperimentConfig:
                  position_bias: list[float] | None = None, logging_fraction: float = 0.01, correction: str = "holm",
                  test: str | None = None, allow_overlap: bool = False, params_file: dict | None = None,
                  tune: int | None = None, tune_space: dict | None = None, loss_options: dict | None = None,
+                 click_model: dict | None = None, fuse: str | None = None,
                  **hyperparameters) -> None:
         import dataclasses
 
@@ -126,11 +130,13 @@ class ExperimentConfig:
         self.label_noise = [] if label_noise is None else label_noise
         self.click_noise = [] if click_noise is None else click_noise
         self.click_impressions = click_impressions
+        self.click_model = click_model
         self.position_bias = [] if position_bias is None else position_bias
         self.logging_fraction, self.correction, self.test = logging_fraction, correction, test
         self.allow_overlap = allow_overlap
         self.params_file, self.tune, self.tune_space = params_file, tune, tune_space
         self.loss_options = {loss: dict(given) for loss, given in (loss_options or {}).items()}
+        self.fuse = fuse
 
     @property
     def test_name(self) -> str:
@@ -197,13 +203,15 @@ class ExperimentConfig:
         if self.recorded_loss_options():  # absent when every option has its pre-option value (earlier directories)
             d["loss_options"] = self.recorded_loss_options()
         d["split"] = list(d["split"])
-        for key in ("params_file", "tune", "tune_space"):
+        for key in ("params_file", "tune", "tune_space", "click_model", "fuse"):
             if d[key] is None:  # as written before they existed, so that earlier experiment directories still resume
                 del d[key]
         if "params_file" in d:  # the parameters decide the results, not where the file was
             d["params_file"] = {loss: entry["params"] for loss, entry in d["params_file"].items()}
         if "tune_space" in d:  # the space decides them, not the file's name or format
             d["tune_space"] = d["tune_space"]["entries"]
+        if "click_model" in d:  # the fitted model decides them, not where its directory is
+            d["click_model"] = d["click_model"]["fingerprint"]
         if "tune" in d:  # how the tuning draws: units tuned otherwise (an earlier version's) are not resumed
             from rankcli.tune.draws import SAMPLER
 
@@ -245,6 +253,9 @@ class ExperimentConfig:
         self._validate_sweeps()
         self._validate_tuning()
         check_test(self.test_name, self.folds)
+        if self.fuse is not None:
+            self.fuse = fuse_method(self.fuse, len(self.losses))
+
 
     def _validate_tuning(self) -> None:
         if self.tune is not None and self.params_file is not None:
@@ -301,6 +312,8 @@ class Setting:
 
 
 BASELINE = Setting("baseline", "baseline", None)
+#: The setting whose training and validation labels are clicks simulated from ``ExperimentConfig.click_model``.
+CLICK_MODEL = Setting("click-model", "click-model", None)
 
 
 class SweepLevel(NamedTuple):
@@ -339,6 +352,8 @@ def plan_settings(config: ExperimentConfig) -> tuple[list[Setting], dict[str, li
             if s not in settings:
                 settings.append(s)
         sweeps[kind] = rows
+    if config.click_model is not None:
+        settings.append(CLICK_MODEL)
     return settings, sweeps
 
 
@@ -366,7 +381,19 @@ def parse_variant(name: str) -> Variant:
     return Variant(base[: -len(IPS_SUFFIX)] if ips else base, ips, control)
 
 
+def fused_name(config: ExperimentConfig) -> str | None:
+    """The name the fused run of ``config.fuse`` is reported under (``fused-rrf``), or None without fusion."""
+    return None if config.fuse is None else f"fused-{config.fuse}"
+
+
 def setting_losses(config: ExperimentConfig, setting: Setting) -> list[str]:
+    """The names reported in ``setting``: :func:`trained_losses`, then with ``--fuse`` their fused run (not under
+    the position-bias sweep)."""
+    names = trained_losses(config, setting)
+    return names + [fused_name(config)] if config.fuse and setting.kind != "position-bias" else names
+
+
+def trained_losses(config: ExperimentConfig, setting: Setting) -> list[str]:
     """The names trained in ``setting``: the losses of ``config``, and under the position-bias sweep each loss's naive
     variant (its own name) followed by its IPS variant (``<loss>+ips``) and the two controls on the randomised log
     (``<loss>+control``, ``<loss>+ips+control``) where it has an IPS variant."""
@@ -379,9 +406,8 @@ def setting_losses(config: ExperimentConfig, setting: Setting) -> list[str]:
 
 def all_loss_names(config: ExperimentConfig) -> list[str]:
     """Every name a unit of the experiment ``config`` may carry, in report order."""
-    if not config.position_bias:
-        return list(config.losses)
-    return setting_losses(config, Setting("position-bias=0", "position-bias", 0.0))
+    names = trained_losses(config, Setting("position-bias=0", "position-bias", 0.0)) if config.position_bias else []
+    return (names or list(config.losses)) + ([fused_name(config)] if config.fuse else [])
 
 
 def setting_pairs(config: ExperimentConfig, setting: Setting) -> list[tuple[str, str]] | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankcli.experiment.config import ExperimentConfig, Setting, setting_losses, trial_ids
+from rankcli.experiment.config import ExperimentConfig, Setting, trained_losses, trial_ids
 
 
 def _curve_stats(series: list[tuple[np.ndarray, int | None]]) -> dict:
@@ -62,5 +62,5 @@ def convergence(curves, config: ExperimentConfig, settings: list[Setting],
             if keep is None:
                 continue  # the unit did not finish; its curve is rewritten when it runs again
         grouped.setdefault((setting, loss), []).append((values, keep))
-    return {s.name: {loss: _curve_stats(grouped.get((s.name, loss), [])) for loss in setting_losses(config, s)}
+    return {s.name: {loss: _curve_stats(grouped.get((s.name, loss), [])) for loss in trained_losses(config, s)}
             for s in settings}

@@ -19,6 +19,7 @@ from rankcli.experiment.config import (
 )
 from rankcli.experiment.convergence import convergence
 from rankcli.experiment.data import ExperimentData, check_data, load_data
+from rankcli.experiment.fusion import fuse_trials
 from rankcli.experiment.summary import hyperparameters, pooled_queries, summarize, sweep_rows
 from rankcli.experiment.unit import UnitResult, plan_units, run_pool, run_unit
 from rankcli.formats.experiment_store import ResultStore, lock_path, queries_path, remove_locks
@@ -198,6 +199,8 @@ def run_experiment(data_path: Path | str, exp_dir: Path | str, config: Experimen
     _run_units(data_path, data, config, pending, claims, jobs, finished, dask)
     if dask is None:
         store.refresh()  # units a concurrent run trained belong in the summary too
+    if config.fuse:  # each trial's fused run, once its losses are all done
+        fuse_trials(exp_dir, data, config, settings, store, done_units())
     result = finalize(exp_dir, config, settings, sweeps, store, data.notes, split_query_counts(data, config))
     remove_locks(exp_dir)
     result.resumed_units = len(units) - len(pending)  # the rest: ran here, or by a concurrent run

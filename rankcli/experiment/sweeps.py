@@ -57,6 +57,15 @@ def click_dataset(ds: Dataset, p0: float, impressions: int, rng: np.random.Gener
     return clicks
 
 
+def model_click_dataset(ds: Dataset, model_dir: str, impressions: int, rng: np.random.Generator) -> Dataset:
+    """Clicks drawn from the fitted click model at ``model_dir`` on ``impressions`` random rankings per query of
+    ``ds`` (its labels are the grades the model's parameters belong to)."""
+    from rankcli.simulate import simulate_clicks
+
+    clicks, _ = simulate_clicks(ds, model=model_dir, impressions=impressions, ranker="random", rng=rng)
+    return clicks
+
+
 def perturb(setting: Setting, train: Dataset, valid: Dataset | None, config: ExperimentConfig,
             rng: np.random.Generator) -> tuple[Dataset, Dataset | None]:
     """Apply ``setting`` to the training (and, for clicks, validation) data, drawing from ``rng``; ``config`` gives the
@@ -67,9 +76,11 @@ def perturb(setting: Setting, train: Dataset, valid: Dataset | None, config: Exp
         return augment_dataset(train, setting.level, rng), valid
     if setting.kind == "label-noise":
         return noisy_dataset(train, setting.level, rng), valid
-    if setting.kind == "click-noise":
-        train_c = click_dataset(train, setting.level, config.click_impressions, rng)
-        valid_c = click_dataset(valid, setting.level, config.click_impressions, rng) if valid is not None else None
+    if setting.kind in ("click-noise", "click-model"):
+        make = (click_dataset if setting.kind == "click-noise" else
+                lambda ds, _, impressions, r: model_click_dataset(ds, config.click_model["path"], impressions, r))
+        train_c = make(train, setting.level, config.click_impressions, rng)
+        valid_c = make(valid, setting.level, config.click_impressions, rng) if valid is not None else None
         if train_c.n_queries == 0:
             raise InputError(f"{setting.name}: the simulated users clicked nothing in the training queries")
         if valid_c is not None and valid_c.n_queries == 0:

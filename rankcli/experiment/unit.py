@@ -18,8 +18,8 @@ from rankcli.experiment.config import (
     model_seed,
     parse_variant,
     perturbation_rng,
-    setting_losses,
     train_config,
+    trained_losses,
     trial_ids,
 )
 from rankcli.experiment.data import ExperimentData, load_data, part_rows, trial_parts, with_features
@@ -53,12 +53,13 @@ class UnitResult:
     qids: np.ndarray | None = None                          # the test queries, in test-file order
     per_query: dict[str, np.ndarray] = field(default_factory=dict)  # test metric -> value per test query (NaN: skipped)
     params: dict | None = None   # with --tune: the parameters tuning chose (and what it saw), else None
+    scores: np.ndarray | None = None  # with --fuse: the test scores, per test row (the trial's fused run uses them)
 
 
 def plan_units(config: ExperimentConfig, settings: list[Setting]) -> list[Unit]:
     """All units of ``config`` over ``settings``, trial-major (so that whole trials, or folds, finish early), then
     setting, then loss."""
-    return [Unit(s, t, loss) for t in trial_ids(config) for s in settings for loss in setting_losses(config, s)]
+    return [Unit(s, t, loss) for t in trial_ids(config) for s in settings for loss in trained_losses(config, s)]
 
 
 #: One process's latest (data, setting, trial) prepared for training: the units of a (setting, trial) run one after
@@ -75,9 +76,9 @@ def _prepared(data: ExperimentData, config: ExperimentConfig, setting: Setting, 
     if key not in _PREPARED:
         _PREPARED.clear()  # the previous trial's Datasets are freed before this one's are built
         parts = trial_parts(data, config, trial)
-        if setting.kind in ("click-noise", "position-bias"):  # they simulate clicks on in-memory datasets
+        if setting.kind in ("click-noise", "click-model", "position-bias"):  # clicks simulated on in-memory data
             train, valid = with_features(parts, "train"), with_features(parts, "valid")
-            if setting.kind == "click-noise":
+            if setting.kind in ("click-noise", "click-model"):
                 rng = perturbation_rng(config.seed, trial, setting.name)
                 train, valid = perturb(setting, train, valid, config, rng)
             prepared = prepare(train, valid)
@@ -145,7 +146,7 @@ def run_unit(data: ExperimentData, config: ExperimentConfig, setting: Setting, t
     per_query = {str(s): np.asarray(ev.per_query[str(s)], dtype=np.float64) for s in specs} if config.folds else {}
     return UnitResult(setting.name, trial, loss, values, trees, time.perf_counter() - start,
                       [float(v) for v in result.curve], test.qids[test.offsets[:-1]].copy() if config.folds else None,
-                      per_query, params)
+                      per_query, params, np.asarray(scores, dtype=np.float64) if config.fuse else None)
 
 
 # Worker processes load the data once (initializer) and then run units by key.

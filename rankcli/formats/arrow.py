@@ -89,3 +89,20 @@ def scalar(value: str | float | int | None, type: pa.DataType | None = None) -> 
     if isinstance(value, str):
         return strings_array([value.encode()])[0]
     return array_from_numpy(np.array([value]), type if type is not None else pa.float64())[0]
+
+
+def strings_from_bytes(values: np.ndarray) -> pa.Array:
+    """An Arrow string array from a numpy ``S`` array (fixed-width, NUL-padded, no NUL inside a value), without a
+    Python object per value; bytes that are not UTF-8 are an ``ArrowInvalid``."""
+    values = np.ascontiguousarray(values)
+    n, width = values.shape[0], values.dtype.itemsize
+    lengths = np.char.str_len(values).astype(np.int64) if n else np.zeros(0, dtype=np.int64)
+    grid = values.view(np.uint8).reshape(n, width)
+    data = grid[np.arange(width)[None, :] < lengths[:, None]]
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    large = offsets[-1] >= 2 ** 31
+    arr = pa.Array.from_buffers(pa.large_binary() if large else pa.binary(), n,
+                                [None, pa.py_buffer(offsets if large else offsets.astype(np.int32)),
+                                 pa.py_buffer(data)])
+    return arr.cast(pa.large_string() if large else pa.string())

@@ -7,6 +7,8 @@
 - ``queries/<setting>__<fold>__<loss>.parquet`` (folds protocol): ``qid`` and one float64 column per test metric, a
   per-query metric file (:mod:`rankcli.formats.metric_file`, as ``rankcli eval --per-query`` writes it) whose footer
   adds the unit's ``setting``, ``fold`` and ``loss``;
+- ``scores/<setting>__<trial>__<loss>.parquet`` (``experiment --fuse``): the unit's test scores, one ``score`` per test
+  row in test-file order, that the trial's fused run is made of;
 - ``tuned/<setting>__<trial>__<loss>.json`` (``experiment --tune``): the parameters tuning chose for the unit, its
   best and default validation values and the trials run, written before the unit's rows reach ``trials.parquet``;
 - ``summary.json``, ``summary.md``, ``convergence.csv``, ``sweep-<kind>.csv``: text written by
@@ -34,13 +36,13 @@ TRIALS_FILE = "trials.parquet"
 CURVES_DIR = "curves"
 QUERIES_DIR = "queries"
 TUNED_DIR = "tuned"
+SCORES_DIR = "scores"
 #: Lock files of concurrent runs on one EXP_DIR: the store's read-merge-write, and one per unit being trained.
 STORE_LOCK = ".trials.lock"
 LOCKS_DIR = ".locks"
 TRIAL_COLUMNS = ("trial", "setting", "loss", "metric", "value", "trees", "seconds")
-_OUTPUT_NAMES = (CONFIG_FILE, TRIALS_FILE, CURVES_DIR, QUERIES_DIR, TUNED_DIR, "summary.json", "summary.md",
-                 "convergence.csv",
-                 "convergence.png")
+_OUTPUT_NAMES = (CONFIG_FILE, TRIALS_FILE, CURVES_DIR, QUERIES_DIR, TUNED_DIR, SCORES_DIR, "summary.json",
+                 "summary.md", "convergence.csv", "convergence.png")
 
 
 class Curve(NamedTuple):
@@ -66,6 +68,29 @@ def queries_path(exp_dir: Path, setting: str, trial: int, loss: str) -> Path:
     """The per-query test metrics of the unit ``(setting, trial, loss)`` in ``exp_dir`` (folds protocol): ``qid`` and
     one column per metric."""
     return exp_dir / QUERIES_DIR / f"{unit_name(setting, trial, loss)}.parquet"
+
+
+def scores_path(exp_dir: Path, setting: str, trial: int, loss: str) -> Path:
+    """The test scores of the unit ``(setting, trial, loss)`` in ``exp_dir`` (``experiment --fuse``)."""
+    return exp_dir / SCORES_DIR / f"{unit_name(setting, trial, loss)}.parquet"
+
+
+def _write_scores(exp_dir: Path, u) -> None:
+    import pyarrow as pa
+
+    from rankcli.formats.parquet import write_table
+
+    (exp_dir / SCORES_DIR).mkdir(exist_ok=True)
+    write_table(scores_path(exp_dir, u.setting, u.trial, u.loss),
+                pa.table({"score": pa.array(np.asarray(u.scores, dtype=np.float64))}), overwrite=True,
+                query_aligned=False, metadata={"kind": "experiment-scores"})
+
+
+def read_scores(path: Path) -> np.ndarray:
+    """A unit's test scores (:func:`scores_path`)."""
+    from rankcli.formats.parquet import column_to_numpy, read_table
+
+    return column_to_numpy(read_table(path, ["score"]).column("score")).astype(np.float64)
 
 
 def lock_path(exp_dir: Path, setting: str, trial: int, loss: str) -> Path:
@@ -173,6 +198,8 @@ class ResultStore:
                                   indent=2) + "\n")
         if u.qids is not None:
             _write_per_query(self.exp_dir, u, self.convention)
+        if getattr(u, "scores", None) is not None:
+            _write_scores(self.exp_dir, u)
         key = (u.setting, u.trial, u.loss)
         # Read, merge and write under a lock: concurrent runs of one EXP_DIR (array jobs) each add their own units,
         # and none may lose another's rows.

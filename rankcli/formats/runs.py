@@ -129,18 +129,51 @@ def stream_run(path: Path | str, offsets: np.ndarray, *, docids: bool, labels: b
             raise ValueError(f"stream_run: {stream.rows} rows written of {int(np.asarray(offsets)[-1])}")
 
 
+#: Lines built at a time by :func:`trec_run_lines` (Arrow's string arrays hold at most 2 GiB each).
+LINES_AT_ONCE = 1 << 20
+
+
+def _text_of(values: np.ndarray):
+    """The Arrow string of each value as Python's ``str`` writes it (integers cast in C; numpy ``S`` bytes as the
+    UTF-8 text they hold)."""
+    from rankcli.formats.arrow import array_from_numpy, strings_array, strings_from_bytes
+
+    if values.dtype.kind in "iu":
+        return array_from_numpy(values.astype(np.int64, copy=False)).cast(pa.string())
+    if values.dtype.kind == "S":
+        return strings_from_bytes(values)
+    return strings_array([str(v).encode("utf-8", "surrogateescape") for v in values.tolist()])
+
+
 def trec_run_lines(qids: np.ndarray, scores: np.ndarray, order: np.ndarray, ranks: np.ndarray, *,
                    docids: np.ndarray | None = None, rows: np.ndarray | None = None, tag: str = "rankcli",
                    source: str = "") -> str:
     """The lines of a TREC run (see :func:`write_trec_run`) for rows whose queries are whole; ``rows``: their row
-    numbers in the dataset (names ``<qid>-<row>``; default ``0..n-1``)."""
+    numbers in the dataset (names ``<qid>-<row>``; default ``0..n-1``). Each line is ``f"{qid} Q0 {docid} {rank}
+    {score!r} {tag}"`` (the score's shortest repr, exact), joined by Arrow a block of lines at a time."""
+    import pyarrow.compute as pc
+
+    from rankcli.formats.arrow import array_from_numpy, scalar, strings_array
     from rankcli.formats.trec import document_names
 
-    docs = np.array(document_names(qids, docids, rows, source=source).to_pylist(), dtype=object)
+    docs = document_names(qids, docids, rows, source=source)
     tag = "".join(tag.split()) or "rankcli"
-    return "".join(f"{q} Q0 {d} {r} {s!r} {tag}\n" for q, d, r, s in zip(
-        np.asarray(qids)[order].tolist(), docs[order].tolist(), np.asarray(ranks).tolist(),
-        np.asarray(scores, dtype=np.float64)[order].tolist()))
+    order = np.asarray(order, dtype=np.int64)
+    ranks = np.asarray(ranks, dtype=np.int64)
+    qids = np.asarray(qids)
+    scores = np.asarray(scores, dtype=np.float64)
+    out = []
+    for start in range(0, order.shape[0], LINES_AT_ONCE):
+        sel = order[start:start + LINES_AT_ONCE]
+        take = array_from_numpy(sel)
+        score_text = strings_array([repr(x).encode() for x in scores[sel].tolist()])
+        lines = pc.binary_join_element_wise(
+            _text_of(qids[sel]), scalar("Q0"), pc.take(docs, take),
+            array_from_numpy(ranks[start:start + LINES_AT_ONCE]).cast(pa.string()), score_text,
+            scalar(tag + "\n"), scalar(" "))
+        offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32, count=len(lines) + 1, offset=lines.offset * 4)
+        out.append(lines.buffers()[2].to_pybytes()[offsets[0]:offsets[-1]].decode("utf-8", "surrogateescape"))
+    return "".join(out)
 
 
 @contextmanager
@@ -161,12 +194,12 @@ def write_trec_run(path: Path | str, qids: np.ndarray, scores: np.ndarray, order
     path : path
         The file to write (``-``: standard output).
     qids, scores : (n,) arrays
-        Query id and score of every row of the dataset.
+        Query id (integers, text, or numpy ``S`` UTF-8 bytes) and score of every row of the dataset.
     order : (n,) int
         The rows in the order to write (each query's rows best first).
     ranks : (n,) int
         The 1-based rank of the row written at each line.
-    docids : (n,) object array of str, optional
+    docids : (n,) object array of str (or an Arrow string array), optional
         Document ids; rows without one are named ``<qid>-<row>`` (:func:`rankcli.formats.trec.document_names`, which
         also refuses a name a TREC line cannot hold, or one named twice in a query: exit 3 naming ``source``).
     tag : str

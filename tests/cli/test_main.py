@@ -7,7 +7,7 @@ from rankcli.errors import ExitStatus
 from tests.conftest import REPO
 
 COMMANDS = ["convert", "info", "export", "split", "train", "predict", "export-model", "eval", "simulate-clicks",
-            "propensity", "compare", "experiment", "explain", "tune", "trec_eval", "trec-eval"]
+            "propensity", "compare", "experiment", "explain", "tune", "click-model", "fuse", "trec_eval", "trec-eval"]
 #: Another name of a command, registered but not listed by --help.
 ALIASES = ["trec-eval"]
 

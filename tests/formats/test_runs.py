@@ -63,3 +63,24 @@ def test_trec_run_lines_in_the_given_order(tmp_path):
                    tag="my tag")
     assert path.read_text().splitlines() == ["2 Q0 2-1 1 0.9 mytag", "2 Q0 c 2 0.5 mytag", "2 Q0 a 3 0.1 mytag",
                                              "8 Q0 d 1 1.0 mytag"]
+
+
+def test_trec_run_lines_are_the_f_string_lines(monkeypatch):
+    """The lines built by Arrow are exactly ``f"{qid} Q0 {docid} {rank} {score!r} {tag}"``, block after block: any
+    float (subnormal, huge, -0.0, integral), integer and text query ids, non-ASCII document ids."""
+    from rankcli.formats import runs
+
+    monkeypatch.setattr(runs, "LINES_AT_ONCE", 7)  # several blocks
+    rng = np.random.default_rng(5)
+    n = 40
+    floats = np.concatenate([rng.normal(size=n - 8) * 10.0 ** rng.integers(-300, 300, n - 8),
+                             [-0.0, 0.0, 5e-324, 1.0, -2.0, 1e16, 0.1 + 0.2, 1.7976931348623157e308]])
+    for qids in (np.repeat(np.arange(-3, 7), 4), np.array([f"q{i // 4}é" for i in range(n)], dtype=object)):
+        docids = np.array([f"d{i}ü" if i % 3 else None for i in range(n)], dtype=object)
+        order = rng.permutation(n)
+        ranks = rng.integers(1, 99, n)
+        got = runs.trec_run_lines(qids, floats, order, ranks, docids=docids, tag="t ag")
+        names = [d if d is not None else f"{q}-{i}" for i, (q, d) in enumerate(zip(qids.tolist(), docids.tolist()))]
+        q, f = qids.tolist(), floats.tolist()
+        want = "".join(f"{q[i]} Q0 {names[i]} {r} {f[i]!r} tag\n" for i, r in zip(order, ranks))
+        assert got == want

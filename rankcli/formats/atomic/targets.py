@@ -26,7 +26,7 @@ STDOUT = "-"
 #: The marker rankcli writes into every directory output it builds with :func:`atomic_directory`.
 MARKER = ".rankcli-output.json"
 #: Directory output kinds and how a previous output of that kind is recognised.
-DIRECTORY_KINDS = ("model", "converted", "experiment", "split", "export")
+DIRECTORY_KINDS = ("model", "converted", "experiment", "split", "export", "click-model")
 MODEL_FILES = {"model.txt", "rankcli.json"}
 
 
@@ -204,7 +204,8 @@ def _check_directory_target(path: Path, overwrite: bool, kind: str | None, displ
     if found == "empty":
         return
     what = {"model": "model directory", "converted": "converted directory", "experiment": "experiment",
-            "split": "split directory", "export": "model export (export-model)"}
+            "split": "split directory", "export": "model export (export-model)",
+            "click-model": "click-model directory"}
     if found is not None and (kind in (None, "directory") or found == kind):
         if not overwrite:
             raise OutputError(f"{display}: already exists; pass --overwrite to replace it")
