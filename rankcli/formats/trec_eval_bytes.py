@@ -17,6 +17,7 @@ import sys
 
 from rankcli.errors import InputError, InputFormatError
 from rankcli.formats.inputs import unreadable_input
+from rankcli.formats.trec_blank import LineMap, blank_heavy, compact_block, compact_buffer
 
 #: The longest line accepted (bytes): a guard against a file that is no text at all (``/dev/zero``, a gzip bomb).
 MAX_LINE = 1 << 20
@@ -101,21 +102,26 @@ def _open(path: str):
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
-def check_first_block(path: str) -> None:
-    """Refuse a file whose first block has a NUL byte or a line over :data:`MAX_LINE` bytes, before reading it whole."""
+def check_first_block(path: str) -> bytes:
+    """Refuse a file whose first block has a NUL byte or a line over :data:`MAX_LINE` bytes, before reading it whole;
+    returns the block."""
     with open(path, "rb") as f:
-        _check_block(f.read(min(BLOCK, MAX_LINE + 1)), str(path), [], 0)
+        head = f.read(min(BLOCK, MAX_LINE + 1))
+    _check_block(head, str(path), [], 0)
+    return head
 
 
-def read_input(path: str, at_nul: str = "refuse") -> bytes:
+def read_input(path: str, at_nul: str = "refuse", lines: LineMap | None = None) -> bytes:
     """The bytes of ``path`` (``-``: standard input), gunzipped when gzipped, each block checked as it is read (see the
     module docstring; ``at_nul``: ``"refuse"`` or trec_eval's ``"stop"``); a leading UTF-8 byte-order mark is kept,
-    as trec_eval keeps it."""
+    as trec_eval keeps it. With ``lines``, runs of whitespace-only lines are dropped as the blocks arrive
+    (:mod:`.trec_blank`: memory bounded by the other lines) and ``lines`` maps the kept lines to the file's; an error
+    of the reading names the file's line."""
     name = "<stdin>" if path == "-" else path
     f = _open(path)
     try:
-        whole = _read_plain_file(f, name, at_nul) if f is not sys.stdin.buffer else None
-        return whole if whole is not None else _read_blocks(f, name, at_nul)
+        whole = _read_plain_file(f, name, at_nul, lines) if f is not sys.stdin.buffer else None
+        return whole if whole is not None else _read_blocks(f, name, at_nul, lines)
     except OSError as exc:
         raise InputError(f"{name}: cannot read ({exc.strerror or exc})") from None
     finally:
@@ -123,9 +129,11 @@ def read_input(path: str, at_nul: str = "refuse") -> bytes:
             f.close()
 
 
-def _read_plain_file(f, name: str, at_nul: str) -> bytes | None:
+def _read_plain_file(f, name: str, at_nul: str, lines: LineMap | None) -> bytes | None:
     """A regular file that is not gzipped, read in one buffer of its size (no copy of blocks into a whole): its first
-    block is checked before the rest is read, the rest after. None for any other file (read by blocks)."""
+    block is checked before the rest is read, the rest after. None for any other file (read by blocks), and, when
+    ``lines`` asks for blank lines to be dropped, for a file whose first block has them or too large for one buffer
+    (``ulimit -v``)."""
     import os
     import stat
 
@@ -139,9 +147,24 @@ def _read_plain_file(f, name: str, at_nul: str) -> bytes | None:
     head = head if cut is None else head[:cut]
     _check_block(head, name, [], 0)
     if cut is not None or len(head) < min(BLOCK, MAX_LINE + 1):
-        return head
+        return head if lines is None else compact_buffer(head, lines, BLOCK, MAX_LINE)
     f.seek(0)
-    data = f.read()
+    if lines is not None and blank_heavy(head, 0, head.rfind(b"\n") + 1):
+        return None
+    try:
+        data = f.read()
+    except MemoryError:
+        if lines is None:
+            raise
+        f.seek(0)
+        return None
+    data = _checked_whole(data, name, at_nul)
+    return data if lines is None else compact_buffer(data, lines, BLOCK, MAX_LINE)
+
+
+def _checked_whole(data: bytes, name: str, at_nul: str) -> bytes:
+    """A whole file's bytes up to a NUL where trec_eval's reading stops (one that is refused raises), with no line
+    over :data:`MAX_LINE` bytes."""
     cut = _nul_cut(data, name, [], 0, at_nul)
     data = data if cut is None else data[:cut]
     long = _first_long_line(data)
@@ -151,11 +174,24 @@ def _read_plain_file(f, name: str, at_nul: str) -> bytes | None:
     return data
 
 
-def _read_blocks(f, name: str, at_nul: str) -> bytes:
+def _read_blocks(f, name: str, at_nul: str, lines: LineMap | None) -> bytes:
     """Standard input, a pipe or a gzipped file, block by block, each checked as it arrives (up to a NUL where
-    trec_eval's reading stops)."""
+    trec_eval's reading stops) and, with ``lines``, compacted (:func:`.trec_blank.compact_block`)."""
+    try:
+        data = _blocks(f, name, at_nul, lines)
+    except InputFormatError as exc:
+        if lines is not None and exc.line is not None:  # every dropped line is before the block being read
+            exc.line += lines.total
+            exc.args = (exc._format(),)
+        raise
+    if lines is not None:
+        lines.resolve(data)
+    return data
+
+
+def _blocks(f, name: str, at_nul: str, lines: LineMap | None) -> bytes:
     parts: list[bytes] = []
-    tail = raw = size = 0
+    tail = raw = size = kept = 0
     inflate = None
     cut = None
     while cut is None:
@@ -174,8 +210,12 @@ def _read_blocks(f, name: str, at_nul: str) -> bytes:
                                  "(not a TREC file)")
             cut = _nul_cut(piece, name, parts, tail, at_nul)
             piece = piece if cut is None else piece[:cut]
+            at_line_start = tail == 0
             tail = _check_block(piece, name, parts, tail)
             size += len(piece)
+            if lines is not None:
+                piece = compact_block(piece, at_line_start, kept, lines)
+                kept += len(piece)
             parts.append(piece)
             if cut is not None:
                 break  # trec_eval reads nothing after it
