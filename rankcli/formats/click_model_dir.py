@@ -35,6 +35,7 @@ from rankcli.errors import InputError
 from rankcli.formats.arrow import array_from_numpy, column_to_numpy, strings_array
 from rankcli.formats.atomic import atomic_directory
 from rankcli.formats.inputs import unreadable_input
+from rankcli.formats.parquet import WRITE_OPTIONS, open_parquet
 from rankcli.formats.session_log import codes
 
 FORMAT = "rankcli-click-model/1"
@@ -77,7 +78,7 @@ def write_click_model(path: Path | str, info: dict, tables: dict[str, dict], *, 
     text = json.dumps(record, indent=2, allow_nan=False) + "\n"
     with atomic_directory(path, overwrite, kind=KIND) as tmp:
         for kind, columns in tables.items():
-            pq.write_table(_table(columns), str(Path(tmp) / FILES[kind]), compression="zstd")
+            pq.write_table(_table(columns), str(Path(tmp) / FILES[kind]), **WRITE_OPTIONS)
         (Path(tmp) / MODEL_JSON).write_text(text)
 
 
@@ -104,8 +105,8 @@ def read_click_model(path: Path | str) -> StoredModel:
     for kind, name in (info.get("files") or {}).items():
         if kind not in FILES or name != FILES[kind]:
             raise InputError(f"{meta}: unknown file entry {kind!r}: {name!r}")
-        try:
-            tables[kind] = pq.read_table(str(p / name))
+        try:  # page checksums verified, as every Parquet read of rankcli's
+            tables[kind] = open_parquet(p / name).read()
         except (OSError, pa.ArrowInvalid) as exc:
             raise InputError(f"{p / name}: cannot read ({exc})") from None
     return StoredModel(p, info, tables)

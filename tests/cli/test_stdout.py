@@ -55,6 +55,10 @@ STDOUT_CASES: dict[str, list[list[str]]] = {
     "explain": [["explain", "{model}"], ["explain", "{model}", "{data}", "--repeats", "1", "--json"]],
     "export-model": [["export-model", "{model}", "-t", "solr", "-o", "{tmp}/em", "--check", "{data}"],
                      ["export-model", "{model}", "-t", "vespa", "-o", "{tmp}/em2", "--json"]],
+    "fuse": [["fuse", "{trec_run}", "{trec_run}", "-o", "-"],
+             ["fuse", "{run}", "{run}", "-o", "{tmp}/f.parquet", "--json"]],
+    "click-model": [["click-model", "fit", "{clicks}", "-o", "{tmp}/cm", "--model", "pbm", "--iterations", "2"],
+                    ["click-model", "fit", "{clicks}", "-o", "{tmp}/cm2", "--model", "sdbn", "--json"]],
 }
 
 

@@ -130,7 +130,7 @@ def test_no_writer_or_reader_goes_around_the_options():
     ``open_parquet`` (the two other ``ParquetFile`` opens read a footer's metadata)."""
     calls = _pq_calls()
     writers = calls.get("write_table", []) + calls.get("ParquetWriter", [])
-    assert len(writers) == 4
+    assert len(writers) == 5
     for path, call in writers:
         assert any(k.arg is None and getattr(k.value, "id", "") == "WRITE_OPTIONS" for k in call.keywords), path
     opens = [p.relative_to(PACKAGE).as_posix() for name in ("ParquetFile", "read_table", "ParquetDataset")
