@@ -70,13 +70,19 @@ def pending(have: Normalization | None, want: Normalization | None, what: str,
 
 
 def apply(features: np.ndarray, offsets: np.ndarray, transform: Normalization | None,
-          feature_names: list[str] | None = None) -> np.ndarray:
+          feature_names: list[str] | None = None, what: str | None = None, first_row: int = 0) -> np.ndarray:
     """``features`` (a batch of whole queries, with their ``offsets``) with ``transform`` applied; the array itself
     when ``transform`` is None. The batch-by-batch use of :func:`conform`: decide once per file with :func:`pending`,
-    then apply to every batch."""
+    then apply to every batch. ``what`` (the file) and ``first_row`` (the batch's first row in it) name a value the
+    transform cannot hold: file, column and row."""
     if transform is None:
         return features
-    return normalize(features, offsets, transform, feature_names=feature_names)
+    try:
+        return normalize(features, offsets, transform, feature_names=feature_names, first_row=first_row)
+    except InputError as exc:
+        if what is None:
+            raise
+        raise InputError(f"{what}: {exc}") from None
 
 
 def conform(ds: Dataset, want: Normalization | None, what: str,

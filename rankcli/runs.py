@@ -27,7 +27,7 @@ import numpy as np
 
 from rankcli.core.metrics import Convention, MetricSpec
 from rankcli.dataset import Run, offsets_from_qids
-from rankcli.errors import InputError, RankcliError, SchemaError, UsageError
+from rankcli.errors import InputError, InputFormatError, RankcliError, SchemaError, UsageError
 from rankcli.formats import trec_fast, trec_join, trec_rank, trec_text
 from rankcli.formats.inputs import unreadable_input
 
@@ -113,9 +113,13 @@ def load_trec(run_path: Path | str, qrels_path: Path | str, convention: Conventi
         threads = available_cpus()
     c_join = convention.ties != "input" and trec_fast.available()
     texts = trec_text.read(run_path, qrels_path, as_array=c_join)
-    joined = trec_join.join(texts, judged_only=judged_only, complete=complete, threads=threads)
-    return trec_rank.rank(joined, ties=convention.ties, max_docs=max_docs, judged_only=judged_only,
-                          complete=complete, run_path=run_path, qrels_path=qrels_path)
+    try:
+        joined = trec_join.join(texts, judged_only=judged_only, complete=complete, threads=threads)
+        return trec_rank.rank(joined, ties=convention.ties, max_docs=max_docs, judged_only=judged_only,
+                              complete=complete, run_path=run_path, qrels_path=qrels_path)
+    except InputFormatError as exc:  # the read dropped blank lines: name the file's own line
+        texts.true_lines(exc)
+        raise
 
 
 # ---------------------------------------------------------------------------------------------------------------------

@@ -99,7 +99,8 @@ def score_batches(source: ScoringInput, batch_rows: int = DEFAULT_BATCH_ROWS, *,
     for i in range(cuts.shape[0] - 1):
         start, stop = int(cuts[i]), int(cuts[i + 1])
         offsets = ds.offsets[q_at[i]:q_at[i + 1] + 1] - start
-        block = apply(source.rows.block(start, stop), offsets, source.transform, ds.feature_names)
+        block = apply(source.rows.block(start, stop), offsets, source.transform, ds.feature_names,
+                      str(source.path), start)
         scores = source.model.score(block, str(source.path), first_row=start)
         kept = np.array(block) if features else None
         del block

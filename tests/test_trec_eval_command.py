@@ -82,6 +82,32 @@ def test_getopt_forms(words):
     assert (o.query, o.complete, o.measures, o.files) == (True, True, ["all_trec"], ["Q", "R"])
 
 
+def test_getopt_acts_on_each_option_in_order_as_trec_eval():
+    """trec_eval's main acts on each option getopt returns: -v prints the version and exits (nothing after it is read,
+    -v -x is the version), a measure before it is marked first (-m bogus -v is an error); "--" ends the options."""
+    assert getopt.parse(["-v", "-x"]).version and getopt.parse(["-vx", "--nonesuch"]).version
+    assert getopt.parse(["-m", "P.5", "--version", "-Q"]).version
+    with pytest.raises(UsageError, match="illegal measure 'bogus'"):
+        getopt.parse(["-m", "bogus", "-v"])
+    with pytest.raises(UsageError, match="invalid option -- 'x'"):
+        getopt.parse(["-x", "-v"])
+    assert getopt.parse(["-m", "map", "--", "-q", "run"]).files == ["-q", "run"]
+
+
+def test_the_double_dash_reaches_trec_evals_getopt(tmp_path, monkeypatch, capsysbinary):
+    """``rankcli trec_eval -m map -- -q run`` reads a qrels file named -q, as trec_eval does (typer dropped the "--",
+    and -q was read as an option: exit 2); -v -x prints the version, exit 0; -m bogus -v is a usage error."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-q").write_bytes(b"1 0 a 1\n1 0 b 0\n")
+    (tmp_path / "run").write_bytes(b"1 Q0 b 1 2.0 t\n1 Q0 a 2 1.0 t\n")
+    assert main(["trec_eval", "-m", "map", "--", "-q", "run"]) == 0
+    assert capsysbinary.readouterr().out == b"map                   \tall\t0.5000\n"
+    assert main(["trec_eval", "-v", "-x"]) == 0
+    assert capsysbinary.readouterr().err.startswith(b"trec_eval version 10.0-rc3")
+    assert main(["trec_eval", "-m", "bogus", "-v"]) == 2
+    assert b"illegal measure 'bogus'" in capsysbinary.readouterr().err
+
+
 def test_getopt_values_as_atol():
     o = getopt.parse(["-l2", "-M", "1000", "-N12x", "-l", "1.5", "-D", "3.q7", "Q", "R"])
     assert (o.level, o.max_docs, o.num_docs, o.debug_level, o.debug_query) == (1, 1000, 12, 3, "q7")
@@ -108,6 +134,20 @@ def test_exit_statuses_and_messages(tmp_path, capsys):
     bad.write_bytes(b"301 Q0 d1 1 2.0 tag\n301 Q0 d2 1\n")
     assert main(["trec_eval", str(q), str(bad)]) == 3
     assert f"{bad}:2: expected at least 6 fields" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flags", [[], ["-R", "qrels_jg", "-m", "map_avgjg"]], ids=["qrels", "qrels_jg"])
+def test_swapped_files_are_named_as_swapped(tmp_path, capsys, flags):
+    """The run given first and the qrels second (its first line has six fields, the other file's four): exit 3 on
+    the first line as before, with the hint; a qrels file that is merely malformed gets no hint."""
+    q, r = _pair(tmp_path, b"1 0 d 1\n1 0 e 0\n", b"# a run\n\n1 Q0 d 1 2.0 t\n1 Q0 e 2 1.0 t\n")
+    assert main(["trec_eval", *flags, r, q]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith(f"Error: {r}:3: expected 4 fields") and err.endswith(
+        "; the files look swapped: trec_eval QRELS RUN\n"), err
+    bad, _ = _pair(tmp_path, b"1 0 d 1 2 3\n", b"1 Q0 d 1 2.0 t\n")
+    assert main(["trec_eval", *flags, bad, r]) == 3
+    assert "look swapped" not in capsys.readouterr().err
 
 
 def test_version_and_help(capsysbinary):
@@ -137,11 +177,19 @@ def test_numbers_ids_and_runid_as_trec_eval_reads_them(tmp_path):
     assert out.endswith(b"runid                 \tall\tlast\nnum_rel               \tall\t2\n")
 
 
-def test_a_nul_byte_and_a_huge_line_are_refused_on_the_first_block(tmp_path):
+def test_a_nul_byte_and_a_huge_line_are_refused_on_the_first_block(tmp_path, monkeypatch):
+    """A NUL inside a line (trec_eval counts its line table up to the NUL and fills it past it: undefined) and one on
+    standard input (fgets and strlen drop the rest of the line) are refused; a NUL starting a line of a file ends
+    the reading there, as trec_eval's (tests/data/trec_eval/hostile/out.nul, and /dev/zero: no line at all)."""
     q, r = _pair(tmp_path, b"1 0 d 1\n", b"1 Q0 d 1 1 t\n1 Q0 e\0 2 1 t\n")
-    with pytest.raises(InputError, match=r"r:2: a NUL byte"):
+    with pytest.raises(InputError, match=r"r:2: a NUL byte inside a line \(trec_eval stops counting lines at it"):
         run_te([q, r])
-    with pytest.raises(InputError, match="NUL byte"):
+    (tmp_path / "r.gz").write_bytes(gzip.compress(b"1 Q0 d 1 1 t\n\0" + b"1 Q0 e 2 1 t\n" * 1000))
+    assert run_te(["-m", "num_ret", q, str(tmp_path / "r.gz")]) == b"num_ret               \tall\t1\n"
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"1 Q0 d 1 1 t\n\0x\n")))
+    with pytest.raises(InputError, match=r"<stdin>:2: a NUL byte on standard input"):
+        run_te([q, "-"])
+    with pytest.raises(InputError, match="/dev/zero: no run lines"):
         run_te([q, "/dev/zero"])
     (tmp_path / "bomb.gz").write_bytes(gzip.compress(b"\n" * (30 << 20), 1))
     with pytest.raises(InputError, match="decompresses to more than"):

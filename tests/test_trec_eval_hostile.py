@@ -6,7 +6,9 @@ as trec_eval's Makefile does for its quicktest; tests/test_trec_eval_differentia
   with ``-l`` at that value and with ``-R qrels_jg``: it used to hide the query's relevant documents (num_rel 0, map
   inf), because the labels were sorted descending by negating them and -LONG_MIN is LONG_MIN in int64;
 - ``-l 0``: a document absent from the qrels is not relevant (``eval`` used to count it as a label 0);
-- a ``-Z`` file giving one (query, measure) twice: refused (trec_eval takes whichever its binary search meets).
+- a ``-Z`` file giving one (query, measure) twice: refused (trec_eval takes whichever its binary search meets);
+- a run tag and ids that are not UTF-8: printed as the file holds them (the C path decoded the tag, a traceback);
+- a NUL byte starting a line of the qrels and of the run: trec_eval's reading ends there (rankcli refused the files).
 
 Every case runs on the C path and on the numpy path (``RANKCLI_PURE_PYTHON=1``)."""
 
@@ -51,7 +53,7 @@ def path_env(request, monkeypatch):
 
 
 def test_the_commands_file_lists_every_case():
-    assert len(COMMANDS) == 12 and sum("-9223372036854775808" in " ".join(a) for a, _ in COMMANDS) == 2
+    assert len(COMMANDS) == 14 and sum("-9223372036854775808" in " ".join(a) for a, _ in COMMANDS) == 2
     assert {out for _, out in COMMANDS} == {p.name for p in HOSTILE.glob("out.*")}
 
 
@@ -85,6 +87,22 @@ def test_which_path_reads_the_extreme_labels(monkeypatch):
     assert native.prepare(o, qrels, run) is None
     near = native.prepare(o, (HOSTILE / "near.qrels").read_bytes(), run)
     assert near is not None and near[1].labels.min() == -9007199254740991
+
+
+def test_the_c_path_reads_a_tag_that_is_not_utf8(monkeypatch):
+    """The C module takes a run whose tag (and a document id) is not UTF-8 and the pipeline prints the last line's
+    tag's bytes as trec_eval does (out.badtag); it used to decode the tag and raise."""
+    from rankcli.formats import trec_fast
+    from rankcli.trec_eval import native
+
+    if not trec_fast.available():
+        pytest.skip("the C module is not built")
+    monkeypatch.setenv("RANKCLI_PURE_PYTHON", "0")
+    qrels, run = (HOSTILE / "badtag.qrels").read_bytes(), (HOSTILE / "badtag.run").read_bytes()
+    prepared = native.prepare(getopt.parse(["-m", "map", "q", "r"]), qrels, run)
+    assert prepared is not None and prepared[2] == b"r\xc3("
+    assert trec_fast.join(run, qrels).tag == b"run\xff\xfe"  # the first line's tag, as bytes
+    assert b"runid                 \tall\tr\xc3(\n" in (HOSTILE / "out.badtag").read_bytes()
 
 
 def test_labels_sort_descending_without_negation():

@@ -204,7 +204,8 @@ def _run(command, args: list[str]) -> int:
     from rankcli.errors import Terminated
 
     try:
-        result = command.main(args=args, prog_name="rankcli", standalone_mode=False)
+        # the words as given (click drops "--"): rankcli trec_eval reads its command line with trec_eval's getopt
+        result = command.main(args=args, prog_name="rankcli", standalone_mode=False, obj={"argv": list(args)})
     except Terminated as exc:
         if _state["debug"]:
             traceback.print_exc()

@@ -20,12 +20,21 @@ CONTEXT_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True, "h
 ADD_HELP_OPTION = False
 
 
+def _words(ctx: typer.Context) -> list[str]:
+    """The words after the command's name as the user gave them: click drops a "--" from ``ctx.args``, where
+    trec_eval's getopt reads it as the end of the options (``-m map -- -q run``: a qrels file named -q)."""
+    given = (ctx.obj or {}).get("argv") if isinstance(ctx.obj, dict) else None
+    if given and given[0] == ctx.info_name:
+        return list(given[1:])
+    return list(ctx.args)
+
+
 def command(ctx: typer.Context) -> None:
     from rankcli.errors import UsageError
     from rankcli.trec_eval import getopt
 
     try:
-        options = getopt.parse(list(ctx.args))
+        options = getopt.parse(_words(ctx))
     except UsageError as exc:  # the command's own name in the hint (trec_eval or trec-eval)
         raise UsageError(f"{exc} Try 'rankcli {ctx.info_name} --help'.") from None
     if options.version:

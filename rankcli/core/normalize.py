@@ -140,7 +140,7 @@ def _column_blocks(rows: int, columns: int):
 
 
 def normalize(features: np.ndarray, offsets: np.ndarray, transform: Normalization, *,
-              feature_names: list[str] | None = None) -> np.ndarray:
+              feature_names: list[str] | None = None, first_row: int = 0) -> np.ndarray:
     """``features`` normalised by ``transform``: a new ``(rows, features)`` array in Fortran order, float32 (float64
     for float64 features: their precision is kept).
 
@@ -154,6 +154,8 @@ def normalize(features: np.ndarray, offsets: np.ndarray, transform: Normalizatio
         The method, the scope and, per dataset, the recorded statistics (one per feature of ``features``).
     feature_names : list of str, optional
         How messages name the columns (default ``f1..fN``).
+    first_row : int
+        The row number of ``features``' first row in its file, for messages (a batch of a larger file).
 
     A finite value that the transform takes beyond float32 (a value far outside the recorded range) is an
     :class:`InputError` for float32 features: rankcli never hands a silent infinity to a model.
@@ -183,9 +185,20 @@ def normalize(features: np.ndarray, offsets: np.ndarray, transform: Normalizatio
         bad = finite & ~np.isfinite(out[:, a:b])
         if bad.any():
             r, c = np.argwhere(bad)[0]
-            raise InputError(f"{names[a + c]} row {r}: the value {features[r, a + c]!r} normalised "
-                             f"({transform.describe()}) is beyond the float32 range")
+            raise InputError(f"column {names[a + c]} row {first_row + int(r)}: the value "
+                             f"{_plain(features[r, a + c])} normalised ({transform.describe()}) is beyond the float32 "
+                             "range")
     return out
+
+
+def _plain(value) -> str:
+    """``value`` as the shortest decimal that reads back as it: at float32's precision when it is a float32 value (a
+    dataset's features are), so that 1e+32 prints as the file's 1e+32, not as numpy's ``np.float32(1e+32)`` or its
+    float64 expansion."""
+    value = float(value)
+    with np.errstate(over="ignore"):
+        single = np.float32(value)
+    return str(single) if np.isfinite(single) and float(single) == value else repr(value)
 
 
 def normalize_values(values: np.ndarray, columns: np.ndarray, transform: Normalization) -> np.ndarray:

@@ -60,6 +60,9 @@ def _group_codes(path: Path, table: pa.Table, column: str) -> np.ndarray:
         raise InputError(f"{path}: no column {column!r} to group by (columns: {', '.join(names[:12])}"
                          f"{', ...' if len(names) > 12 else ''})")
     col = table.column(column)
+    if pa.types.is_nested(col.type) or pa.types.is_null(col.type):
+        raise SchemaError(f"{path}: column {column} holds {col.type} values, which do not group: --group-by takes a "
+                          "column of single values (integers, strings, numbers, booleans)")
     if col.null_count:
         row = int(np.argmax(column_to_numpy(col.is_null().cast(pa.int8()))))
         raise InputError(f"{path}: column {column}: missing value at row {row}; every row needs a value to group by")

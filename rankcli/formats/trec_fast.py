@@ -35,13 +35,15 @@ class NativeJoin:
     appearance (``run_qnames``; query ``c`` is lines ``run_first[c]:run_first[c + 1]``), each query's in trec_eval's
     rank order (score descending, equal scores by docid descending in byte order), with their ``scores`` and
     ``match``, the qrels line of the same (query, document) or -1. The qrels are columns (query codes, query ids,
-    relevance); ``words`` and ``numbers`` are None: the checks that need them are done."""
+    relevance); ``words`` and ``numbers`` are None: the checks that need them are done. ``tag`` is the run tag's
+    bytes, as the file holds them: trec_eval prints a tag that is not UTF-8 as it is, and ``eval`` decodes it (its
+    reading has checked the text)."""
 
     run_qnames: np.ndarray
     run_first: np.ndarray
     scores: np.ndarray | None
     match: np.ndarray
-    tag: str
+    tag: bytes
     qrels: TrecColumns
 
 
@@ -68,5 +70,5 @@ def join(run_data, qrels_data, threads: int = 1, scores: bool = True) -> NativeJ
                         relevance, None)
     return NativeJoin(np.array(run_qids, dtype=bytes), np.frombuffer(run_first, dtype=np.int64),
                       None if ranked_scores is None else np.frombuffer(ranked_scores, dtype=np.float64),
-                      np.frombuffer(match, dtype=np.int32), tag.decode(),
+                      np.frombuffer(match, dtype=np.int32), bytes(tag),
                       qrels)

@@ -196,7 +196,7 @@ def _native(native: trec_fast.NativeJoin, texts: TrecTexts, complete: bool) -> J
     if not hit.any():
         return None
     rows = Rows(scores, hit, match, offsets=np.concatenate(([0], np.cumsum(sizes))).astype(np.int64))
-    return Joined(queries, native.qrels, rows, native.tag, notes)
+    return Joined(queries, native.qrels, rows, native.tag.decode(), notes)  # the text is checked UTF-8
 
 
 def _numpy(lines: TrecColumns, qrels: TrecColumns, texts: TrecTexts, judged_only: bool, complete: bool) -> Joined:

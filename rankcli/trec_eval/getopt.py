@@ -4,13 +4,16 @@
 value may be attached (``-l2``, ``-mP.5``) or the next word, options may follow the file arguments, ``--`` ends the
 options, ``-`` is a file argument (standard input); a long option may be abbreviated to any unambiguous prefix
 (``--meas``) and takes its value after ``=`` or as the next word. Numbers are read as C's ``atol`` reads them
-(``-l 1.5`` is 1, ``-M x`` is 0).
+(``-l 1.5`` is 1, ``-M x`` is 0). Options take effect in order, as trec_eval's ``main`` acts on each one getopt
+returns: ``-v`` prints the version and exits, so that nothing after it is read (``-v -x`` is the version), while a
+measure ``-m`` named before it is checked first (``-m bogus -v`` is an error).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rankcli.core.treceval.registry import Selection, mark
 from rankcli.errors import UsageError
 
 SHORT = "hvqm:cl:nD:JN:M:R:T:oZ:"
@@ -91,7 +94,7 @@ def _long(args: list[str], i: int, out: list) -> int:
         if eq:
             raise UsageError(f"option '--{matches[0]}' doesn't allow an argument")
         out.append((letter, None))
-        return i + 1
+        return len(args) if letter == "v" else i + 1  # nothing after --version is read
     if eq:
         out.append((letter, value))
         return i + 1
@@ -110,6 +113,8 @@ def _short(args: list[str], i: int, out: list) -> int:
             raise UsageError(f"invalid option -- '{letter}'; {HINT}")
         if not _takes_value(letter):
             out.append((letter, None))
+            if letter == "v":
+                return len(args)  # trec_eval prints its version and exits: nothing after -v is read
             j += 1
             continue
         if j + 1 < len(word):
@@ -150,6 +155,8 @@ def parse(args: list[str]) -> Options:
         if letter == "h":
             o.help = True
         elif letter == "v":
+            for earlier in o.measures:  # trec_eval marks each -m as it meets it: an illegal one exits first
+                mark(Selection(set(), []), earlier)
             o.version = True
             break  # trec_eval prints its version and exits at once
         elif letter == "q":

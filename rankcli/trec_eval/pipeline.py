@@ -16,6 +16,7 @@ from rankcli.core.treceval.chunk import NONPOOL, Chunk, padded, padded_at
 from rankcli.core.treceval.join import Duplicate, Side, code_of, codes, join
 from rankcli.errors import InputError, InputFormatError, UsageError
 from rankcli.formats import trec_eval_read as read
+from rankcli.formats.trec_blank import remap
 from rankcli.trec_eval import groups, native, prefs, reading
 from rankcli.trec_eval.getopt import Options
 from rankcli.trec_eval.measures import Active, select
@@ -42,10 +43,11 @@ class Prepared:
     rel_queries: int | None = None  # queries in the qrels (-c averages over them), when not every one is evaluated
 
 
-def prepare(o: Options, data: tuple[bytes, bytes]) -> Prepared:
+def prepare(o: Options, data: tuple[bytes, bytes], maps: dict | None = None) -> Prepared:
     """The join and rank stage: both files' ``data`` parsed and joined, each query's documents ranked, by the C module
     when it takes them (:mod:`rankcli.trec_eval.native`), else by trec_eval's own parsing and
-    :mod:`rankcli.core.treceval.join`."""
+    :mod:`rankcli.core.treceval.join`; ``maps``: the files' line maps (:func:`rankcli.trec_eval.reading.
+    read_files`), for the hint of swapped files."""
     qrels_path, run_path = o.files
     qrels_data, run_data = data
     del data
@@ -53,7 +55,13 @@ def prepare(o: Options, data: tuple[bytes, bytes]) -> Prepared:
         fast = native.prepare(o, qrels_data, run_data)
         if fast is not None:
             return Prepared(*fast)
-    qrels = read.read_qrels(qrels_path, groups=o.rel_format == "qrels_jg", data=qrels_data)
+    try:
+        qrels = read.read_qrels(qrels_path, groups=o.rel_format == "qrels_jg", data=qrels_data)
+    except InputFormatError as exc:
+        remap(exc, maps or {})
+        if _looks_swapped(qrels_data, run_data):
+            raise InputError(f"{exc}; the files look swapped: trec_eval QRELS RUN") from None
+        raise
     run = read.read_results(run_path, data=run_data)
     del qrels_data, run_data
     qnames, (qq, rq) = codes(qrels.qids, run.qids)
@@ -84,6 +92,21 @@ def prepare(o: Options, data: tuple[bytes, bytes]) -> Prepared:
     query = real[joined.qcodes] if real is not None else None
     return Prepared(qnames[joined.qcodes if real is None else query], joined, run.run_id, positive, query,
                     rel_queries)
+
+
+def _first_fields(data: bytes) -> int:
+    """The number of fields of the first line that is neither blank nor a comment (0 when there is none)."""
+    for line in data[:1 << 20].split(b"\n"):
+        fields = line.split()
+        if fields and not fields[0].startswith(b"#"):
+            return len(fields)
+    return 0
+
+
+def _looks_swapped(qrels_data: bytes, run_data: bytes) -> bool:
+    """Whether the relevance file reads as a run (six fields or more) and the run as qrels (four): the two files given
+    in the other order, the usual reason a qrels file's first line is malformed."""
+    return _first_fields(qrels_data) >= 6 and _first_fields(run_data) == 4
 
 
 def _blocks(ret_offsets: np.ndarray, label_offsets: np.ndarray) -> Iterator[tuple[int, int]]:
@@ -223,17 +246,17 @@ class _Source:
     positive_labels: int = 0
 
 
-def _qrels_source(o: Options, measures: list[Active], data: tuple[bytes, bytes]) -> _Source:
-    """Qrels (``-R qrels``, ``qrels_jg``): the stages join and rank (of the files' ``data``), and measure
-    (streamed)."""
-    p = prepare(o, data)
+def _qrels_source(o: Options, measures: list[Active], data: tuple[bytes, bytes], maps: dict) -> _Source:
+    """Qrels (``-R qrels``, ``qrels_jg``): the stages join and rank (of the files' ``data``; ``maps``: their line
+    maps), and measure (streamed)."""
+    p = prepare(o, data, maps)
     n = p.joined.qcodes.shape[0] if p.query is None else np.unique(p.query).shape[0]
     if o.complete and p.rel_queries is not None:
         n = p.rel_queries
     return _Source(measure(p, measures, o), n, p.run_id, p.positive_labels)
 
 
-def _prefs_source(o: Options, measures: list[Active], data: tuple[bytes, bytes]) -> _Source:
+def _prefs_source(o: Options, measures: list[Active], data: tuple[bytes, bytes], maps: dict) -> _Source:
     counted = any(m.record.needs == "prefs" for m in measures)
     p = prefs.prepare(o, STAND_IN, counted, data)
     blocks = ((p.qids[a:b], *_values(measures, block, p.ranked.stand_in[a:b]))
@@ -267,7 +290,13 @@ def evaluate(o: Options, started: reading.Reading | None = None) -> Iterator[byt
     if o.results_format != "trec_results":
         raise UsageError(f"trec_eval: Illegal retrieval results format '{o.results_format}'")
     measures = select(o.measures, o.rel_format)
-    data = started.result() if started is not None else reading.read_files(o)
-    source = (_prefs_source if o.rel_format in prefs.FORMATS else _qrels_source)(o, measures, data)
-    del data
-    yield from write(source, measures, o)
+    maps: dict = {}
+    data = started.result() if started is not None else reading.read_files(o, maps)
+    maps = started.lines if started is not None else maps
+    try:
+        source = (_prefs_source if o.rel_format in prefs.FORMATS else _qrels_source)(o, measures, data, maps)
+        del data
+        yield from write(source, measures, o)
+    except InputFormatError as exc:  # a line of the kept text: the file's line (blank lines were dropped)
+        remap(exc, maps)
+        raise

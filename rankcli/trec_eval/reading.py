@@ -9,14 +9,23 @@ from __future__ import annotations
 
 import threading
 
+from rankcli.formats.trec_blank import LineMap
 from rankcli.formats.trec_eval_bytes import read_input
 
 
-def read_files(o) -> tuple[bytes, bytes]:
+def read_files(o, maps: dict | None = None) -> tuple[bytes, bytes]:
     """The read stage: both files' bytes (qrels, then run; the options ``o`` name them), checked block by block as
-    they are read."""
+    they are read, each up to a NUL byte that starts a line (where trec_eval stops reading), their whitespace-only
+    lines dropped (every reader skips them; memory bounded by the other lines); ``maps`` receives each file's name
+    (as messages name it) -> the :class:`LineMap` of its kept lines to its own."""
     qrels_path, run_path = o.files
-    return read_input(qrels_path), read_input(run_path)
+    qrels_lines, run_lines = LineMap(), LineMap()
+    qrels = read_input(qrels_path, "stop", qrels_lines)
+    run = read_input(run_path, "stop", run_lines)
+    if maps is not None:  # one file given twice: the same map (standard input: the first reading's)
+        for path, lines in ((run_path, run_lines), (qrels_path, qrels_lines)):
+            maps.update({path: lines, "<stdin>": lines} if path == "-" else {path: lines})
+    return qrels, run
 
 
 class Reading:
@@ -25,13 +34,14 @@ class Reading:
     def __init__(self, o):
         self._options = o
         self._data: tuple[bytes, bytes] | None = None
+        self.lines: dict = {}  # each file's LineMap, once read (read_files)
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._read, name="rankcli-read", daemon=True)
         self._thread.start()
 
     def _read(self) -> None:
         try:
-            self._data = read_files(self._options)
+            self._data = read_files(self._options, self.lines)
         except BaseException as exc:  # noqa: BLE001 - raised again in the thread that asks for the bytes
             self._error = exc
 

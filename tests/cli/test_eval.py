@@ -262,6 +262,23 @@ def test_trec_malformed_line_names_it(cli, tmp_path):
                                    "got '1 Q0 b 2'\n")
 
 
+@pytest.mark.parametrize("gzipped", [False, True], ids=["plain", "gzipped"])
+def test_qrels_that_are_not_utf8_name_the_line(run, tmp_path, gzipped):
+    """Bytes that are not UTF-8 (a Latin-1 document id) are named by line, byte and the line itself, as every bad
+    line is; the message used to give a byte offset into the file only."""
+    import gzip
+
+    content = b"1 0 a 1\n1 0 b 0\n2 0 caf\xe9 1\n"
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_bytes(gzip.compress(content) if gzipped else content)
+    runf = tmp_path / "run.txt"
+    runf.write_text("1 Q0 a 1 3.0 t\n2 Q0 b 1 2.0 t\n")
+    status, _, err = run("eval", "--qrels", qrels, "--run", runf)
+    assert status == 3
+    assert err == (f"Error: {qrels}:3: not UTF-8 text (byte 0xe9 at byte 8 of the line; Latin-1 or another 8-bit "
+                   "encoding?): save the file as UTF-8, got '2 0 caf\u00e9 1'\n")
+
+
 def test_model_scores_a_dataset(cli, tmp_path, sample_dir):
     pytest.importorskip("lightgbm")
     from sklearn.datasets import load_svmlight_file

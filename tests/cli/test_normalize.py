@@ -173,3 +173,31 @@ def test_a_raw_validation_set_is_validated_as_the_normalised_training_data_is(ru
         out[name] = json.loads((tmp_path / name / "rankcli.json").read_text())
     assert out["raw"]["curve"] == out["z"]["curve"]
     assert (tmp_path / "raw" / "model.txt").read_bytes() == (tmp_path / "z" / "model.txt").read_bytes()
+
+
+def test_a_value_the_transform_takes_beyond_float32_names_file_column_row_and_value(run, folds, tmp_path):
+    """A raw value that the model's zscore takes beyond the float32 range, in a later batch: the message names the
+    file, the column, the row in the file and the value as a plain number (it had printed ``np.float32(3e+38)``,
+    no file, and the row within its batch)."""
+    import pyarrow as pa
+
+    from rankcli.errors import InputError
+    from rankcli.scoring import open_scoring, score_batches
+
+    model = tmp_path / "model"
+    assert run("train", folds / "z" / "train.parquet", "-o", model, *FAST)[0] == 0
+    table = pq.read_table(folds / "raw" / "test.parquet")
+    t = Normalization.from_dict(json.loads(read_dataset(folds / "z" / "train.parquet").metadata["normalize"]), "")
+    j = int(np.argmin(np.where(np.asarray(t.stats["std"]) > 0, t.stats["std"], np.inf)))  # the narrowest feature
+    row = table.num_rows - 3
+    values = table.column(f"f{j + 1}").to_numpy().copy()
+    values[row] = np.float32(3e38)
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(table.set_column(table.schema.get_field_index(f"f{j + 1}"), f"f{j + 1}", pa.array(values)), bad)
+    message = (f"{bad}: column f{j + 1} row {row}: the value 3e+38 normalised (zscore per dataset) is beyond the "
+               "float32 range")
+    with pytest.raises(InputError) as caught:
+        list(score_batches(open_scoring(model, bad), batch_rows=40))
+    assert str(caught.value) == message
+    status, _, err = run("predict", model, bad, "-o", tmp_path / "s.parquet")
+    assert status == 3 and err == f"Error: {message}\n", err

@@ -224,3 +224,20 @@ def test_a_failure_midway_leaves_nothing(capsys, data, tmp_path, monkeypatch):
     status, _, err = split(capsys, data, "-o", tmp_path / "f", "--folds", "3")
     assert status == 4 and "No space left on device" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("values,kind", [
+    (pa.array([[i % 4] for i in range(12)]), "list<"),
+    (pa.array([{"topic": i % 4} for i in range(12)]), "struct<topic: int64>"),
+    (pa.array([{i % 4: 1} for i in range(12)], pa.map_(pa.int64(), pa.int64())), "map<int64, int64"),
+    (pa.nulls(12), "null"),
+], ids=["list", "struct", "map", "null"])
+def test_a_nested_group_column_is_refused_naming_it(capsys, tmp_path, values, kind):
+    """A list, struct or map column has no single value per row to group by: exit 3 naming the column and its type
+    (Arrow's dictionary encoding has no kernel for them and raised, a traceback)."""
+    path = tmp_path / "n.parquet"
+    pq.write_table(pa.table({"qid": np.repeat(np.arange(6), 2), "label": np.ones(12), "g": values}), path)
+    status, _, err = split(capsys, path, "-o", tmp_path / "x", "--folds", "3", "--group-by", "g")
+    assert status == 3 and err.startswith(f"Error: {path}: column g holds {kind}"), err
+    assert "values, which do not group: --group-by takes a column of single values" in err
+    assert not (tmp_path / "x").exists()
