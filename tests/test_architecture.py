@@ -71,12 +71,11 @@ LIBRARIES: dict[str, set[str]] = {
 }
 
 #: Old paths kept, while the house moves, as ``sys.modules`` aliases of the new: old -> new.
-ALIASES: dict[str, str] = {}
+ALIASES: dict[str, str] = {f"rankcli.{m}": f"rankcli.runtime.{m}" for m in ("compat", "cpus", "startup", "memory")}
 
 #: Modules not placed yet (each is reported), and the unit the house moves each to: their imports are judged as
 #: that unit's, so that what the move will have to mend shows now.
 PLANNED: dict[str, str] = {
-    "rankcli.compat": "runtime", "rankcli.cpus": "runtime", "rankcli.startup": "runtime", "rankcli.memory": "runtime",
     "rankcli.pooling": "dataset", "rankcli.normalization": "dataset", "rankcli.plot": "display",
     "rankcli.runs": "lib:evaluate", "rankcli.scoring": "lib:train", "rankcli.ips": "lib:train",
     "rankcli.summary": "lib:info",
@@ -87,10 +86,10 @@ PLANNED: dict[str, str] = {
 BELOW_CLI = ("runtime", "core", "dataset", "formats", "display", "lib:*")
 THIRD_PARTY: dict[str, tuple[str, ...]] = {
     "numpy": BELOW_CLI, "scipy": BELOW_CLI,
-    "pyarrow": ("formats", "rankcli.runtime.compat", "rankcli.compat"),
+    "pyarrow": ("formats", "rankcli.runtime.compat"),
     "matplotlib": ("rankcli.display.plot", "rankcli.plot"),
     "rich": ("cli", "render"),
-    "typer": ("cli", "rankcli.runtime.compat", "rankcli.compat"),
+    "typer": ("cli", "rankcli.runtime.compat"),
     "optuna": ("lib:tune",),
     "dask": ("lib:distributed",), "distributed": ("lib:distributed",),
     "lightgbm": ("lib:train", "lib:distributed", "runtime"),
@@ -98,7 +97,7 @@ THIRD_PARTY: dict[str, tuple[str, ...]] = {
     "onnx": ("lib:export_model",), "onnxruntime": ("lib:export_model",),  # export-model --target onnx
 }
 #: The one module that may use other modules' private names (it documents each).
-PRIVATE_NAMES_ALLOWED = {"rankcli.runtime.compat", "rankcli.compat"}
+PRIVATE_NAMES_ALLOWED = {"rankcli.runtime.compat"}
 CLI_SHARED = {"rankcli.cli", "rankcli.cli._common", "rankcli.cli.options"}
 
 
@@ -438,7 +437,7 @@ CHECKS = [unplaced, import_violations, third_party_violations, alias_violations,
 PLACE_IT = "put it in a layer or a command library, or declare it"
 KNOWN: set[str] = {
     *(f"rankcli.{m} is not placed: {PLACE_IT}" for m in (
-        "compat", "cpus", "startup", "memory", "pooling", "normalization", "plot", "report", "runs", "scoring", "ips",
+        "pooling", "normalization", "plot", "report", "runs", "scoring", "ips",
         "summary")),
     "rankcli.ips imports rankcli.propensity (train -> propensity is not in LIBRARIES)",
     "rankcli.split imports rankcli.experiment.config (split -> experiment is not in LIBRARIES)",

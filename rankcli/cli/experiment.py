@@ -287,7 +287,7 @@ def _run(data: Path, output, config, *, jobs: int, overwrite: bool, dask: str | 
 
     from rankcli.cli._common import log, progress_bar
     from rankcli.experiment import plan_settings, run_experiment
-    from rankcli.startup import import_lightgbm_lean
+    from rankcli.runtime.startup import import_lightgbm_lean
 
     if dask is None:  # lightgbm.dask needs LightGBM's scikit-learn API; on one machine it is ~1.5-2 s of CPU unused
         import_lightgbm_lean()

@@ -108,7 +108,7 @@ def _check(data, per_query, top: int, permutations: int, test: str, repeats: int
 def _explain(model_dir, data, options: dict):
     """Load the model and DATA and explain it (:func:`rankcli.explain.explain` with ``options``), with a progress
     bar."""
-    from rankcli.startup import import_lightgbm_lean
+    from rankcli.runtime.startup import import_lightgbm_lean
 
     import_lightgbm_lean()
     from rankcli.explain import explain

@@ -50,7 +50,7 @@ def command(
                             example="run.txt" if trec else "run.parquet",
                             file_kind=kinds.TREC_RUN if trec else kinds.RUN)
     stdout_taken(output, json_out)
-    from rankcli.startup import import_lightgbm_lean
+    from rankcli.runtime.startup import import_lightgbm_lean
 
     import_lightgbm_lean()  # without LightGBM's scikit-learn/pandas integrations (~1.5 s less)
     from rankcli.predict import predict_file

@@ -79,7 +79,7 @@ def command(
     json_out: Annotated[bool, opt.json_flag("the result")] = False,
     overwrite: Annotated[bool, opt.overwrite("output file")] = False,
 ) -> None:
-    from rankcli.startup import import_numpy_single_threaded_blas
+    from rankcli.runtime.startup import import_numpy_single_threaded_blas
 
     # The bootstrap's small matrix products gain nothing from OpenBLAS threads, whose spinning costs seconds on a
     # busy 2-core machine (measured: 0.07 s instead of 0.006 s per product).

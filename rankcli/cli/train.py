@@ -36,7 +36,7 @@ SHORT_HELP = "Train a LightGBM ranker with a chosen loss."
 LOSS_NAMES = ("lambdamart", "xendcg", "xendcg-native", "listnet", "ranknet", "listmle", "listmle-pa", "approxndcg",
               "lambdaloss", "pointwise")
 
-#: ``--threads``' default, as the help says it (rankcli.cpus.default_threads).
+#: ``--threads``' default, as the help says it (rankcli.runtime.cpus.default_threads).
 THREADS_DEFAULT = ("the CPUs this process may use (its CPU affinity, cgroup CPU quota and OMP_NUM_THREADS), at most "
                    "one per 20,000 training rows")
 
@@ -170,7 +170,7 @@ def _train_dask(dask: str, train: Path, valid: Path | None, config, output: Path
 def _train_here(train: Path, valid: Path | None, config, output: Path, *, ips, overwrite: bool, extra: dict) -> dict:
     """Train on this machine and write the model directory; returns its rankcli.json."""
     from rankcli.cli._common import log, progress_bar
-    from rankcli.startup import import_lightgbm_lean
+    from rankcli.runtime.startup import import_lightgbm_lean
     from rankcli.train import load_training_data, save_model, train_prepared
 
     data = load_training_data(train, valid, config, ips=ips, log=log)

@@ -158,7 +158,7 @@ def init_worker(data_path: str, config: ExperimentConfig) -> None:
     the data at ``data_path``."""
     import signal
 
-    from rankcli.startup import import_lightgbm_lean
+    from rankcli.runtime.startup import import_lightgbm_lean
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the pool
     import_lightgbm_lean()  # a worker of ours never uses LightGBM's scikit-learn API: ~1.5-2 s of CPU less each

@@ -268,7 +268,7 @@ def explain(model, ds: Dataset | None = None, *, data_name: str | None = None, m
 
 def _contributions(booster, features: np.ndarray, offsets: np.ndarray, n_features: int, m: np.ndarray | None,
                    batch_rows: int, progress) -> np.ndarray:
-    from rankcli.cpus import default_threads
+    from rankcli.runtime.cpus import default_threads
 
     threads = default_threads()
     return mean_abs_contributions(

@@ -94,7 +94,7 @@ def _raw(ds: Dataset, model, where: str) -> Dataset:
 
 def _leaves(src, z: np.ndarray) -> np.ndarray:
     """LightGBM's leaf of each row in each tree, as the ensemble's leaf indices."""
-    from rankcli.cpus import default_threads
+    from rankcli.runtime.cpus import default_threads
 
     local = src.model.booster.predict(z, pred_leaf=True, num_threads=default_threads())
     local = np.asarray(local).reshape(z.shape[0], src.ensemble.n_trees)

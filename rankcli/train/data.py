@@ -77,7 +77,7 @@ def ips_options(propensity: str | None, pool_impressions: bool, clip: float, all
             raise UsageError(f"--propensity-clip: must be within (0, 1], got {clip:g}")
         options = IpsOptions(spec, clip, allow_graded)
         if options.learn:
-            from rankcli.startup import import_lightgbm_lean
+            from rankcli.runtime.startup import import_lightgbm_lean
             from rankcli.train.objective import check_position_bias_support
 
             import_lightgbm_lean()

@@ -18,11 +18,11 @@ import numpy as np
 from rankcli import __version__
 from rankcli.core import losses as core_losses
 from rankcli.core.normalize import Normalization
-from rankcli.cpus import default_threads
 from rankcli.dataset import Dataset
 from rankcli.errors import InputError, SchemaError
 from rankcli.formats.atomic import atomic_directory
 from rankcli.normalization import FOOTER_KEY, conform, pending, recorded
+from rankcli.runtime.cpus import default_threads
 from rankcli.train.config import TrainConfig
 
 MODEL_FILE = "model.txt"
@@ -389,7 +389,7 @@ class TrainedModel:
         the row (``first_row`` is the row number of the first row in ``what``): a damaged model."""
         if features.shape[0] == 0:
             return np.zeros(0)
-        # LightGBM's default is every core of the node; use the CPUs this process may use (rankcli.cpus)
+        # LightGBM's default is every core of the node; use the CPUs this process may use (rankcli.runtime.cpus)
         scores = np.asarray(self.booster.predict(features, num_threads=default_threads()), dtype=np.float64)
         bad = ~np.isfinite(scores)
         if bad.any():
