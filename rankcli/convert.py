@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from rankcli import normalization
+from rankcli.dataset import feature_transform as normalization
 from rankcli.errors import InputError, InputFormatError, RankcliError, UsageError
 from rankcli.formats import svmlight, svmlight_text
 from rankcli.formats.atomic import STDOUT, atomic_directory, atomic_path, check_not_input, check_target, kinds

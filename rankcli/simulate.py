@@ -383,7 +383,7 @@ def simulate_file(data: Path | str, output: Path | str, *, ranker: str = "random
         "clicks": {"model": summary.model, "ranker": ranker, "seed": seed, **summary.params},
         "seed": seed,
     }
-    from rankcli.normalization import FOOTER_KEY
+    from rankcli.dataset.feature_transform import FOOTER_KEY
 
     if FOOTER_KEY in ds.metadata:  # the log's features are the dataset's: so is their transform
         meta[FOOTER_KEY] = ds.metadata[FOOTER_KEY]

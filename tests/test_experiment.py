@@ -13,10 +13,10 @@ from rankcli import experiment as ex
 from rankcli import report
 from rankcli.core.stats import paired_test
 from rankcli.dataset import Dataset
+from rankcli.dataset.pooling import concat_datasets
 from rankcli.errors import InputError, OutputError, UsageError
 from rankcli.formats import experiment_store as store
 from rankcli.formats.parquet import feature_names, write_dataset
-from rankcli.pooling import concat_datasets
 
 
 def synthetic(n_queries: int = 40, seed: int = 0, n_features: int = 4) -> Dataset:

@@ -83,7 +83,7 @@ def read_data(path: Path | str, model, width: int) -> Dataset:
 
 
 def _raw(ds: Dataset, model, where: str) -> Dataset:
-    from rankcli.normalization import recorded
+    from rankcli.dataset.feature_transform import recorded
 
     model.check_features(ds.feature_names, where)
     if recorded(ds.metadata, where) is not None:
