@@ -336,8 +336,8 @@ def _report(result, output, *, plots: bool, json_out: bool, seconds: float, tota
 
 
 def _plots(result, wanted: bool):
+    from rankcli.display.plot import INSTALL_HINT, have_matplotlib, plot_convergence, plot_sweep
     from rankcli.experiment import primary_metric, setting_pairs, sweep_rows
-    from rankcli.plot import INSTALL_HINT, have_matplotlib, plot_convergence, plot_sweep
 
     if not wanted:
         return [], ""
@@ -401,7 +401,7 @@ def _baseline_tables(result) -> list:
 
 def _convergence_lines(result) -> list[str]:
     """One sparkline per loss of the baseline's convergence curves, on a common scale."""
-    from rankcli.plot import convergence_note, sparkline
+    from rankcli.display.plot import convergence_note, sparkline
     from rankcli.report import number_cell
 
     cfg = result.config
@@ -450,8 +450,8 @@ def _sweep_table(cfg, kind: str, rows: list[dict], summary: dict):
 
 def _sweep_lines(cfg, kind: str, rows: list[dict]) -> list[str]:
     """A sweep's sparklines: the test metric per level, one line per loss."""
+    from rankcli.display.plot import sparkline
     from rankcli.experiment import format_level, primary_metric, sweep_columns
-    from rankcli.plot import sparkline
     from rankcli.report import number_cell
 
     names, _ = sweep_columns(cfg, kind)

@@ -148,7 +148,7 @@ def _outputs(model_dir, data, output, per_query, plot, json_out: bool, overwrite
         out["per_query"] = prepare_output(per_query, overwrite=overwrite, inputs=inputs, option="--per-query",
                                           example="per-query.parquet", file_kind=kinds.EXPLAIN_PER_QUERY)
     if plot is not None:
-        from rankcli.plot import INSTALL_HINT, have_matplotlib
+        from rankcli.display.plot import INSTALL_HINT, have_matplotlib
 
         if plot == "-":
             raise UsageError("--plot -: a PNG needs a file name")

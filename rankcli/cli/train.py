@@ -128,9 +128,9 @@ def _plot_path(plot: str | None, overwrite: bool, inputs: list, output: str):
     if plot is None:
         return None
     from rankcli.cli._common import prepare_output
+    from rankcli.display.plot import INSTALL_HINT, have_matplotlib
     from rankcli.errors import UsageError
     from rankcli.formats.atomic import kinds
-    from rankcli.plot import INSTALL_HINT, have_matplotlib
 
     if inputs[1] is None:
         raise UsageError("--plot draws the validation curve: give --valid VALID")
@@ -149,8 +149,8 @@ def _plot(info: dict, plot: Path | None, overwrite: bool, loss: str) -> None:
     """The validation curve of the trained model, written atomically as a PNG (nothing without --plot)."""
     if plot is None:
         return
+    from rankcli.display.plot import plot_validation_curve
     from rankcli.formats.atomic import atomic_path, kinds
-    from rankcli.plot import plot_validation_curve
 
     with atomic_path(plot, overwrite, suffix=".png", file_kind=kinds.PLOT) as tmp:
         plot_validation_curve(info["curve"], info["best_iteration"], tmp, metric=info["select_by"], loss=loss)
