@@ -68,15 +68,6 @@ def test_split_shared_by_settings_and_losses_differs_by_trial(data):
     assert not _same(t0[0], other_seed[0])
 
 
-def test_seeds_depend_on_trial_and_setting_only():
-    assert ex.model_seed(0, 1, "baseline") == ex.model_seed(0, 1, "baseline")
-    assert ex.model_seed(0, 1, "baseline") != ex.model_seed(0, 2, "baseline")
-    assert ex.model_seed(0, 1, "baseline") != ex.model_seed(0, 1, "label-noise=0.1")
-    a = ex.perturbation_rng(5, 2, "label-noise=0.1").random(3)
-    b = ex.perturbation_rng(5, 2, "label-noise=0.1").random(3)
-    assert np.array_equal(a, b)
-
-
 # --- perturbations touch only the training (and for clicks validation) data -----------------------------------------
 
 def _perturbed(data, name, level):

@@ -54,6 +54,7 @@ first), labelled ``"b - a"`` wherever it is shown, as in ``rankcli compare``.
 This module never prints; the CLI renders its results.
 """
 
+from rankcli.core.seeds import model_seed, perturbation_rng, trial_rng
 from rankcli.experiment.config import (
     BASELINE,
     CONTROL_SUFFIX,
@@ -67,16 +68,13 @@ from rankcli.experiment.config import (
     all_loss_names,
     format_level,
     iter_levels,
-    model_seed,
     parse_variant,
-    perturbation_rng,
     plan_settings,
     primary_metric,
     setting_for,
     setting_losses,
     setting_pairs,
     trial_ids,
-    trial_rng,
 )
 from rankcli.experiment.convergence import convergence
 from rankcli.experiment.data import (

@@ -1,14 +1,12 @@
-"""An experiment's configuration, its settings (the baseline and every sweep level) and the seeds of its units."""
+"""An experiment's configuration and its settings (the baseline and every sweep level); the seeds of its units are
+:mod:`rankcli.core.seeds`."""
 
 from __future__ import annotations
 
 import json
 import math
-import zlib
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, NamedTuple
-
-import numpy as np
 
 from rankcli.errors import UsageError
 from rankcli.experiment.fuse_option import fuse_method
@@ -34,8 +32,8 @@ DISPLAYED_POSITIONS = 10
 DEFAULT_TRIALS = 100
 
 #: The fields of :class:`rankcli.train.TrainConfig` an experiment sets: every unit trains with them. A unit's loss and
-#: seed are its own (the seed drawn from the experiment's ``seed``, :func:`model_seed`); ``gamma`` and
-#: ``label_grades`` keep TrainConfig's defaults.
+#: seed are its own (the seed drawn from the experiment's ``seed``, :func:`rankcli.core.seeds.model_seed`); ``gamma``
+#: and ``label_grades`` keep TrainConfig's defaults.
 HYPERPARAMETERS = ("select_by", "early_stopping", "trees", "learning_rate", "num_leaves", "min_data_in_leaf", "params",
                    "preset", "convention", "threads")
 
@@ -466,35 +464,3 @@ def train_config(config: ExperimentConfig, loss: str, seed: int):
         given = [k for k in ("learning_rate", "num_leaves", "min_data_in_leaf") if getattr(train, k) is not None]
         train = apply_params(train, entry["params"], explicit=given, where=f"--params-file {entry['path']}")
     return train
-
-
-# Seeds: everything random in a unit comes from (seed, stream, trial[, setting]) through numpy's SeedSequence, never
-# from the loss, the order of execution or the number of processes.
-
-
-def unit_rng(seed: int, *key: int) -> np.random.Generator:
-    """The generator of the stream ``key`` (0: splits, 1: perturbations, 3: the logging ranker's queries) of the
-    experiment seed ``seed``."""
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=key))
-
-
-def _setting_key(setting: str) -> int:
-    return zlib.crc32(setting.encode())
-
-
-def trial_rng(seed: int, trial: int) -> np.random.Generator:
-    """The generator of trial ``trial``'s split under the experiment seed ``seed`` (shared by every setting and
-    loss)."""
-    return unit_rng(seed, 0, trial)
-
-
-def perturbation_rng(seed: int, trial: int, setting: str) -> np.random.Generator:
-    """The generator of the perturbation of ``setting`` in trial ``trial`` under the experiment seed ``seed`` (shared
-    by its losses)."""
-    return unit_rng(seed, 1, trial, _setting_key(setting))
-
-
-def model_seed(seed: int, trial: int, setting: str) -> int:
-    """LightGBM's seed for every loss of a (trial, setting)."""
-    ss = np.random.SeedSequence(seed, spawn_key=(2, trial, _setting_key(setting)))
-    return int(ss.generate_state(1, dtype=np.uint32)[0] % (2**31 - 1))

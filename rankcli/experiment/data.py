@@ -11,11 +11,12 @@ from typing import NamedTuple
 import numpy as np
 
 from rankcli.core.perturb import split_queries
+from rankcli.core.seeds import trial_rng
 from rankcli.dataset import Dataset
 from rankcli.dataset.feature_transform import conform, pending, recorded
 from rankcli.errors import InputError, UsageError
 from rankcli.experiment.checks import check_finite_labels, check_overlaps, check_training_labels
-from rankcli.experiment.config import ExperimentConfig, trial_rng
+from rankcli.experiment.config import ExperimentConfig
 
 GIVEN_NAMES = {"train": ("train.parquet",), "valid": ("vali.parquet", "valid.parquet", "validation.parquet"),
                "test": ("test.parquet",)}

@@ -11,13 +11,12 @@ from typing import NamedTuple
 
 import numpy as np
 
+from rankcli.core.seeds import model_seed, perturbation_rng
 from rankcli.errors import InputError
 from rankcli.experiment.config import (
     ExperimentConfig,
     Setting,
-    model_seed,
     parse_variant,
-    perturbation_rng,
     train_config,
     trained_losses,
     trial_ids,
