@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 from rankcli.errors import UsageError
+from rankcli.experiment import identity as experiment_identity
 from rankcli.experiment.fuse_option import fuse_method
 from rankcli.experiment.significance import DEFAULT_FOLD_TEST, DEFAULT_SPLIT_TEST, check_test
 
@@ -190,39 +190,14 @@ class ExperimentConfig:
             if not given:
                 del self.loss_options[loss]
 
-    def identity(self) -> dict:
-        """Everything that decides a unit's result: every field and the training hyperparameters, in one flat
-        dictionary. ``trials`` is not part of it: more trials extend an experiment."""
-        # correction, test: they decide the summary, not a unit; allow_overlap: the data are checked every run;
-        # loss_options: recorded below, resolved
-        skip = ("train", "trials", "correction", "test", "allow_overlap", "loss_options")
-        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
-        d.update({name: getattr(self.train, name) for name in HYPERPARAMETERS})
-        if self.recorded_loss_options():  # absent when every option has its pre-option value (earlier directories)
-            d["loss_options"] = self.recorded_loss_options()
-        d["split"] = list(d["split"])
-        for key in ("params_file", "tune", "tune_space", "click_model", "fuse"):
-            if d[key] is None:  # as written before they existed, so that earlier experiment directories still resume
-                del d[key]
-        if "params_file" in d:  # the parameters decide the results, not where the file was
-            d["params_file"] = {loss: entry["params"] for loss, entry in d["params_file"].items()}
-        if "tune_space" in d:  # the space decides them, not the file's name or format
-            d["tune_space"] = d["tune_space"]["entries"]
-        if "click_model" in d:  # the fitted model decides them, not where its directory is
-            d["click_model"] = d["click_model"]["fingerprint"]
-        if "tune" in d:  # how the tuning draws: units tuned otherwise (an earlier version's) are not resumed
-            from rankcli.tune.draws import SAMPLER
+    def hyperparameters(self) -> dict:
+        """The :data:`HYPERPARAMETERS` every unit trains with, by name."""
+        return {name: getattr(self.train, name) for name in HYPERPARAMETERS}
 
-            d["tune_sampler"] = SAMPLER
-        if not d["position_bias"]:
-            # as written before the position-bias sweep existed, so that earlier experiment directories still resume
-            del d["position_bias"], d["logging_fraction"]
-        if not d["folds"]:
-            # The random-split identity as written before the folds protocol existed, so that an experiment
-            # directory of an earlier version still resumes.
-            del d["folds"]
-            d["use_given_splits"] = False
-        return json.loads(json.dumps(d, sort_keys=True))
+    def identity(self) -> dict:
+        """Everything that decides a unit's result, in one flat dictionary: the resume key of an experiment directory
+        (its rule and its table: :mod:`rankcli.experiment.identity`)."""
+        return experiment_identity.identity(self)
 
     def validate(self) -> None:
         """:class:`UsageError` for an option out of its range (the message names the CLI option)."""
