@@ -805,7 +805,7 @@ def test_position_bias_under_folds_tests_naive_against_ips_over_the_pooled_queri
 def test_position_bias_variants_of_the_new_losses():
     """approxndcg and lambdaloss take IPS labels (an +ips variant and the two controls on the randomised log); listmle
     and listmle-pa are trained naive only."""
-    from rankcli.experiment.config import Setting, setting_losses, setting_pairs
+    from rankcli.experiment.settings import Setting, setting_losses, setting_pairs
 
     config = ex.ExperimentConfig(losses=["listmle", "approxndcg", "listmle-pa", "lambdaloss"], position_bias=[1.0])
     setting = Setting("position-bias=1", "position-bias", 1.0)

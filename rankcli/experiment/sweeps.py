@@ -17,11 +17,9 @@ from rankcli.experiment.config import (
     DISPLAYED_POSITIONS,
     MIN_LOGGING_QUERIES,
     ExperimentConfig,
-    Setting,
-    ips_capable,
-    parse_variant,
     train_config,
 )
+from rankcli.experiment.settings import Setting, ips_capable, parse_variant
 
 
 def augment_dataset(ds: Dataset, fraction: float, rng: np.random.Generator) -> Dataset:

@@ -13,15 +13,9 @@ import numpy as np
 
 from rankcli.core.seeds import model_seed, perturbation_rng
 from rankcli.errors import InputError
-from rankcli.experiment.config import (
-    ExperimentConfig,
-    Setting,
-    parse_variant,
-    train_config,
-    trained_losses,
-    trial_ids,
-)
+from rankcli.experiment.config import ExperimentConfig, train_config
 from rankcli.experiment.data import ExperimentData, load_data, part_rows, trial_parts, with_features
+from rankcli.experiment.settings import Setting, parse_variant, trained_losses, trial_ids
 from rankcli.experiment.sweeps import perturb, position_bias_logs, variant_data
 
 
