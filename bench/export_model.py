@@ -11,8 +11,10 @@ in the data, as LightGBM places them, about 1 in 40 splits at LightGBM's 1e-35 z
 N(0, 0.05). The model directory is written as rankcli writes one (its checksum recorded), so export-model loads it as
 any trained model.
 
-Printed per target: export + check seconds, and beside it one LightGBM ``pred_leaf`` of the whole dataset timed just
-before (the check needs every row's leaf in every tree, so this part is LightGBM's), and the ratio of the two.
+Printed per target: export + check seconds (wall, and CPU seconds of the process: every thread, LightGBM's too; on a
+shared machine the CPU seconds mislead less), and beside it one LightGBM ``pred_leaf`` of the whole dataset timed just
+before (the check needs every row's leaf in every tree, so this part is LightGBM's), the ratio of the two, and the
+one-minute load average at the end.
 
 Run: flock /tmp/rankcli-bench.lock .venv/bin/python bench/export_model.py [--rows 100000] [--trees 500]
      [--leaves 255] [--targets solr,vespa,...]
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -100,23 +103,24 @@ def predict_seconds(model: Path, ds) -> float:
     from rankcli.train import load_model
 
     booster = load_model(model).booster
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     booster.predict(ds.features, pred_leaf=True, num_threads=default_threads())
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 def run(model: Path, data: Path, out: Path, target: str) -> dict:
     from rankcli.export_model import ExportOptions, export_model
 
     name, _, model_type = target.partition(":")
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     result = export_model(model, name, out, ExportOptions(model_type=model_type or "xgboost+json", check=data),
                           overwrite=True)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     c = result.check
-    return {"target": target, "seconds": round(seconds, 2), "passed": c.passed, "rows_other_branch":
-            c.rows_other_branch, "synthetic": c.synthetic_rows, "synthetic_other_branch": c.synthetic_other_branch,
-            "named": len(result.inexact), "max_abs_diff": c.max_abs_diff}
+    return {"target": target, "seconds": round(seconds, 2), "cpu_s": round(cpu, 2), "passed": c.passed,
+            "rows_other_branch": c.rows_other_branch, "synthetic": c.synthetic_rows,
+            "synthetic_other_branch": c.synthetic_other_branch, "named": len(result.inexact),
+            "max_abs_diff": c.max_abs_diff}
 
 
 def main() -> None:
@@ -142,9 +146,10 @@ def main() -> None:
         print(f"model: {args.trees} trees of {args.leaves} leaves over {args.features} features; data: {args.rows:,} "
               "rows; target: export + check < 10 s per target", flush=True)
         for target in args.targets.split(","):  # alternating: LightGBM's own leaf prediction, then the export
-            anchor = predict_seconds(tmp / "model", ds)
+            anchor, anchor_cpu = predict_seconds(tmp / "model", ds)
             row = run(tmp / "model", tmp / "data.parquet", tmp / "out", target)
-            row.update(lightgbm_pred_leaf_s=round(anchor, 2), ratio=round(row["seconds"] / anchor, 2))
+            row.update(lightgbm_pred_leaf_s=round(anchor, 2), lightgbm_pred_leaf_cpu_s=round(anchor_cpu, 2),
+                       ratio=round(row["seconds"] / anchor, 2), load=round(os.getloadavg()[0], 2))
             print(json.dumps(row), flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

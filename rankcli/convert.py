@@ -37,7 +37,7 @@ from rankcli.summary import DatasetSummary, SummaryBuilder
 #: (a 100k-row file would otherwise be written in one piece after all of it was parsed).
 FLUSH_ROWS = ROW_GROUP_ROWS // 2
 #: Suffixes (after removing a compression suffix) of the text files a directory input converts.
-TEXT_SUFFIXES = {".txt", ".svm", ".svmlight", ".libsvm", ".letor", ".dat", ""}
+TEXT_SUFFIXES = svmlight_text.TEXT_SUFFIXES
 
 
 @dataclass
@@ -45,7 +45,8 @@ class ConvertOptions:
     """The options of ``rankcli convert``: ``zero_based`` feature indices, a fixed ``num_features``,
     ``keep_comments`` in a comment column, ``sort_queries`` by qid (in memory) instead of requiring contiguous
     queries, a ``query_file`` of group sizes for one input without ``qid:``, the ``block_bytes`` read at a time, and
-    the features' ``normalize`` method ``per`` query or dataset (:mod:`rankcli.core.normalize`; None: raw)."""
+    the features' ``normalize`` method ``per`` query or dataset (:mod:`rankcli.core.normalize`; None: raw), and
+    ``float64`` storage of the features (LightGBM's parsed values; the footer says so) instead of float32."""
 
     zero_based: bool = False
     num_features: int | None = None
@@ -55,6 +56,7 @@ class ConvertOptions:
     block_bytes: int = svmlight_text.BLOCK_BYTES
     normalize: str | None = None
     per: str = "query"
+    float64: bool = False
 
 
 @dataclass
@@ -188,7 +190,8 @@ class _Converter:
             data, line_no = item
             try:
                 return svmlight.parse_block(data, line_no, name=name, zero_based=opts.zero_based,
-                                            num_features=opts.num_features, keep_comments=True), None
+                                            num_features=opts.num_features, keep_comments=True,
+                                            float64=opts.float64), None
             except InputFormatError as exc:
                 return None, (exc, data, line_no)
 
@@ -226,7 +229,8 @@ class _Converter:
             opts = self.options
             prefix = data[:svmlight_text.line_offset(data, error.line - first_line)]
             self._take(svmlight.parse_block(prefix, first_line, name=self._file.name, zero_based=opts.zero_based,
-                                            num_features=opts.num_features, keep_comments=True))
+                                            num_features=opts.num_features, keep_comments=True,
+                                            float64=opts.float64))
         raise error
 
     def _take(self, block: svmlight.Block) -> None:
@@ -312,11 +316,8 @@ class _Converter:
 
 
 def output_name(path: Path) -> str:
-    """The name of ``path``'s output in a directory of outputs (``OUTPUT/<name>.parquet``): the file name without a
-    compression suffix and without a text suffix (``train.txt.gz`` -> ``train``)."""
-    name = svmlight_text.strip_compression(path.name)
-    stem, suffix = os.path.splitext(name)
-    return stem if suffix.lower() in TEXT_SUFFIXES else name
+    """The name of ``path``'s output in a directory of outputs (:func:`rankcli.formats.svmlight_text.output_name`)."""
+    return svmlight_text.output_name(path)
 
 
 def output_names(sources: list[str]) -> list[str]:
@@ -382,7 +383,8 @@ def _sidecar(source: str, options: ConvertOptions) -> Path | None:
 
 
 def _writer(path: Path, options: ConvertOptions, metadata: dict) -> ChunkWriter:
-    return ChunkWriter(path, options.keep_comments, options.num_features, metadata, flush_rows=FLUSH_ROWS)
+    return ChunkWriter(path, options.keep_comments, options.num_features, metadata, flush_rows=FLUSH_ROWS,
+                       dtype=np.float64 if options.float64 else np.float32)
 
 
 def _read_into(writer: ChunkWriter, sources: list[str], options: ConvertOptions, progress) -> _Converter:

@@ -62,10 +62,10 @@ def run_from_arrays(qids: np.ndarray, labels: np.ndarray, scores: np.ndarray, so
 def not_parquet_error(path: Path | str, example: str = "") -> RankcliError:
     """The error for a run that is not Parquet: SVMlight text is told to convert it (exit 3), anything else how a TREC
     run is given (exit 2, ``example`` the command line to show)."""
-    from rankcli.formats.svmlight_text import SVMLIGHT_HINT, looks_like_svmlight
+    from rankcli.formats.svmlight_text import looks_like_svmlight, svmlight_hint
 
     if looks_like_svmlight(path):
-        return InputError(f"{path}: not Parquet; {SVMLIGHT_HINT}")
+        return InputError(f"{path}: not Parquet; {svmlight_hint(path)}")
     return UsageError(f"{path}: not a Parquet file; a TREC run needs --qrels QRELS{example}")
 
 

@@ -385,8 +385,9 @@ def simulate_file(data: Path | str, output: Path | str, *, ranker: str = "random
     }
     from rankcli.dataset.feature_transform import FOOTER_KEY
 
-    if FOOTER_KEY in ds.metadata:  # the log's features are the dataset's: so is their transform
-        meta[FOOTER_KEY] = ds.metadata[FOOTER_KEY]
+    for key in (FOOTER_KEY, "feature_dtype"):  # the log's features are the dataset's: so are their transform
+        if key in ds.metadata:  # and their precision
+            meta[key] = ds.metadata[key]
     feature_names = list(ds.feature_names)
     pieces = click_batches(ds, click_log, source, query_aligned_groups(click_log.offsets))
     # Only the pieces generator holds the input and the log from here on: they are freed as soon as the last piece

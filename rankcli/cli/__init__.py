@@ -181,6 +181,9 @@ def main(argv: list[str] | None = None, *, ending: bool = False) -> int:
     finally:
         if ending:
             _ignore_signals()
+        from rankcli.cli._common import remove_converted_inputs
+
+        remove_converted_inputs()  # SVMlight inputs converted for this command
         expect_final_output(None)
         if not ending:
             _restore_signal_handlers(previous)

@@ -309,3 +309,150 @@ def summary_table(summaries: dict, title: str | None = None):
     if any(s.seconds is not None for s in items):
         row("seconds", lambda s: "" if s.seconds is None else f"{s.seconds:.2f}")
     return table
+
+
+# ----------------------------------------------------------------------------------- SVMlight text where data is read
+#: Temporary directories of the SVMlight inputs this command converted (:func:`parquet_inputs`), removed when the
+#: command ends (:func:`remove_converted_inputs`, called by the CLI's one boundary, whatever the ending).
+_CONVERTED: list[str] = []
+
+
+def _is_text(path: Any) -> bool:
+    """Whether ``path`` is an SVMlight/LETOR text file (not Parquet: its first bytes are not ``PAR1``)."""
+    from pathlib import Path
+
+    from rankcli.formats.svmlight_text import looks_like_svmlight
+
+    p = Path(path)
+    if not p.is_file():
+        return False
+    try:
+        with open(p, "rb") as fh:
+            if fh.read(4) == b"PAR1":
+                return False
+    except OSError:
+        return False
+    return looks_like_svmlight(p)
+
+
+def _permanent_name(path: Any) -> str:
+    """The Parquet file ``rankcli convert`` would be told to write for the text file ``path``."""
+    from rankcli.formats.svmlight_text import parquet_name
+
+    return parquet_name(path)
+
+
+def parquet_inputs(paths: list[Any], *, model: Any = None, float64: bool = False) -> list[Any]:
+    """``paths`` (data files; ``None`` kept) with every SVMlight/LETOR text file among them converted to a temporary
+    Parquet file, as ``rankcli convert`` would (a LightGBM ``.query`` sidecar beside it read too): the commands that
+    read data take the files users of LightGBM and RankLib already have. The text files are converted in one run, so
+    they get the same feature columns; with ``model`` (a model directory) they get its features ``f1..fN`` and the
+    precision it was trained on. One line on stderr says so and gives the ``convert`` command that makes it
+    permanent. The temporaries are removed when the command ends."""
+    import tempfile
+    from pathlib import Path
+
+    from rankcli.convert import ConvertOptions, convert
+
+    texts = list(dict.fromkeys(str(p) for p in paths if p is not None and _is_text(p)))
+    if not texts:
+        return list(paths)
+    num_features, float64 = _model_features(model, float64)
+    options = ConvertOptions(num_features=num_features, float64=float64)
+    tmp = tempfile.mkdtemp(prefix="rankcli-text-")
+    _CONVERTED.append(tmp)
+    result = convert(texts, Path(tmp) / ("converted" if len(texts) > 1 else "data.parquet"), options,
+                     directory=len(texts) > 1)
+    outputs = dict(zip(texts, (f.output for f in result.files)))
+    if len(texts) > 1:
+        target = str(Path(_permanent_name(texts[0])).with_name("parquet")) + "/"
+    else:
+        target = _permanent_name(texts[0])
+    flags = (f" --num-features {num_features}" if num_features else "") + (" --float64" if float64 else "")
+    log(f"note: {', '.join(texts)}: SVMlight text, converted to a temporary Parquet file for this run; to convert "
+        f"once: rankcli convert {' '.join(map(shlex_quote, texts))} -o {shlex_quote(target)}{flags}")
+    return [Path(outputs[str(p)]) if p is not None and str(p) in outputs else p for p in paths]
+
+
+def _model_features(model: Any, float64: bool) -> tuple[int | None, bool]:
+    """The feature count (``f1..fN``) and the precision of the model directory ``model``'s training data, so that
+    text converted for it has its columns; ``(None, float64)`` without a model (or one whose features are named
+    otherwise)."""
+    if model is None:
+        return None, float64
+    import json
+    from pathlib import Path
+
+    try:
+        info = json.loads((Path(model) / "rankcli.json").read_text(encoding="utf-8"))
+        names = [str(n) for n in info["features"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None, float64  # the command names what is wrong with the model when it loads it
+    standard = names == [f"f{i}" for i in range(1, len(names) + 1)]
+    return (len(names) if standard and names else None), float64 or info.get("feature_dtype") == "float64"
+
+
+def parquet_data(path: Any) -> Any:
+    """``DATA`` of ``experiment`` with SVMlight text converted for this run: a text file (as :func:`parquet_inputs`),
+    a directory of text files and no Parquet file (RankLib's ``train.txt``, ``vali.txt``, ``test.txt``; LightGBM's
+    ``rank.train``, ``rank.test`` and their ``.query`` files), or fold directories ``Fold1/ .. FoldK/`` of them; each
+    converted as ``rankcli convert DIR -o OUT/`` would, with one feature count for every file (one stderr line)."""
+    import re
+    import tempfile
+    from pathlib import Path
+
+    from rankcli.convert import ConvertOptions, convert, directory_inputs
+
+    path = Path(path)
+    if not path.is_dir():
+        return parquet_inputs([path])[0]
+
+    def text_dir(d: Path) -> bool:
+        try:
+            return not any(d.glob("*.parquet")) and all(_is_text(p) for p in directory_inputs(d))
+        except Exception:  # noqa: BLE001 - not a directory of text files: the command names what it lacks
+            return False
+
+    folds = sorted((p for p in path.iterdir() if re.match(r"^fold\d+$", p.name, re.IGNORECASE) and p.is_dir()),
+                   key=lambda p: int(p.name[4:]))
+    dirs = folds if folds and not any(path.glob("*.parquet")) else [path]
+    if not all(text_dir(d) for d in dirs):
+        return path
+    tmp = Path(tempfile.mkdtemp(prefix="rankcli-text-"))
+    _CONVERTED.append(str(tmp))
+    out = tmp / path.name
+    if folds:
+        out.mkdir()
+    width = None
+    for _attempt in range(2):  # again with the largest feature count when the folds' counts differ
+        counts = [convert([str(d)], out / d.name if folds else out, ConvertOptions(num_features=width),
+                          directory=True, overwrite=True).features for d in dirs]
+        if len(set(counts)) == 1:
+            break
+        width = max(counts)
+    flags = f" --num-features {width}" if width else ""
+    target = shlex_quote(f"{path}-parquet")
+    if folds:
+        names = " ".join(d.name for d in dirs)
+        command = (f"for f in {names}; do rankcli convert {shlex_quote(str(path))}/$f -o {target}/$f/{flags}; "
+                   "done")
+    else:
+        command = f"rankcli convert {shlex_quote(str(path))} -o {target}/{flags}"
+    log(f"note: {path}: SVMlight text, converted to temporary Parquet files for this run; to convert once: "
+        f"{command}")
+    return out
+
+
+def shlex_quote(text: str) -> str:
+    """``text`` quoted for a shell command line (as is when it needs no quotes)."""
+    import shlex
+
+    return shlex.quote(text)
+
+
+def remove_converted_inputs() -> None:
+    """Remove the temporary Parquet files :func:`parquet_inputs` wrote for this command."""
+    import shutil
+
+    while _CONVERTED:
+        shutil.rmtree(_CONVERTED.pop(), ignore_errors=True)

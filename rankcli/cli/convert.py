@@ -1,4 +1,5 @@
-"""Convert SVMlight/LETOR text to Parquet datasets (qid, label, optional docid, f1..fN float32).
+"""Convert SVMlight/LETOR text to Parquet datasets (qid, label, optional docid, f1..fN float32, or float64 with
+--float64).
 
 Input lines: `<label> qid:<int> <index>:<value> ... # comment` (qid: and the comment optional), spaces or tabs, LF or
 CRLF; blank and comment-only lines are skipped; absent features are 0.0. Labels may be real-valued (0.07). Files
@@ -76,6 +77,11 @@ def command(
         "--per", help="--normalize within each query (RankLib's) or over the dataset (its statistics recorded; a "
         "directory of outputs takes those of its train file). A model for a search engine needs --per dataset: "
         "export-model refuses a per-query normalisation.", metavar="<query|dataset>")] = "query",
+    float64: Annotated[bool, typer.Option(
+        "--float64", help="Store the features as float64, the numbers LightGBM parses from the text (a model trained "
+        "on them is LightGBM's with precise_float_parser=true); the footer says so and every command keeps them "
+        "float64. Default float32: half the size; LightGBM's thresholds then differ from its own in the digits "
+        "beyond float32's 7.")] = False,
     json_output: Annotated[bool, opt.json_flag("the summary")] = False,
     block_bytes: Annotated[int, typer.Option("--block-bytes", hidden=True, help="Bytes read per block.")]
     = 2 * 1024 * 1024,
@@ -89,13 +95,14 @@ def command(
         "Convert the input files in parallel on a Dask cluster, one OUTPUT/<name>.parquet per input",
         "Inputs and OUTPUT must be on a filesystem every worker sees.")] = None,
 ) -> None:
-    from rankcli.cli._common import log, print_json, stderr_console, stdout_console, summary_table
     from rankcli.convert import ConvertOptions
     from rankcli.errors import UsageError
 
     if block_bytes < 1:
         raise UsageError(f"--block-bytes must be positive, got {block_bytes}")
     if source != "svmlight" or qrels is not None:
+        if float64:
+            raise UsageError(f"--float64 is for SVMlight text; --from {source} stores its features as float32")
         return _convert_log(source, inputs, output, qrels, overwrite, json_output)
     from rankcli.cli._common import stdout_taken
     from rankcli.formats.atomic import STDOUT, check_stdout, expect_final_output, output_path
@@ -111,8 +118,14 @@ def command(
     expect_final_output(target)
     options = ConvertOptions(zero_based=zero_based, num_features=num_features, keep_comments=keep_comments,
                              sort_queries=sort_queries, query_file=query_file, block_bytes=block_bytes,
-                             normalize=normalize, per=per)
-    result = _run(inputs, target, options, overwrite, dask, as_directory)
+                             normalize=normalize, per=per, float64=float64)
+    _render(_run(inputs, target, options, overwrite, dask, as_directory), target == STDOUT, json_output)
+
+
+def _render(result, to_stdout: bool, json_output: bool) -> None:
+    """The conversion's notes and summary (on stderr when the dataset went to standard output)."""
+    from rankcli.cli._common import log, print_json, stderr_console, stdout_console, summary_table
+
     for note in result.notes:
         log(f"note: {note}")
     if json_output:
@@ -120,7 +133,7 @@ def command(
         return
     summaries = {Path(f.output).name: f.summary for f in result.files}
     table = summary_table(summaries, title=f"{result.output} ({result.seconds:.2f} s)")
-    (stderr_console() if target == STDOUT else stdout_console()).print(table)
+    (stderr_console() if to_stdout else stdout_console()).print(table)
     log(f"wrote {result.output}")
 
 

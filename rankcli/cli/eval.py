@@ -66,7 +66,8 @@ class Format(str, Enum):
 def command(
     ctx: typer.Context,
     run: Annotated[Path | None, typer.Argument(
-        help="Parquet run (qid, label, score); with --model, the dataset to score; with --qrels, a TREC run.",
+        help="Parquet run (qid, label, score); with --model, the dataset to score (Parquet or SVMlight text); with "
+        "--qrels, a TREC run.",
         show_default=False)] = None,
     metric: Annotated[list[str] | None, opt.metric(
         "Metric to compute, repeatable; comma lists and cutoff lists like ndcg@1,3,5,10. rankcli's names (ndcg@10, "
@@ -131,8 +132,8 @@ def command(
         from rankcli.runtime.startup import import_lightgbm_lean
 
         import_lightgbm_lean()  # as predict: without LightGBM's scikit-learn/pandas integrations (~1.5 s less)
-    report = evaluate.evaluate_input(trec_run or run, specs, conv, qrels=qrels, model=model, max_docs=max_docs,
-                                     judged_only=judged_only, complete=complete)
+    report = evaluate.evaluate_input(trec_run or _model_data(run, model), specs, conv, qrels=qrels, model=model,
+                                     max_docs=max_docs, judged_only=judged_only, complete=complete)
     if per_query is not None:
         evaluate.write_per_query(per_query, report, overwrite=overwrite)
     if fmt == Format.trec_eval and trec_run is None and convention is None:
@@ -179,6 +180,16 @@ def _inputs(run, trec_run, qrels, model, *, complete: bool, judged_only: bool, m
             if given:
                 raise UsageError(f"{flag} applies to a TREC run scored against qrels: --qrels QRELS --run RUN")
     return run, trec_run
+
+
+def _model_data(run, model):
+    """RUN, or with ``--model`` the dataset it scores: SVMlight text is converted for this run, as the model's
+    data (:func:`rankcli.cli._common.parquet_inputs`)."""
+    if model is None:
+        return run
+    from rankcli.cli._common import parquet_inputs
+
+    return parquet_inputs([run], model=model)[0]
 
 
 def _format(json_out: bool, output_format: Format | None, by_query: bool) -> Format:

@@ -96,9 +96,9 @@ def _parse_params(items: list[str]) -> dict:
 
 
 def command(
-    data: Annotated[Path, typer.Argument(help="A Parquet dataset or a directory of Parquet files (pooled); with "
-                                              "--folds a directory of Fold1/ .. FoldK/ (or one fold's "
-                                              "train/vali/test).", show_default=False, metavar="DATA")],
+    data: Annotated[Path, typer.Argument(help="A Parquet dataset or a directory of Parquet files (pooled); with --folds"
+                                              " Fold1/ .. FoldK/ (or one fold's train/vali/test); SVMlight text "
+                                              "is converted for the run.", show_default=False, metavar="DATA")],
     output: Annotated[str, opt.output("The experiment directory (EXP_DIR).", metavar="EXP_DIR")],
     losses: Annotated[str, typer.Option("--losses", help="Comma-separated losses, any `train` knows (or --loss a "
                                                           "--loss b)")] = "lambdamart,xendcg,listnet",
@@ -285,10 +285,11 @@ def _run(data: Path, output, config, *, jobs: int, overwrite: bool, dask: str | 
     """Run the experiment under a progress bar; ``(result, seconds, units planned)``."""
     import time
 
-    from rankcli.cli._common import log, progress_bar
+    from rankcli.cli._common import log, parquet_data, progress_bar
     from rankcli.experiment import plan_settings, run_experiment
     from rankcli.runtime.startup import import_lightgbm_lean
 
+    data = parquet_data(data)  # SVMlight text (a file, a directory, fold directories) converted for this run
     if dask is None:  # lightgbm.dask needs LightGBM's scikit-learn API; on one machine it is ~1.5-2 s of CPU unused
         import_lightgbm_lean()
     started = time.perf_counter()

@@ -9,7 +9,10 @@ are permuted within each query, averaged over --repeats seeded permutations, wit
 a paired test of the model against the permuted model per feature (--test, as in compare, wilcoxon with --repeats 1
 only; n queries), the p-values adjusted over the features (--correction, Holm by default); and the mean absolute
 TreeSHAP contribution of each feature, centred within each query (a constant shift within a query does not change its
-ranking), computed in batches (--no-contributions skips it: it is the slow part). DATA should be held out: when it is
+ranking), on --contributions-queries queries drawn at random when DATA has more (200 by default; all: every query),
+with its standard error as an estimate of the whole data's (--no-contributions skips it: it is the slow part). Each
+permutation is scored by the trees that split on the feature only (the others' leaves do not move), which gives the
+whole model's scores. DATA should be held out: when it is
 the model's training or validation file (the SHA-256 its rankcli.json records), a warning says so on stderr and in
 --json's "warnings", since on the data it was fitted to even noise features the model split on come out significant.
 
@@ -17,7 +20,8 @@ the model's training or validation file (the SHA-256 its rankcli.json records), 
 variants of WEB30K; a group's gain, splits and contributions are its members' sums.
 
 Output: a table of the --top features on stdout; --json prints {"metric", "features": [{"feature", "gain", "splits",
-"drop", "drop_stderr", "p_value", "n", "mean_abs_contribution", ...}]} for every feature (the drop, test and
+"drop", "drop_stderr", "p_value", "n", "mean_abs_contribution", ...}], "contributions": {the sample}} for every
+feature (the drop, test and
 contribution fields null without DATA); -o writes every feature as Parquet or CSV (by the extension); --per-query
 writes each query's drop per feature; --plot draws the top features' drops with error bars beside their gain (needs
 the plot extra).
@@ -43,7 +47,8 @@ TESTS = ("ttest", "permutation", "wilcoxon", "bootstrap")
 def command(
     model_dir: Annotated[Path, typer.Argument(help="Model directory written by `rankcli train`.", show_default=False)],
     data: Annotated[Path | None, typer.Argument(
-        help="Labelled dataset (Parquet) for the ranking importance and the contributions.", show_default=False)]
+        help="Labelled dataset (Parquet, or SVMlight text converted for the run) for the ranking importance and "
+        "the contributions.", show_default=False)]
     = None,
     output: Annotated[str | None, opt.output("Write every feature's numbers to this file: .parquet or .csv (- for "
                                              "CSV on standard output).")] = None,
@@ -51,7 +56,7 @@ def command(
     metric: Annotated[str, opt.metric("The metric whose drop is measured")] = "ndcg@10",
     convention: Annotated[str | None, opt.convention(
         default="the model's recorded convention, else paper", presets=opt.TRAINING_CONVENTIONS)] = None,
-    repeats: Annotated[int, typer.Option("--repeats", help="Seeded permutations per feature.")] = 5,
+    repeats: Annotated[int, typer.Option("--repeats", help="Seeded permutations per feature.")] = 2,
     seed: Annotated[int, opt.seed("the permutations and the random tests", result="numbers")] = 0,
     test: Annotated[str, typer.Option("--test", help="The paired test of each feature's drop (two-sided), as in "
                                       "compare; wilcoxon needs --repeats 1.", metavar=opt.choices(TESTS))] = "ttest",
@@ -74,18 +79,22 @@ def command(
     top: Annotated[int, typer.Option("--top", help="Features in the table and the plot (0: all).")] = 20,
     no_contributions: Annotated[bool, typer.Option(
         "--no-contributions", help="Skip the TreeSHAP contributions (the slow part).")] = False,
+    contributions_queries: Annotated[str, typer.Option(
+        "--contributions-queries", help="Compute the contributions on this many queries drawn at random (--seed) "
+        "when DATA has more; all: every query.", metavar="N|all")] = "200",
     overwrite: Annotated[bool, opt.overwrite(text="Replace existing output files (only explain's own earlier outputs "
                                                   "of those options).")] = False,
     batch_rows: Annotated[int, typer.Option("--batch-rows", hidden=True, help="Rows per contributions batch.")]
-    = 65_536,
+    = 4_096,
 ) -> None:
     _check(data, per_query, top, permutations, test, repeats)
+    sample = _sample_size(contributions_queries)
     outputs = _outputs(model_dir, data, output, per_query, plot, json_out, overwrite)
     result = _explain(model_dir, data, dict(
         metric=metric, convention=convention, repeats=repeats, seed=seed, test=test,
         correction=correction.value if correction is not None else None, permutations=permutations,
         groups=group or [], group_files=[groups_file] if groups_file is not None else [],
-        contributions=not no_contributions, batch_rows=batch_rows))
+        contributions=not no_contributions, contributions_queries=sample, batch_rows=batch_rows))
     _warn(result)
     _write(result, outputs, top, overwrite)
     _render(result, outputs, top, json_out)
@@ -105,22 +114,38 @@ def _check(data, per_query, top: int, permutations: int, test: str, repeats: int
     check_test(test, repeats)
 
 
+def _sample_size(text: str) -> int | None:
+    """``--contributions-queries``: a count of at least 1, or ``all`` (None); anything else is exit 2."""
+    from rankcli.errors import UsageError
+
+    if text.strip().lower() == "all":
+        return None
+    try:
+        n = int(text)
+    except ValueError:
+        raise UsageError(f"--contributions-queries takes a number of queries or all, got {text!r}") from None
+    if n < 1:
+        raise UsageError(f"--contributions-queries must be at least 1 (or all), got {text!r}")
+    return n
+
+
 def _explain(model_dir, data, options: dict):
     """Load the model and DATA and explain it (:func:`rankcli.explain.explain` with ``options``), with a progress
     bar."""
     from rankcli.runtime.startup import import_lightgbm_lean
 
     import_lightgbm_lean()
+    from rankcli.cli._common import parquet_inputs
     from rankcli.explain import explain
     from rankcli.formats.parquet import read_dataset
     from rankcli.train import load_model
 
     model = load_model(model_dir)
+    name = str(data) if data is not None else None
+    (data,) = parquet_inputs([data], model=model_dir)  # SVMlight text converted for this run, as the model's data
     ds = read_dataset(data) if data is not None else None
-    with _progress(ds, options["repeats"], len(model.feature_names), options["contributions"],
-                   options["batch_rows"]) as advance:
-        return explain(model, ds, data_name=str(data) if data is not None else None, progress=advance,
-                       data_path=data, **options)
+    with _progress(ds) as advance:
+        return explain(model, ds, data_name=name, progress=advance, data_path=data, **options)
 
 
 def _warn(result) -> None:
@@ -164,8 +189,9 @@ def _outputs(model_dir, data, output, per_query, plot, json_out: bool, overwrite
     return out
 
 
-def _progress(ds, repeats: int, n_features: int, contributions: bool, batch_rows: int):
-    """A progress bar over the model calls: one per feature and repeat, then one per contributions batch."""
+def _progress(ds):
+    """A progress bar in percent of the estimated work (:mod:`rankcli.explain.progress`: each model call counted by
+    its measured cost, TreeSHAP's batches too), so that its time left holds throughout; it never moves back."""
     from contextlib import contextmanager
 
     from rankcli.cli._common import progress_bar
@@ -175,9 +201,14 @@ def _progress(ds, repeats: int, n_features: int, contributions: bool, batch_rows
         if ds is None:
             yield None
             return
-        batches = -(-ds.n_rows // batch_rows) if contributions else 0
-        with progress_bar(n_features * repeats + batches, "explain") as b:
-            yield lambda stage, n: b.advance(n if stage == "permutations" else n / batch_rows)
+        with progress_bar(100, "explain %") as b:
+            shown = [0.0]
+
+            def report(done: float, total: float) -> None:
+                shown[0] = max(shown[0], min(100.0, 100.0 * done / total) if total > 0 else 0.0)
+                b.update(completed=shown[0])
+
+            yield report
 
     return bar()
 

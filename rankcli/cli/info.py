@@ -22,13 +22,15 @@ SHORT_HELP = "Summarise a converted dataset."
 
 
 def command(
-    data: Annotated[Path, typer.Argument(help="A Parquet dataset (from `rankcli convert`).", show_default=False)],
+    data: Annotated[Path, typer.Argument(help="A Parquet dataset (from `rankcli convert`), or SVMlight text "
+                                                   "(converted for the run).",
+                                       show_default=False)],
     json_output: Annotated[bool, opt.json_flag("the summary")] = False,
 ) -> None:
-    from rankcli.cli._common import print_json, stdout_console, summary_table
+    from rankcli.cli._common import parquet_inputs, print_json, stdout_console, summary_table
     from rankcli.summary import summarize_parquet
 
-    summary = summarize_parquet(data)
+    summary = summarize_parquet(parquet_inputs([data])[0])  # SVMlight text converted for this run
     if json_output:
         print_json({"path": str(data), **summary.as_dict()})
         return

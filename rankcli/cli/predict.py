@@ -32,7 +32,8 @@ class RunFormat(str, Enum):
 
 def command(
     model_dir: Annotated[Path, typer.Argument(help="Model directory written by `rankcli train`.", show_default=False)],
-    data: Annotated[Path, typer.Argument(help="Dataset to score (Parquet).", show_default=False)],
+    data: Annotated[Path, typer.Argument(help="Dataset to score (Parquet, or SVMlight text converted for the run).",
+                                       show_default=False)],
     output: Annotated[str, opt.output("Run file to write; - for standard output (a TREC run, or Parquet into a pipe "
                                       "or file).")],
     fmt: Annotated[RunFormat, typer.Option("--format", help="parquet (qid, docid|row, label, score) or trec.")]
@@ -42,7 +43,7 @@ def command(
     tag: Annotated[str | None, typer.Option(help="Run tag of a TREC run (default: the model directory's "
                                                     "name).", show_default=False)] = None,
 ) -> None:
-    from rankcli.cli._common import log, prepare_output, print_json, stdout_taken
+    from rankcli.cli._common import log, parquet_inputs, prepare_output, print_json, stdout_taken
     from rankcli.formats.atomic import kinds, model_files
 
     trec = fmt.value == "trec"
@@ -50,6 +51,7 @@ def command(
                             example="run.txt" if trec else "run.parquet",
                             file_kind=kinds.TREC_RUN if trec else kinds.RUN)
     stdout_taken(output, json_out)
+    (data,) = parquet_inputs([data], model=model_dir)  # SVMlight text converted for this run, as the model's data
     from rankcli.runtime.startup import import_lightgbm_lean
 
     import_lightgbm_lean()  # without LightGBM's scikit-learn/pandas integrations (~1.5 s less)

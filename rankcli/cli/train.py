@@ -42,7 +42,7 @@ THREADS_DEFAULT = ("the CPUs this process may use (its CPU affinity, cgroup CPU 
 
 def command(
     ctx: typer.Context,
-    train: Annotated[Path, typer.Argument(help="Training data (Parquet).", show_default=False)],
+    train: Annotated[Path, typer.Argument(help="Training data (Parquet, or SVMlight text).", show_default=False)],
     output: Annotated[str, opt.output("Model directory to write (new, empty, or a previous model with --overwrite).",
                                       metavar="DIR")],
     loss: Annotated[str, typer.Option(help="The loss LightGBM boosts (formulas, references: docs/commands/train.md).",
@@ -58,7 +58,7 @@ def command(
                                                                 "selection.")] = "ndcg@5",
     convention: Annotated[str, opt.convention(applies_to="--select-by", presets=opt.TRAINING_CONVENTIONS)]
     = "paper",
-    valid: Annotated[Path | None, typer.Option(help="Validation data (Parquet).", show_default=False)] = None,
+    valid: Annotated[Path | None, typer.Option(help="Validation data (Parquet or text).", show_default=False)] = None,
     learning_rate: Annotated[float | None, typer.Option(
         "--learning-rate", help="Learning rate (default: 0.05, or the preset's).", show_default=False)] = None,
     num_leaves: Annotated[int | None, typer.Option(
@@ -159,8 +159,10 @@ def _plot(info: dict, plot: Path | None, overwrite: bool, loss: str) -> None:
 def _train_dask(dask: str, train: Path, valid: Path | None, config, output: Path, *, overwrite: bool,
                 extra: dict) -> dict:
     """Train data-parallel on a Dask cluster and write the model directory; returns its rankcli.json."""
-    from rankcli.cli._common import log, progress_bar
+    from rankcli.cli._common import log, parquet_inputs, progress_bar
     from rankcli.distributed import train_command
+
+    train, valid = parquet_inputs([train, valid])  # SVMlight text converted for this run
 
     with progress_bar(config.trees, f"train {config.loss}", extra="{task.fields[metric]}") as bar:
         return train_command(dask, train, valid, config, output, overwrite=overwrite, log=log,
@@ -169,9 +171,11 @@ def _train_dask(dask: str, train: Path, valid: Path | None, config, output: Path
 
 def _train_here(train: Path, valid: Path | None, config, output: Path, *, ips, overwrite: bool, extra: dict) -> dict:
     """Train on this machine and write the model directory; returns its rankcli.json."""
-    from rankcli.cli._common import log, progress_bar
+    from rankcli.cli._common import log, parquet_inputs, progress_bar
     from rankcli.runtime.startup import import_lightgbm_lean
     from rankcli.train import load_training_data, save_model, train_prepared
+
+    train, valid = parquet_inputs([train, valid])  # SVMlight text converted for this run
 
     data = load_training_data(train, valid, config, ips=ips, log=log)
     import_lightgbm_lean()
@@ -232,7 +236,7 @@ def _render(info: dict, output: Path, loss: str, *, validated: bool, json_out: b
         best = info["best_valid_metric"]
         line += (f" (of {info['trees_trained']} trained), validation {info['select_by']} "
                  f"{'n/a' if best is None else f'{best:.4f}'}")
-    line += f", {info['seconds']:.1f} s"
+    line += f", {info.get('feature_dtype', 'float32')} features, {info['seconds']:.1f} s"
     threads = info.get("params", {}).get("num_threads")
     if threads is not None:  # models are byte-identical only for the same count: say which one this is
         line += f", {threads} thread{'s' if threads != 1 else ''}"

@@ -39,8 +39,10 @@ MAX_FAILURES = typer.Option("--max-failures", help="Trials in a row without a fi
 
 
 def command(
-    train: Annotated[Path, typer.Argument(help="Training data (Parquet).", show_default=False, metavar="DATA")],
-    valid: Annotated[Path, typer.Option(help="Validation data (Parquet): every trial is scored on it.",
+    train: Annotated[Path, typer.Argument(help="Training data (Parquet, or SVMlight text converted for the run).",
+                                       show_default=False, metavar="DATA")],
+    valid: Annotated[Path, typer.Option(help="Validation data (Parquet, or SVMlight text): every trial is scored on "
+                                             "it.",
                                         show_default=False)],
     output: Annotated[str, opt.output("Output directory (new, empty, or an earlier tune to resume or extend).",
                                       metavar="DIR")],
@@ -76,7 +78,7 @@ def command(
     overwrite: Annotated[bool, opt.overwrite(text="Start the named losses' studies over (another space, data or "
                                                   "options).")] = False,
 ) -> None:
-    from rankcli.cli._common import log, prepare_output
+    from rankcli.cli._common import log, parquet_inputs, prepare_output
     from rankcli.train import TrainConfig
     from rankcli.tune import require_optuna
 
@@ -96,6 +98,7 @@ def command(
         parse_dask_target(dask)
         require_dask()
     output = prepare_output(output, overwrite=overwrite, kind="tune", inputs=[train, valid, space], final=False)
+    train, valid = parquet_inputs([train, valid])  # SVMlight text converted for this run
     from rankcli.tune.runner import run_tune
 
     result = run_tune(train, valid, output, tune, overwrite=overwrite, jobs=jobs, dask=dask,

@@ -6,7 +6,8 @@ of whole queries (each query's statistics are its own rows'), per-dataset normal
 
 Formulas, per feature column ``x`` over a group ``G`` (one query's rows, or every row of the dataset), on the finite
 values of ``x`` in ``G`` (``n`` of them; NaN, LightGBM's missing value, and infinities are left as they are and take
-no part in the statistics). Computed in float64 from the float32 features and rounded to float32 once.
+no part in the statistics). Computed in float64 from the float32 features and rounded to float32 once (float64
+features, ``convert --float64``, stay float64).
 
 ``zscore`` (RankLib's ``ZScoreNormalizor``)
     ``mean = sum(x) / n``, ``std = sqrt(sum((x - mean)^2) / (n - 1))`` (the sample standard deviation, as RankLib
@@ -140,11 +141,12 @@ def _column_blocks(rows: int, columns: int):
 
 def normalize(features: np.ndarray, offsets: np.ndarray, transform: Normalization, *,
               feature_names: list[str] | None = None) -> np.ndarray:
-    """``features`` normalised by ``transform``: a new float32 ``(rows, features)`` array in Fortran order.
+    """``features`` normalised by ``transform``: a new ``(rows, features)`` array in Fortran order, float32 (float64
+    for float64 features: their precision is kept).
 
     Parameters
     ----------
-    features : (rows, n_features) float32
+    features : (rows, n_features) float32 or float64
         The raw features of whole queries (per query) or of any rows (per dataset).
     offsets : (n_queries + 1,) int64
         The batch's query boundaries (read per query only).
@@ -154,7 +156,7 @@ def normalize(features: np.ndarray, offsets: np.ndarray, transform: Normalizatio
         How messages name the columns (default ``f1..fN``).
 
     A finite value that the transform takes beyond float32 (a value far outside the recorded range) is an
-    :class:`InputError`: rankcli never hands a silent infinity to a model.
+    :class:`InputError` for float32 features: rankcli never hands a silent infinity to a model.
     """
     features = np.asarray(features)
     rows, width = features.shape
@@ -162,7 +164,7 @@ def normalize(features: np.ndarray, offsets: np.ndarray, transform: Normalizatio
     if transform.per == "dataset" and transform.n_features != width:
         raise InputError(f"the {transform.describe()} statistics cover {transform.n_features} features, the data "
                          f"has {width}")
-    out = np.empty((rows, width), dtype=np.float32, order="F")
+    out = np.empty((rows, width), dtype=np.float64 if features.dtype == np.float64 else np.float32, order="F")
     if rows == 0:
         return out
     sizes = np.diff(offsets)

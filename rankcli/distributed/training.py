@@ -85,6 +85,7 @@ def load_partitions(client: distributed.Client, plan: PartitionPlan) -> tuple[An
     """
     import dask.array as da
 
+    from rankcli.formats.parquet import feature_dtype
     from rankcli.formats.partitions import read_partition
 
     workers = sorted(client.nthreads())
@@ -95,7 +96,7 @@ def load_partitions(client: distributed.Client, plan: PartitionPlan) -> tuple[An
         both = client.submit(read_partition, part, plan.feature_names, workers=[worker], pure=False)
         x = client.submit(operator.itemgetter(0), both, workers=[worker], pure=False)
         y = client.submit(operator.itemgetter(1), both, workers=[worker], pure=False)
-        xs.append(da.from_delayed(x, shape=(part.n_rows, nf), dtype=np.float32))
+        xs.append(da.from_delayed(x, shape=(part.n_rows, nf), dtype=feature_dtype(part.path)))
         ys.append(da.from_delayed(y, shape=(part.n_rows,), dtype=np.float64))
         gs.append(da.from_array(sizes, chunks=(sizes.shape[0],)))
     return da.concatenate(xs), da.concatenate(ys), da.concatenate(gs)
@@ -290,6 +291,10 @@ def train_command(dask: str, train_path: Path, valid_path: Path | None, config: 
     if log is not None:
         log(f"trained on {info.workers} workers, {info.partitions} partitions: {info.rows} rows, "
             f"{info.queries} queries")
+    from rankcli.formats.feature_values import precision_name
+    from rankcli.formats.parquet import feature_dtype
+
+    extra = {**(extra or {}), "feature_dtype": precision_name(feature_dtype(train_path))}  # as rankcli train records
     return save_distributed_model(result, config, info, output, train_path=train_path, valid_path=valid_path,
                                   feature_names=result.booster.feature_name(), overwrite=overwrite,
                                   normalization=normalization, extra=extra)

@@ -18,8 +18,11 @@ from rankcli.errors import InputError, UsageError
 from rankcli.experiment.checks import check_finite_labels, check_overlaps, check_training_labels
 from rankcli.experiment.config import ExperimentConfig
 
-GIVEN_NAMES = {"train": ("train.parquet",), "valid": ("vali.parquet", "valid.parquet", "validation.parquet"),
-               "test": ("test.parquet",)}
+#: A fold's files: RankLib's and MSLR's names (train.txt, vali.txt, test.txt converted) and LightGBM's (rank.train,
+#: rank.vali, rank.test converted).
+GIVEN_NAMES = {"train": ("train.parquet", "rank.train.parquet"),
+               "valid": ("vali.parquet", "valid.parquet", "validation.parquet", "rank.vali.parquet"),
+               "test": ("test.parquet", "rank.test.parquet")}
 _FOLD_DIR = re.compile(r"^fold(\d+)$", re.IGNORECASE)
 
 

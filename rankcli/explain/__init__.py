@@ -21,16 +21,36 @@ import numpy as np
 
 from rankcli.dataset import Dataset
 from rankcli.errors import InputError, UsageError
-from rankcli.explain.contributions import BATCH_ROWS, mean_abs_contributions, query_batches
+from rankcli.explain.contributions import (
+    BATCH_ROWS,
+    SAMPLE_QUERIES,
+    SAMPLE_STREAM,
+    ContributionSample,
+    estimate,
+    query_batches,
+    query_sums,
+    sample_queries,
+)
 from rankcli.explain.groups import FeatureGroup, feature_groups, membership
+from rankcli.explain.progress import Work
 from rankcli.explain.ranking import RankingImportance, drop_tests, permuted_metrics
 from rankcli.formats.atomic.kinds import EXPLAIN_COLUMNS
 
-__all__ = ["BATCH_ROWS", "Explanation", "FeatureGroup", "RankingImportance", "explain", "feature_groups",
+__all__ = ["BATCH_ROWS", "DEFAULT_REPEATS", "SAMPLE_QUERIES", "Explanation",
+           "FeatureGroup", "RankingImportance", "explain", "feature_groups",
            "fitted_data_warnings", "per_query_columns"]
 
 #: The largest ``--repeats``: each repeat is one model call per feature.
 MAX_REPEATS = 10_000
+#: ``--repeats``'s default (docs/commands/explain.md, "Speed", says why this many).
+DEFAULT_REPEATS = 2
+#: The first contributions batch, at most this many rows (whole queries): it measures TreeSHAP's cost early.
+PROBE_ROWS = 512
+#: Leaf values held at once by the permutations (rows per batch: this over the trees): 64 MiB of float64.
+PERMUTATION_CELLS = 1 << 23
+#: How a sample of queries for the contributions was drawn (``--json``'s ``contributions.drawn``).
+SAMPLE_DRAWN = ("{n} of {of} queries uniformly without replacement: sorted(numpy.random.default_rng([{seed}, "
+                f"{SAMPLE_STREAM}]).choice({{of}}, {{n}}, replace=False)), the queries' positions in the data")
 #: The fields of each feature in ``--json`` and in the ``-o`` table, in order (the table's format owns them: its CSV
 #: is recognised by this header when ``--overwrite`` replaces it).
 FIELDS = EXPLAIN_COLUMNS
@@ -54,6 +74,8 @@ class Explanation:
     splits: np.ndarray
     ranking: RankingImportance | None = None
     contributions: np.ndarray | None = None
+    contribution_stderr: np.ndarray | None = None  # the standard error of ``contributions`` as the data's
+    sample: ContributionSample | None = None   # the queries the contributions are computed on
     qids: np.ndarray | None = None          # one per query of the data
     warnings: list[str] = field(default_factory=list)  # what a user must know to read the numbers (stderr, --json)
 
@@ -76,13 +98,15 @@ class Explanation:
             row = {"feature": g.name, "members": list(g.members), "gain": float(self.gain[k]),
                    "gain_share": float(gain_share[k]), "splits": int(self.splits[k]),
                    "splits_share": float(split_share[k]), "drop": None, "drop_stderr": None, "p_value": None,
-                   "p_raw": None, "n": None, "not_testable": None, "mean_abs_contribution": None}
+                   "p_raw": None, "n": None, "not_testable": None, "mean_abs_contribution": None,
+                   "mean_abs_contribution_stderr": None}
             if self.ranking is not None:
                 c = self.ranking.comparisons[k]
                 row.update(drop=c.difference, drop_stderr=c.result.stderr, p_value=c.p_adjusted,
                            p_raw=c.result.p_value, n=c.result.n, not_testable=c.result.reason)
             if self.contributions is not None:
                 row["mean_abs_contribution"] = float(self.contributions[k])
+                row["mean_abs_contribution_stderr"] = float(self.contribution_stderr[k])
             out.append(row)
         return out
 
@@ -96,9 +120,19 @@ class Explanation:
             "test": r.test if r else None, "correction": r.correction if r else None,
             "repeats": r.repeats if r else None, "seed": r.seed if r else None,
             "queries": int(r.base.shape[0]) if r else None,
+            "contributions": self.sample_dict(),
             "warnings": list(self.warnings),
             "features": self.rows(),
         }
+
+    def sample_dict(self) -> dict | None:
+        """``--json``'s ``contributions``: the queries the contributions were computed on (None: not computed)."""
+        s = self.sample
+        if s is None or self.qids is None:
+            return None
+        return {"queries": int(s.queries.shape[0]), "of": s.of, "sampled": not s.complete, "seed": s.seed,
+                "drawn": None if s.complete else SAMPLE_DRAWN.format(n=s.queries.shape[0], of=s.of, seed=s.seed),
+                "qids": None if s.complete else [int(q) for q in self.qids[s.queries]]}
 
     def columns(self) -> dict[str, list]:
         """The ``-o`` table: one column per field of :data:`FIELDS` (members joined with commas)."""
@@ -119,20 +153,44 @@ class Explanation:
         return cols
 
 
-def _ranking(model, features: np.ndarray, ds: Dataset, groups: list[FeatureGroup], splits: np.ndarray, *,
-             what: str, metric: str, preset: str, repeats: int, seed: int, test: str, correction: str | None,
-             permutations: int, on_step) -> RankingImportance:
+def _labels_checked(spec, convention, labels: np.ndarray, what: str) -> None:
+    """Refuse labels the metric cannot take under the convention with advice in explain's own options (the metrics
+    core's advice names ``--gain`` and ``--max-grade``, which explain does not have: its convention is a preset)."""
+    from rankcli.core.metrics import EXPONENTIAL_GAIN_LABEL_LIMIT
+
+    finite = labels[np.isfinite(labels)]
+    top = float(finite.max()) if finite.shape[0] else 0.0
+    if convention.gain == "exponential" and "dcg" in spec.name and top > EXPONENTIAL_GAIN_LABEL_LIMIT:
+        row = int(np.flatnonzero(labels > EXPONENTIAL_GAIN_LABEL_LIMIT)[0])
+        raise InputError(f"{what}: label {top:g} at row {row}: the exponential gain 2^label - 1 of {spec} overflows "
+                         f"beyond label {EXPONENTIAL_GAIN_LABEL_LIMIT}; use --convention sklearn (linear gain; it "
+                         "also scores a query without a relevant document 0 and averages tied scores) or map the "
+                         "labels to grades")
+    if spec.name == "err" and top > convention.err_max_grade:
+        row = int(np.flatnonzero(labels > convention.err_max_grade)[0])
+        raise InputError(f"{what}: label {top:g} at row {row} exceeds {spec}'s maximum grade "
+                         f"{convention.err_max_grade:g}, which explain's conventions fix; map the labels to grades "
+                         f"0..{convention.err_max_grade:g} or measure another metric (-m ndcg@10)")
+
+
+def _base(model, features: np.ndarray, ds: Dataset, metric: str, preset: str, what: str, work: Work):
+    """``(spec, convention, metric_of, base)``: the model's metric per query, checked (its scores timed);
+    ``metric_of(scores, rows=slice(None), offsets=ds.offsets)`` is the metric per query of rows ``rows``."""
     from rankcli.core.metrics import Convention, parse_metric, per_query
 
     spec, convention = parse_metric(metric), Convention.preset(preset)
     if spec.record.family == "info":
         raise UsageError(f"-m {metric}: not a per-query ranking metric")
     labels = np.asarray(ds.labels, dtype=np.float64)
+    _labels_checked(spec, convention, labels, what)
 
-    def metric_of(scores: np.ndarray) -> np.ndarray:
-        return per_query([spec], labels, scores, ds.offsets, convention)[str(spec)]
+    def metric_of(scores: np.ndarray, rows: slice = slice(None), offsets: np.ndarray = ds.offsets) -> np.ndarray:
+        return per_query([spec], labels[rows], scores, offsets, convention)[str(spec)]
 
-    scores = model.score(features, what)
+    cells = ds.n_rows * model.booster.num_trees()
+    work.plan("predict", cells)
+    with work.timed("predict", cells):
+        scores = model.score(features, what)
     try:
         base = metric_of(scores)
     except InputError as exc:  # a label the metric cannot take (NaN, a gain that overflows): name the file
@@ -141,15 +199,38 @@ def _ranking(model, features: np.ndarray, ds: Dataset, groups: list[FeatureGroup
         raise InputError(f"{what}: no query has a relevant document, so {spec} under the {preset} convention (which "
                          "skips such queries) has no value to lose; explain on queries with relevant documents, or "
                          "without DATA for the trees' own importances")
+    return spec, convention, metric_of, base
+
+
+def _permutations(model, features: np.ndarray, ds: Dataset, groups: list[FeatureGroup], splits: np.ndarray,
+                  metric_of, base: np.ndarray, *, what: str, repeats: int, seed: int, work: Work):
+    """Plan the permutations (:mod:`rankcli.explain.ranking`) in ``work`` and return what runs them: a function
+    giving each group's permuted metric per query, from the trees that read the group (:mod:`rankcli.explain.trees`)
+    when the model allows it, else by scoring the whole model."""
+    from rankcli.explain.ranking import tree_permuted_metrics
+    from rankcli.explain.trees import tree_scorer
+    from rankcli.runtime.cpus import default_threads
+
     # a feature no split reads cannot change a score, unless leaves hold linear models of the features
-    linear = str(model.booster.params.get("linear_tree", "false")).lower() in ("true", "1")
+    booster, n, trees = model.booster, ds.n_rows, model.booster.num_trees()
+    linear = str(booster.params.get("linear_tree", "false")).lower() in ("true", "1")
     used = [True] * len(groups) if linear else list(splits > 0)
-    base, permuted = permuted_metrics(lambda x: model.score(x, what), features, metric_of, ds.offsets,
-                                      groups, repeats=repeats, seed=seed, used=used, on_step=on_step, base=base)
-    comparisons, applied = drop_tests(base, permuted, str(spec), test=test, correction=correction, seed=seed,
-                                      permutations=permutations)
-    return RankingImportance(str(spec), convention.as_dict(), test, applied, repeats, seed, base, permuted,
-                             comparisons)
+    scorer = None if linear else tree_scorer(booster, len(model.feature_names), default_threads())
+    if scorer is None:
+        work.plan("predict", sum(used) * repeats * n * trees)
+
+        def predict(x: np.ndarray) -> np.ndarray:
+            with work.timed("predict", n * trees):
+                return model.score(x, what)
+
+        return lambda: permuted_metrics(predict, features, metric_of, ds.offsets, groups, repeats=repeats, seed=seed,
+                                        used=used, base=base)[1]
+    reading = [int(scorer.trees_reading(g.columns).sum()) if u else 0 for g, u in zip(groups, used)]
+    partial = any(0 < r < trees for r in reading)
+    work.plan("predict", n * (trees * partial + repeats * sum(reading)))
+    return lambda: tree_permuted_metrics(scorer, booster, features, metric_of, ds.offsets, groups, repeats=repeats,
+                                         seed=seed, used=used, base=base,
+                                         batch_rows=max(1, PERMUTATION_CELLS // trees), work=work)
 
 
 def fitted_data_warnings(model, data_path: Path | str | None) -> list[str]:
@@ -180,7 +261,8 @@ def fitted_data_warnings(model, data_path: Path | str | None) -> list[str]:
     return []
 
 
-def _check(model, *, repeats: int, seed: int, batch_rows: int, test: str, convention: str | None) -> str:
+def _check(model, *, repeats: int, seed: int, batch_rows: int, test: str, convention: str | None,
+           contributions_queries: int | None = None) -> str:
     """Refuse bad options before any work (exit 2); returns the convention preset."""
     from rankcli.explain.ranking import check_test
 
@@ -190,6 +272,8 @@ def _check(model, *, repeats: int, seed: int, batch_rows: int, test: str, conven
         raise UsageError(f"--seed must be >= 0, got {seed}")
     if batch_rows < 1:
         raise UsageError(f"batch rows must be at least 1, got {batch_rows}")
+    if contributions_queries is not None and contributions_queries < 1:
+        raise UsageError(f"--contributions-queries must be at least 1 (or all), got {contributions_queries}")
     check_test(test, repeats)
     preset = convention or model.info.get("convention") or "paper"
     if preset not in ("paper", "lightgbm", "sklearn"):
@@ -208,10 +292,12 @@ def per_query_columns(metric: str | None) -> dict[str, str]:
 
 
 def explain(model, ds: Dataset | None = None, *, data_name: str | None = None, metric: str = "ndcg@10",
-            convention: str | None = None, repeats: int = 5, seed: int = 0, test: str = "ttest",
+            convention: str | None = None, repeats: int = DEFAULT_REPEATS, seed: int = 0, test: str = "ttest",
             correction: str | None = None, permutations: int = 10000, groups: Sequence[str] = (),
-            group_files: Sequence[Path | str] = (), contributions: bool = True, batch_rows: int = BATCH_ROWS,
-            progress: Callable[[str, int], None] | None = None, data_path: Path | str | None = None) -> Explanation:
+            group_files: Sequence[Path | str] = (), contributions: bool = True,
+            contributions_queries: int | None = SAMPLE_QUERIES, batch_rows: int = BATCH_ROWS,
+            progress: Callable[[float, float], None] | None = None,
+            data_path: Path | str | None = None) -> Explanation:
     """Explain the loaded model ``model`` (:class:`rankcli.train.TrainedModel`), on the labelled dataset ``ds`` when
     given.
 
@@ -228,13 +314,16 @@ def explain(model, ds: Dataset | None = None, *, data_name: str | None = None, m
         with ``repeats`` 1 only: :func:`rankcli.explain.ranking.check_test`).
     groups, group_files : feature groups (:func:`rankcli.explain.groups.feature_groups`); none may be named as a
         column of the per-query table (:func:`per_query_columns`).
-    contributions : compute the mean absolute contributions (TreeSHAP, the slow part); ``batch_rows`` per batch.
-    progress : ``progress(stage, n)`` after each step (``"permutations"``: one per group and repeat;
-        ``"contributions"``: the rows of a batch).
+    contributions : compute the mean absolute contributions (TreeSHAP, the slow part), on ``contributions_queries``
+        queries drawn with ``seed`` when the data has more (None: every query;
+        :func:`rankcli.explain.contributions.sample_queries`), ``batch_rows`` per batch.
+    progress : ``progress(done, total)`` in estimated seconds of work, after each model call
+        (:mod:`rankcli.explain.progress`).
     """
     from rankcli.core.metrics import parse_metric
 
-    preset = _check(model, repeats=repeats, seed=seed, batch_rows=batch_rows, test=test, convention=convention)
+    preset = _check(model, repeats=repeats, seed=seed, batch_rows=batch_rows, test=test, convention=convention,
+                    contributions_queries=contributions_queries)
     names = model.feature_names
     reserved = per_query_columns(str(parse_metric(metric)) if ds is not None else None)
     found = feature_groups(names, groups, group_files, reserved=reserved)
@@ -256,22 +345,48 @@ def explain(model, ds: Dataset | None = None, *, data_name: str | None = None, m
         features = np.array(features, order="F")
     if ds.n_rows == 0:
         raise InputError(f"{what}: no rows to explain on")
-    step = (lambda: progress("permutations", 1)) if progress is not None else None
-    out.ranking = _ranking(model, features, ds, found, splits, what=what, metric=metric, preset=preset,
-                           repeats=repeats, seed=seed, test=test, correction=correction, permutations=permutations,
-                           on_step=step)
+    work = Work(progress)
+    spec, conv, metric_of, base = _base(model, features, ds, metric, preset, what, work)
+    run_permutations = _permutations(model, features, ds, found, splits, metric_of, base, what=what,
+                                     repeats=repeats, seed=seed, work=work)
+    if contributions:  # first: its first batch measures TreeSHAP's cost, which the time left then counts
+        out.sample = sample_queries(ds.n_queries, contributions_queries, seed)
+        out.contributions, out.contribution_stderr = _contributions(booster, features, ds.offsets, len(names), m,
+                                                                    batch_rows, out.sample, work)
+    permuted = run_permutations()
+    comparisons, applied = drop_tests(base, permuted, str(spec), test=test, correction=correction, seed=seed,
+                                      permutations=permutations)
+    out.ranking = RankingImportance(str(spec), conv.as_dict(), test, applied, repeats, seed, base, permuted,
+                                    comparisons)
     out.qids = ds.qids[ds.offsets[:-1]]
-    if contributions:
-        out.contributions = _contributions(booster, features, ds.offsets, len(names), m, batch_rows, progress)
     return out
 
 
 def _contributions(booster, features: np.ndarray, offsets: np.ndarray, n_features: int, m: np.ndarray | None,
-                   batch_rows: int, progress) -> np.ndarray:
+                   batch_rows: int, sample: ContributionSample, work: Work) -> tuple[np.ndarray, np.ndarray]:
+    """``(mean, stderr)`` of the mean absolute centred contributions on the sampled queries; the first batch is
+    small (:data:`PROBE_ROWS`), so that TreeSHAP's cost is measured early for the progress."""
     from rankcli.runtime.cpus import default_threads
 
     threads = default_threads()
-    return mean_abs_contributions(
-        lambda x: booster.predict(x, pred_contrib=True, num_threads=threads),
-        query_batches(features, offsets, batch_rows), n_features, m,
-        on_batch=(lambda rows: progress("contributions", rows)) if progress is not None else None)
+    rows, sub = (None, offsets) if sample.complete else sample.rows(offsets)
+    x = features if rows is None else features[rows]
+    trees = booster.num_trees()
+    work.plan("shap", x.shape[0] * trees)
+
+    def contrib(batch: np.ndarray) -> np.ndarray:
+        with work.timed("shap", batch.shape[0] * trees):
+            return booster.predict(batch, pred_contrib=True, num_threads=threads)
+
+    sums, sizes = query_sums(contrib, _probe_first(x, sub, batch_rows), n_features, m)
+    return estimate(sums, sizes, sample.of)
+
+
+def _probe_first(features: np.ndarray, offsets: np.ndarray, batch_rows: int):
+    """:func:`query_batches` of ``batch_rows``, the first of at most :data:`PROBE_ROWS` (at least one query)."""
+    first = next(query_batches(features, offsets, min(batch_rows, PROBE_ROWS)), None)
+    if first is None:
+        return
+    yield first
+    rows = first[0].shape[0]
+    yield from query_batches(features[rows:], offsets[first[1].shape[0] - 1:] - rows, batch_rows)

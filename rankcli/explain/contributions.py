@@ -17,11 +17,17 @@ may come from memory or from a streaming reader of a file: :func:`mean_abs_contr
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 
 import numpy as np
 
-#: Rows per batch of the contributions pass (whole queries: a batch holds at least one query).
-BATCH_ROWS = 65_536
+#: Rows per batch of the contributions pass (whole queries: a batch holds at least one query). TreeSHAP costs hundreds
+#: of predictions per row, so a batch is small enough for the progress to move every few seconds.
+BATCH_ROWS = 4_096
+#: Contributions are computed on this many queries, drawn at random, when the data has more (``all``: every one).
+SAMPLE_QUERIES = 200
+#: The second word of the sample's seed (``default_rng([seed, SAMPLE_STREAM])``): apart from the permutations'.
+SAMPLE_STREAM = 0x5A3
 
 
 def query_batches(features: np.ndarray, offsets: np.ndarray, max_rows: int = BATCH_ROWS
@@ -43,7 +49,17 @@ def mean_abs_contributions(contributions: Callable[[np.ndarray], np.ndarray],
                            batches: Iterable[tuple[np.ndarray, np.ndarray]], n_features: int,
                            membership: np.ndarray | None = None,
                            on_batch: Callable[[int], None] | None = None) -> np.ndarray:
-    """``mean_i |c'_ig|`` per group (module docstring).
+    """``mean_i |c'_ig|`` per group over every document of ``batches`` (module docstring); the arguments as
+    :func:`query_sums` takes them."""
+    sums, sizes = query_sums(contributions, batches, n_features, membership, on_batch)
+    return sums.sum(axis=0) / sizes.sum() if sizes.shape[0] else np.full(sums.shape[1], np.nan)
+
+
+def query_sums(contributions: Callable[[np.ndarray], np.ndarray], batches: Iterable[tuple[np.ndarray, np.ndarray]],
+               n_features: int, membership: np.ndarray | None = None,
+               on_batch: Callable[[int], None] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(sums, sizes)``: per query of ``batches`` (in order), ``sum_{i in q} |c'_ig|`` per group ``(n_queries,
+    n_groups)``, and its documents ``(n_queries,)``.
 
     Parameters
     ----------
@@ -54,18 +70,66 @@ def mean_abs_contributions(contributions: Callable[[np.ndarray], np.ndarray],
         membership`); None: one group per feature.
     on_batch : called with each batch's rows.
     """
-    total = None
-    rows = 0
+    width = n_features if membership is None else membership.shape[1]
+    parts, counts = [np.zeros((0, width))], [np.zeros(0, dtype=np.int64)]
     for features, offsets in batches:
         c = np.asarray(contributions(features), dtype=np.float64)[:, :n_features]
         if membership is not None:
             c = c @ membership
         sizes = np.diff(offsets)
         mean = np.add.reduceat(c, offsets[:-1], axis=0) / sizes[:, None]
-        part = np.abs(c - np.repeat(mean, sizes, axis=0)).sum(axis=0)
-        total = part if total is None else total + part
-        rows += features.shape[0]
+        parts.append(np.add.reduceat(np.abs(c - np.repeat(mean, sizes, axis=0)), offsets[:-1], axis=0))
+        counts.append(sizes)
         if on_batch is not None:
             on_batch(features.shape[0])
-    width = n_features if membership is None else membership.shape[1]
-    return np.full(width, np.nan) if total is None else total / rows
+    return np.concatenate(parts), np.concatenate(counts)
+
+
+@dataclass
+class ContributionSample:
+    """The queries whose documents the contributions are computed on: ``queries`` (indices of the data's queries, in
+    data order) of the data's ``of``; ``seed`` None when every query is used."""
+
+    queries: np.ndarray
+    of: int
+    seed: int | None
+
+    @property
+    def complete(self) -> bool:
+        return self.queries.shape[0] == self.of
+
+    def rows(self, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, offsets)``: the data's row numbers of the sampled queries, in order, and their query offsets."""
+        sizes = np.diff(offsets)[self.queries]
+        starts = offsets[self.queries]
+        sub = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+        rows = np.arange(int(sub[-1]), dtype=np.int64) + np.repeat(starts - sub[:-1], sizes)
+        return rows, sub
+
+
+def sample_queries(n_queries: int, limit: int | None, seed: int) -> ContributionSample:
+    """Every query when ``limit`` is None or at least ``n_queries``; else ``limit`` queries drawn uniformly without
+    replacement with ``numpy.random.default_rng([seed, SAMPLE_STREAM])`` (``choice(n_queries, limit,
+    replace=False)``, sorted into data order): a stream of its own, apart from the permutations'."""
+    if limit is None or limit >= n_queries:
+        return ContributionSample(np.arange(n_queries, dtype=np.int64), n_queries, None)
+    drawn = np.random.default_rng([seed, SAMPLE_STREAM]).choice(n_queries, limit, replace=False)
+    return ContributionSample(np.sort(drawn).astype(np.int64), n_queries, seed)
+
+
+def estimate(sums: np.ndarray, sizes: np.ndarray, population: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(mean, stderr)`` per group: the mean absolute centred contribution per document over the sampled queries
+    (a ratio of totals, ``sum_q y_q / sum_q n_q``), and its standard error as an estimate of the whole data's (the
+    ratio estimator's, queries drawn without replacement: ``sqrt((1 - m/N) / (m (m - 1))) * sqrt(sum_q (y_q - R
+    n_q)^2) / mean(n_q)``); 0 when the sample is every query (nothing is estimated), NaN from one query of many."""
+    m = sizes.shape[0]
+    if m == 0:
+        return np.full(sums.shape[1], np.nan), np.full(sums.shape[1], np.nan)
+    ratio = sums.sum(axis=0) / sizes.sum()
+    if m == population:
+        return ratio, np.zeros_like(ratio)
+    if m < 2:
+        return ratio, np.full_like(ratio, np.nan)
+    resid = sums - sizes[:, None] * ratio[None, :]
+    var = (1.0 - m / population) * (resid ** 2).sum(axis=0) / (m * (m - 1)) / sizes.mean() ** 2
+    return ratio, np.sqrt(var)

@@ -44,7 +44,9 @@ import numpy as np
 from rankcli.compare import Comparison, compare_values
 from rankcli.core.groups import order_within
 from rankcli.errors import UsageError
+from rankcli.explain.contributions import query_batches
 from rankcli.explain.groups import FeatureGroup
+from rankcli.explain.progress import timed
 
 #: The labels of the model's own metric values among the compared "runs" (no group is named with a "#").
 BASE = "#model"
@@ -99,6 +101,15 @@ def permutation(offsets: np.ndarray, seed: int, repeat: int) -> np.ndarray:
     each query's rows among themselves, uniformly at random (each query's rows sorted by independent uniform keys)."""
     n = int(offsets[-1])
     return order_within(np.random.default_rng([seed, repeat]).random(n), offsets)
+
+
+def batch_permutation(offsets: np.ndarray, seed: int, repeat: int, first_row: int) -> np.ndarray:
+    """:func:`permutation` restricted to a batch of whole queries that starts at row ``first_row`` of the data
+    (``offsets``: the batch's, from 0): ``permutation(all, seed, repeat)[a:b] - a``, without drawing the keys of the
+    other rows (PCG64 skips ``first_row`` draws; one draw per uniform key)."""
+    rng = np.random.default_rng([seed, repeat])
+    rng.bit_generator.advance(first_row)
+    return order_within(rng.random(int(offsets[-1])), offsets)
 
 
 def permuted_metrics(predict: Callable[[np.ndarray], np.ndarray], features: np.ndarray,
@@ -158,3 +169,61 @@ def drop_tests(base: np.ndarray, permuted: np.ndarray, metric: str, *, test: str
     result = compare_values(values, [metric], pairs=[(n, BASE) for n in names], test=test, alpha=alpha,
                             correction=correction, seed=seed, permutations=permutations)
     return result.comparisons, result.correction
+
+
+def tree_permuted_metrics(scorer, booster, features: np.ndarray, metric: Callable[..., np.ndarray],
+                          offsets: np.ndarray, groups: Sequence[FeatureGroup], *, repeats: int, seed: int,
+                          used: Sequence[bool], base: np.ndarray, batch_rows: int, work=None) -> np.ndarray:
+    """:func:`permuted_metrics`'s ``permuted`` (the same numbers: the same permutations, each query's metric summed
+    over the repeats in the same order), with each group's permuted scores from the trees that read it only
+    (:mod:`rankcli.explain.trees`), batch by batch of whole queries.
+
+    ``scorer``: the model's :class:`~rankcli.explain.trees.TreeScorer`; ``booster`` the whole model (its leaf
+    assignment); ``metric(scores, rows, offsets)``: the metric per query of ``scores`` for the data's rows ``rows``
+    (a slice) whose queries are ``offsets``; ``work``: a :class:`~rankcli.explain.progress.Work` advanced by each
+    model call's tree-rows. ``features`` is not changed (each batch is permuted in a copy)."""
+    reading = [scorer.trees_reading(g.columns) if used[k] else None for k, g in enumerate(groups)]
+    models = [None if r is None else booster if r.all() else scorer.submodel(r) for r in reading]
+    sums = np.zeros((len(groups), base.shape[0]))
+    q = 0
+    for batch, boff in query_batches(features, offsets, batch_rows):
+        a, nq = int(offsets[q]), boff.shape[0] - 1
+        rows, queries = slice(a, a + batch.shape[0]), slice(q, q + nq)
+        batch = np.array(batch, order="F")
+        rest = _rests(scorer, booster, batch, reading, work)
+        for r in range(repeats):
+            perm = batch_permutation(boff, seed, r, a)
+            for k, group in enumerate(groups):
+                if models[k] is None:
+                    sums[k, queries] += base[queries]
+                    continue
+                scores = _permuted_scores(models[k], batch, group.columns, perm, scorer.threads, rest[k], work,
+                                          int(reading[k].sum()))
+                sums[k, queries] += metric(scores, rows, boff)
+        q += nq
+    return sums / repeats
+
+
+def _rests(scorer, booster, batch: np.ndarray, reading, work) -> list:
+    """Per group, the sum of the leaf values of the trees that do not read it (None: every tree reads it, or the
+    group is not used)."""
+    if not any(r is not None and not r.all() for r in reading):
+        return [None] * len(reading)
+    with timed(work, "predict", batch.shape[0] * scorer.n_trees):
+        values = scorer.leaf_matrix(booster, batch)
+    return [None if r is None or r.all() else scorer.rest(values, r) for r in reading]
+
+
+def _permuted_scores(model, batch: np.ndarray, columns, perm: np.ndarray, threads: int, rest, work, trees: int):
+    """The scores of ``model`` on ``batch`` with ``columns`` permuted by ``perm`` (restored after), plus ``rest``."""
+    saved = [np.array(batch[:, j]) for j in columns]
+    try:
+        for j, col in zip(columns, saved):
+            batch[:, j] = col[perm]
+        with timed(work, "predict", batch.shape[0] * trees):
+            scores = model.predict(batch, raw_score=True, num_threads=threads)
+    finally:
+        for j, col in zip(columns, saved):
+            batch[:, j] = col
+    scores = np.asarray(scores, dtype=np.float64)
+    return scores if rest is None else rest + scores

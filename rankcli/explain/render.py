@@ -55,10 +55,21 @@ def explain_table(explanation, top: int):
                      f"permuted within each query ({r.repeats} permutation{'s' if r.repeats > 1 else ''}, seed "
                      f"{r.seed}), ± its standard error; p adj.: paired {r.test} against no drop, "
                      f"{r.correction}-adjusted over {len(rows)} features"
-                     + ("; |contrib.|: mean absolute TreeSHAP contribution, centred within each query"
-                        if explanation.contributions is not None else ""))
+                     + _contributions_note(explanation))
         lines.append(f"convention: {_convention(r.convention)}")
     return Group(table, Text("\n".join(lines)))
+
+
+def _contributions_note(explanation) -> str:
+    """The table's note on ``|contrib.|``: what it is and, when it is estimated, on which sample of queries."""
+    s = explanation.sample
+    if explanation.contributions is None or s is None:
+        return ""
+    note = "; |contrib.|: mean absolute TreeSHAP contribution, centred within each query"
+    if s.complete:
+        return note
+    return (f"{note}, on {s.queries.shape[0]:,} of {s.of:,} queries drawn at random (seed {s.seed}; "
+            "--contributions-queries all: every query; --json: its standard error)")
 
 
 def _convention(conv: dict) -> str:

@@ -18,7 +18,14 @@ import numpy as np
 from rankcli.core.normalize import normalize
 from rankcli.core.trees import semantics as sem
 from rankcli.core.trees.ensemble import descend
-from rankcli.core.trees.parity import breakpoints, diverging_pairs, ranking_changes, reachable, split_probes
+from rankcli.core.trees.parity import (
+    breakpoints,
+    candidate_rows,
+    diverging_pairs,
+    ranking_changes,
+    reachable,
+    split_probes,
+)
 from rankcli.dataset import Dataset
 from rankcli.errors import InputError
 from rankcli.export_model.plan import Plan
@@ -126,7 +133,9 @@ def _score_chunk(src, back: ReadBack, x: np.ndarray, bad: np.ndarray, onnx_out: 
     if first and not np.array_equal(reference[:SAMPLE_ROWS], src.model.score(z[:SAMPLE_ROWS])):
         raise RuntimeError("the model's trees as read do not sum to LightGBM's scores (a bug in reading model.txt)")
     engine_rule = _engine_rule(back)
-    rows, trees = diverging_pairs(ens, leaves, x, bad, src.raw_left, engine_rule)
+    maybe = candidate_rows(ens, x, bad, src.raw_left, engine_rule)
+    rows, trees = diverging_pairs(ens, leaves[maybe], x[maybe], bad, src.raw_left, engine_rule)
+    rows = maybe[rows]
     engine_leaves = leaves
     if rows.size:
         engine_leaves = leaves.copy(order="K")

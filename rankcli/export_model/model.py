@@ -11,7 +11,7 @@ LightGBM's branch for every one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +43,7 @@ class ModelToExport:
     normalization: Normalization | None
     t_eff: np.ndarray  # per node: LightGBM's finite left set is (-inf, t_eff] in the model's (normalised) values
     nan_left: np.ndarray  # per node: where LightGBM sends NaN
+    cuts: dict = field(default_factory=dict, repr=False)  # raw_cut's searches, by dtype name
 
     @property
     def used(self) -> np.ndarray:
@@ -51,9 +52,17 @@ class ModelToExport:
 
     def split_name(self, node: int) -> str:
         """``tree 3 split 5 (f12)``: a split as LightGBM's ``model.txt`` numbers it."""
+        return self.split_names(np.array([node]))[0]
+
+    def split_names(self, nodes: np.ndarray) -> list[str]:
+        """:meth:`split_name` of each of ``nodes`` (one search for all: Solr can name tens of thousands)."""
         ens = self.ensemble
-        tree = int(np.searchsorted(ens.node_offsets, node, side="right") - 1)
-        return f"tree {tree} split {node - ens.node_offsets[tree]} ({self.feature_names[ens.feature[node]]})"
+        nodes = np.asarray(nodes, dtype=np.int64)
+        tree = np.searchsorted(ens.node_offsets, nodes, side="right") - 1
+        local = nodes - ens.node_offsets[tree]
+        names = self.feature_names
+        return [f"tree {t} split {n} ({names[f]})" for t, n, f in
+                zip(tree.tolist(), local.tolist(), ens.feature[nodes].tolist())]
 
     def raw_left(self, nodes: np.ndarray, values: np.ndarray) -> np.ndarray:
         """LightGBM's decision at ``nodes`` for raw feature ``values`` (normalised first, as rankcli scores raw data
@@ -67,7 +76,11 @@ class ModelToExport:
         any finite value goes left: the threshold an exact ``<=`` engine holding ``dtype`` values needs."""
         if self.normalization is None and np.dtype(dtype) == np.float64:
             return self.t_eff.copy(), np.ones(self.t_eff.shape[0], dtype=bool)
-        return breakpoints(self.raw_left, self.ensemble.n_nodes, dtype)
+        key = np.dtype(dtype).name
+        if key not in self.cuts:  # the plan and the check both need it: one search over every split
+            self.cuts[key] = breakpoints(self.raw_left, self.ensemble.n_nodes, dtype)
+        cut, any_left = self.cuts[key]
+        return cut.copy(), any_left.copy()
 
 
 def _text_model(model_dir: Path):

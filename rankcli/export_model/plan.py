@@ -192,10 +192,12 @@ def _engine_cut(src: ModelToExport, target: Target, cut: np.ndarray, naive: bool
         reached = written.astype(np.float32) + np.float32(1e-6)
         return reached.astype(np.float64), written.astype(np.float64), []
     written, reached = solr_preimage(value)
-    inexact = [Inexact(int(n), src.split_name(int(n)), "no float32 lands on this threshold after Solr adds its "
-                       "1E-6f slack (near zero the reachable thresholds are 0, +-1.1e-13, ...); the nearest is "
-                       "written", float(value[n]), float(reached[n]))
-               for n in np.flatnonzero(reached != value)]
+    nodes = np.flatnonzero(reached != value)
+    reason = ("no float32 lands on this threshold after Solr adds its 1E-6f slack (near zero the reachable thresholds "
+              "are 0, +-1.1e-13, ...); the nearest is written")
+    inexact = [Inexact(n, name, reason, v, r) for n, name, v, r in
+               zip(nodes.tolist(), src.split_names(nodes), value[nodes].astype(np.float64).tolist(),
+                   reached[nodes].astype(np.float64).tolist())]
     return reached.astype(np.float64), written.astype(np.float64), inexact
 
 
@@ -216,9 +218,10 @@ def make_plan(src: ModelToExport, key: str, name: str, features: list[FeatureSpe
     norms = _engine_norms(src, target, src.used) if engine_normalizer else {}
     if norms:
         cut, bad = _normalised_cut(src, cut, any_left, norms, target)
-        inexact += [Inexact(int(n), src.split_name(int(n)), "the engine normaliser computes in float32 and maps this "
-                            "split's cut and the next value up to one number; no threshold separates them",
-                            float(cut[n]), float(cut[n])) for n in bad]
+        bad = np.asarray(bad, dtype=np.int64)
+        inexact += [Inexact(n, name, "the engine normaliser computes in float32 and maps this split's cut and the "
+                            "next value up to one number; no threshold separates them", c, c)
+                    for n, name, c in zip(bad.tolist(), src.split_names(bad), cut[bad].tolist())]
     engine_cut, written, near_zero = _engine_cut(src, target, cut, naive)
     leaf = src.ensemble.leaf_value
     if target.dtype == np.float32:

@@ -5,7 +5,8 @@ document of every kept impression, impressions in source-query order. Columns, i
 impression: 1, 2, ...), ``label`` (float64, the click: 0.0 or 1.0), ``docid`` (string, when the source has one),
 ``source_qid``, ``position`` (int32, 1-based), ``relevance`` (the source label), ``source_row`` (int64, the 0-based
 source row, when the source has no docid), ``ranker_rank`` (int32, with a randomised logging policy: the document's
-1-based rank in the ranker's own order), the source's other extra columns, then the features ``f1 .. fN`` (float32).
+1-based rank in the ranker's own order), the source's other extra columns, then the features ``f1 .. fN`` (float32, or
+float64 from a float64 dataset, whose footer key the log keeps).
 Every column but ``docid`` is declared non-nullable. Row groups end on impression boundaries. The footer records
 ``rankcli.kind = dataset``, ``num_features``, ``source``, ``seed`` and ``clicks`` (JSON: the model, ranker, seed,
 logging policy and the simulation's parameters).
@@ -26,7 +27,7 @@ from rankcli.dataset import Dataset, offsets_from_qids
 from rankcli.errors import InputError, SchemaError
 from rankcli.formats.arrow import array_from_numpy, column_to_numpy
 from rankcli.formats.atomic import atomic_path, kinds
-from rankcli.formats.feature_values import check_columns
+from rankcli.formats.feature_values import check_columns, declared_dtype
 from rankcli.formats.parquet import (
     WRITE_OPTIONS,
     column_names,
@@ -47,7 +48,7 @@ def read_source_columns(path: Path | str, columns: list[str]) -> pa.Table:
     pf = open_parquet(path)
     with reading(path):
         table = pf.read(columns=columns, use_threads=False)
-    check_columns(table, feature_columns(columns), path)  # they are cast to float32 when gathered
+    check_columns(table, feature_columns(columns), path)  # they are cast to the storage type when gathered
     return table
 
 
@@ -91,6 +92,7 @@ def click_batches(ds: Dataset, log, source: pa.Table | None = None,
     docid_source = source.select(["docid"]) if source is not None and "docid" in source.column_names else None
     names = list(ds.feature_names)
     features = source.select(names) if source is not None and names else None
+    storage = pa.from_numpy_dtype(declared_dtype(ds.metadata))  # a float64 dataset's log keeps float64
     schema = None
     for start, stop in zip(bounds[:-1], bounds[1:]):
         start, stop = int(start), int(stop)
@@ -108,10 +110,11 @@ def click_batches(ds: Dataset, log, source: pa.Table | None = None,
         for name, values in _extra_columns(ds, log, r, start, stop, has_docid).items():
             piece[name] = array_from_numpy(values)
         if features is not None:
-            piece.update(_taken_features(features, indices, names))
+            piece.update(_taken_features(features, indices, names, storage))
         elif ds.features is not None:
             for j, name in enumerate(names):
-                piece[name] = array_from_numpy(np.take(ds.features[:, j], r), pa.float32())
+                values = np.take(ds.features[:, j], r).astype(storage.to_pandas_dtype(), copy=False)
+                piece[name] = array_from_numpy(values, storage)
         if schema is None:
             # The data model's schema (qid, label and features required); every column but docid is never null,
             # and a Parquet writer encodes required columns faster (no definition levels).
@@ -130,15 +133,18 @@ def _extra_columns(ds: Dataset, log, r: np.ndarray, start: int, stop: int, has_d
     return extra
 
 
-def _taken_features(features: pa.Table, indices: pa.Array, names: list[str]) -> dict[str, pa.ChunkedArray]:
+def _taken_features(features: pa.Table, indices: pa.Array, names: list[str],
+                    storage: pa.DataType) -> dict[str, pa.ChunkedArray]:
+    """The feature columns ``names`` of the rows ``indices``, as ``storage`` (float32, or float64 for a float64
+    dataset) with NaN for a null."""
     taken = _take(features, indices)
     out = {}
     for name in names:
         col = taken.column(name)
         if col.null_count:  # as the numpy path reads them: NaN
             col = col.fill_null(float("nan"))
-        if col.type != pa.float32():
-            col = col.cast(pa.float32(), safe=False)
+        if col.type != storage:
+            col = col.cast(storage, safe=False)
         out[name] = col
     return out
 

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from rankcli.formats.arrow import array_from_numpy, column_to_numpy
+from rankcli.formats.feature_values import FEATURE_DTYPE_KEY, PRECISIONS
 from rankcli.formats.parquet import (
     ROW_GROUP_ROWS,
     QueryAlignedWriter,
@@ -30,8 +31,8 @@ from rankcli.formats.parquet import (
 
 
 class Chunk(NamedTuple):
-    """Parsed rows, in source order: ``features`` is ``(n, width)`` float32 in Fortran order; ``docids`` and
-    ``comments`` are Arrow string arrays or ``None`` (the source has none so far)."""
+    """Parsed rows, in source order: ``features`` is ``(n, width)`` float32 (or float64) in Fortran order;
+    ``docids`` and ``comments`` are Arrow string arrays or ``None`` (the source has none so far)."""
 
     labels: np.ndarray
     qids: np.ndarray
@@ -70,7 +71,7 @@ def _strings(chunks: list[Chunk], field: str) -> pa.Array:
 def _feature_column(chunks: list[Chunk], j: int) -> np.ndarray:
     """Feature column ``j`` over ``chunks`` (zeros for a chunk narrower than ``j + 1``), contiguous."""
     def one(m: np.ndarray) -> np.ndarray:
-        return m[:, j] if m.shape[1] > j else np.zeros(m.shape[0], np.float32)
+        return m[:, j] if m.shape[1] > j else np.zeros(m.shape[0], m.dtype)
 
     col = one(chunks[0].features) if len(chunks) == 1 else np.concatenate([one(c.features) for c in chunks])
     return np.ascontiguousarray(col)
@@ -86,11 +87,16 @@ class ChunkWriter:
 
     def __init__(self, base: Path, keep_comments: bool, fixed_width: int | None, metadata: dict,
                  on_rows: Callable[[np.ndarray, np.ndarray], None] | None = None,
-                 flush_rows: int = ROW_GROUP_ROWS // 2):
+                 flush_rows: int = ROW_GROUP_ROWS // 2, dtype: np.dtype = PRECISIONS["float32"]):
         """``base``: the output path the parts are named after; ``keep_comments``: whether comments may come;
         ``fixed_width``: the number of feature columns when fixed (``--num-features``), else it grows with the data;
-        ``metadata``: footer key-values; ``flush_rows``: rows buffered before row groups are written."""
+        ``metadata``: footer key-values; ``flush_rows``: rows buffered before row groups are written; ``dtype``: the
+        features' storage (float32, or float64 for ``convert --float64``: the footer then says so)."""
         self.base = base
+        self.dtype = np.dtype(dtype)
+        self.arrow_type = pa.from_numpy_dtype(self.dtype)
+        if self.dtype == np.float64:
+            metadata = {**metadata, FEATURE_DTYPE_KEY: "float64"}
         self.keep_comments = keep_comments
         self.width = fixed_width or 0
         self.docid = False
@@ -125,7 +131,7 @@ class ChunkWriter:
         if self._writer is None:
             path = self.base.with_name(f"{self.base.name}.part{len(self.parts)}")
             self.parts.append(Part(path, width, docid, comment))
-            schema = dataset_schema(width, with_docid=docid, with_comment=comment)
+            schema = dataset_schema(width, with_docid=docid, with_comment=comment, dtype=self.dtype)
             self._writer = QueryAlignedWriter(path, schema, {**self.metadata, "num_features": width},
                                               use_dictionary=["qid", "label"])
 
@@ -154,7 +160,7 @@ class ChunkWriter:
         for j, name in enumerate(feature_names(self.width)):
             col = _feature_column(chunks, j)
             feature_cols.append(col)
-            columns[name] = pa.Array.from_buffers(pa.float32(), cut, [None, pa.py_buffer(col)])
+            columns[name] = pa.Array.from_buffers(self.arrow_type, cut, [None, pa.py_buffer(col)])
         offsets = np.concatenate(([0], np.flatnonzero(qids[1:cut] != qids[:cut - 1]) + 1, [cut])).astype(np.int64)
         self._writer.write(pa.table(columns), offsets)
         if self.on_rows is not None:
@@ -162,7 +168,7 @@ class ChunkWriter:
         self.rows += cut
         self._buffer, self._buffered = [], 0
         if cut < n:
-            tail = np.empty((n - cut, self.width), dtype=np.float32, order="F")
+            tail = np.empty((n - cut, self.width), dtype=self.dtype, order="F")
             for j, col in enumerate(feature_cols):
                 tail[:, j] = col[cut:]
             self._buffer.append(Chunk(labels[cut:], qids[cut:], tail,
@@ -199,7 +205,7 @@ class ChunkWriter:
                 (parts[0].width, parts[0].docid, parts[0].comment) == (width, self.docid, self.comment):
             os.replace(parts[0].path, target)
             return
-        schema = dataset_schema(width, with_docid=self.docid, with_comment=self.comment)
+        schema = dataset_schema(width, with_docid=self.docid, with_comment=self.comment, dtype=self.dtype)
         meta = {**self.metadata, "num_features": width, **(metadata or {})}
         # normalised features are real-valued: written plain, as the parts are (dictionary pages would overflow)
         dictionary = True if rewrite is None else ["qid", "label"]
@@ -207,7 +213,7 @@ class ChunkWriter:
             for part in parts:
                 for table in iter_row_groups(part.path):
                     table = _pad(table, schema)
-                    writer.write(table if rewrite is None else _rewritten(table, rewrite))
+                    writer.write(table if rewrite is None else _rewritten(table, rewrite, self.arrow_type))
                 part.path.unlink()
 
     def feature_batches(self, width: int) -> Iterator[np.ndarray]:
@@ -216,20 +222,22 @@ class ChunkWriter:
         for part in self.parts:
             names = feature_names(part.width)
             for table in iter_row_groups(part.path, columns=names or ["qid"]):
-                out = np.zeros((table.num_rows, width), dtype=np.float32, order="F")
-                out[:, :part.width] = features_matrix(table, names)
+                out = np.zeros((table.num_rows, width), dtype=self.dtype, order="F")
+                out[:, :part.width] = features_matrix(table, names, part.path, dtype=self.dtype)
                 yield out
 
 
-def _rewritten(table: pa.Table, rewrite: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> pa.Table:
-    """``table`` (whole queries) with its feature columns replaced by ``rewrite(features, offsets)``."""
+def _rewritten(table: pa.Table, rewrite: Callable[[np.ndarray, np.ndarray], np.ndarray],
+               arrow_type: pa.DataType) -> pa.Table:
+    """``table`` (whole queries) with its feature columns replaced by ``rewrite(features, offsets)`` (stored as
+    ``arrow_type``)."""
     names = feature_columns(table.column_names)
     qids = column_to_numpy(table.column("qid"))
     offsets = np.concatenate(([0], np.flatnonzero(qids[1:] != qids[:-1]) + 1, [qids.shape[0]])).astype(np.int64)
-    features = rewrite(features_matrix(table, names), offsets)
+    features = rewrite(features_matrix(table, names, dtype=arrow_type.to_pandas_dtype()), offsets)
     for j, name in enumerate(names):
         i = table.column_names.index(name)
-        table = table.set_column(i, table.schema.field(i), array_from_numpy(features[:, j], pa.float32()))
+        table = table.set_column(i, table.schema.field(i), array_from_numpy(features[:, j], arrow_type))
     return table
 
 
@@ -240,8 +248,8 @@ def _pad(table: pa.Table, schema: pa.Schema) -> pa.Table:
     for f in schema:
         if f.name in table.column_names:
             columns.append(table.column(f.name))
-        elif f.type == pa.float32():
-            columns.append(array_from_numpy(np.zeros(n, np.float32), pa.float32()))
+        elif pa.types.is_floating(f.type):
+            columns.append(array_from_numpy(np.zeros(n, f.type.to_pandas_dtype()), f.type))
         else:
             columns.append(pa.nulls(n, f.type))
     return pa.table(columns, schema=schema)
@@ -254,7 +262,7 @@ def sorted_by_qid(chunks: list[Chunk], step: int) -> Iterator[Chunk]:
     qids = np.concatenate([c.qids for c in chunks])
     order = np.argsort(qids, kind="stable")
     width = max(c.features.shape[1] for c in chunks)
-    features = np.zeros((qids.shape[0], width), dtype=np.float32, order="F")
+    features = np.zeros((qids.shape[0], width), dtype=chunks[0].features.dtype, order="F")
     at = 0
     for c in chunks:
         features[at:at + c.n_rows, :c.features.shape[1]] = c.features

@@ -17,11 +17,12 @@ import numpy as np
 import pyarrow as pa
 
 from rankcli.formats.arrow import column_to_numpy
-from rankcli.formats.parquet import open_parquet, read_row_group_features, reading
+from rankcli.formats.parquet import check_dataset_types, feature_dtype, open_parquet, read_row_group_features, reading
 
 
 class ParquetFeatureRows:
-    """The feature columns ``names`` of the Parquet file ``path``, as a read-only float32 matrix addressed by rows.
+    """The feature columns ``names`` of the Parquet file ``path``, as a read-only matrix addressed by rows, of the
+    file's precision (:attr:`dtype`: float32, or float64 when the footer says so).
 
     Parameters
     ----------
@@ -29,21 +30,23 @@ class ParquetFeatureRows:
     names : the feature columns, in the matrix's column order (``f1 .. fN``).
 
     Indexing: an integer gives one row (float64, a copy: what LightGBM's sampler takes), a slice a block of rows and a
-    list or integer array rows by number (float32, ``(rows, features)``). :attr:`decoded` counts row groups decoded
-    (a test of the one-pass reading).
+    list or integer array rows by number (:attr:`dtype`, ``(rows, features)``). :attr:`decoded` counts row groups
+    decoded (a test of the one-pass reading).
     """
 
     def __init__(self, path: Path | str, names: list[str]):
         self.path = Path(path)
         self.names = list(names)
         self._file = open_parquet(self.path)
+        check_dataset_types(self.path, self._file)
+        self.dtype = feature_dtype(self.path, self._file)
         self.columns = list(self._file.schema_arrow.names)  # every column of the file
         meta = self._file.metadata
         sizes = np.array([meta.row_group(i).num_rows for i in range(meta.num_row_groups)], dtype=np.int64)
         self.starts = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
         self.decoded = 0
         self._group = -1
-        self._matrix = np.zeros((0, len(self.names)), dtype=np.float32)
+        self._matrix = np.zeros((0, len(self.names)), dtype=self.dtype)
 
     def __len__(self) -> int:
         return int(self.starts[-1])
@@ -58,9 +61,9 @@ class ParquetFeatureRows:
 
     def _load(self, group: int) -> np.ndarray:
         if group != self._group:
-            self._matrix = np.zeros((0, 0), dtype=np.float32)  # drop the last one before decoding the next
+            self._matrix = np.zeros((0, 0), dtype=self.dtype)  # drop the last one before decoding the next
             n = int(self.starts[group + 1] - self.starts[group])
-            out = np.empty((n, len(self.names)), dtype=np.float32, order="F")  # column fills are contiguous
+            out = np.empty((n, len(self.names)), dtype=self.dtype, order="F")  # column fills are contiguous
             read_row_group_features(self._file, group, self.names, out, self.path)
             self._group, self._matrix = group, out
             self.decoded += 1
@@ -90,31 +93,31 @@ class ParquetFeatureRows:
     def release(self) -> None:
         """Drop the decoded row group (the next read decodes again) and return Arrow's unused buffers to the
         operating system."""
-        self._group, self._matrix = -1, np.zeros((0, len(self.names)), dtype=np.float32)
+        self._group, self._matrix = -1, np.zeros((0, len(self.names)), dtype=self.dtype)
         pa.default_memory_pool().release_unused()
 
     def _group_of(self, row: int) -> int:
         return int(np.searchsorted(self.starts, row, side="right") - 1)
 
     def block(self, start: int, stop: int) -> np.ndarray:
-        """Rows ``start:stop`` (float32; a view of the decoded row group when they lie in one)."""
+        """Rows ``start:stop`` (:attr:`dtype`; a view of the decoded row group when they lie in one)."""
         start, stop = max(0, int(start)), min(len(self), int(stop))
         if stop <= start:
-            return np.zeros((0, len(self.names)), dtype=np.float32)
+            return np.zeros((0, len(self.names)), dtype=self.dtype)
         first, last = self._group_of(start), self._group_of(stop - 1)
         if first == last:
             base = int(self.starts[first])
             return self._load(first)[start - base:stop - base]
-        out = np.empty((stop - start, len(self.names)), dtype=np.float32)
+        out = np.empty((stop - start, len(self.names)), dtype=self.dtype)
         for group in range(first, last + 1):
             lo, hi = max(start, int(self.starts[group])), min(stop, int(self.starts[group + 1]))
             out[lo - start:hi - start] = self._load(group)[lo - int(self.starts[group]):hi - int(self.starts[group])]
         return out
 
     def take(self, rows: np.ndarray) -> np.ndarray:
-        """The rows numbered ``rows`` (float32), read group by group in increasing order."""
+        """The rows numbered ``rows`` (:attr:`dtype`), read group by group in increasing order."""
         rows = np.asarray(rows, dtype=np.int64)
-        out = np.empty((rows.shape[0], len(self.names)), dtype=np.float32)
+        out = np.empty((rows.shape[0], len(self.names)), dtype=self.dtype)
         if rows.shape[0] and (rows.min() < 0 or rows.max() >= len(self)):
             raise IndexError(f"row numbers must lie in 0..{len(self) - 1}")
         order = np.argsort(rows, kind="stable")

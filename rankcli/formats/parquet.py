@@ -1,9 +1,9 @@
 """Parquet datasets and runs: the schema of the data model, query-aligned row groups, atomic writes.
 
-Data model (DESIGN.md): ``qid`` int64, ``label`` float64, optional ``docid`` string, ``f1..fN`` float32 (the SVMlight
-feature index is the column's number). Footer key-value metadata records the kind of file, its source, the feature
-count and the rankcli version. Row groups end on query boundaries: a query never spans two row groups, so a reader can
-split work by row group.
+Data model (DESIGN.md): ``qid`` int64, ``label`` float64, optional ``docid`` string, ``f1..fN`` float32, or float64
+when the footer says so (``rankcli.feature_dtype``; the SVMlight feature index is the column's number). Footer
+key-value metadata records the kind of file, its source, the feature count and the rankcli version. Row groups end on
+query boundaries: a query never spans two row groups, so a reader can split work by row group.
 """
 
 from __future__ import annotations
@@ -23,9 +23,17 @@ from rankcli.dataset import Dataset, offsets_from_qids
 from rankcli.errors import InputError, SchemaError
 from rankcli.formats.arrow import array_from_numpy, column_to_numpy
 from rankcli.formats.atomic import atomic_path, kinds
-from rankcli.formats.feature_values import to_float32
+from rankcli.formats.feature_values import (
+    FEATURE_DTYPE_KEY,
+    PRECISIONS,
+    check_types,
+    declared_dtype,
+    feature_array,
+    precision_name,
+    table_dtype,
+)
 from rankcli.formats.inputs import unreadable_input
-from rankcli.formats.svmlight_text import SVMLIGHT_HINT, looks_like_svmlight
+from rankcli.formats.svmlight_text import looks_like_svmlight, svmlight_hint
 
 META_PREFIX = "rankcli."
 FEATURE_COLUMN = re.compile(r"^f([1-9][0-9]*)$")
@@ -49,16 +57,18 @@ def feature_columns(names: Iterable[str]) -> list[str]:
     return [n for _, n in sorted(found)]
 
 
-def dataset_schema(n_features: int, with_docid: bool = False, with_comment: bool = False) -> pa.Schema:
+def dataset_schema(n_features: int, with_docid: bool = False, with_comment: bool = False,
+                   dtype: np.dtype = PRECISIONS["float32"]) -> pa.Schema:
     """The Arrow schema of a dataset file: ``qid`` int64, ``label`` float64, optional ``docid`` and ``comment``
-    strings (``with_docid``, ``with_comment``), then ``n_features`` float32 feature columns; all but the strings
-    non-nullable."""
+    strings (``with_docid``, ``with_comment``), then ``n_features`` feature columns of ``dtype`` (float32, or float64);
+    all but the strings non-nullable."""
     fields = [pa.field("qid", pa.int64(), nullable=False), pa.field("label", pa.float64(), nullable=False)]
     if with_docid:
         fields.append(pa.field("docid", pa.string()))
     if with_comment:
         fields.append(pa.field("comment", pa.string()))
-    fields += [pa.field(name, pa.float32(), nullable=False) for name in feature_names(n_features)]
+    ftype = pa.from_numpy_dtype(np.dtype(dtype))
+    fields += [pa.field(name, ftype, nullable=False) for name in feature_names(n_features)]
     return pa.schema(fields)
 
 
@@ -161,8 +171,9 @@ def dataset_table(ds: Dataset, extra_columns: dict[str, np.ndarray] | None = Non
     for name, values in (extra_columns or {}).items():
         columns[name] = array_from_numpy(values)
     if ds.features is not None:
+        ftype = pa.float64() if ds.features.dtype == np.float64 else pa.float32()  # float64 storage stays float64
         for j, name in enumerate(ds.feature_names):
-            columns[name] = array_from_numpy(ds.features[:, j], pa.float32())
+            columns[name] = array_from_numpy(ds.features[:, j], ftype)
     return pa.table(columns)
 
 
@@ -170,9 +181,11 @@ def write_dataset(path: Path | str, ds: Dataset, *, metadata: dict[str, object] 
                   overwrite: bool = False, extra_columns: dict[str, np.ndarray] | None = None,
                   use_dictionary: bool | list[str] = True) -> None:
     """Write the dataset ``ds`` atomically to ``path`` (footer kind ``dataset`` and its feature count, plus
-    ``metadata``); ``extra_columns`` are added after the docid; ``overwrite`` and ``use_dictionary`` as
-    :func:`write_table`."""
+    ``metadata``, and ``feature_dtype`` when the features are float64); ``extra_columns`` are added after the docid;
+    ``overwrite`` and ``use_dictionary`` as :func:`write_table`."""
     meta = {"kind": "dataset", "num_features": ds.n_features, **(metadata or {})}
+    if ds.features is not None and ds.features.dtype == np.float64:
+        meta[FEATURE_DTYPE_KEY] = precision_name(ds.features.dtype)
     write_table(path, dataset_table(ds, extra_columns), metadata=meta, overwrite=overwrite,
                 use_dictionary=use_dictionary)
 
@@ -209,7 +222,7 @@ def open_parquet(path: Path | str) -> pq.ParquetFile:
         pf = pq.ParquetFile(str(path), page_checksum_verification=VERIFY_PAGE_CHECKSUMS)
     except (pa.ArrowInvalid, OSError) as exc:
         if looks_like_svmlight(path):
-            raise InputError(f"{path}: not Parquet; {SVMLIGHT_HINT}") from None
+            raise InputError(f"{path}: not Parquet; {svmlight_hint(path)}") from None
         raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
     names = pf.schema_arrow.names
     if len(set(names)) != len(names):
@@ -262,16 +275,20 @@ def require_columns(path: Path | str, names: list[str], required: Iterable[str])
                           f"(found: {', '.join(names[:12])}{', ...' if len(names) > 12 else ''})")
 
 
-def features_matrix(table: pa.Table, names: list[str], path: Path | str = "", first_row: int = 0) -> np.ndarray:
-    """Stack feature columns into a Fortran-ordered float32 matrix (column fills are contiguous; LightGBM takes it);
-    a finite value beyond float32 is refused (:func:`rankcli.formats.feature_values.to_float32`), named as row
+def features_matrix(table: pa.Table, names: list[str], path: Path | str = "", first_row: int = 0,
+                    dtype: np.dtype | None = None) -> np.ndarray:
+    """Stack feature columns into a Fortran-ordered matrix (column fills are contiguous; LightGBM takes it) of
+    ``dtype`` (default: the precision the table's footer declares, float32 without one); each column passes the one
+    check of feature values (:func:`rankcli.formats.feature_values.feature_array`), its rows named as row
     ``first_row + i`` of ``path``."""
-    out = np.empty((table.num_rows, len(names)), dtype=np.float32, order="F")
+    check_types(table.schema, names, path)
+    dtype = table_dtype(table) if dtype is None else np.dtype(dtype)
+    out = np.empty((table.num_rows, len(names)), dtype=dtype, order="F")
     for j, name in enumerate(names):
         at = 0
         for chunk in table.column(name).chunks:  # chunk by chunk: no concatenated temporary per column
             n = len(chunk)
-            out[at:at + n, j] = to_float32(column_to_numpy(chunk), path, name, lambda i, a=at: first_row + a + i)
+            out[at:at + n, j] = feature_array(chunk, path, name, lambda i, a=at: first_row + a + i, dtype)
             at += n
     return out
 
@@ -283,15 +300,16 @@ COLUMNS_AT_ONCE = 16
 
 def read_row_group_features(pf: pq.ParquetFile, group: int, names: list[str], out: np.ndarray,
                             path: Path | str) -> None:
-    """Decode the feature columns ``names`` of row group ``group`` of ``pf`` into ``out`` (float32, ``(rows of the
-    group, len(names))``; Fortran order is fastest), :data:`COLUMNS_AT_ONCE` columns at a time."""
+    """Decode the feature columns ``names`` of row group ``group`` of ``pf`` into ``out`` (``(rows of the group,
+    len(names))`` of the file's precision, :func:`feature_dtype`; Fortran order is fastest), :data:`COLUMNS_AT_ONCE`
+    columns at a time, each through the one check of feature values."""
     for at in range(0, len(names), COLUMNS_AT_ONCE):
         chunk_names = names[at:at + COLUMNS_AT_ONCE]
         with reading(path, f"row group {group}"):
             table = pf.read_row_group(group, columns=chunk_names)
         for j, name in enumerate(chunk_names):
-            out[:, at + j] = to_float32(column_to_numpy(table.column(name)), path, name,
-                                        lambda i: _group_start(pf, group) + i)
+            out[:, at + j] = feature_array(table.column(name), path, name, lambda i: _group_start(pf, group) + i,
+                                           out.dtype)
         del table
 
 
@@ -300,12 +318,31 @@ def _group_start(pf: pq.ParquetFile, group: int) -> int:
     return sum(pf.metadata.row_group(i).num_rows for i in range(group))
 
 
+def feature_dtype(path: Path | str, pf: pq.ParquetFile | None = None) -> np.dtype:
+    """The precision of the features of the dataset file ``path`` (``pf``: it, already open): float64 when its footer
+    says so (``convert --float64``), else float32 (:func:`rankcli.formats.feature_values.declared_dtype`)."""
+    meta = (pf if pf is not None else open_parquet(path)).schema_arrow.metadata or {}
+    return declared_dtype({k[len(META_PREFIX):]: v for k, v in meta.items() if k.startswith(META_PREFIX.encode())},
+                          path)
+
+
+def check_dataset_types(path: Path | str, pf: pq.ParquetFile | None = None) -> list[str]:
+    """The feature columns of the dataset file ``path`` (``pf``: it, already open) once their types, the docid's and
+    the footer's precision are checked (:func:`rankcli.formats.feature_values.check_types`): what every reader of a
+    dataset checks before it reads a row."""
+    pf = pf if pf is not None else open_parquet(path)
+    names = feature_columns(pf.schema_arrow.names)
+    check_types(pf.schema_arrow, names, path)
+    feature_dtype(path, pf)
+    return names
+
+
 def read_features(path: Path | str, names: list[str]) -> np.ndarray:
-    """The feature columns ``names`` of a Parquet file as a Fortran-ordered float32 matrix, read row group by row
-    group (no Arrow copy of the whole matrix)."""
+    """The feature columns ``names`` of a Parquet file as a Fortran-ordered matrix of the file's precision
+    (:func:`feature_dtype`), read row group by row group (no Arrow copy of the whole matrix)."""
     pf = open_parquet(path)
     meta = pf.metadata
-    out = np.empty((meta.num_rows, len(names)), dtype=np.float32, order="F")
+    out = np.empty((meta.num_rows, len(names)), dtype=feature_dtype(path, pf), order="F")
     at = 0
     for group in range(meta.num_row_groups):
         n = meta.row_group(group).num_rows
@@ -328,7 +365,7 @@ def read_dataset(path: Path | str, *, features: bool = True, label_required: boo
     """
     names = column_names(path)
     require_columns(path, names, ["qid", "label"] if label_required else ["qid"])
-    fnames = feature_columns(names)
+    fnames = check_dataset_types(path)
     with_docids = docids and "docid" in names
     wanted = ["qid"] + (["label"] if "label" in names else []) + (["docid"] if with_docids else [])
     wanted += [c for c in extra_columns if c in names and c not in wanted]
@@ -359,12 +396,13 @@ def read_query_index(path: Path | str) -> tuple[np.ndarray, np.ndarray, list[str
     needs."""
     names = column_names(path)
     require_columns(path, names, ["qid"])
+    fnames = check_dataset_types(path)
     qids = np.array(qids_as_int64(path, read_table(path, ["qid"]).column("qid")))
     try:
         offsets = offsets_from_qids(qids)
     except InputError as exc:
         raise SchemaError(f"{path}: {exc}") from None
-    return qids, offsets, feature_columns(names), "label" in names
+    return qids, offsets, fnames, "label" in names
 
 
 def labels_all_missing(path: Path | str) -> bool:

@@ -138,7 +138,8 @@ def _cut_at_queries(pieces: list[_Piece], offsets: np.ndarray, min_partitions: i
 
 
 def read_partition(part: Partition, feature_names: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Read one partition (on a worker): the float32 feature matrix and the float64 labels."""
+    """Read one partition (on a worker): the feature matrix (float32, or float64 as the file's footer says) and the
+    float64 labels."""
     table = parquet.read_row_groups(part.path, part.row_groups, ["label", *feature_names])
     table = table.slice(part.start, part.n_rows)
     first_row = int(parquet.row_group_rows(part.path)[:part.row_groups[0]].sum()) + part.start if part.row_groups \

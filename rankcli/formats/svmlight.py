@@ -2,9 +2,9 @@
 
 Parsing never loops over tokens in Python. A block of whole lines is tokenised with numpy on the whole block
 (:mod:`rankcli.formats.svmlight_text`); the number substrings are compacted into one Arrow string buffer and parsed in
-C by ``pyarrow.compute.cast``, and the features are scattered into a dense float32 block matrix. Only when a cast fails
-does a cheap fallback (a bisection with the same cast) find the first offending token, for a
-``path:line: what, got 'token'`` message.
+C by ``pyarrow.compute.cast``, and the features are scattered into a dense float32 (or, asked for, float64) block
+matrix. Only when a cast fails does a cheap fallback (a bisection with the same cast) find the first offending token,
+for a ``path:line: what, got 'token'`` message.
 
 Syntax accepted per line: ``<label> [qid:<int>] <index>:<value> ... [# comment]``, separated by spaces or tabs, LF
 or CRLF line ends; blank lines and comment-only lines are skipped. Labels and values take any float syntax arrow
@@ -47,9 +47,10 @@ MAX_FEATURES = 20_000
 class Block:
     """The rows parsed from one block of whole lines.
 
-    ``features`` is a dense ``(n_rows, width)`` float32 matrix in Fortran order (each column contiguous), where
-    ``width`` is the largest column seen in this block; ``lines`` are 1-based line numbers; ``starts`` the byte offset
-    of each row's line in the block; ``comments`` the comment text after ``#`` (``None`` for rows without one).
+    ``features`` is a dense ``(n_rows, width)`` float32 (or float64) matrix in Fortran order (each column contiguous),
+    where ``width`` is the largest column seen in this block; ``lines`` are 1-based line numbers; ``starts`` the byte
+    offset of each row's line in the block; ``comments`` the comment text after ``#`` (``None`` for rows without
+    one).
     """
 
     labels: np.ndarray
@@ -69,8 +70,9 @@ class Block:
         return int(self.features.shape[1])
 
 
-def _cast(strings: pa.Array, to: pa.DataType) -> tuple[np.ndarray | None, int]:
-    """Cast to ``to``; on failure return ``(None, index of the first string that does not parse)``."""
+def cast_strings(strings: pa.Array, to: pa.DataType) -> tuple[np.ndarray | None, int]:
+    """Cast the strings to ``to`` (numbers, by Arrow's correctly rounded parser); on failure return ``(None, index of
+    the first string that does not parse)``: one parser of numbers for text and for string columns."""
     try:
         return column_to_numpy(pc.cast(strings, to)), -1
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -160,29 +162,30 @@ def _parse_index(b: np.ndarray, data: bytes, s: np.ndarray, e: np.ndarray, lengt
 
 
 def _dense(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, n_rows: int, width: int) -> np.ndarray:
-    """The ``(n_rows, width)`` float32 matrix, Fortran order (contiguous columns), of the sparse triples
-    (``values`` float32)."""
+    """The ``(n_rows, width)`` matrix, Fortran order (contiguous columns), of the sparse triples (of ``values``'
+    dtype: float32, or float64 for ``convert --float64``)."""
     if width == 0:
-        return np.zeros((n_rows, 0), dtype=np.float32, order="F")
+        return np.zeros((n_rows, 0), dtype=values.dtype, order="F")
     if (values.shape[0] == n_rows * width and (np.bincount(rows, minlength=n_rows) == width).all()
             and (cols.reshape(n_rows, width) == np.arange(width)).all()):
         # Dense rows with every index in order (WEB30K, Yahoo): no scatter needed.
         dense = values.reshape(n_rows, width)
     else:
-        dense = np.zeros((n_rows, width), dtype=np.float32)
+        dense = np.zeros((n_rows, width), dtype=values.dtype)
         dense.reshape(-1)[rows * width + cols] = values
     return np.asfortranarray(dense)
 
 
 def parse_block(data: bytes, first_line: int = 1, *, name: str = "<input>", zero_based: bool = False,
-                num_features: int | None = None, keep_comments: bool = True) -> Block:
+                num_features: int | None = None, keep_comments: bool = True, float64: bool = False) -> Block:
     """Parse ``data``, whole lines ending with a newline, whose first line is line ``first_line`` of ``name``.
 
+    The features are float32 (the data model's type), or float64 with ``float64`` (the numbers LightGBM parses).
     A UTF-8 byte-order mark at the very start of the input (``first_line == 1``; editors on Windows write one) is
     skipped. The error raised is the one on the earliest line (file order), whichever check finds it."""
     if first_line == 1 and data.startswith(UTF8_BOM):
         data = data[len(UTF8_BOM):]
-    return _parse_earliest(data, first_line, name, (zero_based, num_features, keep_comments))
+    return _parse_earliest(data, first_line, name, (zero_based, num_features, keep_comments, float64))
 
 
 def _parse_earliest(data: bytes, first_line: int, name: str, options: tuple) -> Block:
@@ -200,14 +203,15 @@ def _parse_earliest(data: bytes, first_line: int, name: str, options: tuple) -> 
         raise
 
 
-def _parse(src: Source, zero_based: bool, num_features: int | None, keep_comments: bool) -> Block:
+def _parse(src: Source, zero_based: bool, num_features: int | None, keep_comments: bool, float64: bool) -> Block:
     check_line_ends(src)
     b, comment_lines, comment_texts = blank_comments(src, keep_comments)
     small, sep_pos, sep_bytes = check_text_bytes(src, b)
     tok = tokenize(b, sep_pos, sep_bytes)
     if tok is None:
         empty = np.zeros(0, dtype=np.int64)
-        return Block(np.zeros(0), None, np.zeros((0, 0), np.float32, order="F"), empty, empty, None, False)
+        return Block(np.zeros(0), None, np.zeros((0, 0), np.float64 if float64 else np.float32, order="F"), empty,
+                     empty, None, False)
     del sep_pos, sep_bytes
     colon_pos = check_colons(src, b, tok)
     qid_tok, has_qid = _find_qids(src, b, tok)
@@ -231,7 +235,7 @@ def _parse(src: Source, zero_based: bool, num_features: int | None, keep_comment
         tok.error(src, "qid: must come right after the label" if qid_late else "non-integer feature index", k)
     qids = _qids(src, b, tok, qid_tok) if has_qid else None
     labels = _labels(src, b, tok)
-    values = _feature_values(src, b, small, tok, qid_tok, feat_tok, fcp, flen)
+    values = _feature_values(src, b, small, tok, (qid_tok, feat_tok, fcp, flen), float64)
     del small, fs
     src.errors.raise_first()  # the earliest of the index, qid, label, value (and comment) errors
 
@@ -290,7 +294,7 @@ def _labels(src: Source, b: np.ndarray, tok: Tokens) -> np.ndarray:
     label_bytes = b[np.repeat(ls - loff[:-1], llen) + np.arange(int(loff[-1]))]  # ASCII: checked above
     label_strings = pa.Array.from_buffers(pa.string(), llen.shape[0], [None, pa.py_buffer(loff),
                                                                        pa.py_buffer(label_bytes)])
-    labels, bad = _cast(label_strings, pa.float64())
+    labels, bad = cast_strings(label_strings, pa.float64())
     if labels is None:
         tok.error(src, "non-numeric label", int(label_tok[bad]))
         return np.zeros(label_tok.shape[0])
@@ -305,13 +309,15 @@ def _is_inf_literal(token: bytes) -> bool:
     return token.lstrip(b"+-").lower() in (b"inf", b"infinity")
 
 
-def _feature_values(src: Source, b: np.ndarray, small: np.ndarray, tok: Tokens, qid_tok: np.ndarray,
-                    feat_tok: np.ndarray, fcp: np.ndarray, flen: np.ndarray) -> np.ndarray:
-    """The value after the colon of every feature token, as float32; a finite number beyond float32's range
-    (``1e39``) is an error, a literal ``inf`` is not.
+def _feature_values(src: Source, b: np.ndarray, small: np.ndarray, tok: Tokens, where: tuple,
+                    float64: bool) -> np.ndarray:
+    """The value after the colon of every feature token (``where``: the qid tokens, the feature tokens, their colons
+    and index lengths), as float32 (or float64 with ``float64``); a finite number beyond the type's range (``1e39``
+    in float32, ``1e400`` in float64) is an error, a literal ``inf`` is not.
 
     The value substrings are compacted into one buffer (separators, labels, qid tokens, indices and colons removed),
     so that value i is ``compact[off[i]:off[i+1]]``, and arrow parses them all in one cast."""
+    qid_tok, feat_tok, fcp, flen = where
     n = b.shape[0]
     keep = np.logical_not(small, out=small)  # reuse the buffer
     keep[fcp] = False
@@ -331,24 +337,27 @@ def _feature_values(src: Source, b: np.ndarray, small: np.ndarray, tok: Tokens, 
     fe = tok.ends[feat_tok]
     offsets = np.zeros(feat_tok.shape[0] + 1, dtype=np.int32)
     np.cumsum(fe - fcp - 1, out=offsets[1:])
-    values, bad = _cast(pa.StringArray.from_buffers(feat_tok.shape[0], pa.py_buffer(offsets), compact), pa.float64())
+    strings = pa.StringArray.from_buffers(feat_tok.shape[0], pa.py_buffer(offsets), compact)
+    values, bad = cast_strings(strings, pa.float64())
     if values is None:
         tok.error(src, "non-numeric feature value", int(feat_tok[bad]))
-        return np.zeros(feat_tok.shape[0], dtype=np.float32)
+        return np.zeros(feat_tok.shape[0], dtype=np.float64 if float64 else np.float32)
     with np.errstate(over="ignore"):  # an overflow is found below and reported as the input's error
-        values32 = values.astype(np.float32)
-    inf32 = np.isinf(values32)
-    if inf32.any():
+        stored = values if float64 else values.astype(np.float32)
+    inf_stored = np.isinf(stored)
+    if inf_stored.any():
         inf64 = np.isinf(values)
-        over = np.flatnonzero(inf32 & ~inf64)  # finite in the text, beyond float32
+        over = np.flatnonzero(inf_stored & ~inf64)  # finite in the text, beyond float32
         first = int(over[0]) if over.size else len(values)
         for i in np.flatnonzero(inf64[:first]).tolist():  # 1e400 parses as inf: only a literal inf is one
             if not _is_inf_literal(src.data[int(fcp[i]) + 1:int(fe[i])]):
                 first = i
                 break
         if first < len(values):
-            tok.error(src, "feature value overflows float32 (largest finite 3.4028235e+38)", int(feat_tok[first]))
-    return values32
+            what = ("feature value overflows float64 (largest finite 1.7976931348623157e+308)" if float64 else
+                    "feature value overflows float32 (largest finite 3.4028235e+38)")
+            tok.error(src, what, int(feat_tok[first]))
+    return stored
 
 
 def _check_columns(src: Source, tok: Tokens, feat_tok: np.ndarray, rows: np.ndarray, cols: np.ndarray,

@@ -90,8 +90,35 @@ def strip_compression(name: str) -> str:
     return name
 
 
-#: What a command that reads Parquet tells a user who gave it SVMlight text.
+#: What a command that reads Parquet tells a user who gave it SVMlight text (:func:`svmlight_hint` adds the command).
 SVMLIGHT_HINT = "looks like SVMlight text: run 'rankcli convert' first"
+#: Suffixes (after removing a compression suffix) of the text files a directory input converts.
+TEXT_SUFFIXES = {".txt", ".svm", ".svmlight", ".libsvm", ".letor", ".dat", ""}
+
+
+def output_name(path: Path) -> str:
+    """The name of ``path``'s output in a directory of outputs (``OUTPUT/<name>.parquet``): the file name without a
+    compression suffix and without a text suffix (``train.txt.gz`` -> ``train``, ``rank.train`` -> ``rank.train``)."""
+    import os
+
+    name = strip_compression(path.name)
+    stem, suffix = os.path.splitext(name)
+    return stem if suffix.lower() in TEXT_SUFFIXES else name
+
+
+def parquet_name(path: str | Path) -> str:
+    """The Parquet file beside the text file ``path`` that ``rankcli convert`` is told to write for it."""
+    path = Path(path)
+    return str(path.with_name(f"{output_name(path)}.parquet"))
+
+
+def svmlight_hint(path: str | Path) -> str:
+    """What a command that reads Parquet (and not text) tells a user who gave it the SVMlight text ``path``: the
+    ``convert`` command to run."""
+    import shlex
+
+    return (f"looks like SVMlight text: run 'rankcli convert {shlex.quote(str(path))} -o "
+            f"{shlex.quote(parquet_name(path))}' first")
 _SVMLIGHT_LINE = re.compile(rb"^[ \t]*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
                             rb"(?:[ \t]+qid:[-+]?\d+)?(?:[ \t]+\d+:[^ \t#]+)*[ \t]*(?:#.*)?$")
 

@@ -11,14 +11,15 @@ import pyarrow.compute as pc
 
 from rankcli.errors import InputError
 from rankcli.formats.arrow import scalar, strings_array
-from rankcli.formats.feature_values import check_columns
+from rankcli.formats.feature_values import check_columns, table_dtype
 
 
-def _feature_tokens(column: pa.Array, number: int) -> pa.Array:
-    """``"<number>:<value>"`` where the value is non-zero, null where it is zero (SVMlight omits zeros)."""
-    values = column.cast(pa.float32()) if column.type != pa.float32() else column
+def _feature_tokens(column: pa.Array, number: int, storage: pa.DataType) -> pa.Array:
+    """``"<number>:<value>"`` where the value is non-zero, null where it is zero (SVMlight omits zeros); the value as
+    the shortest text that reads back as the same number of the ``storage`` type (float32, or float64)."""
+    values = column.cast(storage) if column.type != storage else column
     text = pc.binary_join_element_wise(scalar(f"{number}:"), values.cast(pa.string()), scalar(""))
-    return pc.if_else(pc.not_equal(values, scalar(0, pa.float32())), text, scalar(None))
+    return pc.if_else(pc.not_equal(values, scalar(0, storage)), text, scalar(None))
 
 
 def svmlight_lines(table: pa.Table, feature_cols: list[str], *, width: int | None = None,
@@ -30,6 +31,7 @@ def svmlight_lines(table: pa.Table, feature_cols: list[str], *, width: int | Non
     """
     from rankcli.formats.parquet import FEATURE_COLUMN
 
+    storage = pa.from_numpy_dtype(table_dtype(table))  # float64 storage is written with all its digits
     n = table.num_rows
     parts = [table.column("label").combine_chunks().cast(pa.float64()).cast(pa.string())]
     if "qid" in table.column_names:
@@ -37,7 +39,7 @@ def svmlight_lines(table: pa.Table, feature_cols: list[str], *, width: int | Non
                                                   scalar("")))
     numbers = [int(FEATURE_COLUMN.match(c).group(1)) for c in feature_cols]
     for name, number in zip(feature_cols, numbers):
-        parts.append(_feature_tokens(table.column(name).combine_chunks(), number))
+        parts.append(_feature_tokens(table.column(name).combine_chunks(), number, storage))
     if force_width and n and numbers:
         last = numbers[-1]
         forced = strings_array([f"{last}:0".encode()] + [None] * (n - 1))

@@ -118,10 +118,20 @@ class TrainingData:
         return prepare(self.train, self.valid, train_rows=self.train_rows, valid_rows=self.valid_rows,
                        position=self.position)
 
+    @property
+    def feature_dtype(self) -> str:
+        """The precision the training features were stored in and LightGBM binned: ``float32`` (the default), or
+        ``float64`` (``convert --float64``: LightGBM's own numbers for the same text)."""
+        from rankcli.formats.feature_values import declared_dtype, precision_name
+
+        return precision_name(declared_dtype(self.train.metadata))
+
     def record(self, result: TrainResult) -> dict:
         """The keys this training adds to ``rankcli.json``: ``normalize`` (the training features' transform, null
-        for raw features) and ``ips`` (with the learned position biases of ``result``, the trained model)."""
-        norm = {FOOTER_KEY: None if self.normalization is None else self.normalization.as_dict()}
+        for raw features), ``feature_dtype`` (their precision) and ``ips`` (with the learned position biases of
+        ``result``, the trained model)."""
+        norm = {FOOTER_KEY: None if self.normalization is None else self.normalization.as_dict(),
+                "feature_dtype": self.feature_dtype}
         engine = _engine_features(self.train)
         if engine is not None:  # the engine's feature names of a converted feature log: export-model writes them
             norm["engine_features"] = engine

@@ -247,6 +247,7 @@ INFO_SCHEMA: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
     "dask": (False, lambda v: isinstance(v, dict), "an object"),
     "normalize": (False, lambda v: v is None or isinstance(v, dict), "an object or null"),
     "engine_features": (False, _list_of(_is_str), "a list of feature names (strings)"),
+    "feature_dtype": (False, lambda v: v in ("float32", "float64"), "\"float32\" or \"float64\""),
 }
 LOSS_SCHEMA: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
     "name": (True, _is_str, "a string"),

@@ -95,7 +95,7 @@ def test_errors(run, trained, tmp_path, sample_dir):
         (("explain", model, test, "--group", "g"), 2, "a group is NAME=FEATURE"),
         (("explain", model, test, "--repeats", "0"), 2, "--repeats must be between 1"),
         (("explain", model, test, "--test", "ztest"), 2, "unknown test"),
-        (("explain", model, test, "--test", "wilcoxon"), 2, "--test wilcoxon with --repeats 5: the signed-rank test"),
+        (("explain", model, test, "--test", "wilcoxon"), 2, "--test wilcoxon with --repeats 2: the signed-rank test"),
         (("explain", model, test, "--test", "wilcoxon", "--repeats", "2"), 2, "Pass --repeats 1 with --test wilcoxon"),
         (("explain", model, test, "--group", "qid=f1,f2"), 2, "group name 'qid' is also the qid column of --per-query"),
         (("explain", model, test, "--group", "ndcg@10=f20"), 2,
@@ -162,3 +162,38 @@ def test_a_warning_when_data_is_the_model_s_training_or_validation_file(run, tra
         assert f"warning: {warnings[0]}" in err
     status, out, err = run("explain", model, "--json")
     assert status == 0 and json.loads(out)["warnings"] == []
+
+
+def test_contributions_on_a_sample_of_queries(run, trained):
+    model, test = trained
+    status, out, err = run("explain", model, test, "--json", "--repeats", "1", "--contributions-queries", "7",
+                           "--seed", "4")
+    assert status == 0, err
+    s = json.loads(out)["contributions"]
+    assert (s["queries"], s["of"], s["sampled"], s["seed"], len(s["qids"])) == (7, 30, True, 4, 7)
+    status, out, err = run("explain", model, test, "--json", "--repeats", "1", "--contributions-queries", "ALL")
+    assert status == 0 and json.loads(out)["contributions"]["sampled"] is False, err
+    status, out, err = run("explain", model, test, "--repeats", "1", "--contributions-queries", "7")
+    assert status == 0 and "on 7 of 30 queries drawn at random (seed 0;" in " ".join(out.split()), (out, err)
+    for bad in ("0", "-3", "some", "1.5"):
+        got, _, err = run("explain", model, test, "--contributions-queries", bad)
+        assert got == 2 and "--contributions-queries" in err and repr(bad) in err, (bad, err)
+
+
+def test_labels_beyond_the_exponential_gain_get_advice_in_explain_s_options(run, trained, tmp_path):
+    """The metrics' advice names --gain and --max-grade, which train and eval have; explain's is its --convention
+    and -m, options it has."""
+    from rankcli.formats.parquet import read_dataset, write_dataset
+
+    model, test = trained
+    ds = read_dataset(test)
+    ds.labels[5] = 1500.0
+    write_dataset(tmp_path / "big.parquet", ds)
+    got, _, err = run("explain", model, tmp_path / "big.parquet", "--no-contributions", "--repeats", "1")
+    assert got == 3 and "big.parquet: label 1500 at row 5" in err and "--convention sklearn" in err, err
+    assert "--gain" not in err and "--max-grade" not in err
+    got, out, err = run("explain", model, tmp_path / "big.parquet", "--no-contributions", "--repeats", "1",
+                        "--convention", "sklearn", "--json")
+    assert got == 0, err                                  # the advice works
+    got, _, err = run("explain", model, tmp_path / "big.parquet", "-m", "err", "--repeats", "1")
+    assert got == 3 and "exceeds err's maximum grade" in err and "--max-grade" not in err, err

@@ -107,8 +107,10 @@ USAGE_FIRST = {("eval", "empty"), ("eval", "bad-bytes"), ("eval", "directory"), 
                ("eval", "symlink-loop"), ("eval", "text-as-parquet")}
 
 
-#: Not hostile for that command: SVMlight text under a .parquet name is still SVMlight text to convert.
-VALID = {("convert", "text-as-parquet")}
+#: Not hostile for that command: SVMlight text under a .parquet name is still SVMlight text to convert, and the
+#: commands that read data convert it for the run (tests/cli/test_text_inputs.py).
+VALID = {("convert", "text-as-parquet"), ("info", "text-as-parquet"), ("train-valid", "text-as-parquet"),
+         ("predict", "text-as-parquet"), ("eval-model", "text-as-parquet")}
 
 
 def _args(template, files, tmp_path, hostile):

@@ -73,7 +73,7 @@ NOT_OUTPUTS = {
     "compare": {"name", "metric", "baseline"},
     "experiment": {"losses", "split", "metric", "select_by", "augment_negatives", "label_noise", "click_noise",
                    "position_bias", "dask", "fuse"},
-    "explain": {"metric"},
+    "explain": {"metric", "contributions_queries"},
     "tune": {"loss", "select_by", "dask"},
     "export-model": {"target", "name"},
     "fuse": {"runs", "method", "normalize", "weights", "tag", "metric"},

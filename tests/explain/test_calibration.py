@@ -1,6 +1,7 @@
 """The calibration of explain's per-feature tests under a true null, by simulation: every test explain offers rejects
-a feature of pure noise at most alpha of the time at 1,500 queries (and at 50), with the default 5 permutations per
-feature (``wilcoxon`` with its one); and the signed-rank test with repeats, which explain refuses, does not.
+a feature of pure noise at most alpha of the time at 1,500 queries (and at 50), with the default permutations per
+feature (:data:`rankcli.explain.DEFAULT_REPEATS`) and with 5 (``wilcoxon`` with its one); and the signed-rank test
+with repeats, which explain refuses, does not.
 
 The null, and why the generator is exact for it. A feature of pure noise (independent of the labels and of the other
 features, as on data the model was not trained on) that the model splits on: given a query (its labels, its other
@@ -23,6 +24,7 @@ import pytest
 from rankcli.core import stats
 from rankcli.core.groups import order_within
 from rankcli.core.metrics import Convention, parse_metric, per_query
+from rankcli.explain import DEFAULT_REPEATS
 from rankcli.explain.ranking import drop_tests
 
 SIMS, QUERIES, REPEATS = 1000, 1500, 5
@@ -51,7 +53,8 @@ def _pool(rng: np.random.Generator, n_types: int = 500, draws: int = 64) -> np.n
 
 @pytest.fixture(scope="module")
 def null():
-    """``{queries: (model, permuted mean of 5, first permuted)}``, each ``(SIMS, queries)``."""
+    """``{queries: (model, permuted mean of 5, first permuted, permuted mean of the default repeats)}``, each
+    ``(SIMS, queries)``."""
     rng = np.random.default_rng(27)
     pool = _pool(rng)
     out = {}
@@ -59,7 +62,7 @@ def null():
         kind = rng.integers(0, pool.shape[0], (SIMS, queries))
         draw = rng.integers(0, pool.shape[1], (SIMS, queries, REPEATS + 1))
         v = pool[kind[..., None], draw]
-        out[queries] = (v[..., 0], v[..., 1:].mean(axis=2), v[..., 1])
+        out[queries] = (v[..., 0], v[..., 1:].mean(axis=2), v[..., 1], v[..., 1:1 + DEFAULT_REPEATS].mean(axis=2))
     return out
 
 
@@ -71,14 +74,18 @@ def _rates(base: np.ndarray, permuted: np.ndarray, test: str) -> dict[float, flo
     return {alpha: float(np.mean(p < alpha)) for alpha in (0.01, 0.05, 0.1)}
 
 
+@pytest.mark.parametrize("repeats", ["default", 5])
 @pytest.mark.parametrize("queries", [QUERIES, 50])
 @pytest.mark.parametrize("test", ["ttest", "permutation", "bootstrap", "wilcoxon"])
-def test_every_test_explain_offers_holds_alpha_under_a_true_null(null, test, queries):
+def test_every_test_explain_offers_holds_alpha_under_a_true_null(null, test, queries, repeats):
     """At most alpha (up to 3 standard errors of the simulation) at both sizes; at 1,500 queries also no less than
     alpha - 4 standard errors. At 50 queries the t-test and the bootstrap are conservative on these skewed,
     heavy-tailed drops (docs/commands/explain.md gives the rates)."""
-    base, mean5, first = null[queries]
-    permuted = first if test == "wilcoxon" else mean5     # wilcoxon: --repeats 1; the others: the default 5
+    if test == "wilcoxon" and repeats == 5:
+        pytest.skip("wilcoxon takes one permutation (--repeats 1): the same case as with the default")
+    base, mean5, first, default = null[queries]
+    # wilcoxon: --repeats 1; the others: the default repeats, and 5
+    permuted = first if test == "wilcoxon" else default if repeats == "default" else mean5
     rates = _rates(base, permuted, test)
     for alpha, rate in rates.items():
         se = np.sqrt(alpha * (1 - alpha) / SIMS)
@@ -90,7 +97,7 @@ def test_the_signed_rank_test_with_repeats_rejects_too_often(null):
     """Why explain refuses ``--test wilcoxon --repeats 5``: each query's drop against the mean of 5 permutations has
     mean 0 but is not symmetric (more often positive than negative here), and the signed-rank test, which assumes
     symmetry, rejects the noise feature beyond alpha at 1,500 queries; against one permutation the drop is symmetric."""
-    base, mean5, first = null[QUERIES]
+    base, mean5, first, _ = null[QUERIES]
     for permuted, skewed in ((mean5, True), (first, False)):
         d = (base - permuted).ravel()
         moved = d[d != 0]
@@ -105,9 +112,9 @@ def test_the_signed_rank_test_with_repeats_rejects_too_often(null):
 def test_explain_s_drop_tests_are_the_simulated_tests(null):
     """explain's own test of a feature (drop_tests: compare's paired test of the model against the permuted mean) is
     stats.paired_test on the same queries, the random tests drawing from the generator compare seeds."""
-    base, mean5, first = null[50]
+    base, _, first, default = null[50]
     for test in ("ttest", "permutation", "bootstrap", "wilcoxon"):
-        permuted = first if test == "wilcoxon" else mean5
+        permuted = first if test == "wilcoxon" else default
         for s in range(3):
             comps, _ = drop_tests(base[s], permuted[s][None, :], "ndcg@10", test=test, correction="none", seed=s,
                                   permutations=RESAMPLES)

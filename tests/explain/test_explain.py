@@ -112,7 +112,7 @@ def test_options_are_checked(model_and_data):
         explain(model, test, groups=["a=f1,f2", "b=f2"])
     with pytest.raises(UsageError, match="unknown test"):
         explain(model, test, test="ztest")
-    with pytest.raises(UsageError, match="--test wilcoxon with --repeats 5: the signed-rank test assumes"):
+    with pytest.raises(UsageError, match="--test wilcoxon with --repeats 2: the signed-rank test assumes"):
         explain(model, test, test="wilcoxon")
     with pytest.raises(UsageError, match="group name 'qid' is also the qid column"):
         explain(model, test, groups=["qid=f1,f2"])

@@ -138,3 +138,33 @@ def test_the_fast_check_scores_as_the_full_evaluator(models, tmp_path, target):
                          ds.features)
     assert rows.size == ds.n_rows and np.array_equal(engine, full)
     assert np.array_equal(reference, plan.source.model.score(ds.features))
+
+
+def test_the_row_prefilter_keeps_every_diverging_row(models, tmp_path):
+    """--check walks the divergence only for rows with a value between a bad split's two breakpoints (or a
+    non-finite one); on Solr's near-zero splits, values placed between and around the cuts, the rows it keeps give
+    every diverging (row, tree) pair that all rows give."""
+    from rankcli.core.trees.parity import candidate_rows, diverging_pairs
+    from rankcli.export_model import WRITERS, plan_export
+    from rankcli.export_model.check import _engine_rule, _leaves, _probes
+
+    plan = plan_export(models["lambdamart"], "solr", ExportOptions())
+    out = tmp_path / "o"
+    out.mkdir()
+    WRITERS["solr"].write(plan, out)
+    back = WRITERS["solr"].read(plan, out)
+    probes = _probes(plan.source, back, plan)
+    bad = np.unique(probes.nodes[probes.disagree])
+    assert bad.size
+    src, ens = plan.source, plan.source.ensemble
+    x = read_dataset(models["data"] / "test.parquet").features.copy()
+    columns = np.unique(ens.feature[bad])
+    tiny = np.array([0, 1e-36, 1e-35, 2e-35, -1e-36, 1.1e-13, np.nan, 1.0], dtype=np.float32)
+    x[:, columns] = tiny[np.arange(x.shape[0]) % tiny.size][:, None]
+    leaves = _leaves(src, x)
+    rule = _engine_rule(back)
+    every = diverging_pairs(ens, leaves, x, bad, src.raw_left, rule)
+    maybe = candidate_rows(ens, x, bad, src.raw_left, rule)
+    rows, trees = diverging_pairs(ens, leaves[maybe], x[maybe], bad, src.raw_left, rule)
+    assert every[0].size > 0 and maybe.size < x.shape[0]
+    assert np.array_equal(np.sort(every[0] * ens.n_trees + every[1]), np.sort(maybe[rows] * ens.n_trees + trees))

@@ -131,6 +131,46 @@ def leaves_under(ens: Ensemble, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return np.concatenate(leaves_out), np.concatenate(which_out)
 
 
+def _inside_union(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Whether each value lies in some interval ``(lo_i, hi_i]``: the largest ``hi`` among the intervals opening
+    below the value reaches it."""
+    order = np.argsort(lo, kind="stable")
+    lo, top = lo[order], np.maximum.accumulate(hi[order])
+    at = np.searchsorted(lo, values, side="left") - 1  # the last interval with lo < value
+    return (at >= 0) & (values <= top[np.maximum(at, 0)])
+
+
+def candidate_rows(ens: Ensemble, features: np.ndarray, bad: np.ndarray, lightgbm: Rule, engine: Rule
+                   ) -> np.ndarray:
+    """The rows of ``features`` that may take another branch at a ``bad`` node: a non-finite value of a bad node's
+    feature, or a finite one between the node's two breakpoints.
+
+    Both rules send a half-line of the finite values left (every value up to a breakpoint), so at a node they
+    decide a finite value differently exactly when it lies above one breakpoint and not above the other. The
+    breakpoints are searched in the data's own precision, so the test is exact for the values the data holds; every
+    other row takes LightGBM's branch at every bad node and need not be walked (most exports have a handful of bad
+    nodes, but Solr's near-zero splits can be a quarter of all, and their disagreement lies between 0 and 1e-35)."""
+    if bad.size == 0 or features.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64)
+    dtype = features.dtype if features.dtype in (np.float32, np.float64) else np.float64
+    cut = []
+    for rule in (lightgbm, engine):
+        c, any_left = largest_true(lambda v, rule=rule: rule(bad, v), bad.size, dtype)
+        cut.append(np.where(any_left, c.astype(np.float64), -np.inf))
+    lo, hi = np.minimum(*cut), np.maximum(*cut)
+    feature = ens.feature[bad]
+    hit = np.zeros(features.shape[0], dtype=bool)
+    for f in np.unique(feature):  # one pass per feature column, over all rows at once
+        at = feature == f
+        column = features[:, f].astype(np.float64)
+        finite = np.isfinite(column)
+        hit |= ~finite
+        between = at & (hi > lo)
+        if between.any():
+            hit[finite] |= _inside_union(column[finite], lo[between], hi[between])
+    return np.flatnonzero(hit)
+
+
 def diverging_pairs(ens: Ensemble, leaves: np.ndarray, features: np.ndarray, bad: np.ndarray,
                     lightgbm: Rule, engine: Rule) -> tuple[np.ndarray, np.ndarray]:
     """The (row, tree) pairs whose LightGBM path (``leaves``: (rows, trees) leaf indices) passes a ``bad`` node with

@@ -30,7 +30,10 @@ EXPLAIN_PER_QUERY = "explain per-query table"
 MARKED = (DATASET, CLICK_LOG, RUN, PER_QUERY, PROPENSITY, PLOT, EXPLAIN, EXPLAIN_PER_QUERY)
 #: The columns of ``explain -o``, in order (``rankcli.explain`` writes them; its CSV is recognised by this header).
 EXPLAIN_COLUMNS = ("feature", "members", "gain", "gain_share", "splits", "splits_share", "drop", "drop_stderr",
-                   "p_value", "p_raw", "n", "not_testable", "mean_abs_contribution")
+                   "p_value", "p_raw", "n", "not_testable", "mean_abs_contribution", "mean_abs_contribution_stderr")
+#: The header of earlier rankcli versions' ``explain -o`` CSV (before the contributions' standard error), still
+#: recognised as explain's own.
+EXPLAIN_COLUMNS_BEFORE = EXPLAIN_COLUMNS[:-1]
 #: The measures a per-query column can be named after (``name`` or ``name@parameters``; the measure registry of
 #: ``rankcli.core.metrics`` without its information fields; a test keeps the two equal).
 METRIC_NAMES = frozenset({
@@ -103,7 +106,7 @@ def _csv_kind(first_line: bytes) -> str | None:
     if not all(len(f) >= 2 and f[:1] == f[-1:] == b'"' for f in fields):
         return None
     names = [f[1:-1].decode("utf-8", "replace") for f in fields]
-    if tuple(names) == EXPLAIN_COLUMNS:
+    if tuple(names) in (EXPLAIN_COLUMNS, EXPLAIN_COLUMNS_BEFORE):
         return EXPLAIN
     if len(names) >= 2 and names[0] == "qid" and names[1].split("@", 1)[0] in METRIC_NAMES and \
             not _FEATURE.match(names[1]):
