@@ -120,7 +120,7 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     js = [int(x) for x in args.trials.split(",")]
     from rankcli.core.perturb import split_sizes
-    from rankcli.startup import import_lightgbm_lean
+    from rankcli.runtime.startup import import_lightgbm_lean
 
     import_lightgbm_lean()
     start = time.perf_counter()

@@ -13,7 +13,7 @@ off), R = --repeats.
 Measurement, interleaved so that the machine's load hits both alike: after each of explain's (feature, repeat) steps
 a callback times one plain `predict` of the unpermuted dataset, the competitor, and that time is taken out of
 explain's total. Ratio = explain's own time / the sum of the F x R plain predicts. Both use the same threads
-(rankcli.cpus.default_threads). --contributions also times the TreeSHAP pass (for information).
+(rankcli.runtime.cpus.default_threads). --contributions also times the TreeSHAP pass (for information).
 
 Run: flock /tmp/rankcli-bench.lock .venv/bin/python bench/explain.py [--rows 100000] [--repeats 2] [--trees 100]
 
@@ -181,10 +181,10 @@ def main() -> None:
     args.rows, args.features = args.rows or 100_000, args.features or 136
 
     from rankcli.core.metrics import Convention, parse_metric, per_query
-    from rankcli.cpus import default_threads
     from rankcli.explain.contributions import mean_abs_contributions, query_batches
     from rankcli.explain.groups import feature_groups
     from rankcli.explain.ranking import permuted_metrics
+    from rankcli.runtime.cpus import default_threads
 
     ds = make_data(args.rows, args.features)
     t0 = time.perf_counter()

@@ -99,7 +99,7 @@ def make_model(directory: Path, ds, trees: int, leaves: int, rng) -> None:
 
 def predict_seconds(model: Path, ds) -> float:
     """One LightGBM leaf prediction of the whole dataset (the part of the check rankcli cannot avoid): the anchor."""
-    from rankcli.cpus import default_threads
+    from rankcli.runtime.cpus import default_threads
     from rankcli.train import load_model
 
     booster = load_model(model).booster
@@ -132,7 +132,7 @@ def main() -> None:
     parser.add_argument("--targets", default=",".join(TARGETS))
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    from rankcli.startup import import_lightgbm_lean
+    from rankcli.runtime.startup import import_lightgbm_lean
 
     import_lightgbm_lean()
     from rankcli.formats.parquet import write_dataset

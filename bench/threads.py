@@ -1,11 +1,11 @@
 """Training time by thread count and data size, on a machine kept busy: what the default thread count saves.
 
 For each training-set size (``--rows``, LETOR-like data as bench/train.py generates it), trains ``--trees`` trees with
-one thread, with every CPU this process may use (``rankcli.cpus.available_cpus``) and with rankcli's default (the
-CPUs, at most one thread per ``rankcli.cpus.ROWS_PER_THREAD`` training rows), alternating the three within every
-round, and prints the best and median wall time of each and the ratio of every-CPU to default. ``--busy K`` keeps K
-processes spinning on the CPUs meanwhile (what a shared machine or an oversubscribed job does to LightGBM's threads,
-which wait for each other after every histogram); the load average is printed before and after.
+one thread, with every CPU this process may use (``rankcli.runtime.cpus.available_cpus``) and with rankcli's default
+(the CPUs, at most one thread per ``rankcli.runtime.cpus.ROWS_PER_THREAD`` training rows), alternating the three
+within every round, and prints the best and median wall time of each and the ratio of every-CPU to default. ``--busy K``
+keeps K processes spinning on the CPUs meanwhile (what a shared machine or an oversubscribed job does to LightGBM's
+threads, which wait for each other after every histogram); the load average is printed before and after.
 
 Run with the flock rule:
     flock /tmp/rankcli-bench.lock .venv/bin/python bench/threads.py --rows 2000,20000,100000 --busy 2
@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from train import generate  # noqa: E402  (bench/, this script's directory, is on the path)
 
-from rankcli.cpus import ROWS_PER_THREAD, available_cpus, default_threads  # noqa: E402
+from rankcli.runtime.cpus import ROWS_PER_THREAD, available_cpus, default_threads  # noqa: E402
 from rankcli.train import TrainConfig, train_model  # noqa: E402
 
 

@@ -23,14 +23,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from rankcli import normalization
-from rankcli.cpus import available_cpus
+from rankcli.dataset import feature_transform as normalization
 from rankcli.errors import InputError, InputFormatError, RankcliError, UsageError
 from rankcli.formats import svmlight, svmlight_text
 from rankcli.formats.atomic import STDOUT, atomic_directory, atomic_path, check_not_input, check_target, kinds
 from rankcli.formats.convert_writer import Chunk, ChunkWriter, sorted_by_qid
 from rankcli.formats.inputs import unreadable_input
 from rankcli.formats.parquet import ROW_GROUP_ROWS
+from rankcli.runtime.cpus import available_cpus
 from rankcli.summary import DatasetSummary, SummaryBuilder
 
 #: Rows buffered before a row group is written: half the usual target, so that writing overlaps parsing sooner

@@ -407,7 +407,7 @@ def significance_paragraph(config, summary: dict | None = None) -> str:
 
 
 def _setting_markdown(result, s: dict) -> list[str]:
-    from rankcli.experiment.config import setting_losses
+    from rankcli.experiment.settings import setting_losses
     from rankcli.experiment.summary import difference_label
 
     config = result.config
@@ -433,7 +433,8 @@ def _setting_markdown(result, s: dict) -> list[str]:
 
 
 def _sweep_markdown(config, kind: str, rows: list[dict], summary: dict | None = None) -> list[str]:
-    from rankcli.experiment.config import format_level, primary_metric
+    from rankcli.experiment.config import format_level
+    from rankcli.experiment.settings import primary_metric
     from rankcli.experiment.summary import sweep_columns
     from rankcli.experiment.sweeps import naive_only_note, sweep_note
 

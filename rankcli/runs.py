@@ -108,7 +108,7 @@ def load_trec(run_path: Path | str, qrels_path: Path | str, convention: Conventi
     ``input`` rule keeps the run's line order, which only the numpy variant knows."""
     check_trec_threshold(convention)
     if threads is None:
-        from rankcli.cpus import available_cpus
+        from rankcli.runtime.cpus import available_cpus
 
         threads = available_cpus()
     c_join = convention.ties != "input" and trec_fast.available()

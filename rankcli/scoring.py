@@ -35,7 +35,8 @@ class ScoringInput:
     rows: Any             # rankcli.formats.feature_rows.ParquetFeatureRows
     path: Path
     by_batch: tuple[bool, bool] = (False, False)  # labels, docids read with each batch (not held in ``index``)
-    transform: Any = None  # the normalisation still to apply to each batch (rankcli.normalization.pending), or None
+    # the normalisation still to apply to each batch (rankcli.dataset.feature_transform.pending), or None
+    transform: Any = None
 
 
 @dataclass
@@ -90,8 +91,8 @@ def score_batches(source: ScoringInput, batch_rows: int = DEFAULT_BATCH_ROWS, *,
     alone), in row order; non-finite scores are refused as :meth:`rankcli.train.TrainedModel.predict` refuses them,
     naming the row in the file. With ``features``, each batch carries its feature rows (a copy: a batch kept by the
     caller then holds no decoded row group)."""
+    from rankcli.dataset.feature_transform import apply
     from rankcli.formats.feature_rows import query_batches
-    from rankcli.normalization import apply
 
     ds = source.index
     cuts = query_batches(ds.offsets, source.rows.row_group_ends(), max(1, int(batch_rows)))

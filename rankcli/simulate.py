@@ -383,7 +383,7 @@ def simulate_file(data: Path | str, output: Path | str, *, ranker: str = "random
         "clicks": {"model": summary.model, "ranker": ranker, "seed": seed, **summary.params},
         "seed": seed,
     }
-    from rankcli.normalization import FOOTER_KEY
+    from rankcli.dataset.feature_transform import FOOTER_KEY
 
     for key in (FOOTER_KEY, "feature_dtype"):  # the log's features are the dataset's: so are their transform
         if key in ds.metadata:  # and their precision

@@ -7,7 +7,7 @@
   test query of exactly one fold.
 - ``fractions=(train, valid, test)``: one split, ``{train,vali,test}.parquet`` (no ``vali.parquet`` for a validation
   fraction of 0), drawn exactly as ``rankcli experiment --split`` draws trial 0 under the same seed
-  (:func:`rankcli.core.perturb.split_queries` with :func:`rankcli.experiment.trial_rng`).
+  (:func:`rankcli.core.perturb.split_queries` with :func:`rankcli.core.seeds.trial_rng`).
 
 ``group_by`` keeps the rows that share a value of that column in one part (and so the queries holding them:
 connected queries form a group); groups are dealt largest first to the part furthest below its size
@@ -91,7 +91,7 @@ def _draw(source, folds: int | None, fractions, seed: int) -> tuple[list[np.ndar
     """The parts (sorted query numbers each) and the number of groups."""
     from rankcli.core.partition import balanced_sizes, partition, query_groups
     from rankcli.core.perturb import split_sizes
-    from rankcli.experiment.config import trial_rng
+    from rankcli.core.seeds import trial_rng
 
     n = source.n_queries
     groups = query_groups(source.offsets, source.group_codes) if source.group_codes is not None else None

@@ -141,7 +141,7 @@ def test_distributed_lambdamart_reaches_single_machine_ndcg(client, sample, tmp_
     features on its own rows; leaf counts are estimated from hessians), so on ~60 test queries one split's NDCG@5
     moves by about 0.014 either way (measured over 8 splits: mean difference -0.002). Over 4 random query splits the
     mean difference must stay within 0.025 (3.5 standard errors); the exact agreement is the test above."""
-    from rankcli.pooling import concat_datasets
+    from rankcli.dataset.pooling import concat_datasets
     from rankcli.train import TrainConfig, train_model
 
     pooled = concat_datasets([parquet.read_dataset(sample / f"{n}.parquet") for n in ("train", "vali", "test")])

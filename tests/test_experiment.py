@@ -13,10 +13,10 @@ from rankcli import experiment as ex
 from rankcli import report
 from rankcli.core.stats import paired_test
 from rankcli.dataset import Dataset
+from rankcli.dataset.pooling import concat_datasets
 from rankcli.errors import InputError, OutputError, UsageError
 from rankcli.formats import experiment_store as store
 from rankcli.formats.parquet import feature_names, write_dataset
-from rankcli.pooling import concat_datasets
 
 
 def synthetic(n_queries: int = 40, seed: int = 0, n_features: int = 4) -> Dataset:
@@ -66,15 +66,6 @@ def test_split_shared_by_settings_and_losses_differs_by_trial(data):
     assert [d.n_queries for d in t0] == [24, 8, 8]
     other_seed = ex.trial_split(data, ex.ExperimentConfig(seed=4), 0)
     assert not _same(t0[0], other_seed[0])
-
-
-def test_seeds_depend_on_trial_and_setting_only():
-    assert ex.model_seed(0, 1, "baseline") == ex.model_seed(0, 1, "baseline")
-    assert ex.model_seed(0, 1, "baseline") != ex.model_seed(0, 2, "baseline")
-    assert ex.model_seed(0, 1, "baseline") != ex.model_seed(0, 1, "label-noise=0.1")
-    a = ex.perturbation_rng(5, 2, "label-noise=0.1").random(3)
-    b = ex.perturbation_rng(5, 2, "label-noise=0.1").random(3)
-    assert np.array_equal(a, b)
 
 
 # --- perturbations touch only the training (and for clicks validation) data -----------------------------------------
@@ -814,7 +805,7 @@ def test_position_bias_under_folds_tests_naive_against_ips_over_the_pooled_queri
 def test_position_bias_variants_of_the_new_losses():
     """approxndcg and lambdaloss take IPS labels (an +ips variant and the two controls on the randomised log); listmle
     and listmle-pa are trained naive only."""
-    from rankcli.experiment.config import Setting, setting_losses, setting_pairs
+    from rankcli.experiment.settings import Setting, setting_losses, setting_pairs
 
     config = ex.ExperimentConfig(losses=["listmle", "approxndcg", "listmle-pa", "lambdaloss"], position_bias=[1.0])
     setting = Setting("position-bias=1", "position-bias", 1.0)

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from rankcli.compat import lightgbm_parameter_aliases
 from rankcli.errors import UsageError
-from rankcli.startup import import_lightgbm_lean
+from rankcli.runtime.compat import lightgbm_parameter_aliases
+from rankcli.runtime.startup import import_lightgbm_lean
 from rankcli.train import LOSSES, PARAMETERS, TrainConfig, check_effective, check_params, resolve_params, train_model
 from rankcli.train.model import lightgbm_resolved_params
 from tests.conftest import REPO

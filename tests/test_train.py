@@ -255,7 +255,7 @@ def test_param_keys_that_lightgbm_would_ignore_or_that_break_rankcli_are_refused
 
 
 def test_every_managed_param_is_a_lightgbm_main_name():
-    from rankcli.compat import lightgbm_parameter_aliases
+    from rankcli.runtime.compat import lightgbm_parameter_aliases
     from rankcli.train import MANAGED_PARAMS
 
     assert set(MANAGED_PARAMS) <= set(lightgbm_parameter_aliases())
@@ -515,7 +515,7 @@ def test_integer_label_losses_refuse_grades_beyond_their_range_and_offer_label_g
 # ------------------------------------------------------------------------ default thread count (issue 12 item 14)
 def test_default_threads_follow_the_cpus_this_process_may_use(data, monkeypatch):
     """num_threads was 0 (LightGBM: every core of the node, whatever the job's affinity or quota)."""
-    from rankcli import cpus
+    from rankcli.runtime import cpus
 
     monkeypatch.setattr(cpus, "available_cpus", lambda **kw: 3)
     assert resolve_params(TrainConfig())["num_threads"] == 3

@@ -13,7 +13,7 @@ import pytest
 from rankcli.dataset import Dataset
 from rankcli.formats.feature_rows import ParquetFeatureRows
 from rankcli.formats.parquet import QueryAlignedWriter, dataset_table, read_dataset, write_dataset
-from rankcli.startup import import_lightgbm_lean
+from rankcli.runtime.startup import import_lightgbm_lean
 from rankcli.train import MatrixRows, TrainConfig, binning_params, prepare, train_model, train_prepared
 from rankcli.train.datasets import binning_key, lightgbm_data_random_seed, predict_rows
 from rankcli.train.model import lightgbm_resolved_params

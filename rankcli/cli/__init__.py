@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None, *, ending: bool = False) -> int:
     a signal while the interpreter shuts down cannot turn the decided status into a death by that signal. A caller
     that goes on (a test, a library user) gets its handlers back."""
     from rankcli.formats.atomic import expect_final_output
-    from rankcli.startup import prefer_passive_openmp_waits
+    from rankcli.runtime.startup import prefer_passive_openmp_waits
 
     prefer_passive_openmp_waits()
     previous = _install_signal_handlers()
@@ -218,8 +218,8 @@ def _run(command, args: list[str]) -> int:
 
 def _main(argv: list[str] | None) -> int:
     from rankcli.cli._common import guarded_streams
-    from rankcli.compat import DependencyChanged, click_exception_type
     from rankcli.errors import PipeClosed, Terminated
+    from rankcli.runtime.compat import DependencyChanged, click_exception_type
 
     try:
         usage_error = click_exception_type()

@@ -137,9 +137,9 @@ def command(
 def _plot_path(plot: str, overwrite: bool, runs: list[Path], qrels: Path | None):
     """The checked --plot path (matplotlib installed, never an input or standard output)."""
     from rankcli.cli._common import prepare_output
+    from rankcli.display.plot import INSTALL_HINT, have_matplotlib
     from rankcli.errors import UsageError
     from rankcli.formats.atomic import kinds
-    from rankcli.plot import INSTALL_HINT, have_matplotlib
 
     if not have_matplotlib():
         raise UsageError(f"--plot needs matplotlib: {INSTALL_HINT}")
@@ -151,9 +151,9 @@ def _plot_path(plot: str, overwrite: bool, runs: list[Path], qrels: Path | None)
 
 def _plot(result, plot, overwrite: bool) -> None:
     """The per-query differences of every comparison that has them, as one PNG (written atomically)."""
+    from rankcli.display.plot import MAX_DIFFERENCE_PANELS, plot_differences
     from rankcli.errors import UsageError
     from rankcli.formats.atomic import atomic_path, kinds
-    from rankcli.plot import MAX_DIFFERENCE_PANELS, plot_differences
 
     drawn = [c for c in result.comparisons if c.differences is not None and len(c.differences)]
     if len(drawn) > MAX_DIFFERENCE_PANELS:

@@ -114,7 +114,7 @@ def command(
     run, trec_run = _inputs(run, trec_run, qrels, model, complete=complete, judged_only=judged_only,
                             max_docs=max_docs)
     fmt = _format(json_out, output_format, by_query)
-    from rankcli.startup import import_numpy_single_threaded_blas
+    from rankcli.runtime.startup import import_numpy_single_threaded_blas
 
     import_numpy_single_threaded_blas()  # no linear algebra here: OpenBLAS's idle threads would spin on a core
     from rankcli import evaluate
@@ -129,7 +129,7 @@ def command(
     if per_query is not None:
         per_query = _per_query_path(per_query, overwrite, [run, qrels, trec_run], model)
     if model is not None:
-        from rankcli.startup import import_lightgbm_lean
+        from rankcli.runtime.startup import import_lightgbm_lean
 
         import_lightgbm_lean()  # as predict: without LightGBM's scikit-learn/pandas integrations (~1.5 s less)
     report = evaluate.evaluate_input(trec_run or _model_data(run, model), specs, conv, qrels=qrels, model=model,

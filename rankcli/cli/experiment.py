@@ -287,7 +287,7 @@ def _run(data: Path, output, config, *, jobs: int, overwrite: bool, dask: str | 
 
     from rankcli.cli._common import log, parquet_data, progress_bar
     from rankcli.experiment import plan_settings, run_experiment
-    from rankcli.startup import import_lightgbm_lean
+    from rankcli.runtime.startup import import_lightgbm_lean
 
     data = parquet_data(data)  # SVMlight text (a file, a directory, fold directories) converted for this run
     if dask is None:  # lightgbm.dask needs LightGBM's scikit-learn API; on one machine it is ~1.5-2 s of CPU unused
@@ -337,8 +337,8 @@ def _report(result, output, *, plots: bool, json_out: bool, seconds: float, tota
 
 
 def _plots(result, wanted: bool):
+    from rankcli.display.plot import INSTALL_HINT, have_matplotlib, plot_convergence, plot_sweep
     from rankcli.experiment import primary_metric, setting_pairs, sweep_rows
-    from rankcli.plot import INSTALL_HINT, have_matplotlib, plot_convergence, plot_sweep
 
     if not wanted:
         return [], ""
@@ -402,7 +402,7 @@ def _baseline_tables(result) -> list:
 
 def _convergence_lines(result) -> list[str]:
     """One sparkline per loss of the baseline's convergence curves, on a common scale."""
-    from rankcli.plot import convergence_note, sparkline
+    from rankcli.display.plot import convergence_note, sparkline
     from rankcli.report import number_cell
 
     cfg = result.config
@@ -451,8 +451,8 @@ def _sweep_table(cfg, kind: str, rows: list[dict], summary: dict):
 
 def _sweep_lines(cfg, kind: str, rows: list[dict]) -> list[str]:
     """A sweep's sparklines: the test metric per level, one line per loss."""
+    from rankcli.display.plot import sparkline
     from rankcli.experiment import format_level, primary_metric, sweep_columns
-    from rankcli.plot import sparkline
     from rankcli.report import number_cell
 
     names, _ = sweep_columns(cfg, kind)

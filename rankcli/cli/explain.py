@@ -132,7 +132,7 @@ def _sample_size(text: str) -> int | None:
 def _explain(model_dir, data, options: dict):
     """Load the model and DATA and explain it (:func:`rankcli.explain.explain` with ``options``), with a progress
     bar."""
-    from rankcli.startup import import_lightgbm_lean
+    from rankcli.runtime.startup import import_lightgbm_lean
 
     import_lightgbm_lean()
     from rankcli.cli._common import parquet_inputs
@@ -173,7 +173,7 @@ def _outputs(model_dir, data, output, per_query, plot, json_out: bool, overwrite
         out["per_query"] = prepare_output(per_query, overwrite=overwrite, inputs=inputs, option="--per-query",
                                           example="per-query.parquet", file_kind=kinds.EXPLAIN_PER_QUERY)
     if plot is not None:
-        from rankcli.plot import INSTALL_HINT, have_matplotlib
+        from rankcli.display.plot import INSTALL_HINT, have_matplotlib
 
         if plot == "-":
             raise UsageError("--plot -: a PNG needs a file name")

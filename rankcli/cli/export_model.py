@@ -76,7 +76,7 @@ def command(
 
     inputs = [*model_files(model_dir)] + [p for p in (feature_map, check) if p is not None]
     output = prepare_output(output, overwrite=overwrite, kind="export", inputs=inputs, example="export")
-    from rankcli.startup import import_lightgbm_lean
+    from rankcli.runtime.startup import import_lightgbm_lean
 
     import_lightgbm_lean()
     from rankcli.errors import CheckFailed

@@ -52,7 +52,7 @@ def command(
                             file_kind=kinds.TREC_RUN if trec else kinds.RUN)
     stdout_taken(output, json_out)
     (data,) = parquet_inputs([data], model=model_dir)  # SVMlight text converted for this run, as the model's data
-    from rankcli.startup import import_lightgbm_lean
+    from rankcli.runtime.startup import import_lightgbm_lean
 
     import_lightgbm_lean()  # without LightGBM's scikit-learn/pandas integrations (~1.5 s less)
     from rankcli.predict import predict_file

@@ -79,7 +79,7 @@ def command(
     json_out: Annotated[bool, opt.json_flag("the result")] = False,
     overwrite: Annotated[bool, opt.overwrite("output file")] = False,
 ) -> None:
-    from rankcli.startup import import_numpy_single_threaded_blas
+    from rankcli.runtime.startup import import_numpy_single_threaded_blas
 
     # The bootstrap's small matrix products gain nothing from OpenBLAS threads, whose spinning costs seconds on a
     # busy 2-core machine (measured: 0.07 s instead of 0.006 s per product).
@@ -109,7 +109,7 @@ def _randomised(clicks, output, bootstrap, confidence, min_clicks, fit, method, 
     harvest = _checked_options(clicks, bootstrap, confidence, min_clicks, fit, seed, method, policy)
     check_distinct({"--plot": plot, "--output": output})
     if plot is not None:
-        from rankcli.plot import INSTALL_HINT, have_matplotlib
+        from rankcli.display.plot import INSTALL_HINT, have_matplotlib
 
         if not have_matplotlib():
             raise UsageError(f"--plot needs matplotlib: {INSTALL_HINT}")
@@ -122,8 +122,8 @@ def _randomised(clicks, output, bootstrap, confidence, min_clicks, fit, method, 
     result = estimate_logs(clicks, harvest=harvest, policy=policy, bootstrap=bootstrap, confidence=confidence,
                            min_clicks=min_clicks, fit=fit, seed=seed)
     if plot is not None:
+        from rankcli.display.plot import plot_propensity
         from rankcli.formats.atomic import atomic_path
-        from rankcli.plot import plot_propensity
 
         with atomic_path(plot, overwrite, suffix=".png", file_kind=kinds.PLOT) as tmp:
             plot_propensity(result.as_dict(), tmp)

@@ -65,7 +65,7 @@ def command(
     overwrite: Annotated[bool, opt.overwrite("output file")] = False,
 ) -> None:
     if ranker in ("random", "label", "input"):  # a model directory as ranker may multiply matrices: BLAS threads
-        from rankcli.startup import import_numpy_single_threaded_blas
+        from rankcli.runtime.startup import import_numpy_single_threaded_blas
 
         import_numpy_single_threaded_blas()
     from rankcli.cli._common import log, prepare_output, print_json, stdout_taken
@@ -83,7 +83,7 @@ def command(
                             example="clicks.parquet", file_kind=kinds.CLICK_LOG)
     stdout_taken(output, json_out)
     if ranker not in RANKERS:  # as predict: without LightGBM's scikit-learn/pandas integrations (~1.5 s less)
-        from rankcli.startup import import_lightgbm_lean
+        from rankcli.runtime.startup import import_lightgbm_lean
 
         import_lightgbm_lean()
     summary = simulate_file(data, output, ranker=ranker, seed=seed, overwrite=overwrite, model=model,

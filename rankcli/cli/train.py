@@ -36,7 +36,7 @@ SHORT_HELP = "Train a LightGBM ranker with a chosen loss."
 LOSS_NAMES = ("lambdamart", "xendcg", "xendcg-native", "listnet", "ranknet", "listmle", "listmle-pa", "approxndcg",
               "lambdaloss", "pointwise")
 
-#: ``--threads``' default, as the help says it (rankcli.cpus.default_threads).
+#: ``--threads``' default, as the help says it (rankcli.runtime.cpus.default_threads).
 THREADS_DEFAULT = ("the CPUs this process may use (its CPU affinity, cgroup CPU quota and OMP_NUM_THREADS), at most "
                    "one per 20,000 training rows")
 
@@ -128,9 +128,9 @@ def _plot_path(plot: str | None, overwrite: bool, inputs: list, output: str):
     if plot is None:
         return None
     from rankcli.cli._common import prepare_output
+    from rankcli.display.plot import INSTALL_HINT, have_matplotlib
     from rankcli.errors import UsageError
     from rankcli.formats.atomic import kinds
-    from rankcli.plot import INSTALL_HINT, have_matplotlib
 
     if inputs[1] is None:
         raise UsageError("--plot draws the validation curve: give --valid VALID")
@@ -149,8 +149,8 @@ def _plot(info: dict, plot: Path | None, overwrite: bool, loss: str) -> None:
     """The validation curve of the trained model, written atomically as a PNG (nothing without --plot)."""
     if plot is None:
         return
+    from rankcli.display.plot import plot_validation_curve
     from rankcli.formats.atomic import atomic_path, kinds
-    from rankcli.plot import plot_validation_curve
 
     with atomic_path(plot, overwrite, suffix=".png", file_kind=kinds.PLOT) as tmp:
         plot_validation_curve(info["curve"], info["best_iteration"], tmp, metric=info["select_by"], loss=loss)
@@ -172,7 +172,7 @@ def _train_dask(dask: str, train: Path, valid: Path | None, config, output: Path
 def _train_here(train: Path, valid: Path | None, config, output: Path, *, ips, overwrite: bool, extra: dict) -> dict:
     """Train on this machine and write the model directory; returns its rankcli.json."""
     from rankcli.cli._common import log, parquet_inputs, progress_bar
-    from rankcli.startup import import_lightgbm_lean
+    from rankcli.runtime.startup import import_lightgbm_lean
     from rankcli.train import load_training_data, save_model, train_prepared
 
     train, valid = parquet_inputs([train, valid])  # SVMlight text converted for this run

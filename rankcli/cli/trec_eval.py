@@ -54,7 +54,7 @@ def command(ctx: typer.Context) -> None:
     from rankcli.trec_eval.reading import Reading
 
     reading = Reading(options)  # the files are read while numpy and the measures are imported
-    from rankcli.startup import import_numpy_single_threaded_blas
+    from rankcli.runtime.startup import import_numpy_single_threaded_blas
 
     import_numpy_single_threaded_blas()  # no linear algebra here: OpenBLAS's idle threads would spin on a core
     from rankcli.trec_eval.pipeline import evaluate

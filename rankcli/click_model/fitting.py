@@ -120,9 +120,9 @@ def fit_log(log_path: Path | str, output: Path | str, options: FitOptions, *, fm
     ``runner_factory(model, sessions, layout, e_step)``, when given, returns what computes the sums over the
     sessions (a Dask cluster's runner; default: here).
     """
-    from rankcli.cpus import available_cpus
     from rankcli.formats.click_logs import read_session_log
     from rankcli.formats.click_model_dir import write_click_model
+    from rankcli.runtime.cpus import available_cpus
 
     options.check()
     threads = available_cpus()

@@ -30,7 +30,7 @@ class _Relevance:
     """LightGBM's cross-entropy fit of soft labels in [0, 1], the features binned once for every M-step."""
 
     def __init__(self, features: np.ndarray, seed: int, threads: int):
-        from rankcli.startup import import_lightgbm_lean
+        from rankcli.runtime.startup import import_lightgbm_lean
 
         self.lgb = import_lightgbm_lean()
         self.features = features
@@ -51,9 +51,9 @@ def regression_em(path, *, iterations: int = 20, seed: int = 0, threads: int | N
     """The propensity record of regression EM on the click log at ``path`` (its features, positions and clicks);
     ``threads``: LightGBM's (default: rankcli's rule for a training set of the log's size, one per 20,000 rows)."""
     from rankcli.click_model.propensity import record
-    from rankcli.cpus import default_threads
     from rankcli.formats.parquet import read_dataset
     from rankcli.propensity import check_debiasable
+    from rankcli.runtime.cpus import default_threads
 
     ds = read_dataset(path, extra_columns=["position"])
     check_debiasable(path, ds.metadata)

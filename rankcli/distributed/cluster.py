@@ -11,8 +11,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rankcli.cpus import available_cpus
 from rankcli.errors import OutputError, UsageError
+from rankcli.runtime.cpus import available_cpus
 
 if TYPE_CHECKING:  # pragma: no cover
     import distributed

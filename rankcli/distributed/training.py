@@ -265,9 +265,9 @@ def train_command(dask: str, train_path: Path, valid_path: Path | None, config: 
     ``dask`` is the ``--dask`` value, ``output`` the model directory (``overwrite``: replace one rankcli wrote),
     ``log`` receives progress lines for stderr, ``extra`` more keys for ``rankcli.json`` (``params_file``, as
     ``rankcli train`` records it). Returns the ``rankcli.json`` content."""
+    from rankcli.dataset.feature_transform import conform, recorded
     from rankcli.formats.atomic import check_target
     from rankcli.formats.parquet import check_query_aligned, read_dataset, read_metadata
-    from rankcli.normalization import conform, recorded
 
     target = cluster.parse_dask_target(dask)
     check_dask_loss(config.loss)
@@ -311,7 +311,7 @@ def save_distributed_model(result: Any, config: Any, info: DistributedInfo, mode
     trained; ``train_path``/``valid_path``: the data files (their SHA-256 is recorded); ``feature_names``: the
     model's features; ``normalization``: the training features' transform (``None``: raw); ``extra``: more keys for
     ``rankcli.json``. Returns the ``rankcli.json`` content."""
-    from rankcli.normalization import FOOTER_KEY
+    from rankcli.dataset.feature_transform import FOOTER_KEY
     from rankcli.train import save_model
 
     extra = {**(extra or {}), FOOTER_KEY: None if normalization is None else normalization.as_dict(),

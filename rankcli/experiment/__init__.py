@@ -54,29 +54,16 @@ first), labelled ``"b - a"`` wherever it is shown, as in ``rankcli compare``.
 This module never prints; the CLI renders its results.
 """
 
+from rankcli.core.seeds import model_seed, perturbation_rng, trial_rng
 from rankcli.experiment.config import (
-    BASELINE,
     CONTROL_SUFFIX,
     DEFAULT_TRIALS,
     DISPLAYED_POSITIONS,
     IPS_SUFFIX,
     SWEEP_KINDS,
     ExperimentConfig,
-    Setting,
-    SweepLevel,
-    all_loss_names,
     format_level,
     iter_levels,
-    model_seed,
-    parse_variant,
-    perturbation_rng,
-    plan_settings,
-    primary_metric,
-    setting_for,
-    setting_losses,
-    setting_pairs,
-    trial_ids,
-    trial_rng,
 )
 from rankcli.experiment.convergence import convergence
 from rankcli.experiment.data import (
@@ -90,6 +77,19 @@ from rankcli.experiment.data import (
     trial_split,
 )
 from rankcli.experiment.runner import ExperimentResult, UnitClaims, run_experiment
+from rankcli.experiment.settings import (
+    BASELINE,
+    Setting,
+    SweepLevel,
+    all_loss_names,
+    parse_variant,
+    plan_settings,
+    primary_metric,
+    setting_for,
+    setting_losses,
+    setting_pairs,
+    trial_ids,
+)
 from rankcli.experiment.summary import (
     difference_label,
     json_shape,

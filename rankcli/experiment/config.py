@@ -1,16 +1,14 @@
-"""An experiment's configuration, its settings (the baseline and every sweep level) and the seeds of its units."""
+"""An experiment's configuration and its validation. Its settings plan is :mod:`rankcli.experiment.settings`, its
+resume identity :mod:`rankcli.experiment.identity`, the seeds of its units :mod:`rankcli.core.seeds`."""
 
 from __future__ import annotations
 
-import json
 import math
-import zlib
-from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, NamedTuple
-
-import numpy as np
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rankcli.errors import UsageError
+from rankcli.experiment import identity as experiment_identity
 from rankcli.experiment.fuse_option import fuse_method
 from rankcli.experiment.significance import DEFAULT_FOLD_TEST, DEFAULT_SPLIT_TEST, check_test
 
@@ -34,8 +32,8 @@ DISPLAYED_POSITIONS = 10
 DEFAULT_TRIALS = 100
 
 #: The fields of :class:`rankcli.train.TrainConfig` an experiment sets: every unit trains with them. A unit's loss and
-#: seed are its own (the seed drawn from the experiment's ``seed``, :func:`model_seed`); ``gamma`` and
-#: ``label_grades`` keep TrainConfig's defaults.
+#: seed are its own (the seed drawn from the experiment's ``seed``, :func:`rankcli.core.seeds.model_seed`); ``gamma``
+#: and ``label_grades`` keep TrainConfig's defaults.
 HYPERPARAMETERS = ("select_by", "early_stopping", "trees", "learning_rate", "num_leaves", "min_data_in_leaf", "params",
                    "preset", "convention", "threads")
 
@@ -192,39 +190,14 @@ class ExperimentConfig:
             if not given:
                 del self.loss_options[loss]
 
-    def identity(self) -> dict:
-        """Everything that decides a unit's result: every field and the training hyperparameters, in one flat
-        dictionary. ``trials`` is not part of it: more trials extend an experiment."""
-        # correction, test: they decide the summary, not a unit; allow_overlap: the data are checked every run;
-        # loss_options: recorded below, resolved
-        skip = ("train", "trials", "correction", "test", "allow_overlap", "loss_options")
-        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
-        d.update({name: getattr(self.train, name) for name in HYPERPARAMETERS})
-        if self.recorded_loss_options():  # absent when every option has its pre-option value (earlier directories)
-            d["loss_options"] = self.recorded_loss_options()
-        d["split"] = list(d["split"])
-        for key in ("params_file", "tune", "tune_space", "click_model", "fuse"):
-            if d[key] is None:  # as written before they existed, so that earlier experiment directories still resume
-                del d[key]
-        if "params_file" in d:  # the parameters decide the results, not where the file was
-            d["params_file"] = {loss: entry["params"] for loss, entry in d["params_file"].items()}
-        if "tune_space" in d:  # the space decides them, not the file's name or format
-            d["tune_space"] = d["tune_space"]["entries"]
-        if "click_model" in d:  # the fitted model decides them, not where its directory is
-            d["click_model"] = d["click_model"]["fingerprint"]
-        if "tune" in d:  # how the tuning draws: units tuned otherwise (an earlier version's) are not resumed
-            from rankcli.tune.draws import SAMPLER
+    def hyperparameters(self) -> dict:
+        """The :data:`HYPERPARAMETERS` every unit trains with, by name."""
+        return {name: getattr(self.train, name) for name in HYPERPARAMETERS}
 
-            d["tune_sampler"] = SAMPLER
-        if not d["position_bias"]:
-            # as written before the position-bias sweep existed, so that earlier experiment directories still resume
-            del d["position_bias"], d["logging_fraction"]
-        if not d["folds"]:
-            # The random-split identity as written before the folds protocol existed, so that an experiment
-            # directory of an earlier version still resumes.
-            del d["folds"]
-            d["use_given_splits"] = False
-        return json.loads(json.dumps(d, sort_keys=True))
+    def identity(self) -> dict:
+        """Everything that decides a unit's result, in one flat dictionary: the resume key of an experiment directory
+        (its rule and its table: :mod:`rankcli.experiment.identity`)."""
+        return experiment_identity.identity(self)
 
     def validate(self) -> None:
         """:class:`UsageError` for an option out of its range (the message names the CLI option)."""
@@ -302,136 +275,9 @@ class ExperimentConfig:
                              + ",".join(format_level(v) for v in self.position_bias))
 
 
-@dataclass(frozen=True)
-class Setting:
-    """One condition of an experiment: the baseline or one level of a robustness sweep."""
-
-    name: str                    # "baseline" | "augment-negatives=0.2" | "label-noise=0.3" | "click-noise=0.1"
-    kind: str                    # "baseline" | one of SWEEP_KINDS
-    level: float | None = None
-
-
-BASELINE = Setting("baseline", "baseline", None)
-#: The setting whose training and validation labels are clicks simulated from ``ExperimentConfig.click_model``.
-CLICK_MODEL = Setting("click-model", "click-model", None)
-
-
-class SweepLevel(NamedTuple):
-    """One level of a sweep and the setting that runs it (the baseline for a level that changes nothing)."""
-
-    level: float
-    setting: Setting
-
-
 def format_level(level: float) -> str:
     """A sweep level as setting names and tables write it (``0.2``, ``1``)."""
     return f"{level:g}"
-
-
-def setting_for(kind: str, level: float) -> Setting:
-    """The setting of level ``level`` of the sweep ``kind`` (one of :data:`SWEEP_KINDS`); levels that change nothing
-    (no augmentation, no label noise) are the baseline."""
-    if kind in ("augment-negatives", "label-noise") and level == 0:
-        return BASELINE
-    return Setting(f"{kind}={format_level(level)}", kind, float(level))
-
-
-def plan_settings(config: ExperimentConfig) -> tuple[list[Setting], dict[str, list[SweepLevel]]]:
-    """The settings of ``config`` to run (the baseline first, then every sweep level) and, per sweep, its levels'
-    settings."""
-    settings = [BASELINE]
-    sweeps: dict[str, list[SweepLevel]] = {}
-    for kind, levels in (("augment-negatives", config.augment_negatives), ("label-noise", config.label_noise),
-                         ("click-noise", config.click_noise), ("position-bias", config.position_bias)):
-        if not levels:
-            continue
-        rows = []
-        for level in levels:
-            s = setting_for(kind, float(level))
-            rows.append(SweepLevel(float(level), s))
-            if s not in settings:
-                settings.append(s)
-        sweeps[kind] = rows
-    if config.click_model is not None:
-        settings.append(CLICK_MODEL)
-    return settings, sweeps
-
-
-def ips_capable(loss: str) -> bool:
-    """Whether ``loss`` has an IPS variant (the losses whose pooled labels carry the IPS relevance linearly)."""
-    from rankcli.core.ips import IPS_LOSSES
-
-    return loss in IPS_LOSSES
-
-
-class Variant(NamedTuple):
-    """What a name of the position-bias sweep trains: ``loss``, with IPS or naive, on the click log or (``control``)
-    on the randomised log."""
-
-    loss: str
-    ips: bool
-    control: bool
-
-
-def parse_variant(name: str) -> Variant:
-    """``xendcg`` | ``xendcg+ips`` | ``xendcg+control`` | ``xendcg+ips+control`` -> :class:`Variant`."""
-    control = name.endswith(CONTROL_SUFFIX)
-    base = name[: -len(CONTROL_SUFFIX)] if control else name
-    ips = base.endswith(IPS_SUFFIX)
-    return Variant(base[: -len(IPS_SUFFIX)] if ips else base, ips, control)
-
-
-def fused_name(config: ExperimentConfig) -> str | None:
-    """The name the fused run of ``config.fuse`` is reported under (``fused-rrf``), or None without fusion."""
-    return None if config.fuse is None else f"fused-{config.fuse}"
-
-
-def setting_losses(config: ExperimentConfig, setting: Setting) -> list[str]:
-    """The names reported in ``setting``: :func:`trained_losses`, then with ``--fuse`` their fused run (not under
-    the position-bias sweep)."""
-    names = trained_losses(config, setting)
-    return names + [fused_name(config)] if config.fuse and setting.kind != "position-bias" else names
-
-
-def trained_losses(config: ExperimentConfig, setting: Setting) -> list[str]:
-    """The names trained in ``setting``: the losses of ``config``, and under the position-bias sweep each loss's naive
-    variant (its own name) followed by its IPS variant (``<loss>+ips``) and the two controls on the randomised log
-    (``<loss>+control``, ``<loss>+ips+control``) where it has an IPS variant."""
-    if setting.kind != "position-bias":
-        return list(config.losses)
-    return [name for loss in config.losses
-            for name in ([loss, loss + IPS_SUFFIX, loss + CONTROL_SUFFIX, loss + IPS_SUFFIX + CONTROL_SUFFIX]
-                         if ips_capable(loss) else [loss])]
-
-
-def all_loss_names(config: ExperimentConfig) -> list[str]:
-    """Every name a unit of the experiment ``config`` may carry, in report order."""
-    names = trained_losses(config, Setting("position-bias=0", "position-bias", 0.0)) if config.position_bias else []
-    return (names or list(config.losses)) + ([fused_name(config)] if config.fuse else [])
-
-
-def setting_pairs(config: ExperimentConfig, setting: Setting) -> list[tuple[str, str]] | None:
-    """The pairs of ``config``'s losses tested in ``setting``: every two losses (``None``), or under the position-bias
-    sweep each loss's naive against its IPS variant, then the same on the randomised log (the controls)."""
-    if setting.kind != "position-bias":
-        return None
-    capable = [loss for loss in config.losses if ips_capable(loss)]
-    return ([(loss, loss + IPS_SUFFIX) for loss in capable]
-            + [(loss + CONTROL_SUFFIX, loss + IPS_SUFFIX + CONTROL_SUFFIX) for loss in capable])
-
-
-def trial_ids(config: ExperimentConfig) -> list[int]:
-    """The trials of the experiment ``config``: ``0 .. trials - 1`` (random splits) or the fold numbers ``1 .. K``
-    (folds)."""
-    trials = config.trials if config.trials is not None else DEFAULT_TRIALS
-    return list(range(1, trials + 1)) if config.folds else list(range(trials))
-
-
-def primary_metric(config: ExperimentConfig) -> str:
-    """The metric of the sweep tables and plots of ``config``: ``select_by`` when it is a test metric, else the first
-    test metric."""
-    select_by = config.train.select_by
-    return select_by if select_by in config.metrics else config.metrics[0]
 
 
 def iter_levels(text: str, option: str) -> list[float]:
@@ -466,35 +312,3 @@ def train_config(config: ExperimentConfig, loss: str, seed: int):
         given = [k for k in ("learning_rate", "num_leaves", "min_data_in_leaf") if getattr(train, k) is not None]
         train = apply_params(train, entry["params"], explicit=given, where=f"--params-file {entry['path']}")
     return train
-
-
-# Seeds: everything random in a unit comes from (seed, stream, trial[, setting]) through numpy's SeedSequence, never
-# from the loss, the order of execution or the number of processes.
-
-
-def unit_rng(seed: int, *key: int) -> np.random.Generator:
-    """The generator of the stream ``key`` (0: splits, 1: perturbations, 3: the logging ranker's queries) of the
-    experiment seed ``seed``."""
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=key))
-
-
-def _setting_key(setting: str) -> int:
-    return zlib.crc32(setting.encode())
-
-
-def trial_rng(seed: int, trial: int) -> np.random.Generator:
-    """The generator of trial ``trial``'s split under the experiment seed ``seed`` (shared by every setting and
-    loss)."""
-    return unit_rng(seed, 0, trial)
-
-
-def perturbation_rng(seed: int, trial: int, setting: str) -> np.random.Generator:
-    """The generator of the perturbation of ``setting`` in trial ``trial`` under the experiment seed ``seed`` (shared
-    by its losses)."""
-    return unit_rng(seed, 1, trial, _setting_key(setting))
-
-
-def model_seed(seed: int, trial: int, setting: str) -> int:
-    """LightGBM's seed for every loss of a (trial, setting)."""
-    ss = np.random.SeedSequence(seed, spawn_key=(2, trial, _setting_key(setting)))
-    return int(ss.generate_state(1, dtype=np.uint32)[0] % (2**31 - 1))

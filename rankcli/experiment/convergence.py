@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankcli.experiment.config import ExperimentConfig, Setting, trained_losses, trial_ids
+from rankcli.experiment.config import ExperimentConfig
+from rankcli.experiment.settings import Setting, trained_losses, trial_ids
 
 
 def _curve_stats(series: list[tuple[np.ndarray, int | None]]) -> dict:

@@ -11,11 +11,12 @@ from typing import NamedTuple
 import numpy as np
 
 from rankcli.core.perturb import split_queries
+from rankcli.core.seeds import trial_rng
 from rankcli.dataset import Dataset
+from rankcli.dataset.feature_transform import conform, pending, recorded
 from rankcli.errors import InputError, UsageError
 from rankcli.experiment.checks import check_finite_labels, check_overlaps, check_training_labels
-from rankcli.experiment.config import ExperimentConfig, trial_rng
-from rankcli.normalization import conform, pending, recorded
+from rankcli.experiment.config import ExperimentConfig
 
 #: A fold's files: RankLib's and MSLR's names (train.txt, vali.txt, test.txt converted) and LightGBM's (rank.train,
 #: rank.vali, rank.test converted).
@@ -138,7 +139,7 @@ class ExperimentData:
             if not self._keep_all:
                 self._loaded.clear()
             train = read_dataset(fold.train)
-            # validation and test features as the training features are (rankcli.normalization)
+            # validation and test features as the training features are (rankcli.dataset.feature_transform)
             want, reference = recorded(train.metadata, str(fold.train)), f"the training data {fold.train}"
             valid = conform(read_dataset(fold.valid), want, str(fold.valid), reference) if fold.valid else None
             self._loaded[number] = TrialData(train, valid, conform(read_dataset(fold.test), want, str(fold.test),
@@ -264,7 +265,8 @@ def _fold_directories(path: Path) -> tuple[list[tuple[int, Path]], bool]:
 
 def _needs_transform(fold: Fold) -> bool:
     """Whether a part of ``fold`` has raw features where its training data is normalised (then the fold is read into
-    memory and normalised there, :func:`rankcli.normalization.conform`, rather than binned from the files by row)."""
+    memory and normalised there, :func:`rankcli.dataset.feature_transform.conform`, rather than binned from the files
+    by row)."""
     from rankcli.formats.parquet import read_metadata
 
     want = recorded(read_metadata(fold.train), str(fold.train))
@@ -274,7 +276,7 @@ def _needs_transform(fold: Fold) -> bool:
 
 def _check_fold_files(folds: list[Fold]) -> None:
     """Every part of every fold has ``qid`` and ``label``, rows, the feature columns of the first file, and features
-    that can be brought to the fold's training transform (:func:`rankcli.normalization.pending`)."""
+    that can be brought to the fold's training transform (:func:`rankcli.dataset.feature_transform.pending`)."""
     from rankcli.formats.parquet import column_names, feature_columns, read_metadata, require_columns, row_group_rows
 
     first_path, first_features = None, None
@@ -330,7 +332,7 @@ def load_data(path: Path | str, folds: bool = False) -> ExperimentData:
     A directory's ``*.parquet`` files are pooled (concatenated in name order), unless ``folds``: then it holds
     ``Fold1/ .. FoldK/`` or is one fold (see :func:`find_folds`); fold files are read when a unit needs them.
     """
-    from rankcli.pooling import concat_datasets
+    from rankcli.dataset.pooling import concat_datasets
 
     path = Path(path)
     if not path.exists():
@@ -347,7 +349,7 @@ def load_data(path: Path | str, folds: bool = False) -> ExperimentData:
                              + ("; it holds fold directories: pass --folds" if any(
                                  _FOLD_DIR.match(p.name) and p.is_dir() for p in path.iterdir()) else ""))
         parts = [_read_pooled(p) for p in files]
-        # every file's features as the first file's are (rankcli.normalization): raw files get its transform
+        # every file's features as the first file's are (rankcli.dataset.feature_transform): raw files get its transform
         want = recorded(parts[0].metadata, str(files[0]))
         parts = [conform(ds, want, str(p), f"the first file {files[0]}") for ds, p in zip(parts, files)]
         return ExperimentData(pooled=concat_datasets(parts))

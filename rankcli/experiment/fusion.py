@@ -17,8 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from rankcli.errors import InputError
-from rankcli.experiment.config import ExperimentConfig, Setting, fused_name, trained_losses, trial_ids
+from rankcli.experiment.config import ExperimentConfig
 from rankcli.experiment.data import ExperimentData, trial_parts
+from rankcli.experiment.settings import Setting, fused_name, trained_losses, trial_ids
 from rankcli.experiment.unit import UnitResult
 
 

@@ -9,17 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rankcli.errors import UsageError
-from rankcli.experiment.config import (
-    DEFAULT_TRIALS,
-    ExperimentConfig,
-    Setting,
-    SweepLevel,
-    all_loss_names,
-    plan_settings,
-)
+from rankcli.experiment.config import DEFAULT_TRIALS, ExperimentConfig
 from rankcli.experiment.convergence import convergence
 from rankcli.experiment.data import ExperimentData, check_data, load_data
 from rankcli.experiment.fusion import fuse_trials
+from rankcli.experiment.settings import Setting, SweepLevel, all_loss_names, plan_settings
 from rankcli.experiment.summary import hyperparameters, pooled_queries, summarize, sweep_rows
 from rankcli.experiment.unit import UnitResult, plan_units, run_pool, run_unit
 from rankcli.formats.experiment_store import ResultStore, lock_path, queries_path, remove_locks

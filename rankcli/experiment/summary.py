@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rankcli.experiment.config import (
-    ExperimentConfig,
+from rankcli.experiment.config import ExperimentConfig
+from rankcli.experiment.settings import (
     Setting,
     SweepLevel,
     parse_variant,

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rankcli.core.perturb import augment_negatives, label_noise
+from rankcli.core.seeds import model_seed, perturbation_rng, unit_rng
 from rankcli.dataset import Dataset
 from rankcli.errors import InputError, UsageError
 from rankcli.experiment.config import (
@@ -16,14 +17,9 @@ from rankcli.experiment.config import (
     DISPLAYED_POSITIONS,
     MIN_LOGGING_QUERIES,
     ExperimentConfig,
-    Setting,
-    ips_capable,
-    model_seed,
-    parse_variant,
-    perturbation_rng,
     train_config,
-    unit_rng,
 )
+from rankcli.experiment.settings import Setting, ips_capable, parse_variant
 
 
 def augment_dataset(ds: Dataset, fraction: float, rng: np.random.Generator) -> Dataset:

@@ -11,18 +11,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+from rankcli.core.seeds import model_seed, perturbation_rng
 from rankcli.errors import InputError
-from rankcli.experiment.config import (
-    ExperimentConfig,
-    Setting,
-    model_seed,
-    parse_variant,
-    perturbation_rng,
-    train_config,
-    trained_losses,
-    trial_ids,
-)
+from rankcli.experiment.config import ExperimentConfig, train_config
 from rankcli.experiment.data import ExperimentData, load_data, part_rows, trial_parts, with_features
+from rankcli.experiment.settings import Setting, parse_variant, trained_losses, trial_ids
 from rankcli.experiment.sweeps import perturb, position_bias_logs, variant_data
 
 
@@ -158,7 +151,7 @@ def init_worker(data_path: str, config: ExperimentConfig) -> None:
     the data at ``data_path``."""
     import signal
 
-    from rankcli.startup import import_lightgbm_lean
+    from rankcli.runtime.startup import import_lightgbm_lean
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the pool
     import_lightgbm_lean()  # a worker of ours never uses LightGBM's scikit-learn API: ~1.5-2 s of CPU less each

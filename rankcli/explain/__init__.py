@@ -207,9 +207,9 @@ def _permutations(model, features: np.ndarray, ds: Dataset, groups: list[Feature
     """Plan the permutations (:mod:`rankcli.explain.ranking`) in ``work`` and return what runs them: a function
     giving each group's permuted metric per query, from the trees that read the group (:mod:`rankcli.explain.trees`)
     when the model allows it, else by scoring the whole model."""
-    from rankcli.cpus import default_threads
     from rankcli.explain.ranking import tree_permuted_metrics
     from rankcli.explain.trees import tree_scorer
+    from rankcli.runtime.cpus import default_threads
 
     # a feature no split reads cannot change a score, unless leaves hold linear models of the features
     booster, n, trees = model.booster, ds.n_rows, model.booster.num_trees()
@@ -366,7 +366,7 @@ def _contributions(booster, features: np.ndarray, offsets: np.ndarray, n_feature
                    batch_rows: int, sample: ContributionSample, work: Work) -> tuple[np.ndarray, np.ndarray]:
     """``(mean, stderr)`` of the mean absolute centred contributions on the sampled queries; the first batch is
     small (:data:`PROBE_ROWS`), so that TreeSHAP's cost is measured early for the progress."""
-    from rankcli.cpus import default_threads
+    from rankcli.runtime.cpus import default_threads
 
     threads = default_threads()
     rows, sub = (None, offsets) if sample.complete else sample.rows(offsets)

@@ -78,7 +78,7 @@ def _convention(conv: dict) -> str:
 
 def explain_plot(explanation, path: Path, top: int = 20) -> Path:
     """A PNG of the ``top`` features: their drop with ± 1 standard error bars (with data) beside their gain share."""
-    from rankcli.plot import plot_importance
+    from rankcli.display.plot import plot_importance
 
     rows = explanation.rows()[: top if top > 0 else None]
     r = explanation.ranking

@@ -90,7 +90,7 @@ def read_data(path: Path | str, model, width: int) -> Dataset:
 
 
 def _raw(ds: Dataset, model, where: str) -> Dataset:
-    from rankcli.normalization import recorded
+    from rankcli.dataset.feature_transform import recorded
 
     model.check_features(ds.feature_names, where)
     if recorded(ds.metadata, where) is not None:
@@ -101,7 +101,7 @@ def _raw(ds: Dataset, model, where: str) -> Dataset:
 
 def _leaves(src, z: np.ndarray) -> np.ndarray:
     """LightGBM's leaf of each row in each tree, as the ensemble's leaf indices."""
-    from rankcli.cpus import default_threads
+    from rankcli.runtime.cpus import default_threads
 
     local = src.model.booster.predict(z, pred_leaf=True, num_threads=default_threads())
     local = np.asarray(local).reshape(z.shape[0], src.ensemble.n_trees)

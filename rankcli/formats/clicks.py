@@ -23,7 +23,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rankcli.compat import arrow_call_function
 from rankcli.dataset import Dataset, offsets_from_qids
 from rankcli.errors import InputError, SchemaError
 from rankcli.formats.arrow import array_from_numpy, column_to_numpy
@@ -40,6 +39,7 @@ from rankcli.formats.parquet import (
     reading,
     require_columns,
 )
+from rankcli.runtime.compat import arrow_call_function
 
 
 def read_source_columns(path: Path | str, columns: list[str]) -> pa.Table:

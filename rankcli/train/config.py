@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from rankcli.core import losses as core_losses
-from rankcli.cpus import check_threads, default_threads
 from rankcli.errors import UsageError
+from rankcli.runtime.cpus import check_threads, default_threads
 from rankcli.train.losses import LOSSES, check_grade_range, check_loss, options_by_loss
 from rankcli.train.params import check_params, parse_params
 
@@ -110,7 +110,8 @@ class TrainConfig:
     learning_rate, num_leaves, min_data_in_leaf : ``None`` takes the preset's value, else 0.05, 31 and 20.
     params : any other LightGBM parameter (checked by :func:`check_params`: a name LightGBM knows and no option here
         sets); it overrides the preset's and rankcli's other defaults.
-    threads : LightGBM's threads (``None``: the CPUs this process may use, :func:`rankcli.cpus.default_threads`).
+    threads : LightGBM's threads (``None``: the CPUs this process may use,
+        :func:`rankcli.runtime.cpus.default_threads`).
     seed : the seed of every random step (0 .. :data:`MAX_SEED`).
     label_grades : map the distinct label values to the grades ``0 .. n-1`` in increasing order.
     preset : a name of :data:`PRESETS` or ``None``.
@@ -213,7 +214,7 @@ def resolve_params(config: TrainConfig, max_grade: int | None = None, rows: int 
     ----------
     config : the training configuration.
     max_grade : the largest training grade of ``lambdamart`` (LightGBM's default ``label_gain`` stops at 30).
-    rows : the training rows, which bound the default thread count (:func:`rankcli.cpus.default_threads`).
+    rows : the training rows, which bound the default thread count (:func:`rankcli.runtime.cpus.default_threads`).
     """
     check_loss(config.loss)
     preset = PRESETS[check_preset(config.preset)] if config.preset else {}

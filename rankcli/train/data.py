@@ -15,8 +15,8 @@ import numpy as np
 
 from rankcli.core.normalize import Normalization
 from rankcli.dataset import Dataset
+from rankcli.dataset.feature_transform import FOOTER_KEY, conform, pending, recorded
 from rankcli.errors import UsageError
-from rankcli.normalization import FOOTER_KEY, conform, pending, recorded
 from rankcli.train.config import TrainConfig
 from rankcli.train.datasets import PreparedData, prepare
 from rankcli.train.model import TrainResult, lightgbm_resolved_params
@@ -77,7 +77,7 @@ def ips_options(propensity: str | None, pool_impressions: bool, clip: float, all
             raise UsageError(f"--propensity-clip: must be within (0, 1], got {clip:g}")
         options = IpsOptions(spec, clip, allow_graded)
         if options.learn:
-            from rankcli.startup import import_lightgbm_lean
+            from rankcli.runtime.startup import import_lightgbm_lean
             from rankcli.train.objective import check_position_bias_support
 
             import_lightgbm_lean()
@@ -101,7 +101,7 @@ class TrainingData:
     train_rows, valid_rows : the features read from the files by row when the datasets were read without them
         (:class:`rankcli.formats.feature_rows.ParquetFeatureRows`), else ``None``.
     normalization : the transform the training features had (their file's footer), ``None`` for raw features; the
-        validation set is brought to it (:func:`rankcli.normalization.conform`).
+        validation set is brought to it (:func:`rankcli.dataset.feature_transform.conform`).
     """
 
     train: Dataset

@@ -36,7 +36,7 @@ import numpy as np
 from rankcli.core.groups import sizes
 from rankcli.dataset import Dataset
 from rankcli.errors import SchemaError
-from rankcli.memory import release_free_memory
+from rankcli.runtime.memory import release_free_memory
 
 #: Rows per batch pushed into a Dataset built from a Sequence (LightGBM's default is 4096; larger is faster).
 SEQUENCE_BATCH_ROWS = 65_536
@@ -110,7 +110,7 @@ def binning_params(params: dict[str, Any]) -> dict[str, Any]:
     ``feature_pre_filter=False`` (see the module's documentation), and ``verbosity`` and ``num_threads`` (they do not
     change the bins). Every other parameter, ``min_data_in_leaf`` included, is a training parameter.
     """
-    from rankcli.startup import import_lightgbm_lean
+    from rankcli.runtime.startup import import_lightgbm_lean
 
     lightgbm = import_lightgbm_lean()
     out = dict(lightgbm.Dataset(None, params=dict(params)).get_params())
@@ -183,7 +183,7 @@ class PreparedData:
         release = getattr(rows, "release", None)
         if release is not None:  # a Parquet reader's decoded row group is no longer needed
             release()
-        release_free_memory()  # the binning's freed memory, before training allocates its own (rankcli.memory)
+        release_free_memory()  # the binning's freed memory, before training allocates its own (rankcli.runtime.memory)
         self.constructions += 1
         return built
 

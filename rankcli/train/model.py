@@ -18,11 +18,11 @@ import numpy as np
 from rankcli import __version__
 from rankcli.core import losses as core_losses
 from rankcli.core.normalize import Normalization
-from rankcli.cpus import default_threads
 from rankcli.dataset import Dataset
+from rankcli.dataset.feature_transform import FOOTER_KEY, conform, pending, recorded
 from rankcli.errors import InputError, SchemaError
 from rankcli.formats.atomic import atomic_directory
-from rankcli.normalization import FOOTER_KEY, conform, pending, recorded
+from rankcli.runtime.cpus import default_threads
 from rankcli.train.config import TrainConfig
 
 MODEL_FILE = "model.txt"
@@ -365,8 +365,9 @@ class TrainedModel:
 
     def model_features(self, ds: Dataset, what: str = "data") -> np.ndarray:
         """The feature matrix of ``ds`` as the model was trained on it: :class:`SchemaError` when its feature columns
-        differ from the model's, and the model's normalisation applied to raw data (:func:`rankcli.normalization.
-        conform`: data already normalised the same way is used as it is, data normalised otherwise refused)."""
+        differ from the model's, and the model's normalisation applied to raw data
+        (:func:`rankcli.dataset.feature_transform.conform`: data already normalised the same way is used as it is,
+        data normalised otherwise refused)."""
         self.check_features(ds.feature_names, what)
         if ds.features is None:
             raise SchemaError(f"{what}: read without its feature columns")
@@ -374,8 +375,8 @@ class TrainedModel:
 
     def input_transform(self, metadata: dict, what: str = "data") -> Normalization | None:
         """The transform still to apply to the features of a file whose footer metadata is ``metadata`` (None:
-        nothing), for scoring it batch by batch of whole queries with :func:`rankcli.normalization.apply`; decided
-        once per file as :meth:`model_features` decides it (an :class:`InputError` for data normalised another
+        nothing), for scoring it batch by batch of whole queries with :func:`rankcli.dataset.feature_transform.apply`;
+        decided once per file as :meth:`model_features` decides it (an :class:`InputError` for data normalised another
         way)."""
         return pending(recorded(metadata, what), self.normalization, what)
 
@@ -390,7 +391,7 @@ class TrainedModel:
         the row (``first_row`` is the row number of the first row in ``what``): a damaged model."""
         if features.shape[0] == 0:
             return np.zeros(0)
-        # LightGBM's default is every core of the node; use the CPUs this process may use (rankcli.cpus)
+        # LightGBM's default is every core of the node; use the CPUs this process may use (rankcli.runtime.cpus)
         scores = np.asarray(self.booster.predict(features, num_threads=default_threads()), dtype=np.float64)
         bad = ~np.isfinite(scores)
         if bad.any():

@@ -169,10 +169,10 @@ def learned_position_bias(log_lines: list[str], best_iteration: int) -> dict | N
 
     Parameters
     ----------
-    log_lines : LightGBM's log of a training at verbosity 2 (:func:`rankcli.compat.capture_lightgbm_log`).
+    log_lines : LightGBM's log of a training at verbosity 2 (:func:`rankcli.runtime.compat.capture_lightgbm_log`).
     best_iteration : the number of trees the model keeps.
     """
-    from rankcli.compat import parse_position_bias_log
+    from rankcli.runtime.compat import parse_position_bias_log
 
     tables = parse_position_bias_log(log_lines)
     if not tables or best_iteration < 1:

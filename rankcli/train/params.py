@@ -3,7 +3,7 @@
 ``--param key=value`` may set any LightGBM parameter that no rankcli option sets (:data:`OPTION_PARAMS`), that
 rankcli does not set itself and that LightGBM does not ignore in rankcli's trainings (:data:`MANAGED_PARAMS`); the
 class of every parameter is in :data:`rankcli.train.lightgbm_params.PARAMETERS`. Keys are checked against
-LightGBM's own names and aliases (:func:`rankcli.compat.lightgbm_parameter_aliases`) and returned under the main
+LightGBM's own names and aliases (:func:`rankcli.runtime.compat.lightgbm_parameter_aliases`) and returned under the main
 name.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from rankcli.errors import UsageError
-from rankcli.startup import import_lightgbm_lean
+from rankcli.runtime.startup import import_lightgbm_lean
 from rankcli.train.lightgbm_params import MANAGED_PARAMS, OPTION_PARAMS
 
 # OPTION_PARAMS and MANAGED_PARAMS, the refused classes by main name, live with the whole table
@@ -94,7 +94,7 @@ def check_params(items: Any, options: dict[str, str] | None = None) -> dict[str,
     (LightGBM prefers the main name when both are present, and rankcli or a preset may set it). Whether a parameter
     takes effect with the loss and the other parameters of a training is :func:`rankcli.train.check_effective`'s.
     """
-    from rankcli.compat import lightgbm_parameter_aliases
+    from rankcli.runtime.compat import lightgbm_parameter_aliases
 
     pairs = list(items.items()) if isinstance(items, dict) else list(items)
     if not pairs:

@@ -154,7 +154,7 @@ def apply_params(config: Any, params: dict[str, Any], *, explicit: Iterable[str]
         fields["loss_options"] = {**options, **config.loss_options}
     lightgbm = {k: v for k, v in params.items() if k not in FIELD_PARAMS and k not in own}
     if lightgbm:
-        from rankcli.startup import import_lightgbm_lean
+        from rankcli.runtime.startup import import_lightgbm_lean
 
         import_lightgbm_lean()  # the parameter table comes from LightGBM's library
         try:

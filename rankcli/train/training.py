@@ -196,7 +196,7 @@ def _run_lightgbm(run_params: dict, params: dict, train_set: Any, valid_sets: li
             return lightgbm.train(run_params, train_set, **kwargs), log_lines
         # LightGBM shows the position biases it learns only in its debug log: train at verbosity 2 with every
         # message collected in memory (none reaches stdout, which carries rankcli's results).
-        from rankcli.compat import capture_lightgbm_log
+        from rankcli.runtime.compat import capture_lightgbm_log
 
         run_params["verbosity"] = params["verbosity"] = 2
         with capture_lightgbm_log() as log_lines:

@@ -54,7 +54,7 @@ def prepare(o, qrels_data: bytes, run_data: bytes):
     run_id = last_run_id(run_data)
     if run_id is None:
         return None
-    from rankcli.cpus import available_cpus
+    from rankcli.runtime.cpus import available_cpus
 
     joined = trec_fast.join(run_data, qrels_data, available_cpus(), scores=False)
     if joined is None:

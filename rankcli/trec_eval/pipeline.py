@@ -196,7 +196,7 @@ def measure(p: Prepared, measures: list[Active], o: Options) -> Iterator[tuple]:
     groups' averages."""
     from functools import partial
 
-    from rankcli.cpus import available_cpus
+    from rankcli.runtime.cpus import available_cpus
 
     j = p.joined
     blocks = list(_blocks(j.ret_offsets, j.label_offsets))

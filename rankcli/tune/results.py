@@ -108,11 +108,11 @@ def write_results(result: TuneResult) -> list[Path]:
     files.append(write_json(out / BEST_FILE, params_document(entries)))
     curves = {loss: r.best_so_far() for loss, r in result.losses.items()}
     files.append(write_curves(out, curves))
-    from rankcli.plot import have_matplotlib
+    from rankcli.display.plot import have_matplotlib
 
     if have_matplotlib() and any(curves.values()):
+        from rankcli.display.plot import plot_best_so_far
         from rankcli.formats.tune_store import PLOT_FILE
-        from rankcli.plot import plot_best_so_far
 
         files.append(plot_best_so_far(curves, out / PLOT_FILE, result.config.train.select_by, result.config.budget))
     return files

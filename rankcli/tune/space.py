@@ -312,8 +312,8 @@ def _check_name(name: str, where: str) -> None:
 
     if name in FIELD_PARAMS:
         return
-    from rankcli.compat import lightgbm_parameter_aliases
-    from rankcli.startup import import_lightgbm_lean
+    from rankcli.runtime.compat import lightgbm_parameter_aliases
+    from rankcli.runtime.startup import import_lightgbm_lean
 
     import_lightgbm_lean()
     main = next((m for m, aliases in lightgbm_parameter_aliases().items() if name in aliases), None)

@@ -55,7 +55,7 @@ def tune_losses(train_path: str, valid_path: str, out_dir: str, config: Any,
     running, or it ended on failed trials (:meth:`LossStudy.ended`; :func:`run_tune` reports it). Any number of
     processes may run it at once on one ``out_dir`` (prepared by :func:`run_tune`). Returns the trials this process
     trained, per loss."""
-    from rankcli.startup import import_lightgbm_lean
+    from rankcli.runtime.startup import import_lightgbm_lean
     from rankcli.train import load_training_data
 
     import_lightgbm_lean()

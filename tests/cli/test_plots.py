@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from rankcli.display.plot import have_matplotlib
 from rankcli.errors import ExitStatus
-from rankcli.plot import have_matplotlib
 from tests.conftest import SAMPLE
 from tests.conftest import run_main as run
 

@@ -463,9 +463,9 @@ def test_plot_png(run, logs, tmp_path, monkeypatch):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.exists()
     status, _, err = run("propensity", logs["random"], "-o", out, "--plot", out, "--overwrite")
     assert status == 2 and err == "Error: --plot and --output name the same file\n"
-    import rankcli.plot
+    import rankcli.display.plot
 
-    monkeypatch.setattr(rankcli.plot, "have_matplotlib", lambda: False)
+    monkeypatch.setattr(rankcli.display.plot, "have_matplotlib", lambda: False)
     status, _, err = run("propensity", logs["random"], "--plot", tmp_path / "q.png")
     assert status == 2 and err == 'Error: --plot needs matplotlib: pip install "rankcli[plot]"\n'
     assert not (tmp_path / "q.png").exists()

@@ -1,4 +1,4 @@
-"""Tests of rankcli.plot: text sparklines, and PNG files when matplotlib is installed (the optional extra)."""
+"""Tests of rankcli.display.plot: text sparklines, and PNG files when matplotlib is installed (the optional extra)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,14 @@ import math
 
 import pytest
 
-from rankcli.plot import CONVERGENCE_CAPTION, CONVERGENCE_NOTE, have_matplotlib, plot_convergence, plot_sweep, sparkline
+from rankcli.display.plot import (
+    CONVERGENCE_CAPTION,
+    CONVERGENCE_NOTE,
+    have_matplotlib,
+    plot_convergence,
+    plot_sweep,
+    sparkline,
+)
 
 
 def test_sparkline_scale_and_resampling():
@@ -39,7 +46,7 @@ def test_convergence_caption_says_what_carried_forward_means():
 def test_convergence_plot_has_a_stderr_band_per_loss_and_the_caption():
     import matplotlib.pyplot as plt
 
-    from rankcli.plot import convergence_figure
+    from rankcli.display.plot import convergence_figure
 
     curves = {"a": {"mean": [0.1, 0.2, 0.3], "stderr": [0.01, 0.02, 0.03], "trials": [3, 3, 3]},
               "b": {"mean": [0.2, 0.25, 0.3], "stderr": [0.01, 0.01, 0.01], "trials": [3, 3, 3]}}
@@ -57,7 +64,7 @@ def test_convergence_plot_has_a_stderr_band_per_loss_and_the_caption():
 @pytest.fixture
 def drawn(monkeypatch):
     """The figures the plotting functions save, kept open for the test to inspect (each is still written)."""
-    import rankcli.plot as plot
+    import rankcli.display.plot as plot
 
     figures = []
     save = plot._save_png
@@ -78,7 +85,7 @@ def _png_by_rankcli(path) -> bool:
 
 @pytest.mark.skipif(not have_matplotlib(), reason="matplotlib (the plot extra) is not installed")
 def test_propensity_plot_is_log_log_with_the_reference_drawn_above_the_estimate(tmp_path, drawn):
-    from rankcli.plot import plot_propensity
+    from rankcli.display.plot import plot_propensity
 
     positions = list(range(1, 151))
     prop = [1.0 / r if r < 140 else 0.0 for r in positions]  # a position without clicks: no place on a log axis
@@ -102,7 +109,7 @@ def test_differences_plot_has_a_panel_per_comparison_sorted_with_its_counts(tmp_
     import numpy as np
 
     from rankcli.compare import compare_values
-    from rankcli.plot import plot_differences
+    from rankcli.display.plot import plot_differences
 
     rng = np.random.default_rng(3)
     a = rng.random(40)
@@ -121,7 +128,7 @@ def test_differences_plot_has_a_panel_per_comparison_sorted_with_its_counts(tmp_
 
 @pytest.mark.skipif(not have_matplotlib(), reason="matplotlib (the plot extra) is not installed")
 def test_validation_curve_marks_the_kept_tree(tmp_path, drawn):
-    from rankcli.plot import plot_validation_curve
+    from rankcli.display.plot import plot_validation_curve
 
     curve = [0.5, 0.6, None, 0.7, 0.65]
     path = plot_validation_curve(curve, 4, tmp_path / "v.png", metric="ndcg@5", loss="xendcg")

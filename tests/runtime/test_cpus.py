@@ -1,4 +1,4 @@
-"""rankcli.cpus: the default thread count follows the CPUs this process may use (issue 12 item 14).
+"""rankcli.runtime.cpus: the default thread count follows the CPUs this process may use (issue 12 item 14).
 
 Affinity, cgroup files and the environment are all faked: nothing here depends on the machine running the tests.
 """
@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from rankcli import cpus
+from rankcli.runtime import cpus
 
 
 @pytest.fixture

@@ -1,11 +1,11 @@
-"""Tests of rankcli.pooling: several datasets' queries as one dataset."""
+"""Tests of rankcli.dataset.pooling: several datasets' queries as one dataset."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from rankcli.dataset import Dataset
-from rankcli.pooling import concat_datasets
+from rankcli.dataset.pooling import concat_datasets
 
 
 def _ds(qids, n_features, docids=None):

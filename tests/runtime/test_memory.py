@@ -1,4 +1,4 @@
-"""rankcli.memory: freed heap memory scattered among live blocks goes back to the operating system."""
+"""rankcli.runtime.memory: freed heap memory scattered among live blocks goes back to the operating system."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from rankcli import memory
+from rankcli.runtime import memory
 
 
 def _resident_bytes() -> int:

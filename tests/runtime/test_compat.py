@@ -1,14 +1,14 @@
-"""rankcli.compat: each private name of a dependency that rankcli uses is still where rankcli reads it.
+"""rankcli.runtime.compat: each private name of a dependency that rankcli uses is still where rankcli reads it.
 
-When one of these tests fails after a dependency upgrade, the private name moved: update rankcli/compat.py (and only
-it), or pin the dependency.
+When one of these tests fails after a dependency upgrade, the private name moved: update rankcli/runtime/compat.py (and
+only it), or pin the dependency.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from rankcli import compat
+from rankcli.runtime import compat
 
 
 def test_lightgbm_still_exposes_its_parameter_alias_table_where_compat_reads_it():
