@@ -2,18 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
-
-def _num(x, digits: int = 4) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{digits}f}"
-
-
-def _p(x) -> str:
-    if x is None or not math.isfinite(x):
-        return "n/a"
-    return "<0.0001" if x < 1e-4 else f"{x:.4f}"
+from rankcli.display.numbers import number, p_value
 
 
 def explain_table(explanation, top: int):
@@ -41,16 +32,16 @@ def explain_table(explanation, top: int):
         name = row["feature"] + (f" ({len(row['members'])})" if len(row["members"]) > 1 else "")
         cells = [name]
         if r is not None:
-            cells += [_num(row["drop"]), _num(row["drop_stderr"]), _p(row["p_value"])]
+            cells += [number(row["drop"]), number(row["drop_stderr"]), p_value(row["p_value"])]
         cells += [f"{row['gain']:.4g}", f"{row['gain_share']:.1%}", str(row["splits"])]
         if explanation.contributions is not None:
-            cells.append(_num(row["mean_abs_contribution"]))
+            cells.append(number(row["mean_abs_contribution"]))
         table.add_row(*cells)
     lines = []
     if len(shown) < len(rows):
         lines.append(f"top {len(shown)} of {len(rows)} features (--top 0: all; --json and -o: all)")
     if r is not None:
-        lines.append(f"{r.metric} of the model {_num(r.mean)} over {rows[0]['n'] if rows else 0} queries "
+        lines.append(f"{r.metric} of the model {number(r.mean)} over {rows[0]['n'] if rows else 0} queries "
                      f"({r.base.shape[0]} in the data); drop: the mean loss of {r.metric} when the feature is "
                      f"permuted within each query ({r.repeats} permutation{'s' if r.repeats > 1 else ''}, seed "
                      f"{r.seed}), ± its standard error; p adj.: paired {r.test} against no drop, "
