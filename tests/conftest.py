@@ -8,6 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+# ranx (tests/test_fuse_ranx.py, the fusion rankcli matches) runs its numba functions as Python: on a fresh install
+# numba compiles every method from nothing, minutes of a CI run for a test of small runs; the functions
+# and their results are the same, and bench/fuse.py times ranx compiled.
+os.environ.setdefault("NUMBA_DISABLE_JIT", "1")
+
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_data"
 SHARED = REPO.parent / "shared"
@@ -74,3 +79,17 @@ def make_ranking(rng: np.random.Generator, n_queries: int = 60, max_size: int = 
 def make_ranking_fixture(rng):
     """``make_ranking(n_queries, max_size, ...)`` drawing from the test's seeded ``rng``; see :func:`make_ranking`."""
     return lambda *args, **kwargs: make_ranking(rng, *args, **kwargs)
+
+
+#: Tests that take tens of seconds each (ranx's numba compilation on a fresh install; the docs' shell examples, which
+#: run whole pipelines): run first, so that pytest-xdist's workers do not end the suite waiting on one of them.
+LONG_TESTS = ("tests/test_fuse_ranx.py::", "tests/test_docs.py::test_shell_examples_run")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Put :data:`LONG_TESTS` at the front of the run, in that order (a stable sort: every other test keeps its
+    order)."""
+    def rank(item) -> int:
+        return next((i for i, prefix in enumerate(LONG_TESTS) if item.nodeid.startswith(prefix)), len(LONG_TESTS))
+
+    items.sort(key=rank)
