@@ -8,7 +8,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -291,11 +293,29 @@ def test_num_features_beyond_the_dense_limit_is_refused_up_front(tmp_path, capsy
 
 
 def _peak_rss_mb(args, feed) -> tuple[int, bytes, float]:
-    """Run the CLI fed by ``feed()`` (an iterator of byte chunks) on stdin: exit status, stderr, peak RSS in MB
-    (wait4's rusage: this child alone)."""
+    """Run the CLI fed by ``feed()`` (an iterator of byte chunks) on stdin: exit status, stderr, peak RSS in MB.
+
+    The peak is the child's own ``VmHWM`` (``/proc/PID/status``), polled until it exits: ``wait4``'s ``ru_maxrss``
+    would also count the memory of this pytest process, which the child shares between fork and exec (a worker
+    that earlier tests made large reads as a child of 500 MB)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, "-m", "rankcli", *map(str, args)], stdin=subprocess.PIPE,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    peak = [0]
+
+    def watch():
+        status = Path(f"/proc/{proc.pid}/status")
+        while proc.poll() is None:
+            try:
+                line = next((x for x in status.read_text().splitlines() if x.startswith("VmHWM:")), None)
+            except OSError:
+                break
+            if line is not None:
+                peak[0] = max(peak[0], int(line.split()[1]))
+            time.sleep(0.002)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
     try:
         for chunk in feed():
             proc.stdin.write(chunk)
@@ -306,9 +326,9 @@ def _peak_rss_mb(args, feed) -> tuple[int, bytes, float]:
     except BrokenPipeError:
         pass
     err = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, err, usage.ru_maxrss / 1024
+    proc.wait()
+    watcher.join()
+    return proc.returncode, err, peak[0] / 1024
 
 
 def test_memory_is_bounded_for_input_without_newlines(tmp_path):
