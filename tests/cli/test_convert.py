@@ -8,9 +8,7 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -19,6 +17,7 @@ import pytest
 from rankcli.errors import ExitStatus
 from tests.conftest import REPO, SAMPLE
 from tests.conftest import run_main as run
+from tests.peak_memory import peak_mib, popen_rankcli
 
 
 def test_convert_sample_directory_and_info(tmp_path, capsys):
@@ -292,30 +291,12 @@ def test_num_features_beyond_the_dense_limit_is_refused_up_front(tmp_path, capsy
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt"]
 
 
-def _peak_rss_mb(args, feed) -> tuple[int, bytes, float]:
-    """Run the CLI fed by ``feed()`` (an iterator of byte chunks) on stdin: exit status, stderr, peak RSS in MB.
-
-    The peak is the child's own ``VmHWM`` (``/proc/PID/status``), polled until it exits: ``wait4``'s ``ru_maxrss``
-    would also count the memory of this pytest process, which the child shares between fork and exec (a worker
-    that earlier tests made large reads as a child of 500 MB)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-m", "rankcli", *map(str, args)], stdin=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    peak = [0]
-
-    def watch():
-        status = Path(f"/proc/{proc.pid}/status")
-        while proc.poll() is None:
-            try:
-                line = next((x for x in status.read_text().splitlines() if x.startswith("VmHWM:")), None)
-            except OSError:
-                break
-            if line is not None:
-                peak[0] = max(peak[0], int(line.split()[1]))
-            time.sleep(0.002)
-
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
+def _peak_rss_mb(tmp_path, args, feed) -> tuple[int, bytes, float]:
+    """Run the CLI fed by ``feed()`` (an iterator of byte chunks) on stdin: exit status, stderr, peak RSS in MB (the
+    child's own, tests/peak_memory.py)."""
+    report = tmp_path / "peak"
+    proc = popen_rankcli(args, report, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
     try:
         for chunk in feed():
             proc.stdin.write(chunk)
@@ -327,8 +308,7 @@ def _peak_rss_mb(args, feed) -> tuple[int, bytes, float]:
         pass
     err = proc.stderr.read()
     proc.wait()
-    watcher.join()
-    return proc.returncode, err, peak[0] / 1024
+    return proc.returncode, err, peak_mib(report)
 
 
 def test_memory_is_bounded_for_input_without_newlines(tmp_path):
@@ -341,7 +321,7 @@ def test_memory_is_bounded_for_input_without_newlines(tmp_path):
         for _ in range(300):
             yield zeros
 
-    status, err, peak = _peak_rss_mb(["convert", "-", "-o", tmp_path / "z.parquet"], dev_zero)
+    status, err, peak = _peak_rss_mb(tmp_path, ["convert", "-", "-o", tmp_path / "z.parquet"], dev_zero)
     assert status == 3 and err.decode() == ("Error: <stdin>:1: not SVMlight text (binary data), got "
                                             "'\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00'\n")
     assert peak < 400, peak
@@ -352,10 +332,10 @@ def test_memory_is_bounded_for_input_without_newlines(tmp_path):
             yield b"a" * (1 << 20)
         yield b"\n"
 
-    status, err, peak = _peak_rss_mb(["convert", "-", "-o", tmp_path / "c.parquet"], long_comment)
+    status, err, peak = _peak_rss_mb(tmp_path, ["convert", "-", "-o", tmp_path / "c.parquet"], long_comment)
     assert status == 3 and err.decode().startswith("Error: <stdin>:2: line longer than 4194304 bytes, the limit")
     assert peak < 400, peak
-    assert list(tmp_path.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir() if p.name != "peak"] == []
 
 
 def test_overflow_is_an_error_and_no_numpy_warning_reaches_stderr(tmp_path, cli):

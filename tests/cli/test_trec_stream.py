@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 
 import pytest
+
+from tests.peak_memory import peak_mib, popen_rankcli
 
 #: Queries of the large case; the small one has a tenth of them. Ten -q lines a query (P at 9 cutoffs and map).
 QUERIES = 100_000
@@ -23,14 +24,15 @@ def _write_case(directory, n: int) -> int:
 
 
 def _peak_mib(args: list[str], out_path) -> float:
-    """The peak resident memory (MiB) of ``rankcli args`` in its own process, its standard output to ``out_path``."""
+    """The peak resident memory (MiB) of ``rankcli args`` in its own process (tests/peak_memory.py), its standard
+    output to ``out_path``."""
+    report = out_path.with_name(out_path.name + ".peak")
     with open(out_path, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "rankcli", *args], stdout=out, stderr=subprocess.PIPE,
-                                env={**os.environ, "OMP_NUM_THREADS": "1"})
-        _, status, usage = os.wait4(proc.pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, proc.stderr.read().decode()
-    proc.stderr.close()
-    return usage.ru_maxrss / 1024
+        proc = popen_rankcli(args, report, stdout=out, stderr=subprocess.PIPE,
+                             env={**os.environ, "OMP_NUM_THREADS": "1"})
+        err = proc.communicate()[1]
+    assert proc.returncode == 0, err.decode()
+    return peak_mib(report)
 
 
 def _command(kind: str, case, by_query: bool) -> list[str]:
