@@ -349,14 +349,14 @@ def parquet_inputs(paths: list[Any], *, model: Any = None, float64: bool = False
     they get the same feature columns; with ``model`` (a model directory) they get its features ``f1..fN`` and the
     precision it was trained on. One line on stderr says so and gives the ``convert`` command that makes it
     permanent. The temporaries are removed when the command ends."""
-    import tempfile
-    from pathlib import Path
-
-    from rankcli.convert import ConvertOptions, convert
-
     texts = list(dict.fromkeys(str(p) for p in paths if p is not None and _is_text(p)))
     if not texts:
         return list(paths)
+    import tempfile
+    from pathlib import Path
+
+    from rankcli.convert import ConvertOptions, convert  # only for text input: the converter costs ~0.1 s to load
+
     num_features, float64 = _model_features(model, float64)
     options = ConvertOptions(num_features=num_features, float64=float64)
     tmp = tempfile.mkdtemp(prefix="rankcli-text-")

@@ -82,7 +82,7 @@ class ParquetFeatureRows:
             table = table.slice(lo - int(self.starts[group]), hi - lo)
             for c in wanted:
                 parts[c].append(column_to_numpy(table.column(c)).astype(np.float64) if c == "label"
-                                else table.column(c).to_numpy(zero_copy_only=False))
+                                else column_to_numpy(table.column(c)))
         out = {c: np.concatenate(v) if v else np.zeros(0, dtype=np.float64 if c == "label" else object)
                for c, v in parts.items()}
         label_values = out.get("label")

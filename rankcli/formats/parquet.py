@@ -373,7 +373,7 @@ def read_dataset(path: Path | str, *, features: bool = True, label_required: boo
     qids = np.array(qids_as_int64(path, table.column("qid")))  # a writable copy, as to_numpy gave
     labels = (column_to_numpy(table.column("label")).astype(np.float64) if "label" in names
               else np.full(qids.shape[0], np.nan))
-    docid_values = table.column("docid").to_numpy(zero_copy_only=False) if with_docids else None
+    docid_values = column_to_numpy(table.column("docid")) if with_docids else None
     try:
         offsets = offsets_from_qids(qids)
     except InputError as exc:
@@ -386,7 +386,7 @@ def read_dataset(path: Path | str, *, features: bool = True, label_required: boo
         docids=docid_values,
         offsets=offsets,
         metadata=read_metadata(path),
-        extra={c: table.column(c).to_numpy(zero_copy_only=False) for c in extra_columns if c in names},
+        extra={c: column_to_numpy(table.column(c)) for c in extra_columns if c in names},
     )
 
 
