@@ -1,4 +1,4 @@
-"""rankcli.summary: what a dataset looks like, streamed chunk by chunk or read from a Parquet file."""
+"""rankcli.info: what a dataset looks like, streamed chunk by chunk or read from a Parquet file."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rankcli.errors import SchemaError
-from rankcli.summary import SummaryBuilder, format_label, summarize, summarize_parquet
+from rankcli.info import SummaryBuilder, format_label, summarize, summarize_parquet
 
 
 def test_summary_of_graded_queries():

@@ -16,7 +16,7 @@ def convert_log(kind: str, log: str, qrels: str, output: Path | str, *, overwrit
     Parquet dataset ``output``; returns a :class:`rankcli.convert.ConvertResult`."""
     from rankcli.convert import ConvertResult, FileResult
     from rankcli.formats.feature_logs import write_logged
-    from rankcli.summary import summarize
+    from rankcli.info import summarize
 
     start = time.perf_counter()
     ds, notes = write_logged(kind, log, qrels, output, overwrite=overwrite)
