@@ -10,11 +10,12 @@ import pytest
 from scipy import stats as sps
 
 from rankcli import experiment as ex
-from rankcli import report
 from rankcli.core.stats import paired_test
 from rankcli.dataset import Dataset
 from rankcli.dataset.pooling import concat_datasets
+from rankcli.display.numbers import p_value_or_reason
 from rankcli.errors import InputError, OutputError, UsageError
+from rankcli.experiment.render import P_DIGITS
 from rankcli.formats import experiment_store as store
 from rankcli.formats.parquet import feature_names, write_dataset
 
@@ -271,8 +272,8 @@ def test_identical_repeats_are_not_a_sample():
         t = s["tests"][0]
         assert np.isnan(t["p_value"]) and "zero variance" in t["reason"] and t["test"] == test
         assert (t["difference"], t["n"]) == (0.125, 4)
-    assert report.p_cell(t["p_value"], reason=t["reason"]) == f"not testable: {t['reason']}"
-    assert report.p_cell(0.01234) == "0.012"
+    assert p_value_or_reason(t["p_value"], P_DIGITS, t["reason"]) == f"not testable: {t['reason']}"
+    assert p_value_or_reason(0.01234, P_DIGITS) == "0.012"
 
 
 # --- running, resuming, refusing -------------------------------------------------------------------------------------

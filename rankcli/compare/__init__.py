@@ -63,7 +63,7 @@ class RunInfo:
 
 @dataclass
 class Report:
-    """Everything ``rankcli compare`` shows; rendering lives in :mod:`rankcli.report`."""
+    """Everything ``rankcli compare`` shows; rendering lives in :mod:`rankcli.compare.render`."""
 
     runs: list[RunInfo]
     metrics: list[str]

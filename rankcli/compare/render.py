@@ -1,15 +1,15 @@
-"""Result objects -> rich tables, JSON-ready dicts, Markdown, LaTeX and TSV. The one library module that knows rich.
+"""A :class:`rankcli.compare.Report` as rich renderables, Markdown, LaTeX and TSV.
 
-Renderers are grouped by command below. They never print: rich renderables or strings are returned and the CLI
-writes them to stdout. Nothing time-dependent goes into any output, so the same inputs give byte-identical output.
+The functions never print: they return rich renderables or strings, and the CLI writes them to stdout. Nothing
+time-dependent goes into any output, so the same inputs give byte-identical output. Numbers are written by
+:mod:`rankcli.display.numbers`; the TSV keeps every number at full precision, for scripts.
 """
 
 from __future__ import annotations
 
 import math
 
-# =====================================================================================================================
-# compare (rankcli.compare.Report)
+from rankcli.display.numbers import number, p_value, signed
 
 #: Markers against the baseline: significantly better / worse.
 _UP, _DOWN = "\u25b2", "\u25bc"
@@ -17,24 +17,6 @@ _SUPERSCRIPT = dict(zip("abcdefghijklmnoprstuvwxyz0123456789",
                         "\u1d43\u1d47\u1d9c\u1d48\u1d49\u1da0\u1d4d\u02b0\u2071\u02b2\u1d4f\u02e1\u1d50\u207f\u1d52"
                         "\u1d56\u02b3\u02e2\u1d57\u1d58\u1d5b\u02b7\u02e3\u02b8\u1dbb\u2070\u00b9\u00b2\u00b3\u2074"
                         "\u2075\u2076\u2077\u2078\u2079"))
-
-
-def _num(x: float | None, digits: int = 4) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "n/a"
-    return f"{x:.{digits}f}"
-
-
-def _signed(x: float | None, digits: int = 4) -> str:
-    if x is None or math.isnan(x):
-        return "n/a"
-    return f"{x:+.{digits}f}"
-
-
-def _pval(p: float) -> str:
-    if p is None or math.isnan(p):
-        return "n/a"
-    return f"{p:.4f}" if p >= 1e-4 else f"{p:.1e}"
 
 
 def _letters(report) -> dict[str, str]:
@@ -161,8 +143,8 @@ def _plain_mark(report, mark: str) -> str:
 def _comparison_rows(report) -> list[list[str]]:
     rows = []
     for c in report.comparisons:
-        rows.append([f"{c.b} - {c.a}", c.metric, _signed(c.difference), _num(c.result.stderr), _pval(c.result.p_value),
-                     _pval(c.p_adjusted), f"{c.wins}/{c.ties}/{c.losses}", _decision(c)])
+        rows.append([f"{c.b} - {c.a}", c.metric, signed(c.difference), number(c.result.stderr),
+                     p_value(c.result.p_value), p_value(c.p_adjusted), f"{c.wins}/{c.ties}/{c.losses}", _decision(c)])
     return rows
 
 
@@ -183,7 +165,7 @@ def compare_table(report):
     # Cells as Text: a run named "[x]" is a name, not rich markup.
     for n in report.run_names:
         means.add_row(Text(_run_label(report, n)),
-                      *[Text(_num(report.means[n][m]) + _plain_mark(report, marks[n][m])) for m in report.metrics])
+                      *[Text(number(report.means[n][m]) + _plain_mark(report, marks[n][m])) for m in report.metrics])
     comps = Table(box=None, pad_edge=False, show_edge=False)
     for i, h in enumerate(_COMPARISON_HEADER):
         comps.add_column(h, justify="right" if 2 <= i <= 6 else "left")
@@ -207,7 +189,7 @@ def compare_markdown(report) -> str:
     for n in report.run_names:
         cells = []
         for m in report.metrics:
-            value = _num(report.means[n][m])
+            value = number(report.means[n][m])
             if best[m] is not None and report.means[n][m] == best[m]:
                 value = f"**{value}**"
             mark = marks[n][m]
@@ -243,7 +225,7 @@ def compare_latex(report) -> str:
     for n in report.run_names:
         cells = []
         for m in report.metrics:
-            value = _num(report.means[n][m])
+            value = number(report.means[n][m])
             if best[m] is not None and report.means[n][m] == best[m]:
                 value = r"\textbf{" + value + "}"
             mark = marks[n][m]
@@ -286,204 +268,3 @@ def compare_tsv(report) -> str:
         d = c.as_dict()
         lines.append("\t".join(_tsv_cell(d[k]) for k in _TSV_COLUMNS))
     return "\n".join(lines) + "\n"
-
-
-# =====================================================================================================================
-# eval (rankcli.evaluate.EvalReport)
-
-
-def eval_dict(report) -> dict:
-    """``rankcli eval --json``: exactly ``{"convention": {...}, "queries": N, "skipped": K, "metrics": {...}}``."""
-    return report.as_dict()
-
-
-#: How a metric's per-query values are summarised, in words (the registry's ``aggregate``).
-_AGGREGATES = {"mean": "mean", "sum": "sum", "count": "count", "gmean": "geometric mean"}
-
-
-def eval_table(report):
-    """A rich table of the summaries (means; sums, counts and geometric means said so when there are any), then the
-    number of queries evaluated/skipped and the convention."""
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
-
-    result = report.result
-    counts_differ = len(set(result.evaluated.values())) > 1
-    records = {str(s): s.record for s in report.specs}
-    how = {name: records[name].aggregate if name in records else "mean" for name in result.means}
-    mixed = set(how.values()) != {"mean"}
-    table = Table(title=f"rankcli eval: {report.source}" if report.source else "rankcli eval", title_justify="left")
-    table.add_column("metric")
-    table.add_column("value" if mixed else "mean", justify="right")
-    if mixed:
-        table.add_column("over queries")
-    if counts_differ:
-        table.add_column("queries", justify="right")
-    for name, mean in result.means.items():
-        whole = name in records and records[name].integer and how[name] in ("sum", "count") and math.isfinite(mean)
-        cells = [name, f"{mean:.0f}" if whole else _num(mean)]
-        if mixed:
-            cells.append(_AGGREGATES.get(how[name], how[name]))
-        if counts_differ:
-            cells.append(str(result.evaluated.get(name, 0)))
-        table.add_row(*cells)
-    conv = result.convention
-    if counts_differ:
-        counted = f"queries: {result.queries} evaluated by every metric, {result.skipped} skipped by some"
-    else:
-        counted = f"queries: {result.queries} evaluated, {result.skipped} skipped"
-    lines = [counted + (" (no relevant document)" if result.skipped else "") + f"; {report.rows} rows",
-             f"convention: {conv.describe()}"]
-    lines += [f"note: {n}" for n in report.notes]
-    return Group(table, Text("\n".join(lines)))
-
-
-# =====================================================================================================================
-# experiment (rankcli.experiment.ExperimentResult)
-
-def number_cell(x: float | None, digits: int = 4) -> str:
-    """A number for an experiment table: ``n/a`` when it is missing or not finite."""
-    return "n/a" if x is None or not math.isfinite(x) else f"{x:.{digits}f}"
-
-
-def signed_cell(x: float | None, digits: int = 4) -> str:
-    """A difference for an experiment table, with its sign: ``n/a`` when it is missing or not finite."""
-    return "n/a" if x is None or not math.isfinite(x) else f"{x:+.{digits}f}"
-
-
-def p_cell(p: float | None, digits: int = 3, reason: str | None = None) -> str:
-    """A p-value for a table; a test that could not be run says so (and why, when ``reason`` is given)."""
-    if p is None or not math.isfinite(p):
-        return f"not testable: {reason}" if reason else "not testable"
-    return f"{p:.{digits}f}"
-
-
-def _test_of(config, summary: dict | None) -> dict:
-    """The test of ``summary`` (``summary["test"]``), or what ``config`` alone says of it."""
-    from rankcli.experiment.significance import describe_test
-
-    if summary and summary.get("test"):
-        return summary["test"]
-    return describe_test(config.test_name, config.folds, seed=config.seed)
-
-
-def protocol_note(config, summary: dict | None = None) -> str:
-    """One sentence: what a unit of the statistics is, how many there are, and which test runs over them."""
-    from rankcli.experiment.significance import spelled_out
-
-    test = _test_of(config, summary)
-    if config.folds:
-        n = None
-        if summary and summary["settings"]:
-            ns = {v["n"] for ms in summary["settings"][0]["losses"].values() for v in ms.values()}
-            n = max(ns) if ns else None
-        queries = f"{n} " if n is not None else ""
-        return (f"{config.trials} fold{'s' if config.trials != 1 else ''}, each trained once per loss; test metrics "
-                f"pooled over the {queries}test queries of all folds; {spelled_out(test['name'])} over those queries "
-                "(n = queries)")
-    return (f"{config.trials} random split{'s' if config.trials != 1 else ''} (trials), n = trials (one test mean "
-            f"per trial); test: {test['label']}")
-
-
-def significance_paragraph(config, summary: dict | None = None) -> str:
-    """summary.md's sentences on the test across random-split trials: why the trials are not independent, what the
-    test that ran answers, and the other one (empty under the folds protocol, whose units are the test queries)."""
-    from rankcli.experiment.significance import PAPER_TEST, REFERENCE
-
-    if config.folds:
-        return ""
-    test = _test_of(config, summary)
-    why = ("The trials are not independent samples: every test set is drawn from the same pool of queries and the "
-           "training sets overlap, so the differences of two trials are correlated.")
-    if test["name"] == "ttest":
-        return (f"Test: the paired t-test across trials, {PAPER_TEST}. {why} Its p-values are therefore too small; "
-                "`--test corrected-ttest` (the default) corrects the variance for the overlap.")
-    counts = (f", with n_test = {test['n_test']} test queries and n_train = {test['n_train']} training + validation "
-              "queries per trial" if "n_train" in test else "")
-    return (f"Test: the corrected resampled t-test ({REFERENCE}). {why} The variance of the mean difference over the "
-            f"J trials is estimated as (1/J + n_test/n_train) s^2 instead of s^2/J{counts}; the stderr shown is its "
-            f"square root. `--test ttest` gives {PAPER_TEST}.")
-
-
-def _setting_markdown(result, s: dict) -> list[str]:
-    from rankcli.experiment.settings import setting_losses
-    from rankcli.experiment.summary import difference_label
-
-    config = result.config
-    unit = "queries" if config.folds else "trials"
-    lines = [f"## {s['setting']}", "", "| loss | " + " | ".join(config.metrics) + " | n |",
-             "|---|" + "---|" * (len(config.metrics) + 1)]
-    setting = {st.name: st for st in result.settings}.get(s["setting"])
-    for loss in (setting_losses(config, setting) if setting is not None else list(s["losses"])):
-        vs = [s["losses"][loss][m] for m in config.metrics]
-        ns = sorted({v["n"] for v in vs})
-        cells = [f"{number_cell(v['mean'])} ± {number_cell(v['stderr'])}" for v in vs]
-        lines.append(f"| {loss} | " + " | ".join(cells) + f" | {'/'.join(map(str, ns))} {unit} |")
-    lines.append("")
-    if s["tests"]:
-        test = _test_of(config, result.summary)["name"]
-        lines += [f"| difference | metric | mean difference | stderr | n | p ({test}) | p adjusted |",
-                  "|---|---|---|---|---|---|---|"]
-        lines += [f"| {difference_label(t['a'], t['b'])} | {t['metric']} | {signed_cell(t['difference'])} | "
-                  f"{number_cell(t['stderr'])} | {t['n']} | {p_cell(t['p_value'], reason=t['reason'])} | "
-                  f"{p_cell(t['p_adjusted'])} |" for t in s["tests"]]
-        lines.append("")
-    return lines
-
-
-def _sweep_markdown(config, kind: str, rows: list[dict], summary: dict | None = None) -> list[str]:
-    from rankcli.experiment.config import format_level
-    from rankcli.experiment.settings import primary_metric
-    from rankcli.experiment.summary import sweep_columns
-    from rankcli.experiment.sweeps import naive_only_note, sweep_note
-
-    names, diffs = sweep_columns(config, kind)
-    test = _test_of(config, summary)
-    lines = [f"## sweep {kind}: test {primary_metric(config)}", "", sweep_note(config, kind), "",
-             f"p adjusted: {test['label']}, `{config.correction}` within each level.", ""]
-    if kind == "position-bias":
-        lines += ["Per loss, `<loss>+ips - <loss>` is mean(IPS) - mean(naive) over the units, with its paired "
-                  f"test (p adjusted with `{config.correction}` within each level); "
-                  "`<loss>+ips+control - <loss>+control` is the same on the randomised log (the control, adjusted "
-                  "as a family of its own).", ""]
-        if naive_only_note(config):
-            lines += [naive_only_note(config), ""]
-    lines += [f"| {kind} | " + " | ".join(names + diffs + [f"p adjusted ({d})" for d in diffs]) + " |",
-              "|---|" + "---|" * (len(names) + 2 * len(diffs))]
-    for r in rows:
-        lines.append(f"| {format_level(r['level'])} | " + " | ".join(
-            [number_cell(r[c]) for c in names] + [signed_cell(r[d]) for d in diffs]
-            + [p_cell(r[f"{d} p_adjusted"]) for d in diffs]) + " |")
-    return lines + [""]
-
-
-def experiment_markdown(result, sweep_tables: dict[str, list[dict]]) -> str:
-    """``summary.md``: the protocol, every setting's table and tests, and every sweep's table.
-
-    Parameters
-    ----------
-    result : the :class:`rankcli.experiment.ExperimentResult` (its config, settings and summary).
-    sweep_tables : :func:`rankcli.experiment.sweep_rows` of its summary.
-    """
-    from rankcli.experiment.summary import hyperparameter_markdown, loss_options_note
-
-    config, train = result.config, result.config.train
-    split = "given folds" if config.folds else "split " + ",".join(f"{x:g}" for x in config.split)
-    lines = [f"# rankcli experiment: {', '.join(config.losses)}", "",
-             f"Protocol: {protocol_note(config, result.summary)}. {split.capitalize()}; seed {config.seed}; "
-             f"selection by validation {train.select_by}, early stopping {train.early_stopping}, at most "
-             f"{train.trees} trees; test convention `{train.convention}`"
-             f"{' (queries without a relevant document skipped)' if train.convention == 'paper' else ''}. "
-             f"p-values adjusted with `{config.correction}` within each setting. A difference `b - a` is "
-             "mean(b) - mean(a); `n` counts the units a number is computed over."
-             + loss_options_note(config.resolved_loss_options()), ""]
-    lines += [significance_paragraph(config, result.summary), ""] if not config.folds else []
-    lines += [f"Overlap allowed (`--allow-overlap`): {note}." for note in result.summary.get("overlap", [])]
-    lines += [""] if result.summary.get("overlap") else []
-    lines += hyperparameter_markdown(result.summary.get("hyperparameters"))
-    for s in result.summary["settings"]:
-        lines += _setting_markdown(result, s)
-    for kind, rows in sweep_tables.items():
-        lines += _sweep_markdown(config, kind, rows, result.summary)
-    return "\n".join(lines)

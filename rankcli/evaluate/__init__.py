@@ -1,6 +1,6 @@
 """Evaluate runs: read a Parquet run, a TREC run with its qrels, or score a dataset with a model, then compute metrics.
 
-Returns :class:`EvalReport` objects; never prints (rendering lives in :mod:`rankcli.report`).
+Returns :class:`EvalReport` objects; never prints (rendering lives in :mod:`rankcli.evaluate.render`).
 
 - A Parquet run has columns ``qid`` (integer), ``label`` and ``score``, the rows of a query contiguous.
 - A TREC run (``qid Q0 docid rank score tag``) is scored against TREC qrels (``qid iter docid rel``) as trec_eval does:

@@ -13,6 +13,7 @@ from rankcli.experiment.config import DEFAULT_TRIALS, ExperimentConfig
 from rankcli.experiment.convergence import convergence
 from rankcli.experiment.data import ExperimentData, check_data, load_data
 from rankcli.experiment.fusion import fuse_trials
+from rankcli.experiment.render import experiment_markdown
 from rankcli.experiment.settings import Setting, SweepLevel, all_loss_names, plan_settings
 from rankcli.experiment.summary import hyperparameters, pooled_queries, summarize, sweep_rows
 from rankcli.experiment.unit import UnitResult, plan_units, run_pool, run_unit
@@ -248,7 +249,6 @@ def finalize(exp_dir: Path, config: ExperimentConfig, settings: list[Setting], s
         write_sweep,
         write_text,
     )
-    from rankcli.report import experiment_markdown
 
     pooled = pooled_queries(exp_dir, config, settings) if config.folds else None
     summary = summarize(store.rows, config, settings, pooled, sizes)
