@@ -74,7 +74,7 @@ LIBRARIES: dict[str, set[str]] = {
 #: Old paths kept, while the house moves, as ``sys.modules`` aliases of the new: old -> new.
 ALIASES: dict[str, str] = {
     **{f"rankcli.{m}": f"rankcli.runtime.{m}" for m in ("compat", "cpus", "startup", "memory")},
-    "rankcli.pooling": "rankcli.dataset.pooling", "rankcli.normalization": "rankcli.dataset.feature_transform",
+    "rankcli.pooling": "rankcli.dataset.pooling",
     "rankcli.plot": "rankcli.display.plot", "rankcli.scoring": "rankcli.train.scoring",
 }
 

@@ -20,7 +20,7 @@ def _result(config, settings, rng):
     rows = [dict(trial=t, setting=s.name, loss=loss, metric=m, value=float(rng.random()), trees=1, seconds=0.0)
             for s in settings for loss in ex.setting_losses(config, s) for m in config.metrics
             for t in ex.trial_ids(config)]
-    summary = ex.summarize(rows, config, settings, sizes=(90, 30, 30))
+    summary = ex.summarize_experiment(rows, config, settings, sizes=(90, 30, 30))
     return SimpleNamespace(config=config, settings=settings, summary=summary)
 
 

@@ -94,7 +94,7 @@ from rankcli.experiment.summary import (
     difference_label,
     json_shape,
     pooled_queries,
-    summarize,
+    summarize_experiment,
     sweep_rows,
 )
 from rankcli.experiment.sweeps import (
@@ -113,7 +113,7 @@ __all__ = [
     "UnitClaims", "UnitResult", "all_loss_names", "click_dataset", "convergence", "difference_label", "find_folds",
     "format_level", "iter_levels", "json_shape", "load_data", "logging_query_count", "model_seed", "perturb",
     "perturbation_rng", "plan_settings", "pooled_queries", "position_bias_logs", "primary_metric", "run_experiment",
-    "run_unit", "setting_for", "setting_losses", "setting_pairs", "summarize", "sweep_rows",
+    "run_unit", "setting_for", "setting_losses", "setting_pairs", "summarize_experiment", "sweep_rows",
     "trial_ids", "trial_parts", "trial_rng", "trial_split", "variant_data",
     "CONTROL_SUFFIX", "parse_variant",
 ]

@@ -131,8 +131,8 @@ def _test_rows(comparisons, trials: int | None) -> list[dict]:
     return tests
 
 
-def summarize(rows: list[dict], config: ExperimentConfig, settings: list[Setting], pooled: dict | None = None,
-              sizes=None) -> dict:
+def summarize_experiment(rows: list[dict], config: ExperimentConfig, settings: list[Setting],
+                         pooled: dict | None = None, sizes=None) -> dict:
     """The paper's Table 1 per setting, and paired tests between every two losses.
 
     Parameters
