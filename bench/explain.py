@@ -182,7 +182,7 @@ def main() -> None:
 
     from rankcli.core.metrics import Convention, parse_metric, per_query
     from rankcli.explain.contributions import mean_abs_contributions, query_batches
-    from rankcli.explain.groups import feature_groups
+    from rankcli.explain.grouping import feature_groups
     from rankcli.explain.ranking import permuted_metrics
     from rankcli.runtime.cpus import default_threads
 

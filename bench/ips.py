@@ -4,7 +4,7 @@ per tree").
 Workload: ``--queries`` source queries of 10..40 documents (grades 0..4 with MSLR-like frequencies, ``--features``
 feature columns that carry the grade weakly); `rankcli simulate-clicks --model pbm --ranker random --max-rank 10
 --keep-no-click --impressions 10` makes the click log (a subprocess, not timed). Its impressions are pooled per source
-query twice (`rankcli.ips.pooled_training_set`, as `train` does): without propensities (`--pool-impressions`: the
+query twice (`rankcli.train.ips.pooled_training_set`, as `train` does): without propensities (`--pool-impressions`: the
 click-through rates) and with `--propensity pbm:1` (c / p(position), p = 1/r). The two training sets have the same
 rows (every document displayed at least once), only the labels differ.
 
@@ -44,8 +44,8 @@ sys.path.insert(0, str(REPO))
 from rankcli import __version__  # noqa: E402
 from rankcli.dataset import Dataset  # noqa: E402
 from rankcli.formats.parquet import feature_names, read_dataset, write_dataset  # noqa: E402
-from rankcli.ips import LOG_COLUMNS, objective_for, pooled_training_set  # noqa: E402
 from rankcli.train import LibraryObjective, TrainConfig, train_model  # noqa: E402
+from rankcli.train.ips import LOG_COLUMNS, objective_for, pooled_training_set  # noqa: E402
 
 GRADE_FREQ = (0.51, 0.32, 0.14, 0.02, 0.01)
 

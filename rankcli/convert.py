@@ -30,8 +30,8 @@ from rankcli.formats.atomic import STDOUT, atomic_directory, atomic_path, check_
 from rankcli.formats.convert_writer import Chunk, ChunkWriter, sorted_by_qid
 from rankcli.formats.inputs import unreadable_input
 from rankcli.formats.parquet import ROW_GROUP_ROWS
+from rankcli.info import DatasetSummary, SummaryBuilder
 from rankcli.runtime.cpus import available_cpus
-from rankcli.summary import DatasetSummary, SummaryBuilder
 
 #: Rows buffered before a row group is written: half the usual target, so that writing overlaps parsing sooner
 #: (a 100k-row file would otherwise be written in one piece after all of it was parsed).

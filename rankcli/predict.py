@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from rankcli.dataset import Dataset
-from rankcli.scoring import DEFAULT_BATCH_ROWS
+from rankcli.train.scoring import DEFAULT_BATCH_ROWS
 
 
 def predict_dataset(model_dir: Path | str, data: Path | str):
@@ -64,7 +64,7 @@ def write_run(path: Path | str, ds: Dataset, scores: np.ndarray, *, fmt: str = "
 def predict_file(model_dir: Path | str, data: Path | str, output: Path | str, *, fmt: str = "parquet",
                  tag: str | None = None, overwrite: bool = False, batch_rows: int = DEFAULT_BATCH_ROWS) -> dict:
     """Score the dataset at ``data`` with the model directory ``model_dir`` and write the run to ``output``, batch by
-    batch (:func:`rankcli.scoring.score_batches`: the feature matrix is never whole in memory); the run is the one
+    batch (:func:`rankcli.train.scoring.score_batches`: the feature matrix is never whole in memory); the run is the one
     :func:`write_run` writes for the whole dataset, byte for byte.
 
     Parameters
@@ -88,7 +88,7 @@ def predict_file(model_dir: Path | str, data: Path | str, output: Path | str, *,
         The summary ``{"run", "format", "rows", "queries", "model"}`` that ``predict --json`` prints.
     """
     from rankcli.formats.parquet import labels_all_missing
-    from rankcli.scoring import open_scoring, score_batches
+    from rankcli.train.scoring import open_scoring, score_batches
 
     source = open_scoring(model_dir, data, by_batch=True)
     ds, model = source.index, source.model

@@ -10,11 +10,12 @@ import pytest
 from scipy import stats as sps
 
 from rankcli import experiment as ex
-from rankcli import report
 from rankcli.core.stats import paired_test
 from rankcli.dataset import Dataset
 from rankcli.dataset.pooling import concat_datasets
+from rankcli.display.numbers import p_value_or_reason
 from rankcli.errors import InputError, OutputError, UsageError
+from rankcli.experiment.render import P_DIGITS
 from rankcli.formats import experiment_store as store
 from rankcli.formats.parquet import feature_names, write_dataset
 
@@ -166,7 +167,7 @@ def test_summarize_means_stderr_and_paired_tests():
     for test in ("corrected-ttest", "ttest"):
         cfg = ex.ExperimentConfig(losses=["a", "b", "c"], trials=5, metrics=["ndcg@5"], correction="holm",
                                   test=None if test == "corrected-ttest" else test)
-        out = ex.summarize(rows, cfg, [ex.BASELINE], sizes=SIZES)
+        out = ex.summarize_experiment(rows, cfg, [ex.BASELINE], sizes=SIZES)
         s = out["settings"][0]
         for loss in cfg.losses:  # trial 7 is beyond --trials and ignored
             assert s["losses"][loss]["ndcg@5"]["mean"] == pytest.approx(vals[loss].mean())
@@ -198,7 +199,8 @@ def test_summarize_means_stderr_and_paired_tests():
         assert set(shape["settings"][0]["tests"][0]) == {"a", "b", "metric", "test", "n", "difference", "p_value",
                                                          "p_adjusted"}
     with pytest.raises(UsageError, match="the corrected t-test needs the trials' query counts"):
-        ex.summarize(rows, ex.ExperimentConfig(losses=["a", "b"], trials=5, metrics=["ndcg@5"]), [ex.BASELINE])
+        ex.summarize_experiment(rows, ex.ExperimentConfig(losses=["a", "b"], trials=5, metrics=["ndcg@5"]),
+                                [ex.BASELINE])
 
 
 def test_convergence_carries_a_stopped_trial_forward_so_every_point_averages_all_trials():
@@ -227,7 +229,7 @@ def test_summarize_single_trial_has_no_test():
     cfg = ex.ExperimentConfig(losses=["a", "b"], trials=1, metrics=["ndcg@5"])
     rows = [dict(trial=0, setting="baseline", loss=x, metric="ndcg@5", value=0.5, trees=1, seconds=0.0)
             for x in "ab"]
-    s = ex.summarize(rows, cfg, [ex.BASELINE], sizes=SIZES)["settings"][0]
+    s = ex.summarize_experiment(rows, cfg, [ex.BASELINE], sizes=SIZES)["settings"][0]
     assert np.isnan(s["tests"][0]["p_value"]) and np.isnan(s["losses"]["a"]["ndcg@5"]["stderr"])
     assert s["tests"][0]["reason"] == "fewer than two trials" and s["tests"][0]["n"] == 1
 
@@ -246,7 +248,7 @@ def test_position_bias_tests_are_one_compare_family_over_the_same_units():
     vals = {name: rng.random(4) for name in names}
     rows = [dict(trial=t, setting=setting.name, loss=name, metric="ndcg@5", value=float(vals[name][t]), trees=1,
                  seconds=0.0) for name in names for t in range(4) if (name, t) != ("listnet+ips", 3)]
-    tests = ex.summarize(rows, cfg, [setting])["settings"][0]["tests"]
+    tests = ex.summarize_experiment(rows, cfg, [setting])["settings"][0]["tests"]
     assert [(t["a"], t["b"], t["n"]) for t in tests] == [
         ("xendcg", "xendcg+ips", 3), ("listnet", "listnet+ips", 3),
         ("xendcg+control", "xendcg+ips+control", 4), ("listnet+control", "listnet+ips+control", 4)]
@@ -267,12 +269,12 @@ def test_identical_repeats_are_not_a_sample():
             for t in range(4) for x, v in (("a", 0.5), ("b", 0.625))]
     for test in ("corrected-ttest", "ttest"):
         cfg = ex.ExperimentConfig(losses=["a", "b"], trials=4, metrics=["ndcg@5"], test=test)
-        s = ex.summarize(rows, cfg, [ex.BASELINE], sizes=SIZES)["settings"][0]
+        s = ex.summarize_experiment(rows, cfg, [ex.BASELINE], sizes=SIZES)["settings"][0]
         t = s["tests"][0]
         assert np.isnan(t["p_value"]) and "zero variance" in t["reason"] and t["test"] == test
         assert (t["difference"], t["n"]) == (0.125, 4)
-    assert report.p_cell(t["p_value"], reason=t["reason"]) == f"not testable: {t['reason']}"
-    assert report.p_cell(0.01234) == "0.012"
+    assert p_value_or_reason(t["p_value"], P_DIGITS, t["reason"]) == f"not testable: {t['reason']}"
+    assert p_value_or_reason(0.01234, P_DIGITS) == "0.012"
 
 
 # --- running, resuming, refusing -------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""rankcli.ips: the pooled training set of a click log. Naive and IPS training differ only in the propensities: one
-global target scale for both, checked by simulation on randomised logs (the control), for every loss that takes IPS."""
+"""rankcli.train.ips: the pooled training set of a click log. Naive and IPS training differ only in the propensities:
+one global target scale for both, checked by simulation on randomised logs (the control), for every loss that takes
+IPS."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import pytest
 from rankcli.core import ips as core
 from rankcli.core import losses
 from rankcli.dataset import Dataset
-from rankcli.ips import pooled_training_set
 from rankcli.simulate import simulate_clicks
+from rankcli.train.ips import pooled_training_set
 
 # Three queries of eight documents (grades 0..4): every impression shows every document, in a random order.
 GRADES = np.array([0, 4, 1, 2, 0, 3, 1, 0,   1, 0, 4, 0, 2, 0, 0, 1,   2, 2, 0, 0, 3, 1, 0, 0], dtype=np.float64)

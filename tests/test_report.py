@@ -1,5 +1,5 @@
-"""Tests of rankcli.report: the compare report in Markdown, LaTeX and TSV, and the experiment's summary.md, table
-cells and notes."""
+"""Tests of the render modules of compare (the report in Markdown, LaTeX and TSV) and experiment (summary.md, table
+cells and notes)."""
 
 from __future__ import annotations
 
@@ -10,33 +10,36 @@ import numpy as np
 import pytest
 
 from rankcli import experiment as ex
-from rankcli import report
+from rankcli.compare import render as compare_render
+from rankcli.display.numbers import number, p_value_or_reason, signed
 from rankcli.experiment import sweeps as experiment_sweeps
+from rankcli.experiment.render import P_DIGITS, experiment_markdown, protocol_note, significance_paragraph
 
 
 def _result(config, settings, rng):
     rows = [dict(trial=t, setting=s.name, loss=loss, metric=m, value=float(rng.random()), trees=1, seconds=0.0)
             for s in settings for loss in ex.setting_losses(config, s) for m in config.metrics
             for t in ex.trial_ids(config)]
-    summary = ex.summarize(rows, config, settings, sizes=(90, 30, 30))
+    summary = ex.summarize_experiment(rows, config, settings, sizes=(90, 30, 30))
     return SimpleNamespace(config=config, settings=settings, summary=summary)
 
 
 def test_cells():
-    assert report.number_cell(0.123456) == "0.1235"
-    assert report.signed_cell(0.1) == "+0.1000" and report.signed_cell(-0.05, 2) == "-0.05"
+    digits = P_DIGITS
+    assert number(0.123456) == "0.1235"
+    assert signed(0.1) == "+0.1000" and signed(-0.05, 2) == "-0.05"
     for missing in (None, math.nan, math.inf):
-        assert report.number_cell(missing) == "n/a" and report.signed_cell(missing) == "n/a"
-    assert report.p_cell(0.01234) == "0.012"
-    assert report.p_cell(math.nan) == "not testable"
-    assert report.p_cell(None, reason="fewer than two trials") == "not testable: fewer than two trials"
+        assert number(missing) == "n/a" and signed(missing) == "n/a"
+    assert p_value_or_reason(0.01234, digits) == "0.012"
+    assert p_value_or_reason(math.nan, digits) == "not testable"
+    assert p_value_or_reason(None, digits, "fewer than two trials") == "not testable: fewer than two trials"
 
 
 def test_summary_markdown_tables_and_sign_convention():
     config = ex.ExperimentConfig(losses=["a", "b"], trials=3, metrics=["ndcg@5"], label_noise=[0.0, 0.3])
     settings, sweeps = ex.plan_settings(config)
     result = _result(config, settings, np.random.default_rng(0))
-    text = report.experiment_markdown(result, ex.sweep_rows(result.summary, config, sweeps))
+    text = experiment_markdown(result, ex.sweep_rows(result.summary, config, sweeps))
     lines = text.splitlines()
     assert lines[0] == "# rankcli experiment: a, b"
     corrected = ("corrected resampled t-test across trials (Nadeau & Bengio 2003): variance (1/J + n_test/n_train) "
@@ -66,18 +69,18 @@ def test_summary_markdown_tables_and_sign_convention():
 
 def test_notes():
     folds = ex.ExperimentConfig(losses=["a", "b"], folds=True, trials=2)
-    assert report.protocol_note(folds) == ("2 folds, each trained once per loss; test metrics pooled over the test "
-                                           "queries of all folds; paired t-test over those queries (n = queries)")
+    assert protocol_note(folds) == ("2 folds, each trained once per loss; test metrics pooled over the test "
+                                    "queries of all folds; paired t-test over those queries (n = queries)")
     folds.test = "wilcoxon"
-    assert "; Wilcoxon signed-rank test over those queries (n = queries)" in report.protocol_note(folds)
-    assert report.significance_paragraph(folds) == ""
+    assert "; Wilcoxon signed-rank test over those queries (n = queries)" in protocol_note(folds)
+    assert significance_paragraph(folds) == ""
     one = ex.ExperimentConfig(losses=["a", "b"], trials=1)
-    assert report.protocol_note(one).startswith("1 random split (trials), n = trials (one test mean per trial); "
-                                                "test: corrected resampled t-test across trials")
+    assert protocol_note(one).startswith("1 random split (trials), n = trials (one test mean per trial); "
+                                         "test: corrected resampled t-test across trials")
     paper = ex.ExperimentConfig(losses=["a", "b"], trials=3, test="ttest")
-    assert report.protocol_note(paper).endswith("test: paired t-test across trials, the paper's test (trials "
-                                                "treated as independent)")
-    assert report.significance_paragraph(paper).startswith(
+    assert protocol_note(paper).endswith("test: paired t-test across trials, the paper's test (trials "
+                                         "treated as independent)")
+    assert significance_paragraph(paper).startswith(
         "Test: the paired t-test across trials, the paper's test (trials treated as independent). The trials are "
         "not independent samples")
     assert experiment_sweeps.naive_only_note(ex.ExperimentConfig(losses=["xendcg", "lambdamart"])) == ""
@@ -112,7 +115,7 @@ def compare_report(tmp_path):
 
 
 def test_compare_markdown_escapes_names_bolds_the_best_and_marks_significance(compare_report):
-    text = report.compare_markdown(compare_report)
+    text = compare_render.compare_markdown(compare_report)
     rows = {line.split(" | ")[0]: line for line in text.splitlines() if line.startswith("| ")}
     assert r"| good\|run (baseline)" in rows  # a bare | would split the table cell
     good, bad = rows[r"| good\|run (baseline)"], rows["| bad_&%"]
@@ -123,14 +126,14 @@ def test_compare_markdown_escapes_names_bolds_the_best_and_marks_significance(co
 
 
 def test_compare_latex_escapes_what_latex_would_interpret(compare_report):
-    text = report.compare_latex(compare_report)
+    text = compare_render.compare_latex(compare_report)
     assert r"bad\_\&\% & " in text and "bad_&%" not in text
     assert text.count(r"$^{\downarrow}$") == 2
     assert text.rstrip().splitlines()[-1].startswith("% ")  # the legend is a comment, so the table compiles alone
 
 
 def test_compare_tsv_has_one_parseable_row_per_comparison(compare_report):
-    header, *rows = [line.split("\t") for line in report.compare_tsv(compare_report).rstrip("\n").split("\n")]
+    header, *rows = [line.split("\t") for line in compare_render.compare_tsv(compare_report).rstrip("\n").split("\n")]
     assert len(rows) == 2 and all(len(r) == len(header) for r in rows)
     record = [dict(zip(header, r)) for r in rows]
     assert [r["metric"] for r in record] == ["ndcg@5", "map"]

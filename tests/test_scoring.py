@@ -1,5 +1,5 @@
-"""Streaming scoring (rankcli.scoring): ``predict`` and ``eval --model`` read the features a row group at a time and
-score batches of whole queries, and give exactly what scoring the whole matrix gives: the same run file, byte for
+"""Streaming scoring (rankcli.train.scoring): ``predict`` and ``eval --model`` read the features a row group at a time
+and score batches of whole queries, and give exactly what scoring the whole matrix gives: the same run file, byte for
 byte, and the same metrics; on files whose row groups split queries, on an empty file, and with a tiny batch
 budget."""
 

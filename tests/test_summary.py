@@ -1,4 +1,4 @@
-"""rankcli.summary: what a dataset looks like, streamed chunk by chunk or read from a Parquet file."""
+"""rankcli.info: what a dataset looks like, streamed chunk by chunk or read from a Parquet file."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from rankcli.errors import SchemaError
-from rankcli.summary import SummaryBuilder, format_label, summarize, summarize_parquet
+from rankcli.info import SummaryBuilder, format_label, summarize_dataset, summarize_parquet
 
 
 def test_summary_of_graded_queries():
     labels = np.array([2, 0, 0, 0, 1, 0, np.nan])
     offsets = np.array([0, 2, 4, 7])
-    s = summarize(labels, offsets, 5, has_docid=True)
+    s = summarize_dataset(labels, offsets, 5, has_docid=True)
     assert (s.rows, s.queries, s.features) == (7, 3, 5)
     assert s.docs_per_query == {"min": 2, "median": 2.0, "max": 3, "mean": 2.333}
     assert s.label_histogram == {"0": 4, "1": 1, "2": 1, "nan": 1}
@@ -30,12 +30,12 @@ def test_chunks_give_the_summary_of_the_whole():
     builder = SummaryBuilder()
     for a, b in ((0, 20), (20, 21), (21, 50)):
         builder.add(labels[offsets[a]:offsets[b]], offsets[a:b + 1] - offsets[a])
-    assert builder.build(3).as_dict() == summarize(labels, offsets, 3).as_dict()
+    assert builder.build(3).as_dict() == summarize_dataset(labels, offsets, 3).as_dict()
 
 
 def test_many_label_values_are_binned():
     labels = np.linspace(0, 1, 101)
-    s = summarize(labels, np.array([0, 101]), 1)
+    s = summarize_dataset(labels, np.array([0, 101]), 1)
     assert len(s.label_histogram) == 10 and sum(s.label_histogram.values()) == 101
     assert list(s.label_histogram)[0] == "[0, 0.1)" and list(s.label_histogram)[-1] == "[0.9, 1]"
     assert format_label(0.07) == "0.07" and format_label(3.0) == "3" and format_label(float("nan")) == "nan"

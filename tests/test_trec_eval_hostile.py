@@ -157,8 +157,8 @@ def test_eval_refuses_a_threshold_below_zero_with_qrels(run, level):
 
 
 def test_measuring_a_trec_run_refuses_a_negative_threshold_too():
-    from rankcli import runs
     from rankcli.core.metrics import Convention, parse_metrics
+    from rankcli.evaluate import runs
 
     conv = Convention.preset("trec").with_(relevance_threshold=-1.0)
     with pytest.raises(UsageError, match="is below 0"):

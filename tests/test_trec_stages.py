@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from rankcli import runs
 from rankcli.cli import main
+from rankcli.evaluate import runs
 from rankcli.formats import trec, trec_fast, trec_join, trec_rank, trec_text
 from rankcli.trec_eval import native, pipeline, reading
 

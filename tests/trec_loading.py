@@ -1,9 +1,9 @@
-"""The TREC stages up to the joined, ranked run (:func:`rankcli.runs.load_trec`), as the tests call them."""
+"""The TREC stages up to the joined, ranked run (:func:`rankcli.evaluate.runs.load_trec`), as the tests call them."""
 
 from __future__ import annotations
 
 from rankcli.core.metrics import Convention
-from rankcli.runs import load_trec
+from rankcli.evaluate.runs import load_trec
 
 
 def load_trec_run(run_path, qrels_path, *, ranked: bool = False, threads: int = 1, **options):

@@ -282,7 +282,7 @@ def stdout_taken(output, json_output: bool, what: str = "--json") -> None:
 
 
 def summary_table(summaries: dict, title: str | None = None):
-    """A rich table of one or more :class:`~rankcli.summary.DatasetSummary` objects, one column each."""
+    """A rich table of one or more :class:`~rankcli.info.DatasetSummary` objects, one column each."""
     from rich.table import Table
 
     table = Table(title=title, show_header=len(summaries) > 1, header_style="bold")

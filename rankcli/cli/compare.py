@@ -184,8 +184,8 @@ def _render(result, json_output: bool, output_format: str) -> None:
     """The report on standard output: JSON, a table, or Markdown/LaTeX/TSV text."""
     import sys
 
-    from rankcli import report as render
     from rankcli.cli._common import print_json, stdout_console
+    from rankcli.compare import render
 
     if json_output:
         print_json(result.as_dict())

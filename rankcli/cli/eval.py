@@ -229,8 +229,8 @@ def _per_query_path(per_query: str, overwrite: bool, inputs: list, model) -> str
 
 def _render(report, fmt: Format, by_query: bool) -> None:
     """The report on standard output (notes on standard error): trec_eval's layout, JSON or a table."""
-    from rankcli import report as render
     from rankcli.cli._common import log, print_json, stdout_console
+    from rankcli.evaluate import render
 
     if fmt != Format.table:
         for note in report.notes:

@@ -317,16 +317,16 @@ def _run(data: Path, output, config, *, jobs: int, overwrite: bool, dask: str | 
 
 def _report(result, output, *, plots: bool, json_out: bool, seconds: float, total: int) -> None:
     """The tables (stdout, or stderr under --json), the plots, and the closing log line."""
-    from rankcli.cli._common import log, print_json
-    from rankcli.experiment import json_shape
+    from rankcli.cli._common import log, print_json, stderr_console, stdout_console
+    from rankcli.experiment import json_shape, render
 
-    plot_files, plot_note = _plots(result, plots)
+    plot_files, plot_note = render.plots(result, plots)
     if json_out:
         print_json(json_shape(result.summary))
-    _render_text(result, to_stderr=json_out)
-    from rankcli.experiment.summary import hyperparameter_note
-
-    log(f"experiment: {hyperparameter_note(result.summary['hyperparameters'])}")
+    console = stderr_console() if json_out else stdout_console()
+    for item in render.terminal_items(result, to_stderr=json_out):
+        console.print(item, markup=False)
+    log(f"experiment: {render.hyperparameter_note(result.summary['hyperparameters'])}")
     others = total - result.ran_units - result.resumed_units
     log(f"experiment: {result.ran_units} units trained, {result.resumed_units} resumed"
         + (f", {others} trained by a concurrent run on {output}" if others > 0 else "") + f", {seconds:.1f} s; "
@@ -334,151 +334,3 @@ def _report(result, output, *, plots: bool, json_out: bool, seconds: float, tota
         + "".join(f", {p.name}" for p in plot_files) + ")")
     if plot_note:
         log(plot_note)
-
-
-def _plots(result, wanted: bool):
-    from rankcli.display.plot import INSTALL_HINT, have_matplotlib, plot_convergence, plot_sweep
-    from rankcli.experiment import primary_metric, setting_pairs, sweep_rows
-
-    if not wanted:
-        return [], ""
-    if not have_matplotlib():
-        return [], (f"experiment: no plots (matplotlib is not installed); the data are in convergence.csv and "
-                    f"sweep-*.csv. For PNG plots: {INSTALL_HINT}, then rerun the same command (it resumes and only "
-                    "redraws).")
-    files = []
-    cfg = result.config
-    base = result.convergence.get("baseline", {})
-    if any(c["mean"] for c in base.values()):
-        files.append(plot_convergence(base, result.exp_dir / "convergence.png", cfg.train.select_by,
-                                      f"convergence (baseline, {cfg.trials} {'folds' if cfg.folds else 'trials'})",
-                                      "fold" if cfg.folds else "trial"))
-    for kind, rows in sweep_rows(result.summary, cfg, result.sweeps).items():
-        if kind == "position-bias":  # one plot per loss: naive and IPS, and their difference
-            for a, b in setting_pairs(cfg, result.sweeps[kind][0].setting):
-                files.append(plot_sweep(rows, [a, b], result.exp_dir / f"sweep-{kind}-{a}.png", kind,
-                                        primary_metric(cfg)))
-            continue
-        files.append(plot_sweep(rows, cfg.losses, result.exp_dir / f"sweep-{kind}.png", kind, primary_metric(cfg)))
-    return files, ""
-
-
-def _baseline_tables(result) -> list:
-    """Table 1 of the baseline and its paired tests (every setting's full tables are in summary.md)."""
-    from rich.table import Table
-    from rich.text import Text
-
-    from rankcli.experiment import difference_label
-    from rankcli.report import number_cell, p_cell, signed_cell
-
-    cfg, out = result.config, []
-    for s in result.summary["settings"][:1]:
-        ns = sorted({v["n"] for ms in s["losses"].values() for v in ms.values()})
-        over = (f"{'/'.join(map(str, ns))} pooled test queries of {cfg.trials} fold{'s' if cfg.trials != 1 else ''}"
-                if cfg.folds else f"{cfg.trials} trials")
-        t = Table(title=f"{s['setting']}: test metrics, mean ± stderr over {over} ({cfg.train.convention} convention)",
-                  title_justify="left")
-        t.add_column("loss")
-        for m in cfg.metrics:
-            t.add_column(m, justify="right")
-        for loss in s["losses"]:  # the losses, and with --fuse their fused run
-            t.add_row(Text(loss), *[f"{number_cell(v['mean'])} ± {number_cell(v['stderr'])}"
-                                    for v in (s["losses"][loss][m] for m in cfg.metrics)])
-        out.append(t)
-        if s["tests"]:
-            test = result.summary["test"]
-            tt = Table(title=f"{test['label']} (n = {'queries' if cfg.folds else 'trials'}; p adjusted: "
-                             f"{cfg.correction}); b - a = mean(b) - mean(a)", title_justify="left")
-            for col in ("difference", "metric", "mean", "stderr", "n", "p", "p adjusted"):
-                tt.add_column(col, justify="left" if col in ("difference", "metric") else "right",
-                              no_wrap=col == "difference")
-            for x in s["tests"]:
-                tt.add_row(Text(difference_label(x["a"], x["b"])), x["metric"], signed_cell(x["difference"]),
-                           number_cell(x["stderr"]), str(x["n"]), p_cell(x["p_value"], reason=x["reason"]),
-                           p_cell(x["p_adjusted"]))
-            out.append(tt)
-    return out
-
-
-def _convergence_lines(result) -> list[str]:
-    """One sparkline per loss of the baseline's convergence curves, on a common scale."""
-    from rankcli.display.plot import convergence_note, sparkline
-    from rankcli.report import number_cell
-
-    cfg = result.config
-    curves = {loss: c["mean"] for loss, c in result.convergence.get("baseline", {}).items() if c["mean"]}
-    if not curves:
-        return []
-    vals = [v for c in curves.values() for v in c if v == v]
-    lo, hi = (min(vals), max(vals)) if vals else (0.0, 1.0)
-    lines = [f"convergence (baseline): mean validation {cfg.train.select_by} per tree over all {cfg.trials} "
-             f"{'folds' if cfg.folds else 'trials'}, scale {number_cell(lo)}..{number_cell(hi)}"]
-    width = max(len(x) for x in curves)
-    for loss, c in curves.items():
-        peak = max((v for v in c if v == v), default=float("nan"))
-        lines.append(f"  {loss:<{width}} {sparkline(c, lo, hi)}  {len(c)} trees, last {number_cell(c[-1])}, "
-                     f"peak {number_cell(peak)}")
-    return lines + [f"  {convergence_note('fold' if cfg.folds else 'trial')}"]
-
-
-def _sweep_table(cfg, kind: str, rows: list[dict], summary: dict):
-    """A sweep's table: the mean test metric per level and loss, the differences and their adjusted p-values."""
-    from rich.table import Table
-    from rich.text import Text
-
-    from rankcli.experiment import format_level, primary_metric, sweep_columns
-    from rankcli.experiment.sweeps import naive_only_note, sweep_note
-    from rankcli.report import number_cell, p_cell, signed_cell
-
-    names, diffs = sweep_columns(cfg, kind)
-    caption = sweep_note(cfg, kind) + (f" {naive_only_note(cfg)}" if kind == "position-bias" and
-                                       naive_only_note(cfg) else "")
-    test = summary["test"]
-    t = Table(title=f"{kind} sweep: mean test {primary_metric(cfg)}; p adjusted ({cfg.correction}): {test['label']}",
-              title_justify="left", caption=caption, caption_justify="left")
-    t.add_column("level", justify="right")
-    for loss in names:
-        t.add_column(Text(loss), justify="right")
-    for d in diffs:
-        t.add_column(Text(d), justify="right")
-    for d in diffs:
-        t.add_column(Text(f"p adj. ({d})"), justify="right")
-    for r in rows:
-        t.add_row(format_level(r["level"]), *[number_cell(r[x]) for x in names],
-                  *[signed_cell(r[d]) for d in diffs], *[p_cell(r[f"{d} p_adjusted"]) for d in diffs])
-    return t
-
-
-def _sweep_lines(cfg, kind: str, rows: list[dict]) -> list[str]:
-    """A sweep's sparklines: the test metric per level, one line per loss."""
-    from rankcli.display.plot import sparkline
-    from rankcli.experiment import format_level, primary_metric, sweep_columns
-    from rankcli.report import number_cell
-
-    names, _ = sweep_columns(cfg, kind)
-    vals = [r[x] for r in rows for x in names if r[x] is not None and r[x] == r[x]]
-    lo, hi = (min(vals), max(vals)) if vals else (0.0, 1.0)
-    lines = [f"{kind}: test {primary_metric(cfg)} per level ({', '.join(format_level(r['level']) for r in rows)}), "
-             f"scale {number_cell(lo)}..{number_cell(hi)}"]
-    width = max(len(x) for x in names)
-    for loss in names:
-        series = [r[loss] for r in rows]
-        lines.append(f"  {loss:<{width}} {sparkline(series, lo, hi)}  {' '.join(number_cell(v) for v in series)}")
-    return lines
-
-
-def _render_text(result, to_stderr: bool) -> None:
-    """The summary tables (stdout, unless --json) and a sparkline of every curve (stderr under --json)."""
-    from rankcli.cli._common import stderr_console, stdout_console
-    from rankcli.experiment import sweep_rows
-
-    console = stderr_console() if to_stderr else stdout_console()
-    items: list = [f"overlap allowed (--allow-overlap): {note}" for note in result.summary.get("overlap", [])]
-    items += [] if to_stderr else _baseline_tables(result)
-    items += _convergence_lines(result)
-    for kind, rows in sweep_rows(result.summary, result.config, result.sweeps).items():
-        if not to_stderr:
-            items.append(_sweep_table(result.config, kind, rows, result.summary))
-        items += _sweep_lines(result.config, kind, rows)
-    for item in items:
-        console.print(item, markup=False)

@@ -199,7 +199,7 @@ def _run(runs, output, options, fmt_name, tag, overwrite, compare, qrels, metric
         if result.optimization.folds:
             console.print(render.folds_table(result.optimization))
     if report is not None:
-        from rankcli import report as compare_render
+        from rankcli.compare import render as compare_render
 
         console.width = 1000
         console.print(compare_render.compare_table(report))

@@ -28,7 +28,7 @@ def command(
     json_output: Annotated[bool, opt.json_flag("the summary")] = False,
 ) -> None:
     from rankcli.cli._common import parquet_inputs, print_json, stdout_console, summary_table
-    from rankcli.summary import summarize_parquet
+    from rankcli.info import summarize_parquet
 
     summary = summarize_parquet(parquet_inputs([data])[0])  # SVMlight text converted for this run
     if json_output:

@@ -122,29 +122,16 @@ def _on_trial(select_by: str):
 
 def _report(result, json_out: bool) -> None:
     from rankcli.cli._common import log, print_json, stdout_console
-    from rankcli.report import number_cell
-    from rankcli.tune.draws import show_params
+    from rankcli.tune.render import tune_table
     from rankcli.tune.results import json_shape
 
     shape = json_shape(result)
     if json_out:
         print_json(shape)
     else:
-        from rich.table import Table
-        from rich.text import Text
-
-        cfg = result.config
-        t = Table(title=f"tune: validation {cfg.train.select_by} ({cfg.train.convention} convention), budget "
-                        f"{cfg.budget} trials per loss", title_justify="left")
-        for col in ("loss", "trials", "train's parameters", "best", "best trial", "its trees"):
-            t.add_column(col, justify="left" if col == "loss" else "right")
-        for loss, s in shape["losses"].items():
-            t.add_row(Text(loss), str(s["trials"]), number_cell(s["default_value"]), number_cell(s["best_value"]),
-                      *("" if s[k] is None else str(s[k]) for k in ("best_trial", "best_trees")))
         console = stdout_console()
-        console.print(t, markup=False)
-        for loss, s in shape["losses"].items():
-            console.print(f"{loss} best parameters: {show_params(s['best_params'] or {})}", markup=False)
+        for item in tune_table(result, shape):
+            console.print(item, markup=False)
     ran = sum(r.ran for r in result.losses.values())
     log(f"tune: {ran} trials trained here, {result.seconds:.1f} s; results in {result.out_dir}/ (best.json, "
         "<loss>/trials.csv, <loss>/best.json, best-so-far.csv"

@@ -12,7 +12,7 @@ Inputs, detected per file:
   metric (what ``rankcli eval --per-query`` writes; recognised by its footer ``rankcli.kind`` or by having neither
   ``label`` nor ``score``); its values are used as they are;
 * a *TREC run* (text, ``qid Q0 docid rank score tag``) together with ``qrels``, read as
-  :func:`rankcli.runs.load_trec` reads it (a run sharing no document id with the qrels is an error).
+  :func:`rankcli.evaluate.runs.load_trec` reads it (a run sharing no document id with the qrels is an error).
   With ``qrels`` the default convention is ``trec`` (trec_eval's), else ``paper``; under its docid tie rule the
   documents of a Parquet run are named as TREC files name them (the docid column, else ``<qid>-<row>``).
 
@@ -63,7 +63,7 @@ class RunInfo:
 
 @dataclass
 class Report:
-    """Everything ``rankcli compare`` shows; rendering lives in :mod:`rankcli.report`."""
+    """Everything ``rankcli compare`` shows; rendering lives in :mod:`rankcli.compare.render`."""
 
     runs: list[RunInfo]
     metrics: list[str]

@@ -70,9 +70,9 @@ def load_input(path: Path | str, name: str, specs: Sequence, convention, *, qrel
     qrels : the qrels of a TREC run.
     """
     from rankcli.core.metrics import per_query
+    from rankcli.evaluate.runs import is_parquet, not_parquet_error, read_run
     from rankcli.formats import parquet
     from rankcli.formats.metric_file import is_metric_file
-    from rankcli.runs import is_parquet, not_parquet_error, read_run
 
     path = Path(path)
     if not is_parquet(path):
@@ -139,9 +139,10 @@ def _stored_convention(path: Path, text: str) -> dict:
 
 
 def _load_trec(path: Path, name: str, specs, convention, qrels: Path) -> LoadedInput:
-    """A TREC run with its qrels through the stages eval uses (:mod:`rankcli.runs`): read, join, rank, measure."""
+    """A TREC run with its qrels through the stages eval uses (:mod:`rankcli.evaluate.runs`): read, join, rank,
+    measure."""
     from rankcli.core.metrics import parse_metrics
-    from rankcli.runs import load_trec, measure
+    from rankcli.evaluate.runs import load_trec, measure
 
     run = load_trec(path, qrels, convention)
     wanted = parse_metrics([str(s) for s in (specs if specs is not None else DEFAULT_METRICS)])

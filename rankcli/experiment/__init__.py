@@ -44,9 +44,9 @@ The package's modules, one job each: :mod:`~rankcli.experiment.config` (the conf
 :mod:`~rankcli.experiment.data` (DATA, folds and each trial's split), :mod:`~rankcli.experiment.sweeps` (what a
 setting does to the training data), :mod:`~rankcli.experiment.unit` (training and testing one unit, worker
 processes), :mod:`~rankcli.experiment.runner` (planning, resuming, running), :mod:`~rankcli.experiment.summary` (the
-tables and paired tests), :mod:`~rankcli.experiment.significance` (which test, and its name everywhere) and
-:mod:`~rankcli.experiment.convergence`. The files of ``EXP_DIR`` are read and written by
-:mod:`rankcli.formats.experiment_store`; summary.md and the terminal tables are rendered by :mod:`rankcli.report`.
+tables and paired tests), :mod:`~rankcli.experiment.significance` (which test, and its name everywhere),
+:mod:`~rankcli.experiment.convergence` and :mod:`~rankcli.experiment.render` (summary.md, the terminal's tables and
+the plots). The files of ``EXP_DIR`` are read and written by :mod:`rankcli.formats.experiment_store`.
 
 Sign convention: every difference is ``mean(b) - mean(a)`` for a test of the pair ``(a, b)`` (``a`` the loss listed
 first), labelled ``"b - a"`` wherever it is shown, as in ``rankcli compare``.
@@ -94,8 +94,7 @@ from rankcli.experiment.summary import (
     difference_label,
     json_shape,
     pooled_queries,
-    summarize,
-    sweep_columns,
+    summarize_experiment,
     sweep_rows,
 )
 from rankcli.experiment.sweeps import (
@@ -114,7 +113,7 @@ __all__ = [
     "UnitClaims", "UnitResult", "all_loss_names", "click_dataset", "convergence", "difference_label", "find_folds",
     "format_level", "iter_levels", "json_shape", "load_data", "logging_query_count", "model_seed", "perturb",
     "perturbation_rng", "plan_settings", "pooled_queries", "position_bias_logs", "primary_metric", "run_experiment",
-    "run_unit", "setting_for", "setting_losses", "setting_pairs", "summarize", "sweep_columns", "sweep_rows",
+    "run_unit", "setting_for", "setting_losses", "setting_pairs", "summarize_experiment", "sweep_rows",
     "trial_ids", "trial_parts", "trial_rng", "trial_split", "variant_data",
     "CONTROL_SUFFIX", "parse_variant",
 ]

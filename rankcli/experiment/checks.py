@@ -17,7 +17,7 @@ import numpy as np
 from rankcli.errors import InputError
 
 
-def check_finite_labels(path: Path | str, labels: np.ndarray) -> None:
+def check_file_labels_finite(path: Path | str, labels: np.ndarray) -> None:
     """:class:`InputError` ``<path>: label is NaN at row N`` (or infinite) for the first such row of ``path``."""
     labels = np.asarray(labels, dtype=np.float64)
     bad = ~np.isfinite(labels)

@@ -15,7 +15,7 @@ from rankcli.core.seeds import trial_rng
 from rankcli.dataset import Dataset
 from rankcli.dataset.feature_transform import conform, pending, recorded
 from rankcli.errors import InputError, UsageError
-from rankcli.experiment.checks import check_finite_labels, check_overlaps, check_training_labels
+from rankcli.experiment.checks import check_file_labels_finite, check_overlaps, check_training_labels
 from rankcli.experiment.config import ExperimentConfig
 
 #: A fold's files: RankLib's and MSLR's names (train.txt, vali.txt, test.txt converted) and LightGBM's (rank.train,
@@ -362,7 +362,7 @@ def _read_pooled(path: Path) -> Dataset:
     from rankcli.formats.parquet import read_dataset
 
     ds = read_dataset(path)
-    check_finite_labels(path, ds.labels)
+    check_file_labels_finite(path, ds.labels)
     return ds
 
 
@@ -422,7 +422,7 @@ def check_data(data: ExperimentData, config: ExperimentConfig) -> None:
     option = "--click-noise" if config.click_noise else "--position-bias" if config.position_bias else None
     for part, path, labels in sources:
         if path is not None:
-            check_finite_labels(path, labels)
+            check_file_labels_finite(path, labels)
         if part == "train":  # a fold's training file; a pooled query is in some trial's training part, unknown here
             check_training_labels(path, labels, config.losses)
         if option is None or part == "test":

@@ -13,8 +13,9 @@ from rankcli.experiment.config import DEFAULT_TRIALS, ExperimentConfig
 from rankcli.experiment.convergence import convergence
 from rankcli.experiment.data import ExperimentData, check_data, load_data
 from rankcli.experiment.fusion import fuse_trials
+from rankcli.experiment.render import experiment_markdown
 from rankcli.experiment.settings import Setting, SweepLevel, all_loss_names, plan_settings
-from rankcli.experiment.summary import hyperparameters, pooled_queries, summarize, sweep_rows
+from rankcli.experiment.summary import hyperparameters, pooled_queries, summarize_experiment, sweep_rows
 from rankcli.experiment.unit import UnitResult, plan_units, run_pool, run_unit
 from rankcli.formats.experiment_store import ResultStore, lock_path, queries_path, remove_locks
 
@@ -27,7 +28,7 @@ class ExperimentResult:
     config: ExperimentConfig
     settings: list[Setting]
     sweeps: dict[str, list[SweepLevel]]
-    summary: dict               # see summarize()
+    summary: dict               # see summarize_experiment()
     convergence: dict           # setting -> loss -> {"mean", "stderr", "trials", "running"} (see convergence())
     resumed_units: int
     ran_units: int
@@ -248,10 +249,9 @@ def finalize(exp_dir: Path, config: ExperimentConfig, settings: list[Setting], s
         write_sweep,
         write_text,
     )
-    from rankcli.report import experiment_markdown
 
     pooled = pooled_queries(exp_dir, config, settings) if config.folds else None
-    summary = summarize(store.rows, config, settings, pooled, sizes)
+    summary = summarize_experiment(store.rows, config, settings, pooled, sizes)
     if notes:
         summary["overlap"] = list(notes)
     summary["hyperparameters"] = hyperparameters(config, load_tuned(exp_dir) if config.tune else {})

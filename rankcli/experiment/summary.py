@@ -131,8 +131,8 @@ def _test_rows(comparisons, trials: int | None) -> list[dict]:
     return tests
 
 
-def summarize(rows: list[dict], config: ExperimentConfig, settings: list[Setting], pooled: dict | None = None,
-              sizes=None) -> dict:
+def summarize_experiment(rows: list[dict], config: ExperimentConfig, settings: list[Setting],
+                         pooled: dict | None = None, sizes=None) -> dict:
     """The paper's Table 1 per setting, and paired tests between every two losses.
 
     Parameters
@@ -200,47 +200,6 @@ def hyperparameters(config: ExperimentConfig, tuned: dict[tuple[str, int, str], 
     return {"source": "options"}
 
 
-def hyperparameter_note(h: dict) -> str:
-    """One sentence saying which hyperparameters the units trained with."""
-    if h["source"] == "tuned":
-        space = h.get("space")
-        return (f"hyperparameters tuned per loss and trial on that trial's own training and validation data, "
-                f"{h['budget']} trainings each (trial 0: train's parameters), with rankcli tune's search space"
-                + (f" as {space['path']} changes it" if space else ""))
-    if h["source"] == "params-file":
-        files = sorted({e["path"] for e in h["params_file"].values()})
-        return f"hyperparameters from {', '.join(files)} for every trial (below the options given)"
-    return "hyperparameters from the options, the same for every loss and trial"
-
-
-def _shown(params: dict) -> str:
-    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
-
-
-def _cell(x: float | None) -> str:
-    return "n/a" if x is None or not math.isfinite(x) else f"{x:.4f}"
-
-
-def hyperparameter_markdown(h: dict | None) -> list[str]:
-    """``summary.md``'s lines on the hyperparameters: the sentence of :func:`hyperparameter_note` and, when tuned,
-    the parameters of each unit, or with a parameter file the parameters of each loss."""
-    if h is None:
-        return []
-    note = hyperparameter_note(h)
-    lines = [f"{note[0].upper()}{note[1:]}.", ""]
-    if h["source"] == "tuned" and h["units"]:
-        lines += ["| setting | trial | loss | validation (tuned) | validation (train's) | parameters |",
-                  "|---|---:|---|---:|---:|---|"]
-        lines += [f"| {u['setting']} | {u['trial']} | {u['loss']} | {_cell(u['validation'])} | "
-                  f"{_cell(u['default_validation'])} | {_shown(u['params'])} |" for u in h["units"]]
-        lines.append("")
-    if h["source"] == "params-file":
-        lines += ["| loss | parameters (from the file) |", "|---|---|"]
-        lines += [f"| {loss} | {_shown(e['params']) or 'none: the options'} |" for loss, e in h["params_file"].items()]
-        lines.append("")
-    return lines
-
-
 def json_shape(summary: dict) -> dict:
     """The ``--json`` document: the test that ran (``test``: its name, label and, for the corrected test, its query
     counts), then per setting the means and each test with its name, ``n`` and ``difference`` = mean(b) - mean(a)
@@ -291,21 +250,3 @@ def sweep_rows(summary: dict, config: ExperimentConfig, sweeps: dict[str, list[S
             rows.append(row)
         out[kind] = rows
     return out
-
-
-def sweep_columns(config: ExperimentConfig, kind: str) -> tuple[list[str], list[str]]:
-    """The loss columns and difference labels of the sweep ``kind``'s table in the experiment ``config``: the losses
-    and ``loss - first``, or (position-bias) every variant and ``loss+ips - loss`` per loss with an IPS variant."""
-    if kind == "position-bias":
-        setting = Setting("position-bias=0", "position-bias", 0.0)
-        return setting_losses(config, setting), [difference_label(a, b) for a, b in setting_pairs(config, setting)]
-    return list(config.losses), [difference_label(config.losses[0], loss) for loss in config.losses[1:]]
-
-
-def loss_options_note(options: dict[str, dict]) -> str:
-    """`` Loss options: listnet step=paper; ...`` (with a leading space), or '' for losses without options."""
-    if not options:
-        return ""
-    return " Loss options: " + "; ".join(f"{loss} " + ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
-                                                                for k, v in values.items())
-                                         for loss, values in options.items()) + "."

@@ -197,14 +197,14 @@ def variant_data(logs: ClickLogs, name: str, config: ExperimentConfig):
     ``loss+ips+control``, :func:`~rankcli.experiment.config.parse_variant`) on ``logs``, under the convention of
     ``config``.
 
-    IPS-capable losses train on the impressions pooled per source query (:func:`rankcli.ips.pooled_training_set`):
+    IPS-capable losses train on the impressions pooled per source query (:func:`rankcli.train.ips.pooled_training_set`):
     without propensities (naive) or with the estimated ones (``+ips``); the controls do the same on the randomised
     (RandTop-10) log instead of the click log. Other losses (lambdamart) train naive on the click impressions as
     logged, each impression one list. Validation is pooled like the variant (naive: click-through rates; ``+ips``: IPS
     relevances), labelled so that the convention's gain is the pooled relevance ``g`` (exponential gain:
     ``log2(1 + g)``)."""
     from rankcli.core.metrics import Convention
-    from rankcli.ips import objective_for, pooled_training_set
+    from rankcli.train.ips import objective_for, pooled_training_set
 
     loss, ips, control = parse_variant(name)
     spec = ("values", logs.propensity) if ips else None

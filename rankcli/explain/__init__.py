@@ -5,8 +5,8 @@ feature) and ``splits`` (how many splits use it), raw and normalised to shares t
 also the *ranking importance* (:mod:`rankcli.explain.ranking`: the drop in a metric when the feature is permuted within
 each query, with a paired test per feature corrected over the features) and the mean absolute per-document
 contribution, centred within each query (:mod:`rankcli.explain.contributions`). Features can be grouped
-(:mod:`rankcli.explain.groups`); a group is permuted as a whole and its gain, splits and contributions are its members'
-sums. Orchestration only: :func:`explain` returns an :class:`Explanation`, rendering is
+(:mod:`rankcli.explain.grouping`); a group is permuted as a whole and its gain, splits and contributions are its
+members' sums. Orchestration only: :func:`explain` returns an :class:`Explanation`, rendering is
 :mod:`rankcli.explain.render`'s.
 """
 
@@ -31,7 +31,7 @@ from rankcli.explain.contributions import (
     query_sums,
     sample_queries,
 )
-from rankcli.explain.groups import FeatureGroup, feature_groups, membership
+from rankcli.explain.grouping import FeatureGroup, feature_groups, membership
 from rankcli.explain.progress import Work
 from rankcli.explain.ranking import RankingImportance, drop_tests, permuted_metrics
 from rankcli.formats.atomic.kinds import EXPLAIN_COLUMNS
@@ -312,7 +312,7 @@ def explain(model, ds: Dataset | None = None, *, data_name: str | None = None, m
     repeats, seed : permutations per feature and their seed (:mod:`rankcli.explain.ranking`).
     test, correction, permutations : the paired test per feature, as ``rankcli compare`` takes them (``wilcoxon``
         with ``repeats`` 1 only: :func:`rankcli.explain.ranking.check_test`).
-    groups, group_files : feature groups (:func:`rankcli.explain.groups.feature_groups`); none may be named as a
+    groups, group_files : feature groups (:func:`rankcli.explain.grouping.feature_groups`); none may be named as a
         column of the per-query table (:func:`per_query_columns`).
     contributions : compute the mean absolute contributions (TreeSHAP, the slow part), on ``contributions_queries``
         queries drawn with ``seed`` when the data has more (None: every query;

@@ -66,7 +66,7 @@ def query_sums(contributions: Callable[[np.ndarray], np.ndarray], batches: Itera
     contributions : ``pred_contrib`` of a feature matrix: ``(rows, n_features + 1)``, the last column the constant.
     batches : ``(features, offsets)`` of whole queries.
     n_features : the model's feature count.
-    membership : ``(n_features, n_groups)`` 0/1 matrix summing features into groups (:func:`rankcli.explain.groups.
+    membership : ``(n_features, n_groups)`` 0/1 matrix summing features into groups (:func:`rankcli.explain.grouping.
         membership`); None: one group per feature.
     on_batch : called with each batch's rows.
     """

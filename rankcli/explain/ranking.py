@@ -45,7 +45,7 @@ from rankcli.compare import Comparison, compare_values
 from rankcli.core.groups import order_within
 from rankcli.errors import UsageError
 from rankcli.explain.contributions import query_batches
-from rankcli.explain.groups import FeatureGroup
+from rankcli.explain.grouping import FeatureGroup
 from rankcli.explain.progress import timed
 
 #: The labels of the model's own metric values among the compared "runs" (no group is named with a "#").

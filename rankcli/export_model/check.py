@@ -71,8 +71,8 @@ class CheckResult:
 
 def read_data(path: Path | str, model, width: int) -> Dataset:
     """DATA as raw feature values: Parquet, or LETOR text converted on the fly."""
+    from rankcli.evaluate.runs import is_parquet
     from rankcli.formats.parquet import read_dataset
-    from rankcli.runs import is_parquet
 
     path = Path(path)
     if path.is_dir():

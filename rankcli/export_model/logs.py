@@ -16,11 +16,11 @@ def convert_log(kind: str, log: str, qrels: str, output: Path | str, *, overwrit
     Parquet dataset ``output``; returns a :class:`rankcli.convert.ConvertResult`."""
     from rankcli.convert import ConvertResult, FileResult
     from rankcli.formats.feature_logs import write_logged
-    from rankcli.summary import summarize
+    from rankcli.info import summarize_dataset
 
     start = time.perf_counter()
     ds, notes = write_logged(kind, log, qrels, output, overwrite=overwrite)
-    summary = summarize(ds.labels, ds.offsets, ds.n_features, has_docid=True)
+    summary = summarize_dataset(ds.labels, ds.offsets, ds.n_features, has_docid=True)
     summary.seconds = time.perf_counter() - start
     return ConvertResult(str(output), False, [FileResult([str(log)], str(output), summary)], ds.n_features,
                          summary.seconds, notes)

@@ -22,6 +22,8 @@ Modules
 - :mod:`~rankcli.train.model`: the model directory (``model.txt`` and ``rankcli.json``): save, load, validate.
 - :mod:`~rankcli.train.data`: ``rankcli train``'s inputs read from files, IPS click logs included.
 - :mod:`~rankcli.train.params_file`: parameter files (``rankcli tune``'s ``best.json``) and their precedence.
+- :mod:`~rankcli.train.ips`: a click log's impressions pooled into IPS training data (``train --propensity``).
+- :mod:`~rankcli.train.scoring`: a model scoring a Parquet dataset batch by batch (``predict``, ``eval --model``).
 
 Reproducibility: the XE-NDCG gamma of iteration ``t`` is drawn from ``numpy.random.default_rng([seed, t])``, and
 LightGBM runs with ``deterministic=True``, ``force_row_wise=True`` and ``seed``: the same data, configuration and

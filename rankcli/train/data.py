@@ -1,6 +1,6 @@
 """The training inputs of ``rankcli train`` read from files: the datasets, or a click log made into IPS training data
-(:mod:`rankcli.ips`), checked as :func:`rankcli.train.training.check_inputs` checks them, and what ``rankcli.json``
-records about them.
+(:mod:`rankcli.train.ips`), checked as :func:`rankcli.train.training.check_inputs` checks them, and what
+``rankcli.json`` records about them.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ class IpsOptions:
 
     Attributes
     ----------
-    propensity : :func:`rankcli.ips.parse_propensity` of ``--propensity``; ``None`` pools click-through rates
+    propensity : :func:`rankcli.train.ips.parse_propensity` of ``--propensity``; ``None`` pools click-through rates
         (``--pool-impressions``).
     clip : the floor of the propensities (``--propensity-clip``).
     allow_graded : weight graded labels as clicks (``--allow-graded``).
@@ -58,13 +58,13 @@ def ips_options(propensity: str | None, pool_impressions: bool, clip: float, all
     pool_impressions : ``--pool-impressions``.
     clip : ``--propensity-clip``, in ``(0, 1]``.
     allow_graded : ``--allow-graded``.
-    loss : ``--loss`` (:func:`rankcli.ips.check_ips_loss`).
+    loss : ``--loss`` (:func:`rankcli.train.ips.check_ips_loss`).
     dask : ``--dask`` (IPS trains on one machine).
     params : the checked ``--param`` values (the position-bias regularisation needs ``--propensity learn``).
     """
     options = None
     if propensity is not None or pool_impressions:
-        from rankcli.ips import check_ips_loss, parse_propensity
+        from rankcli.train.ips import check_ips_loss, parse_propensity
 
         if propensity is not None and pool_impressions:
             raise UsageError("--propensity and --pool-impressions: give one (--propensity pbm:0 is the pooled "
@@ -169,7 +169,7 @@ def _read_training_set(path: Path, config: TrainConfig, ips: IpsOptions | None) 
     if ips is None:
         ds = read_dataset(path, features=False, docids=False)
         return TrainingData(ds, None, train_rows=_features_by_row(path, ds))
-    from rankcli import ips as ips_data
+    from rankcli.train import ips as ips_data
 
     if ips.learn:
         ds, position, info = ips_data.position_training_set(read_dataset(path, extra_columns=("position",)),

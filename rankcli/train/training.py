@@ -226,7 +226,7 @@ def train_model(train: Dataset, valid: Dataset | None, config: TrainConfig, on_i
     train, valid : the training set and the validation set (``None``: every tree is trained and kept).
     config : the training configuration.
     on_iteration : ``on_iteration(trees, valid_metric, best_so_far)`` after every tree.
-    objective : a callable objective that replaces a library loss's own (IPS RankNet, :mod:`rankcli.ips`).
+    objective : a callable objective that replaces a library loss's own (IPS RankNet, :mod:`rankcli.train.ips`).
     position : one per training row, ``lambdamart`` only: the position each document was displayed at, for
         LightGBM's position-bias model (unbiased LambdaMART, LightGBM >= 4.1; ``--propensity learn``); the learned
         biases come back in :attr:`TrainResult.position_bias`.

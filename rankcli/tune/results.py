@@ -108,14 +108,11 @@ def write_results(result: TuneResult) -> list[Path]:
     files.append(write_json(out / BEST_FILE, params_document(entries)))
     curves = {loss: r.best_so_far() for loss, r in result.losses.items()}
     files.append(write_curves(out, curves))
-    from rankcli.display.plot import have_matplotlib
+    from rankcli.formats.tune_store import PLOT_FILE
+    from rankcli.tune.render import best_so_far_plot
 
-    if have_matplotlib() and any(curves.values()):
-        from rankcli.display.plot import plot_best_so_far
-        from rankcli.formats.tune_store import PLOT_FILE
-
-        files.append(plot_best_so_far(curves, out / PLOT_FILE, result.config.train.select_by, result.config.budget))
-    return files
+    plot = best_so_far_plot(curves, out / PLOT_FILE, result.config.train.select_by, result.config.budget)
+    return files + ([plot] if plot is not None else [])
 
 
 def json_shape(result: TuneResult) -> dict:

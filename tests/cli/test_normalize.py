@@ -182,7 +182,7 @@ def test_a_value_the_transform_takes_beyond_float32_names_file_column_row_and_va
     import pyarrow as pa
 
     from rankcli.errors import InputError
-    from rankcli.scoring import open_scoring, score_batches
+    from rankcli.train.scoring import open_scoring, score_batches
 
     model = tmp_path / "model"
     assert run("train", folds / "z" / "train.parquet", "-o", model, *FAST)[0] == 0

@@ -419,11 +419,11 @@ def test_ips_input_errors(run, logs, tmp_path):
 
 
 def test_ranknet_ips_trains_with_the_pairwise_ips_objective(logs, tmp_path):
-    """train_model gets rankcli.ips's objective for ranknet: the first tree's gradient is the IPS pairwise one, not
-    the library RankNet's on the pooled labels (which pairs only y_d > y_e, unweighted)."""
+    """train_model gets rankcli.train.ips's objective for ranknet: the first tree's gradient is the IPS pairwise one,
+    not the library RankNet's on the pooled labels (which pairs only y_d > y_e, unweighted)."""
     from rankcli.core import ips as core_ips
     from rankcli.formats.parquet import read_dataset
-    from rankcli.ips import LOG_COLUMNS, RankNetIPSObjective, objective_for, pooled_training_set
+    from rankcli.train.ips import LOG_COLUMNS, RankNetIPSObjective, objective_for, pooled_training_set
 
     ds = read_dataset(logs["random"], extra_columns=LOG_COLUMNS)
     pooled, _ = pooled_training_set(ds, loss="ranknet", propensity=("pbm", 1.0))
@@ -438,8 +438,8 @@ def test_ranknet_ips_trains_with_the_pairwise_ips_objective(logs, tmp_path):
 
 def test_cli_ranknet_ips_model_is_the_ips_objective_model(run, logs, tmp_path):
     from rankcli.formats.parquet import read_dataset
-    from rankcli.ips import LOG_COLUMNS, objective_for, pooled_training_set
     from rankcli.train import TrainConfig, train_model
+    from rankcli.train.ips import LOG_COLUMNS, objective_for, pooled_training_set
 
     model = tmp_path / "m"
     status, _, err = run("train", logs["random"], "-o", model, "--loss", "ranknet", "--propensity", "pbm:1",

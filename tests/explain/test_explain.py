@@ -10,7 +10,7 @@ from rankcli.dataset import Dataset
 from rankcli.errors import UsageError
 from rankcli.explain import explain
 from rankcli.explain.contributions import mean_abs_contributions, query_batches
-from rankcli.explain.groups import feature_groups, membership
+from rankcli.explain.grouping import feature_groups, membership
 from rankcli.train import TrainedModel
 
 

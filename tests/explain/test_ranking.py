@@ -9,7 +9,7 @@ import pytest
 
 from rankcli.core import stats
 from rankcli.core.metrics import Convention, parse_metric, per_query
-from rankcli.explain.groups import feature_groups
+from rankcli.explain.grouping import feature_groups
 from rankcli.explain.ranking import drop_tests, permutation, permuted_metrics
 
 

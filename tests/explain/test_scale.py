@@ -10,7 +10,7 @@ import pytest
 from rankcli.dataset import Dataset
 from rankcli.explain import explain
 from rankcli.explain.contributions import estimate, sample_queries
-from rankcli.explain.groups import feature_groups
+from rankcli.explain.grouping import feature_groups
 from rankcli.explain.progress import Work
 from rankcli.explain.ranking import batch_permutation, permutation, permuted_metrics, tree_permuted_metrics
 from rankcli.explain.trees import tree_scorer

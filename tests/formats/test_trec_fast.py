@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rankcli import evaluate as E
-from rankcli import runs
 from rankcli.core import metrics as M
 from rankcli.dataset import Run
 from rankcli.errors import InputError
+from rankcli.evaluate import runs
 from rankcli.formats import trec_fast
 from tests.trec_loading import load_trec_run
 

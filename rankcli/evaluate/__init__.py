@@ -1,6 +1,6 @@
 """Evaluate runs: read a Parquet run, a TREC run with its qrels, or score a dataset with a model, then compute metrics.
 
-Returns :class:`EvalReport` objects; never prints (rendering lives in :mod:`rankcli.report`).
+Returns :class:`EvalReport` objects; never prints (rendering lives in :mod:`rankcli.evaluate.render`).
 
 - A Parquet run has columns ``qid`` (integer), ``label`` and ``score``, the rows of a query contiguous.
 - A TREC run (``qid Q0 docid rank score tag``) is scored against TREC qrels (``qid iter docid rel``) as trec_eval does:
@@ -23,11 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from rankcli import runs
 from rankcli.core.metrics import Convention, EvalResult, MetricSpec, parse_metrics
 from rankcli.dataset import Run
+from rankcli.evaluate import runs
+from rankcli.evaluate.runs import is_parquet, not_parquet_error, read_run, run_from_arrays
 from rankcli.formats.trec import row_names
-from rankcli.runs import is_parquet, not_parquet_error, read_run, run_from_arrays
 
 __all__ = ["EvalReport", "evaluate_input", "evaluate_model", "evaluate_path", "evaluate_run", "evaluate_trec",
            "is_parquet", "model_run", "not_parquet_error", "read_run", "run_from_arrays", "write_per_query"]
@@ -80,8 +80,8 @@ def model_run(data_path: Path | str, model_dir: Path | str, *, docids: bool = Fa
 
 
 def evaluate_run(run: Run, metrics: Sequence[MetricSpec | str], convention: Convention = Convention()) -> EvalReport:
-    """Compute ``metrics`` on ``run`` under ``convention`` (the measure stage, :func:`rankcli.runs.measure`): the
-    report holds a value per query and their summary. Queries evaluated with an empty ranking (``run.empty_qids``)
+    """Compute ``metrics`` on ``run`` under ``convention`` (the measure stage, :func:`rankcli.evaluate.runs.measure`):
+    the report holds a value per query and their summary. Queries evaluated with an empty ranking (``run.empty_qids``)
     come after the others."""
     from rankcli.core.metrics import summarize
 
@@ -109,7 +109,7 @@ def evaluate_path(path: Path | str, metrics: Sequence[MetricSpec | str],
 def evaluate_trec(run_path: Path | str, qrels_path: Path | str, metrics: Sequence[MetricSpec | str],
                   convention: Convention | None = None, *, max_docs: int | None = None, judged_only: bool = False,
                   complete: bool = False) -> EvalReport:
-    """A TREC run against its qrels (:func:`rankcli.runs.load_trec`, then :func:`evaluate_run`); the convention
+    """A TREC run against its qrels (:func:`rankcli.evaluate.runs.load_trec`, then :func:`evaluate_run`); the convention
     defaults to the ``trec`` preset. ``max_docs``, ``judged_only`` and ``complete`` are trec_eval's ``-M``, ``-J``
     and ``-c``."""
     if convention is None:
@@ -140,9 +140,9 @@ def evaluate_model(data_path: Path | str, model_dir: Path | str, metrics: Sequen
     :func:`evaluate_path`.
 
     The features are read and scored in batches of whole queries of at most ``batch_rows`` rows
-    (:func:`rankcli.scoring.score_batches`), never whole; the labels and scores of every row (16 bytes a row) are
+    (:func:`rankcli.train.scoring.score_batches`), never whole; the labels and scores of every row (16 bytes a row) are
     then evaluated at once, exactly as :func:`model_run` and :func:`evaluate_run` evaluate them."""
-    from rankcli.scoring import DEFAULT_BATCH_ROWS, open_scoring, score_batches
+    from rankcli.train.scoring import DEFAULT_BATCH_ROWS, open_scoring, score_batches
 
     by_docid = convention.ties == "docid-desc"
     source = open_scoring(model_dir, data_path, label_required=True, docids=by_docid)

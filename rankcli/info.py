@@ -1,7 +1,8 @@
 """What a dataset looks like: rows, queries, features, documents per query, labels, queries without a relevant document.
 
 Used by ``convert`` (accumulated block by block while streaming, through :class:`SummaryBuilder`) and ``info`` (on a
-Parquet file, :func:`summarize_parquet`); any command that wants to describe its data can reuse :func:`summarize`.
+Parquet file, :func:`summarize_parquet`); any command that wants to describe its data can reuse
+:func:`summarize_dataset`.
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ class SummaryBuilder:
         )
 
 
-def summarize(labels: np.ndarray, offsets: np.ndarray, features: int, *, has_docid: bool = False,
+def summarize_dataset(labels: np.ndarray, offsets: np.ndarray, features: int, *, has_docid: bool = False,
               seconds: float | None = None) -> DatasetSummary:
     """The summary of whole queries: ``labels`` per row, query ``offsets``, the number of ``features``, whether the
     data have a docid column, and the ``seconds`` a conversion took (``None``: not shown)."""
@@ -137,6 +138,6 @@ def summarize_parquet(path: Path | str) -> DatasetSummary:
         offsets = offsets_from_qids(qids)
     except InputError as exc:  # NonContiguousQueryError
         raise SchemaError(f"{path}: {exc}") from None
-    summary = summarize(labels, offsets, len(feature_columns(names)), has_docid="docid" in names)
+    summary = summarize_dataset(labels, offsets, len(feature_columns(names)), has_docid="docid" in names)
     summary.extra["metadata"] = read_metadata(path)
     return summary
