@@ -26,7 +26,7 @@ import numpy as np
 from rankcli import runs
 from rankcli.core.metrics import Convention, EvalResult, MetricSpec, parse_metrics
 from rankcli.dataset import Run
-from rankcli.formats.trec import row_names
+from rankcli.formats.trec.write import row_names
 from rankcli.runs import is_parquet, not_parquet_error, read_run, run_from_arrays
 
 __all__ = ["EvalReport", "evaluate_input", "evaluate_model", "evaluate_path", "evaluate_run", "evaluate_trec",

@@ -1,9 +1,9 @@
 """The measures that ``rankcli eval`` and ``rankcli trec_eval`` both compute, each computed twice: ``eval`` (and
-``compare --qrels``) reads a TREC run with its qrels through :mod:`rankcli.runs` (read, join, rank) and measures it
-with :mod:`rankcli.core.metrics` (ndcg, map, P, recall, recip_rank and their cutoffs) and
-:mod:`rankcli.core.trec_kernels` (the other trec_eval measures); ``trec_eval`` reads the same files through
-:mod:`rankcli.trec_eval.pipeline` (trec_eval's own reading, :mod:`rankcli.core.treceval.join`) and measures them
-with the kernels of :mod:`rankcli.core.treceval` on padded blocks (:class:`rankcli.core.treceval.chunk.Chunk`).
+``compare --qrels``) reads a TREC run with its qrels through :mod:`rankcli.runs` (read, join, rank) and measures it with
+:mod:`rankcli.core.metrics` (ndcg, map, P, recall, recip_rank and their cutoffs) and
+:mod:`rankcli.core.metrics.trec_eval_measures` (the other trec_eval measures); ``trec_eval`` reads the same files
+through :mod:`rankcli.trec_eval.pipeline` (trec_eval's own reading, :mod:`rankcli.core.trec_eval.join`) and measures
+them with the kernels of :mod:`rankcli.core.trec_eval` on padded blocks (:class:`rankcli.core.trec_eval.chunk.Chunk`).
 
 Each twin is checked against its own oracle elsewhere (pytrec_eval in test_trec_eval_parity.py, trec_eval itself in
 test_trec_eval_differential.py); here the two are checked against each other, per query, on the same text: graded,
@@ -25,12 +25,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rankcli.core.measures import trec_order
 from rankcli.core.metrics import Convention, parse_metrics
+from rankcli.core.metrics.specs import trec_order
 from rankcli.errors import UsageError
 from rankcli.evaluate import evaluate_trec
-from rankcli.formats import trec_fast
-from rankcli.formats.trec import trec_eval_blocks
+from rankcli.formats.trec import join_native as trec_fast
+from rankcli.formats.trec.write import trec_eval_blocks
 from rankcli.trec_eval import pipeline
 from rankcli.trec_eval.getopt import Options
 from rankcli.trec_eval.measures import select
@@ -43,8 +43,8 @@ MEASURES = ["num_q", "num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret
             "Rprec_mult.0.2,0.5,1.0,2.0,3.0", "11pt_avg", "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut.1,3,5,10,1000",
             "map_cut.1,2,5,10,1000", "relative_P.1,3,5,10,1000", "success.1,2,5,10", "set_P", "set_recall", "set_F"]
 #: The values whose twins round differently (an entry ending in ``_``: every cutoff), compared to 1e-12; every other
-#: value is equal to the bit. These sum in different orders: core/metrics and core/trec_kernels with numpy's
-#: reductions and grade counts, core/treceval along each ranking as trec_eval's loops add.
+#: value is equal to the bit. These sum in different orders: core/metrics (and its trec_eval_measures) with numpy's
+#: reductions and grade counts, core/trec_eval along each ranking as trec_eval's loops add.
 INEXACT = ("map", "map_cut_", "infAP", "11pt_avg", "ndcg", "ndcg_cut_", "ndcg_rel", "Rndcg")
 #: trec_eval keeps log(max(value, 1e-5)) per query for the geometric means; eval keeps the value.
 GEOMETRIC = ("gm_map", "gm_bpref")

@@ -9,7 +9,11 @@ import pytest
 
 from rankcli import runs
 from rankcli.cli import main
-from rankcli.formats import trec, trec_fast, trec_join, trec_rank, trec_text
+from rankcli.formats.trec import join as trec_join
+from rankcli.formats.trec import join_native as trec_fast
+from rankcli.formats.trec import rank as trec_rank
+from rankcli.formats.trec import text as trec_text
+from rankcli.formats.trec import write as trec
 from rankcli.trec_eval import native, pipeline, reading
 
 RUN = "".join(f"{q} Q0 d{d} {d} {(d * 7) % 5} tag\n" for q in range(1, 40) for d in range(12))

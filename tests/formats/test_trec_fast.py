@@ -19,7 +19,7 @@ from rankcli import runs
 from rankcli.core import metrics as M
 from rankcli.dataset import Run
 from rankcli.errors import InputError
-from rankcli.formats import trec_fast
+from rankcli.formats.trec import join_native as trec_fast
 from tests.trec_loading import load_trec_run
 
 native = pytest.mark.skipif(trec_fast.trec_native is None, reason="the C path is not built (no C compiler)")
@@ -202,7 +202,7 @@ def test_a_run_sharing_no_document_gets_the_numpy_paths_error(tmp_path, monkeypa
                                   # mantissas past 2^53: one rounding in int -> double, one in the scaling
                                   "1173122633160899524e-6", "178808351375360542e2", "1173122.633160899524"])
 def test_numbers_convert_exactly_as_the_numpy_path_converts_them(tmp_path, text):
-    from rankcli.formats.trec_read import read_run_columns
+    from rankcli.formats.trec.parse import read_run_columns
 
     data = f"1 Q0 a 1 {text} t\n".encode()
     (tmp_path / "r.txt").write_bytes(data)
@@ -251,7 +251,7 @@ _LINE = st.lists(_ALPHABET, min_size=0, max_size=14).map(b"".join)
 @given(run_lines=st.lists(_LINE, max_size=12), qrels_lines=st.lists(_LINE, max_size=8),
        threads=st.integers(1, 5))
 def test_hostile_bytes_never_crash_and_agree_with_the_numpy_path(tmp_path, run_lines, qrels_lines, threads):
-    from rankcli.formats.trec_read import read_qrels_columns, read_run_columns
+    from rankcli.formats.trec.parse import read_qrels_columns, read_run_columns
 
     valid_run = [b"1 Q0 a 1 2 t", b"1 Q0 b 2 1.5 t", b"2 Q0 a 1 -1e2 u"]
     run = b"\n".join(valid_run + run_lines)

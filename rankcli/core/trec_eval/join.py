@@ -1,5 +1,5 @@
 """A run joined with its qrels as trec_eval joins them (``trec_eval.c``'s query loop, ``form_res_rels.c``), for every
-evaluated query at once.
+evaluated query at once, for ``rankcli trec_eval`` (``rankcli eval``'s join is :mod:`rankcli.formats.trec.join`).
 
 Ids come in as integer codes whose order is the byte order of the ids (``strcmp``'s). The evaluated queries are the
 qrels' queries, in id order, that the run has; with ``-c`` every qrels query, one missing from the run ranking
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rankcli.core.treceval.chunk import NONPOOL, UNJUDGED
+from rankcli.core.trec_eval.chunk import NONPOOL, UNJUDGED
 
 
 @dataclass

@@ -1,4 +1,6 @@
-"""Reading TREC run and qrels files into columns, vectorised (no Python loop over lines).
+"""Reading TREC run and qrels files into columns, vectorised (no Python loop over lines): the numpy parser of
+``rankcli eval`` and ``compare --qrels`` (their join stage, :mod:`.join`), and the reader of the TREC runs and qrels
+of ``fuse`` and ``click-model``.
 
 - A run: ``qid Q0 docid rank score tag``; qrels: ``qid iteration docid relevance``. Fields are separated by any run of
   C whitespace (space, tab, vertical tab, form feed, carriage return), as trec_eval reads them; blank lines and lines
@@ -21,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from rankcli.errors import InputError, InputFormatError
-from rankcli.formats.trec_eval_read import token_bounds
-from rankcli.formats.trec_text import read_text_bytes
+from rankcli.formats.trec.text import read_text_bytes
+from rankcli.formats.trec.trec_eval_parse import token_bounds
 
 RUN_LAYOUT = "qid Q0 docid rank score tag"
 QRELS_LAYOUT = "qid iteration docid relevance"
@@ -40,7 +42,7 @@ class TrecColumns:
 
     qcodes: np.ndarray
     qnames: np.ndarray
-    words: np.ndarray | None  # None when read by the C path (rankcli.formats.trec_fast), which needs them for no check
+    words: np.ndarray | None  # None when read by the C path (formats.trec.join_native), which needs them for no check
     values: np.ndarray
     numbers: np.ndarray | None  # None when read by the C path, which leaves every error to this module
     tag: str = ""

@@ -13,7 +13,7 @@
   with ``atof``; comments and blank lines as in qrels.
 - Any byte but NUL may be part of an id; a NUL byte is refused (trec_eval's rule) where it is first met, before the
   rest of the file is read, and so is a line of more than :data:`MAX_LINE` bytes. Gzipped files (by their magic
-  bytes) are decompressed as they are read; ``-`` is standard input (:mod:`.trec_eval_bytes` reads the bytes).
+  bytes) are decompressed as they are read; ``-`` is standard input (:mod:`.file_bytes` reads the bytes).
 
 Ids are returned as numpy ``S`` arrays: with no NUL byte in them, numpy's order on them is ``strcmp``'s.
 """
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rankcli.errors import InputError, InputFormatError
-from rankcli.formats.trec_eval_bytes import MAX_LINE, check_first_block, read_input
+from rankcli.formats.trec.file_bytes import MAX_LINE, check_first_block, read_input
 
 __all__ = ["MAX_LINE", "Qrels", "Results", "atof", "atol", "check_first_block", "read_input", "read_qrels",
            "read_results", "read_zscores", "token_bounds"]
