@@ -16,7 +16,7 @@ import re
 import numpy as np
 
 from rankcli.core.trec_eval.chunk import NONPOOL, UNJUDGED
-from rankcli.core.trec_eval.join import Joined
+from rankcli.core.trec_eval.join import ResRels
 from rankcli.formats.trec import join_native
 
 _QRELS_COMMENT = re.compile(rb"(?:^|\n)[ \t\v\f\r]*#")
@@ -44,7 +44,7 @@ def _ranked_rows(first: np.ndarray, codes: np.ndarray, limit: int) -> tuple[np.n
 
 
 def prepare(o, qrels_data: bytes, run_data: bytes):
-    """(evaluated query ids, :class:`Joined`, run id, positive labels), or None when this input takes the other
+    """(evaluated query ids, :class:`ResRels`, run id, positive labels), or None when this input takes the other
     path (see the module docstring)."""
     if not join_native.available() or run_data[:3] == b"\xef\xbb\xbf" or qrels_data[:3] == b"\xef\xbb\xbf":
         return None
@@ -56,7 +56,7 @@ def prepare(o, qrels_data: bytes, run_data: bytes):
         return None
     from rankcli.runtime.cpus import available_cpus
 
-    joined = join_native.join(run_data, qrels_data, available_cpus(), scores=False)
+    joined = join_native.join_bytes(run_data, qrels_data, available_cpus(), scores=False)
     if joined is None:
         return None
     labels = joined.qrels.values
@@ -85,7 +85,7 @@ def prepare(o, qrels_data: bytes, run_data: bytes):
     by_query = np.argsort(qcodes, kind="stable")
     starts = np.searchsorted(qcodes[by_query], np.arange(qnames.shape[0] + 1))
     lab_rows, label_offsets = _ranked_rows(starts, evaluated, 1 << 62)
-    out = Joined(evaluated, stand_in, rel, ret_offsets, labels[by_query[lab_rows]], label_offsets, ret_starts,
+    out = ResRels(evaluated, stand_in, rel, ret_offsets, labels[by_query[lab_rows]], label_offsets, ret_starts,
                  table)
     return qnames[evaluated], out, run_id, int((labels > 0).sum())
 

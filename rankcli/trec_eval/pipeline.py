@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rankcli.core.trec_eval.chunk import NONPOOL, Chunk, padded, padded_at
-from rankcli.core.trec_eval.join import Duplicate, Side, code_of, codes, join
+from rankcli.core.trec_eval.join import Duplicate, Side, code_of, codes, form_res_rels
 from rankcli.errors import InputError, InputFormatError, UsageError
 from rankcli.formats.trec import trec_eval_parse as read
 from rankcli.formats.trec.blank import remap
@@ -56,7 +56,7 @@ def prepare(o: Options, data: tuple[bytes, bytes], maps: dict | None = None) -> 
         if fast is not None:
             return Prepared(*fast)
     try:
-        qrels = read.read_qrels(qrels_path, groups=o.rel_format == "qrels_jg", data=qrels_data)
+        qrels = read.get_qrels(qrels_path, groups=o.rel_format == "qrels_jg", data=qrels_data)
     except InputFormatError as exc:
         remap(exc, maps or {})
         if _looks_swapped(qrels_data, run_data):
@@ -79,7 +79,7 @@ def prepare(o: Options, data: tuple[bytes, bytes], maps: dict | None = None) -> 
             qrels_side, run_side = (Side(*(a[real[s.qcodes] == only] for a in (s.qcodes, s.dcodes, s.values, s.lines)))
                                     for s in (qrels_side, run_side))
             only = None
-    joined = join(qrels_side, run_side,
+    joined = form_res_rels(qrels_side, run_side,
                   complete=o.complete, max_docs=o.max_docs, judged_only=o.judged_only,
                   stand_in_code=int(stand_in[0]), only_query=only)
     if isinstance(joined, Duplicate):

@@ -76,5 +76,5 @@ def test_the_c_path_reads_the_good_pairs(tmp_path, monkeypatch):
     if not trec_fast.available():
         pytest.skip("the C path is not built")
     monkeypatch.setenv("RANKCLI_PURE_PYTHON", "0")
-    assert trec_fast.join(GOOD_RUN.encode(), GOOD_QRELS.encode()) is not None
-    assert trec_fast.join(GOOD_RUN.encode(), b"1 0 a 1\n1 0 b 1e999\n") is None  # the numpy path names the line
+    assert trec_fast.join_bytes(GOOD_RUN.encode(), GOOD_QRELS.encode()) is not None
+    assert trec_fast.join_bytes(GOOD_RUN.encode(), b"1 0 a 1\n1 0 b 1e999\n") is None  # the numpy path names the line

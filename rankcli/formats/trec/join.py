@@ -173,7 +173,7 @@ def join(texts: TrecTexts, *, judged_only: bool = False, complete: bool = False,
     ``judged_only`` (-J) names its own error for a run sharing no document with its qrels, as trec_eval's reading
     meets it first."""
     if isinstance(texts.run, np.ndarray):
-        native = join_native.join(texts.run, texts.qrels, threads)
+        native = join_native.join_bytes(texts.run, texts.qrels, threads)
         joined = _native(native, texts, complete) if native is not None else None
         if joined is not None:
             return joined
