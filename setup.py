@@ -1,5 +1,5 @@
-"""The one compiled module, ``rankcli.formats.trec_native`` (``rankcli/formats/csrc/``): the fast path of reading a
-TREC run with its qrels (``rankcli/formats/trec_fast.py``). It is optional: where it cannot be built (no C compiler),
+"""The one compiled module, ``rankcli.formats.trec_native`` (``rankcli/formats/csrc/``): the fast path of reading a TREC
+run with its qrels (``rankcli/formats/trec/join_native.py``). It is optional: where it cannot be built (no C compiler),
 the install goes on without it and rankcli reads TREC files with its numpy path, which gives the same results, only
 slower."""
 

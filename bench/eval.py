@@ -218,7 +218,7 @@ def trec_main(args) -> None:
     # would otherwise compile rankcli's ~60 imported modules in every timed process).
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "rankcli")], check=True,
                    stdout=subprocess.DEVNULL)
-    probe = "from rankcli.formats import trec_fast; print(trec_fast.available())"
+    probe = "from rankcli.formats.trec import join_native; print(join_native.available())"
     native = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO,
                             env=env).stdout.strip()
     print(f"rankcli's C path (rankcli.formats.trec_native): {'built' if native == 'True' else 'NOT built'}"

@@ -27,7 +27,7 @@ from rankcli.dataset import feature_transform as normalization
 from rankcli.errors import InputError, InputFormatError, RankcliError, UsageError
 from rankcli.formats import svmlight, svmlight_text
 from rankcli.formats.atomic import STDOUT, atomic_directory, atomic_path, check_not_input, check_target, kinds
-from rankcli.formats.convert_writer import Chunk, ChunkWriter, sorted_by_qid
+from rankcli.formats.convert_writer import ChunkWriter, ParsedRows, sorted_by_qid
 from rankcli.formats.inputs import unreadable_input
 from rankcli.formats.parquet import ROW_GROUP_ROWS
 from rankcli.info import DatasetSummary, SummaryBuilder
@@ -124,7 +124,7 @@ class _Converter:
         self.next_group = 0
         self.last_qid: int | None = None
         self.threads = threads if threads is not None else min(2, available_cpus())  # the CPUs we may use
-        self._held: list[Chunk] = []  # --sort-queries keeps everything
+        self._held: list[ParsedRows] = []  # --sort-queries keeps everything
         self._file: _FileState | None = None
         self.notes: list[str] = []  # said on stderr by the CLI (a sidecar ignored)
 
@@ -281,7 +281,7 @@ class _Converter:
             docids, comments = svmlight.comment_columns(block.comments, True, self.options.keep_comments)
             if docids is not None and docids.null_count == len(docids):
                 docids = None
-        chunk = Chunk(block.labels, qids, block.features, docids, comments)
+        chunk = ParsedRows(block.labels, qids, block.features, docids, comments)
         if self.options.sort_queries:
             self._held.append(chunk)
             return

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from rankcli.core.fusion import RunRows
-from rankcli.formats.trec_read import doc_hash, words_of
+from rankcli.formats.trec.parse import doc_hash, words_of
 
 
 def random_runs(rng: np.random.Generator, n_runs: int = 3, n_queries: int = 12, pool: int = 14, *,

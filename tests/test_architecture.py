@@ -76,6 +76,7 @@ ALIASES: dict[str, str] = {
     **{f"rankcli.{m}": f"rankcli.runtime.{m}" for m in ("compat", "cpus", "startup", "memory")},
     "rankcli.pooling": "rankcli.dataset.pooling",
     "rankcli.plot": "rankcli.display.plot", "rankcli.scoring": "rankcli.train.scoring",
+    "rankcli.formats.trec_read": "rankcli.formats.trec.parse",
 }
 
 #: Modules not placed yet (each is reported), and the unit the house moves each to: their imports are judged as

@@ -1,9 +1,9 @@
 """The measures that ``rankcli eval`` and ``rankcli trec_eval`` both compute, each computed twice: ``eval`` (and
-``compare --qrels``) reads a TREC run with its qrels through :mod:`rankcli.runs` (read, join, rank) and measures it
-with :mod:`rankcli.core.metrics` (ndcg, map, P, recall, recip_rank and their cutoffs) and
-:mod:`rankcli.core.trec_kernels` (the other trec_eval measures); ``trec_eval`` reads the same files through
-:mod:`rankcli.trec_eval.pipeline` (trec_eval's own reading, :mod:`rankcli.core.treceval.join`) and measures them
-with the kernels of :mod:`rankcli.core.treceval` on padded blocks (:class:`rankcli.core.treceval.chunk.Chunk`).
+``compare --qrels``) reads a TREC run with its qrels through :mod:`rankcli.evaluate.runs` (read, join, rank) and
+measures it with :mod:`rankcli.core.metrics` (ndcg, map, P, recall, recip_rank and their cutoffs) and
+:mod:`rankcli.core.metrics.trec_eval_measures` (the other trec_eval measures); ``trec_eval`` reads the same files
+through :mod:`rankcli.trec_eval.pipeline` (trec_eval's own reading, :mod:`rankcli.core.trec_eval.join`) and measures
+them with the kernels of :mod:`rankcli.core.trec_eval` on padded blocks (:class:`rankcli.core.trec_eval.chunk.Chunk`).
 
 Each twin is checked against its own oracle elsewhere (pytrec_eval in test_trec_eval_parity.py, trec_eval itself in
 test_trec_eval_differential.py); here the two are checked against each other, per query, on the same text: graded,
@@ -25,12 +25,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rankcli.core.measures import trec_order
 from rankcli.core.metrics import Convention, parse_metrics
+from rankcli.core.metrics.specs import trec_order
 from rankcli.errors import UsageError
 from rankcli.evaluate import evaluate_trec
-from rankcli.formats import trec_fast
-from rankcli.formats.trec import trec_eval_blocks
+from rankcli.formats.trec import join_native as trec_fast
+from rankcli.formats.trec.write import trec_eval_blocks
 from rankcli.trec_eval import pipeline
 from rankcli.trec_eval.getopt import Options
 from rankcli.trec_eval.measures import select
@@ -43,14 +43,18 @@ MEASURES = ["num_q", "num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret
             "Rprec_mult.0.2,0.5,1.0,2.0,3.0", "11pt_avg", "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut.1,3,5,10,1000",
             "map_cut.1,2,5,10,1000", "relative_P.1,3,5,10,1000", "success.1,2,5,10", "set_P", "set_recall", "set_F"]
 #: The values whose twins round differently (an entry ending in ``_``: every cutoff), compared to 1e-12; every other
-#: value is equal to the bit. These sum in different orders: core/metrics and core/trec_kernels with numpy's
-#: reductions and grade counts, core/treceval along each ranking as trec_eval's loops add.
+#: value is equal to the bit. These sum in different orders: core/metrics (and its trec_eval_measures) with numpy's
+#: reductions and grade counts, core/trec_eval along each ranking as trec_eval's loops add.
 INEXACT = ("map", "map_cut_", "infAP", "11pt_avg", "ndcg", "ndcg_cut_", "ndcg_rel", "Rndcg")
 #: trec_eval keeps log(max(value, 1e-5)) per query for the geometric means; eval keeps the value.
 GEOMETRIC = ("gm_map", "gm_bpref")
 #: The measures where trec_eval divides 0 by 0 for a query with nothing retrieved (``-J`` emptied it): NaN there,
 #: where eval scores an empty ranking 0 (docs/trec_eval.md, "Differences from trec_eval").
 ZERO_BY_ZERO = ("iprec_at_recall_", "11pt_avg")
+#: The measure where trec_eval divides 0 by 0 for a query whose relevant documents all have gain 0 (under ``-l 0``,
+#: labels 0 only): NaN there, where eval scores 0 as for any query without gain (docs/trec_eval.md, "Differences from
+#: trec_eval").
+NO_GAIN = ("Rndcg",)
 DOCS = [f"d{i}" for i in range(40)]  # d1, d10, d2, ...: byte order is not numeric order
 LABELS = [-2, -1, 0, 0, 0, 1, 1, 2, 3, 4]
 SCORES = ["0.5", "1", "1.5", "2", "3", "-1"]  # six values: ties in every long ranking
@@ -121,7 +125,7 @@ def _both_on(tmp_path: Path, flags: dict, qrels_text: str, run_text: str, measur
     te = {n: np.array([theirs[q][c] for q in qids]) for c, n in enumerate(names)}
     specs = {s.trec_name: s for s in report.specs}
     ev = {n: report.result.per_query[str(specs[n])][[ours[q] for q in qids]] for n in names}
-    for n in GEOMETRIC:
+    for n in set(GEOMETRIC) & set(ev):
         ev[n] = np.log(np.where(ev[n] > 1e-5, ev[n], 1e-5))
     return names, te, ev
 
@@ -141,6 +145,8 @@ def _disagreements(names: list[str], te: dict, ev: dict) -> dict[str, int]:
         same = (a == b) if _inexact(n) is None else np.isclose(a, b, rtol=0, atol=1e-12)
         if n.startswith(ZERO_BY_ZERO):
             same |= np.isnan(a) & empty & (b == 0)
+        if n in NO_GAIN:
+            same |= np.isnan(a) & (b == 0)
         if not same.all():
             out[n] = int((~same).sum())
     return out
@@ -195,27 +201,24 @@ def test_the_random_cases_hold_what_the_twins_must_agree_on(tmp_path):
     assert (te["num_rel"] == 0).any() and (te["num_rel"] > te["num_rel_ret"]).any()
 
 
-#: Why the twins disagree at ``-l 0`` and below (a finding: eval's numbers are not trec_eval's there).
-THRESHOLD_AT_OR_BELOW_ZERO = (
-    "eval counts documents absent from the qrels as relevant at a threshold <= 0: the TREC reader gives them "
-    "label 0 (formats/trec_rank.py:130), and R and the core metrics test only label >= threshold "
-    "(core/metrics/judgments.py:59, core/metrics/buckets.py:91), where trec_eval counts judged documents only "
-    "(label >= 0) and, at -l -1, non-pool ones in the ranking but not in num_rel_ret; Rndcg of a query with "
-    "R > 0 and no positive label is 0/0 (NaN) in trec_eval, 0 in eval")
-
-
-@pytest.mark.xfail(strict=True, reason=THRESHOLD_AT_OR_BELOW_ZERO)
-@pytest.mark.parametrize("level", [0, -1])
-def test_the_twins_agree_at_a_threshold_of_zero_or_below(tmp_path, level):
-    names, te, ev = _both(tmp_path, {"level": level}, seed=5)
+def test_the_twins_agree_at_a_threshold_of_zero(tmp_path):
+    """Under ``-l 0`` a judged label 0 is relevant and a document absent from the qrels is not (eval measures it
+    with trec_eval's judgment -1); the one difference left, :data:`NO_GAIN`, is exercised."""
+    names, te, ev = _both(tmp_path, {"level": 0}, seed=5)
     assert _disagreements(names, te, ev) == {}
+    assert (np.isnan(te["Rndcg"]) & (ev["Rndcg"] == 0)).any()
 
 
-@pytest.mark.xfail(strict=True, raises=UsageError,
-                   reason="eval refuses ndcg_rel and Rndcg when a label exceeds 31 (core/trec_kernels.py:231 via "
-                   "core/metrics/judgments.py:50 MAX_COUNTED_GRADE, 'need integer relevance labels'); trec_eval "
-                   "computes them")
+def test_eval_refuses_a_threshold_below_zero(tmp_path):
+    """Below 0 trec_eval counts the documents absent from the qrels as relevant in its ranking measures but not in R
+    (AP above 1): eval refuses the threshold (exit 2), ``rankcli trec_eval`` reproduces the reading."""
+    with pytest.raises(UsageError, match="below 0"):
+        _both(tmp_path, {"level": -1}, seed=5)
+
+
 def test_the_twins_agree_on_labels_above_31(tmp_path):
+    """ndcg_rel and Rndcg take grades of any size, as trec_eval does (the per-grade counts of the ideal DCG stop at
+    31; these count the grades present)."""
     names, te, ev = _both_on(tmp_path, {}, "q1 0 a 40\nq1 0 b 1\nq1 0 c 0\nq2 0 a 2\n",
                              "q1 Q0 a 1 1 t\nq1 Q0 b 2 2 t\nq1 Q0 d 3 2 t\nq2 Q0 a 1 1 t\n",
                              measures=["num_ret", "ndcg", "ndcg_rel", "Rndcg"])
@@ -249,7 +252,7 @@ def test_eval_prints_trec_eval_s_lines(tmp_path, flags):
 
 
 @pytest.mark.xfail(strict=True, reason="with -c, trec_eval's num_rel 'all' line counts every qrels label > 0 whatever "
-                   "-l says (trec_eval/render.py:71, positive_labels); eval sums each query's labels >= "
+                   "-l says (trec_eval/render.py, positive_labels); eval sums each query's labels >= "
                    "-l (core/metrics/evaluation.py:aggregate)")
 def test_eval_prints_trec_eval_s_num_rel_with_c_and_a_threshold(tmp_path):
     theirs, ours = _layouts(tmp_path, {"complete": True, "level": 2}, seed=7)

@@ -1,5 +1,5 @@
 """A TREC file or standard input of mostly blank lines is read in bounded memory by ``rankcli trec_eval`` and ``rankcli
-eval`` (rankcli/formats/trec_blank.py): its whitespace-only lines are dropped as its blocks arrive (each run kept as
+eval`` (rankcli/formats/trec/blank.py): its whitespace-only lines are dropped as its blocks arrive (each run kept as
 one empty line), and every message still names the file's own line."""
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ import sys
 import pytest
 
 from rankcli.cli import main
-from rankcli.formats import trec_eval_bytes, trec_fast
-from rankcli.formats.trec_blank import LineMap
+from rankcli.formats.trec import file_bytes as trec_eval_bytes
+from rankcli.formats.trec import join_native as trec_fast
+from rankcli.formats.trec.blank import LineMap
 
 RUN = b"".join(b"%d Q0 d%d %d %d.5 tag\n" % (q, d, d + 1, 20 - d) for q in (1, 2) for d in range(10))
 QRELS = b"".join(b"%d 0 d%d %d\n" % (q, d, d % 2) for q in (1, 2) for d in range(0, 10, 2))

@@ -76,7 +76,7 @@ def test_the_long_min_label_hides_no_relevant_document():
 def test_which_path_reads_the_extreme_labels(monkeypatch):
     """Labels beyond 2^53 in magnitude (LONG_MIN) are not exact as the C module's doubles: it leaves them to the
     numpy path; -(2^53 - 1) it reads itself (out.near: the C path's numbers)."""
-    from rankcli.formats import trec_fast
+    from rankcli.formats.trec import join_native as trec_fast
     from rankcli.trec_eval import native
 
     if not trec_fast.available():
@@ -92,7 +92,7 @@ def test_which_path_reads_the_extreme_labels(monkeypatch):
 def test_the_c_path_reads_a_tag_that_is_not_utf8(monkeypatch):
     """The C module takes a run whose tag (and a document id) is not UTF-8 and the pipeline prints the last line's
     tag's bytes as trec_eval does (out.badtag); it used to decode the tag and raise."""
-    from rankcli.formats import trec_fast
+    from rankcli.formats.trec import join_native as trec_fast
     from rankcli.trec_eval import native
 
     if not trec_fast.available():
@@ -101,18 +101,18 @@ def test_the_c_path_reads_a_tag_that_is_not_utf8(monkeypatch):
     qrels, run = (HOSTILE / "badtag.qrels").read_bytes(), (HOSTILE / "badtag.run").read_bytes()
     prepared = native.prepare(getopt.parse(["-m", "map", "q", "r"]), qrels, run)
     assert prepared is not None and prepared[2] == b"r\xc3("
-    assert trec_fast.join(run, qrels).tag == b"run\xff\xfe"  # the first line's tag, as bytes
+    assert trec_fast.join_bytes(run, qrels).tag == b"run\xff\xfe"  # the first line's tag, as bytes
     assert b"runid                 \tall\tr\xc3(\n" in (HOSTILE / "out.badtag").read_bytes()
 
 
 def test_labels_sort_descending_without_negation():
     """The cause of the LONG_MIN case: each query's labels were sorted descending as -sort(-labels); negating LONG_MIN
     overflows back to LONG_MIN, which then came first and made the query's relevant labels look absent."""
-    from rankcli.core.treceval.join import Joined
+    from rankcli.core.trec_eval.join import ResRels
     from rankcli.trec_eval.pipeline import Prepared, _chunk
 
     labels = np.array([1, np.iinfo(np.int64).min, 2, 0], dtype=np.int64)
-    joined = Joined(np.array([0]), np.array([False]), np.array([1, -2], dtype=np.int64), np.array([0, 2]),
+    joined = ResRels(np.array([0]), np.array([False]), np.array([1, -2], dtype=np.int64), np.array([0, 2]),
                     labels, np.array([0, 4]))
     ch = _chunk(Prepared(np.array([b"1"]), joined, b"t", 2), 0, 1, getopt.parse(["q", "r"]))
     assert ch.labels[0, :3].tolist() == [2, 1, 0] and ch.num_rel.tolist() == [2]

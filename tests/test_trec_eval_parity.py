@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from rankcli import evaluate as E
-from rankcli.core import measures as MS
 from rankcli.core import metrics as M
-from rankcli.core import trec_kernels as K
+from rankcli.core.metrics import specs as MS
+from rankcli.core.metrics import trec_eval_measures as K
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

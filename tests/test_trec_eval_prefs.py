@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from rankcli.cli import main
-from rankcli.core.treceval import prefs_measures
-from rankcli.core.treceval.registry import BY_NAME, MEASURES, SETS
+from rankcli.core.trec_eval import prefs_measures
+from rankcli.core.trec_eval.registry import BY_NAME, MEASURES, SETS
 from rankcli.errors import InputFormatError
 from rankcli.trec_eval import getopt, prefs
 from rankcli.trec_eval.pipeline import STAND_IN, evaluate
@@ -172,7 +172,7 @@ def test_blank_lines_are_skipped_and_measures_need_their_format(tmp_path, capsys
 
 @pytest.mark.parametrize("name", ["prefs_pair", "prefs_simp"])
 def test_rankcli_eval_points_to_rankcli_trec_eval(name):
-    from rankcli.core import measures
+    from rankcli.core.metrics import specs as measures
 
     with pytest.raises(measures.UnknownMetricError, match="rankcli trec_eval does"):
         measures.parse_metrics([name])

@@ -1,4 +1,4 @@
-"""How ``rankcli trec_eval`` reads its files' bytes (rankcli/formats/trec_eval_bytes.py, rankcli/trec_eval/reading.py):
+"""How ``rankcli trec_eval`` reads its files' bytes (rankcli/formats/trec/file_bytes.py, rankcli/trec_eval/reading.py):
 a regular file in one buffer, checked after its first block all the same, and both files on a thread whose errors
 come out in trec_eval's order."""
 
@@ -8,7 +8,7 @@ import pytest
 
 from rankcli.cli import main
 from rankcli.errors import InputFormatError
-from rankcli.formats import trec_eval_bytes
+from rankcli.formats.trec import file_bytes as trec_eval_bytes
 from rankcli.trec_eval import getopt
 from rankcli.trec_eval.reading import Reading
 

@@ -9,7 +9,11 @@ import pytest
 
 from rankcli.cli import main
 from rankcli.evaluate import runs
-from rankcli.formats import trec, trec_fast, trec_join, trec_rank, trec_text
+from rankcli.formats.trec import join as trec_join
+from rankcli.formats.trec import join_native as trec_fast
+from rankcli.formats.trec import rank as trec_rank
+from rankcli.formats.trec import text as trec_text
+from rankcli.formats.trec import write as trec
 from rankcli.trec_eval import native, pipeline, reading
 
 RUN = "".join(f"{q} Q0 d{d} {d} {(d * 7) % 5} tag\n" for q in range(1, 40) for d in range(12))
@@ -40,7 +44,7 @@ EVAL_STAGES = {"read": (trec_text, "read"), "join": (trec_join, "join"), "rank":
                "measure": (runs, "measure"), "write": (trec, "trec_eval_blocks")}
 #: the variants inside the stages: the files read one by one, the C join, the numpy parser
 EVAL_VARIANTS = {"read file": (trec_text, "read_text_array"), "read file ": (trec_text, "read_text_bytes"),
-                 "C join": (trec_fast, "join"), "parse run": (trec_join, "read_run_columns"),
+                 "C join": (trec_fast, "join_bytes"), "parse run": (trec_join, "read_run_columns"),
                  "parse qrels": (trec_join, "read_qrels_columns")}
 
 
@@ -100,7 +104,7 @@ def test_trec_eval_calls_each_stage_once_in_order(files, monkeypatch, capsysbina
     stages, variants = [], []
     _record(monkeypatch, stages, {"read": (reading, "read_files"), "join and rank": (pipeline, "prepare"),
                                   "measure": (pipeline, "measure"), "write": (pipeline, "write")})
-    _record(monkeypatch, variants, {"C": (native, "prepare"), "numpy": (pipeline, "join")})
+    _record(monkeypatch, variants, {"C": (native, "prepare"), "numpy": (pipeline, "form_res_rels")})
     assert main(["trec_eval", "-q", "-c", str(files / "qrels"), str(files / "run")]) == 0
     assert stages == ["read", "join and rank", "measure", "write"]
     assert variants == (["C"] if path == "C" else ["C", "numpy"])  # C declines under RANKCLI_PURE_PYTHON

@@ -238,8 +238,8 @@ def _render(report, fmt: Format, by_query: bool) -> None:
     if fmt == Format.trec_eval:
         import sys
 
-        from rankcli.core.measures import trec_order
-        from rankcli.formats.trec import trec_eval_blocks
+        from rankcli.core.metrics.specs import trec_order
+        from rankcli.formats.trec.write import trec_eval_blocks
 
         out = sys.stdout.buffer  # bytes: an id is written as read, whatever PYTHONIOENCODING says
         for block in trec_eval_blocks(trec_order(report.specs), report.result.per_query, report.result.means,

@@ -61,7 +61,7 @@ def command(
 
         rows = write_svmlight(output, data, overwrite=overwrite)
     else:
-        from rankcli.formats.trec import write_qrels
+        from rankcli.formats.trec.write import write_qrels
 
         rows = write_qrels(output, data, overwrite=overwrite)
     log(f"wrote {rows:,} rows to {'standard output' if output == '-' else output}")

@@ -122,7 +122,7 @@ def _translated(habit: Habit, value: str | None) -> str:
     if habit.word == "-norm":
         return f" {RANKLIB_NORMS[value]}" if value in RANKLIB_NORMS else ""
     if habit.word.startswith("-metric2"):
-        from rankcli.core.measures import UnknownMetricError, parse_metric
+        from rankcli.core.metrics.specs import UnknownMetricError, parse_metric
 
         try:
             parse_metric(value.lower())

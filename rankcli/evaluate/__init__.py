@@ -27,7 +27,7 @@ from rankcli.core.metrics import Convention, EvalResult, MetricSpec, parse_metri
 from rankcli.dataset import Run
 from rankcli.evaluate import runs
 from rankcli.evaluate.runs import is_parquet, not_parquet_error, read_run, run_from_arrays
-from rankcli.formats.trec import row_names
+from rankcli.formats.trec.write import row_names
 
 __all__ = ["EvalReport", "evaluate_input", "evaluate_model", "evaluate_path", "evaluate_run", "evaluate_trec",
            "is_parquet", "model_run", "not_parquet_error", "read_run", "run_from_arrays", "write_per_query"]

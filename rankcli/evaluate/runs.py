@@ -4,10 +4,10 @@
   :func:`read_run`.
 - A TREC run with its qrels goes through the stages of :func:`load_trec`, each called once, in order:
 
-  1. **read** (:func:`rankcli.formats.trec_text.read`): both files' bytes, checked as text;
-  2. **join** (:func:`rankcli.formats.trec_join.join`): parsed, each run line matched with its judgment, by the C
-     variant (:mod:`rankcli.formats.trec_fast`) when it takes the input, else the numpy variant;
-  3. **rank** (:func:`rankcli.formats.trec_rank.rank`): each query's rows in rank order, -M and -J applied, a
+  1. **read** (:func:`rankcli.formats.trec.text.read`): both files' bytes, checked as text;
+  2. **join** (:func:`rankcli.formats.trec.join.join`): parsed, each run line matched with its judgment, by the C
+     variant (:mod:`rankcli.formats.trec.join_native`) when it takes the input, else the numpy variant;
+  3. **rank** (:func:`rankcli.formats.trec.rank.rank`): each query's rows in rank order, -M and -J applied, a
      :class:`rankcli.dataset.Run`;
 
   then, for either kind of run,
@@ -28,8 +28,11 @@ import numpy as np
 from rankcli.core.metrics import Convention, MetricSpec
 from rankcli.dataset import Run, offsets_from_qids
 from rankcli.errors import InputError, InputFormatError, RankcliError, SchemaError, UsageError
-from rankcli.formats import trec_fast, trec_join, trec_rank, trec_text
 from rankcli.formats.inputs import unreadable_input
+from rankcli.formats.trec import join as trec_join
+from rankcli.formats.trec import join_native as trec_fast
+from rankcli.formats.trec import rank as trec_rank
+from rankcli.formats.trec import text as trec_text
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Reading

@@ -27,7 +27,7 @@ def fuse_scores(offsets: np.ndarray, scores: dict[str, np.ndarray], method: str)
     """The fused score of every row of a test set (queries ``offsets``), from each loss's scores of every row."""
     from rankcli.core.fusion import RunRows, combine, prepare, resolve_params
     from rankcli.core.fusion import method as lookup
-    from rankcli.formats.trec_read import doc_hash, words_of
+    from rankcli.formats.trec.parse import doc_hash, words_of
 
     n_rows, n_queries = int(offsets[-1]), int(offsets.shape[0] - 1)
     names = np.arange(n_rows).astype("S24")  # a row's number names it: unique within its query

@@ -171,7 +171,7 @@ def read_qrels_for(path: Path | str, queries: pa.Array, documents: pa.Array) -> 
                                                                                          np.ndarray]:
     """TREC qrels at ``path`` coded against a log's vocabularies: ``(query, document, label)`` per judgment, the codes
     -1 for a query or document the log never shows."""
-    from rankcli.formats.trec_read import read_qrels_columns
+    from rankcli.formats.trec.parse import read_qrels_columns
 
     cols = read_qrels_columns(path)
     qids = strings_array([bytes(q) for q in cols.qids])

@@ -1,6 +1,6 @@
 """The Parquet side of ``rankcli convert``: chunks of parsed rows streamed into query-aligned dataset files.
 
-The parser hands over :class:`Chunk` objects (a query may continue in the next chunk). A :class:`ChunkWriter` buffers
+The parser hands over :class:`ParsedRows` (a query may continue in the next one). A :class:`ChunkWriter` buffers
 them and writes row groups that end on query boundaries. The width (number of feature columns) and the optional
 ``docid``/``comment`` columns may grow while a file is read; each change starts a new part file with the wider
 schema, and :meth:`ChunkWriter.join` streams the parts into one file padded to the final width (zeros, null strings).
@@ -30,7 +30,7 @@ from rankcli.formats.parquet import (
 )
 
 
-class Chunk(NamedTuple):
+class ParsedRows(NamedTuple):
     """Parsed rows, in source order: ``features`` is ``(n, width)`` float32 (or float64) in Fortran order;
     ``docids`` and ``comments`` are Arrow string arrays or ``None`` (the source has none so far)."""
 
@@ -45,11 +45,11 @@ class Chunk(NamedTuple):
         """The number of rows."""
         return int(self.labels.shape[0])
 
-    def slice(self, start: int, stop: int) -> Chunk:
+    def slice(self, start: int, stop: int) -> ParsedRows:
         """Rows ``start:stop``."""
-        return Chunk(self.labels[start:stop], self.qids[start:stop], self.features[start:stop],
-                     None if self.docids is None else self.docids.slice(start, stop - start),
-                     None if self.comments is None else self.comments.slice(start, stop - start))
+        return ParsedRows(self.labels[start:stop], self.qids[start:stop], self.features[start:stop],
+                          None if self.docids is None else self.docids.slice(start, stop - start),
+                          None if self.comments is None else self.comments.slice(start, stop - start))
 
 
 @dataclass
@@ -62,13 +62,13 @@ class Part:
     comment: bool
 
 
-def _strings(chunks: list[Chunk], field: str) -> pa.Array:
+def _strings(chunks: list[ParsedRows], field: str) -> pa.Array:
     """The ``docids`` or ``comments`` of ``chunks`` as one Arrow string array (nulls for a chunk without them)."""
     return pa.chunked_array([getattr(c, field) if getattr(c, field) is not None else pa.nulls(c.n_rows, pa.string())
                              for c in chunks], pa.string()).combine_chunks()
 
 
-def _feature_column(chunks: list[Chunk], j: int) -> np.ndarray:
+def _feature_column(chunks: list[ParsedRows], j: int) -> np.ndarray:
     """Feature column ``j`` over ``chunks`` (zeros for a chunk narrower than ``j + 1``), contiguous."""
     def one(m: np.ndarray) -> np.ndarray:
         return m[:, j] if m.shape[1] > j else np.zeros(m.shape[0], m.dtype)
@@ -107,10 +107,10 @@ class ChunkWriter:
         self.parts: list[Part] = []
         self.rows = 0
         self._writer: QueryAlignedWriter | None = None
-        self._buffer: list[Chunk] = []
+        self._buffer: list[ParsedRows] = []
         self._buffered = 0
 
-    def add(self, chunk: Chunk) -> None:
+    def add(self, chunk: ParsedRows) -> None:
         """Add rows; row groups are written once ``flush_rows`` rows are buffered."""
         if chunk.n_rows == 0:
             return
@@ -119,7 +119,7 @@ class ChunkWriter:
         if self._buffered >= self.flush_rows:
             self.flush(final=False)
 
-    def _writer_for(self, chunks: list[Chunk]) -> None:
+    def _writer_for(self, chunks: list[ParsedRows]) -> None:
         """Start a new part when the chunks widen the schema (more features, a first docid or comment)."""
         width = max([self.width] + [c.features.shape[1] for c in chunks])
         docid = self.docid or any(c.docids is not None for c in chunks)
@@ -171,9 +171,9 @@ class ChunkWriter:
             tail = np.empty((n - cut, self.width), dtype=self.dtype, order="F")
             for j, col in enumerate(feature_cols):
                 tail[:, j] = col[cut:]
-            self._buffer.append(Chunk(labels[cut:], qids[cut:], tail,
-                                      strings["docid"].slice(cut) if self.docid else None,
-                                      strings["comment"].slice(cut) if self.comment else None))
+            self._buffer.append(ParsedRows(labels[cut:], qids[cut:], tail,
+                                           strings["docid"].slice(cut) if self.docid else None,
+                                           strings["comment"].slice(cut) if self.comment else None))
             self._buffered = n - cut
 
     def close(self) -> None:
@@ -255,7 +255,7 @@ def _pad(table: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.table(columns, schema=schema)
 
 
-def sorted_by_qid(chunks: list[Chunk], step: int) -> Iterator[Chunk]:
+def sorted_by_qid(chunks: list[ParsedRows], step: int) -> Iterator[ParsedRows]:
     """All rows of ``chunks`` sorted by qid (stable), in chunks of ``step`` rows (``--sort-queries``).
 
     Empties the list ``chunks`` once the sorted copy is made, so that the input's memory can go before writing."""
@@ -270,8 +270,8 @@ def sorted_by_qid(chunks: list[Chunk], step: int) -> Iterator[Chunk]:
     take = array_from_numpy(order, pa.int64())
     docids, comments = (_strings(chunks, field).take(take) if any(getattr(c, field) is not None for c in chunks)
                         else None for field in ("docids", "comments"))
-    whole = Chunk(np.concatenate([c.labels for c in chunks])[order], qids[order], np.asfortranarray(features[order]),
-                  docids, comments)
+    whole = ParsedRows(np.concatenate([c.labels for c in chunks])[order], qids[order],
+                       np.asfortranarray(features[order]), docids, comments)
     chunks.clear()
     for a in range(0, whole.n_rows, step):
         yield whole.slice(a, min(a + step, whole.n_rows))

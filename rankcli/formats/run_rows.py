@@ -1,15 +1,15 @@
 """A run's rows as ``rankcli fuse`` reads them: query ids, document names and scores, from a TREC or a Parquet run.
 
-- A TREC run (``qid Q0 docid rank score tag``) is read by :mod:`rankcli.formats.trec_read`, as ``rankcli eval``
+- A TREC run (``qid Q0 docid rank score tag``) is read by :mod:`rankcli.formats.trec.parse`, as ``rankcli eval``
   reads it (gzip by its magic bytes, any whitespace, ``#`` comments, a (query, document) pair on two lines refused);
-  ``-`` is standard input (:func:`rankcli.formats.trec_eval_bytes.read_input`: gunzipped when gzipped, checked block
+  ``-`` is standard input (:func:`rankcli.formats.trec.file_bytes.read_input`: gunzipped when gzipped, checked block
   by block), a leading UTF-8 byte-order mark dropped, UTF-8 required.
 - A Parquet run (``qid``, ``score``, and ``docid`` or ``row``; ``label`` optional) is recognised by its magic bytes;
   its documents are named as TREC files name them (:func:`rankcli.formats.trec.document_names`: the docid, else
   ``<qid>-<row>``, else the row number in the file), so that a Parquet and a TREC run of one dataset match.
 
 Document names come as numpy ``S`` strings whose width is a multiple of 8 bytes (NUL-padded: they view as 64-bit
-words), with their 64-bit hashes (:func:`rankcli.formats.trec_read.doc_hash`, this process's seed). A score that is
+words), with their 64-bit hashes (:func:`rankcli.formats.trec.parse.doc_hash`, this process's seed). A score that is
 not a finite number is refused, naming its line or row: no fusion has a meaning for it.
 """
 
@@ -22,7 +22,7 @@ import numpy as np
 
 from rankcli.errors import InputError, InputFormatError, SchemaError
 from rankcli.formats import parquet
-from rankcli.formats.trec_read import doc_hash, read_run_columns, words_of
+from rankcli.formats.trec.parse import doc_hash, read_run_columns, words_of
 
 STDIN = "-"
 
@@ -54,7 +54,7 @@ class RunFile:
 
 
 def _stdin_text() -> bytes:
-    from rankcli.formats.trec_eval_bytes import read_input
+    from rankcli.formats.trec.file_bytes import read_input
 
     data = read_input(STDIN)
     if data[:3] == b"\xef\xbb\xbf":
@@ -102,7 +102,7 @@ def _names_as_bytes(names) -> np.ndarray:
 
 
 def _read_parquet(path: str) -> RunFile:
-    from rankcli.formats.trec import document_names
+    from rankcli.formats.trec.write import document_names
 
     cols = parquet.column_names(path)
     parquet.require_columns(path, cols, ("qid", "score"))

@@ -8,7 +8,7 @@ it has no docid), ``label`` (float64, when the dataset has labels) and ``score``
 
 TREC run: one line ``qid Q0 docid rank score tag`` per row, each query's rows best first; documents named by
 :func:`rankcli.formats.trec.document_names` (the docid, else ``<qid>-<row>``, as ``export --format trec-qrels`` names
-the same rows). The TREC run *reader* is :mod:`rankcli.formats.trec`'s.
+the same rows). The TREC run *reader* is :mod:`rankcli.formats.trec.write`'s.
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ def trec_run_lines(qids: np.ndarray, scores: np.ndarray, order: np.ndarray, rank
     import pyarrow.compute as pc
 
     from rankcli.formats.arrow import array_from_numpy, scalar, strings_array
-    from rankcli.formats.trec import document_names
+    from rankcli.formats.trec.write import document_names
 
     docs = document_names(qids, docids, rows, source=source)
     tag = "".join(tag.split()) or "rankcli"
@@ -237,7 +237,7 @@ def read_run_columns(path: Path | str, *, docids: bool = False) -> RunColumns:
         Also name the rows (``RunColumns.names``), as TREC files name them: the ``docid`` column, else
         ``<qid>-<row>`` with the ``row`` column that ``rankcli predict`` writes, else the row number in the file.
     """
-    from rankcli.formats.trec import row_names
+    from rankcli.formats.trec.write import row_names
 
     names = parquet.column_names(path)
     if "score" not in names and "qid" in names and "label" in names and parquet.feature_columns(names):

@@ -1,7 +1,7 @@
 """TREC qrels joined with the candidates of a fusion: each candidate's label, and the judged documents no run
 retrieved (they count in the ideal DCG and in R, as trec_eval counts them).
 
-The qrels are read as ``rankcli eval`` reads them (:func:`rankcli.formats.trec_read.read_qrels_columns`); their
+The qrels are read as ``rankcli eval`` reads them (:func:`rankcli.formats.trec.parse.read_qrels_columns`); their
 queries are matched with the runs' by id as text, their documents by name. Judgments of queries no run lists are
 ignored.
 """
@@ -15,7 +15,7 @@ import numpy as np
 
 from rankcli.core.fusion import Aligned
 from rankcli.errors import InputError
-from rankcli.formats.trec_read import doc_hash, pair_keys, read_qrels_columns, words_of
+from rankcli.formats.trec.parse import doc_hash, pair_keys, read_qrels_columns, words_of
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""``rankcli trec_eval``: trec_eval's command line and output, computed by :mod:`rankcli.core.treceval`.
+"""``rankcli trec_eval``: trec_eval's command line and output, computed by :mod:`rankcli.core.trec_eval`.
 
 - :mod:`.getopt`: the command line as trec_eval's ``getopt_long`` reads it;
 - :mod:`.measures`: the measures ``-m`` asks for, with their parameters and value names;

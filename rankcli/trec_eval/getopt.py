@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rankcli.core.treceval.registry import Selection, mark
+from rankcli.core.trec_eval.registry import Selection, mark
 from rankcli.errors import UsageError
 
 SHORT = "hvqm:cl:nD:JN:M:R:T:oZ:"

@@ -7,7 +7,7 @@ import json
 from functools import cache
 from pathlib import Path
 
-from rankcli.core.treceval.registry import MEASURES, Selection, mark
+from rankcli.core.trec_eval.registry import MEASURES, Selection, mark
 
 #: The version trec_eval 10.0's Makefile gives it.
 TREC_EVAL_VERSION = "10.0-rc3"

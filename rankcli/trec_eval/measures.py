@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rankcli.core.treceval.registry import BY_NAME, MEASURES, Selection, TrecMeasure, mark, reads
+from rankcli.core.trec_eval.registry import BY_NAME, MEASURES, Selection, TrecMeasure, mark, reads
 from rankcli.errors import UsageError
-from rankcli.formats.trec_eval_read import atof
+from rankcli.formats.trec.trec_eval_parse import atof
 from rankcli.trec_eval.getopt import atol
 
 

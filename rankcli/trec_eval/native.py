@@ -1,5 +1,5 @@
-"""The fast path of ``rankcli trec_eval``: the C module of ``rankcli eval`` (:mod:`rankcli.formats.trec_fast`) reads
-and joins both files when they hold nothing whose meaning differs between its rules and trec_eval's; otherwise (or
+"""The fast path of ``rankcli trec_eval``: the C module of ``rankcli eval`` (:mod:`rankcli.formats.trec.join_native`)
+reads and joins both files when they hold nothing whose meaning differs between its rules and trec_eval's; otherwise (or
 without the module) :func:`rankcli.trec_eval.pipeline.prepare` reads them with trec_eval's own rules.
 
 What sends an input to the other path: anything the C module itself leaves (extra fields, numbers that are not plain
@@ -15,9 +15,9 @@ import re
 
 import numpy as np
 
-from rankcli.core.treceval.chunk import NONPOOL, UNJUDGED
-from rankcli.core.treceval.join import Joined
-from rankcli.formats import trec_fast
+from rankcli.core.trec_eval.chunk import NONPOOL, UNJUDGED
+from rankcli.core.trec_eval.join import ResRels
+from rankcli.formats.trec import join_native
 
 _QRELS_COMMENT = re.compile(rb"(?:^|\n)[ \t\v\f\r]*#")
 _EXACT = float(1 << 53)  # a label read as a double is the integer atol reads only below 2^53
@@ -44,9 +44,9 @@ def _ranked_rows(first: np.ndarray, codes: np.ndarray, limit: int) -> tuple[np.n
 
 
 def prepare(o, qrels_data: bytes, run_data: bytes):
-    """(evaluated query ids, :class:`Joined`, run id, positive labels), or None when this input takes the other
+    """(evaluated query ids, :class:`ResRels`, run id, positive labels), or None when this input takes the other
     path (see the module docstring)."""
-    if not trec_fast.available() or run_data[:3] == b"\xef\xbb\xbf" or qrels_data[:3] == b"\xef\xbb\xbf":
+    if not join_native.available() or run_data[:3] == b"\xef\xbb\xbf" or qrels_data[:3] == b"\xef\xbb\xbf":
         return None
     if (b"#" in qrels_data and _QRELS_COMMENT.search(qrels_data)) or \
             (o.complete and b"ceci_nest_pas_un_docno" in qrels_data):
@@ -56,7 +56,7 @@ def prepare(o, qrels_data: bytes, run_data: bytes):
         return None
     from rankcli.runtime.cpus import available_cpus
 
-    joined = trec_fast.join(run_data, qrels_data, available_cpus(), scores=False)
+    joined = join_native.join_bytes(run_data, qrels_data, available_cpus(), scores=False)
     if joined is None:
         return None
     labels = joined.qrels.values
@@ -85,7 +85,7 @@ def prepare(o, qrels_data: bytes, run_data: bytes):
     by_query = np.argsort(qcodes, kind="stable")
     starts = np.searchsorted(qcodes[by_query], np.arange(qnames.shape[0] + 1))
     lab_rows, label_offsets = _ranked_rows(starts, evaluated, 1 << 62)
-    out = Joined(evaluated, stand_in, rel, ret_offsets, labels[by_query[lab_rows]], label_offsets, ret_starts,
+    out = ResRels(evaluated, stand_in, rel, ret_offsets, labels[by_query[lab_rows]], label_offsets, ret_starts,
                  table)
     return qnames[evaluated], out, run_id, int((labels > 0).sum())
 

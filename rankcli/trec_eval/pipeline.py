@@ -12,12 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rankcli.core.treceval.chunk import NONPOOL, Chunk, padded, padded_at
-from rankcli.core.treceval.join import Duplicate, Side, code_of, codes, join
+from rankcli.core.trec_eval.chunk import NONPOOL, Chunk, padded, padded_at
+from rankcli.core.trec_eval.join import Duplicate, Side, code_of, codes, form_res_rels
 from rankcli.errors import InputError, InputFormatError, UsageError
-from rankcli.formats import trec_eval_read as read
-from rankcli.formats.trec_blank import remap
-from rankcli.trec_eval import groups, native, prefs, reading
+from rankcli.formats.trec import trec_eval_parse as read
+from rankcli.formats.trec.blank import remap
+from rankcli.trec_eval import judgment_groups, native, prefs, reading
 from rankcli.trec_eval.getopt import Options
 from rankcli.trec_eval.measures import Active, select
 from rankcli.trec_eval.render import Renderer
@@ -46,7 +46,7 @@ class Prepared:
 def prepare(o: Options, data: tuple[bytes, bytes], maps: dict | None = None) -> Prepared:
     """The join and rank stage: both files' ``data`` parsed and joined, each query's documents ranked, by the C module
     when it takes them (:mod:`rankcli.trec_eval.native`), else by trec_eval's own parsing and
-    :mod:`rankcli.core.treceval.join`; ``maps``: the files' line maps (:func:`rankcli.trec_eval.reading.
+    :mod:`rankcli.core.trec_eval.join`; ``maps``: the files' line maps (:func:`rankcli.trec_eval.reading.
     read_files`), for the hint of swapped files."""
     qrels_path, run_path = o.files
     qrels_data, run_data = data
@@ -56,7 +56,7 @@ def prepare(o: Options, data: tuple[bytes, bytes], maps: dict | None = None) -> 
         if fast is not None:
             return Prepared(*fast)
     try:
-        qrels = read.read_qrels(qrels_path, groups=o.rel_format == "qrels_jg", data=qrels_data)
+        qrels = read.get_qrels(qrels_path, groups=o.rel_format == "qrels_jg", data=qrels_data)
     except InputFormatError as exc:
         remap(exc, maps or {})
         if _looks_swapped(qrels_data, run_data):
@@ -71,7 +71,7 @@ def prepare(o: Options, data: tuple[bytes, bytes], maps: dict | None = None) -> 
     real = None
     qrels_side, run_side = Side(qq, qd, qrels.labels, qrels.lines), Side(rq, rd, run.sims, run.lines)
     if qrels.groups is not None:  # each (query, judgment group) a query of its own
-        g = groups.split(qq, codes(qrels.groups)[1][0], rq, qnames.shape[0])
+        g = judgment_groups.split(qq, codes(qrels.groups)[1][0], rq, qnames.shape[0])
         real = g.query
         qrels_side = Side(g.of_qrels, qd, qrels.labels, qrels.lines)
         run_side = Side(g.of_run, rd[g.run_rows], run.sims[g.run_rows], run.lines[g.run_rows])
@@ -79,7 +79,7 @@ def prepare(o: Options, data: tuple[bytes, bytes], maps: dict | None = None) -> 
             qrels_side, run_side = (Side(*(a[real[s.qcodes] == only] for a in (s.qcodes, s.dcodes, s.values, s.lines)))
                                     for s in (qrels_side, run_side))
             only = None
-    joined = join(qrels_side, run_side,
+    joined = form_res_rels(qrels_side, run_side,
                   complete=o.complete, max_docs=o.max_docs, judged_only=o.judged_only,
                   stand_in_code=int(stand_in[0]), only_query=only)
     if isinstance(joined, Duplicate):
@@ -208,7 +208,7 @@ def measure(p: Prepared, measures: list[Active], o: Options) -> Iterator[tuple]:
         else:
             parts.append(values)
     if p.query is not None:
-        queries, values = groups.combine(np.concatenate(parts), p.query)
+        queries, values = judgment_groups.combine(np.concatenate(parts), p.query)
         keep = np.r_[True, p.query[1:] != p.query[:-1]]
         yield p.qids[keep], values, None
 

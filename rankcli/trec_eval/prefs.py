@@ -1,6 +1,6 @@
 """``rankcli trec_eval -R prefs`` and ``-R qrels_prefs``: the read and join stages for preference judgments
 (:func:`prepare`), and the blocks of queries the measure stage takes (:func:`blocks`); the measures are
-:mod:`rankcli.core.treceval.prefs_measures`, computed block by block by :mod:`rankcli.trec_eval.pipeline`."""
+:mod:`rankcli.core.trec_eval.prefs_measures`, computed block by block by :mod:`rankcli.trec_eval.pipeline`."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rankcli.core.treceval.join import Side, code_of, codes
-from rankcli.core.treceval.prefs_counts import PrefsBlock
-from rankcli.core.treceval.prefs_join import PrefsSide, RankedPrefs, rank_prefs
+from rankcli.core.trec_eval.join import Side, code_of, codes
+from rankcli.core.trec_eval.prefs_counts import PrefsBlock
+from rankcli.core.trec_eval.prefs_join import PrefsSide, RankedPrefs, rank_prefs
 from rankcli.errors import InputError, InputFormatError
-from rankcli.formats import trec_eval_read as read
+from rankcli.formats.trec import trec_eval_parse as read
 from rankcli.trec_eval.getopt import Options
 
 FORMATS = ("prefs", "qrels_prefs")
@@ -34,7 +34,7 @@ class PreparedPrefs:
 
 def prepare(o: Options, stand_in: bytes, counted: bool, data: tuple[bytes, bytes] | None = None) -> PreparedPrefs:
     """Read the preference file and the run (unless ``data`` holds their bytes), and join them
-    (:mod:`rankcli.core.treceval.prefs_join`); ``counted``: some preference measure is asked for (trec_eval checks
+    (:mod:`rankcli.core.trec_eval.prefs_join`); ``counted``: some preference measure is asked for (trec_eval checks
     the run's duplicates only then)."""
     prefs_path, run_path = o.files
     prefs_data, run_data = data if data is not None else (None, None)

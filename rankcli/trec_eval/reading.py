@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import threading
 
-from rankcli.formats.trec_blank import LineMap
-from rankcli.formats.trec_eval_bytes import read_input
+from rankcli.formats.trec.blank import LineMap
+from rankcli.formats.trec.file_bytes import read_input
 
 
 def read_files(o, maps: dict | None = None) -> tuple[bytes, bytes]:

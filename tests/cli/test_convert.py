@@ -165,7 +165,7 @@ def test_export_svmlight_and_qrels_round_trip(tmp_path, capsys):
     assert len(lines) == t.num_rows
     qid, it, doc, label = lines[0].split()
     assert (int(qid), it, doc, float(label)) == (t["qid"][0].as_py(), "0", t["docid"][0].as_py(), t["label"][0].as_py())
-    from rankcli.formats.trec_read import read_qrels
+    from rankcli.formats.trec.parse import read_qrels
 
     qrels = read_qrels(tmp_path / "v.qrels")
     assert np.array_equal(qrels.labels, t["label"].to_numpy())

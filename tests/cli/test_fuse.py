@@ -152,7 +152,7 @@ def test_compare_tests_the_fusion_against_each_input(case, run):
 
 
 def test_the_output_does_not_depend_on_the_process_hash_seed(case, run, monkeypatch):
-    from rankcli.formats import trec_read
+    from rankcli.formats.trec import parse as trec_read
 
     tmp, runs, paths, _ = case
     outs = []

@@ -71,10 +71,10 @@ def test_both_paths_report_the_first_error_alike(tmp_path, monkeypatch, capsys, 
 def test_the_c_path_reads_the_good_pairs(tmp_path, monkeypatch):
     """The table above tests both paths: the C path takes these files when they are good (it is not a numpy path
     twice over)."""
-    from rankcli.formats import trec_fast
+    from rankcli.formats.trec import join_native as trec_fast
 
     if not trec_fast.available():
         pytest.skip("the C path is not built")
     monkeypatch.setenv("RANKCLI_PURE_PYTHON", "0")
-    assert trec_fast.join(GOOD_RUN.encode(), GOOD_QRELS.encode()) is not None
-    assert trec_fast.join(GOOD_RUN.encode(), b"1 0 a 1\n1 0 b 1e999\n") is None  # the numpy path names the line
+    assert trec_fast.join_bytes(GOOD_RUN.encode(), GOOD_QRELS.encode()) is not None
+    assert trec_fast.join_bytes(GOOD_RUN.encode(), b"1 0 a 1\n1 0 b 1e999\n") is None  # the numpy path names the line

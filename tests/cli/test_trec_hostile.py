@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from rankcli.cli import main
-from rankcli.formats import trec
+from rankcli.formats.trec import write as trec
 
 
 @pytest.fixture
@@ -73,12 +73,12 @@ def test_a_non_ascii_query_id_under_an_ascii_output_encoding(tmp_path, command):
 def test_document_hashes_are_seeded_per_process():
     """Ids crafted to share one hash under a known seed share none under this process's random one (the C path's
     tables draw their own seed when the module loads)."""
-    code = "from rankcli.formats.trec_read import HASH_SEED; print(HASH_SEED)"
+    code = "from rankcli.formats.trec.parse import HASH_SEED; print(HASH_SEED)"
     seeds = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout for _ in range(3)}
     assert len(seeds) == 3
     import numpy as np
 
-    from rankcli.formats.trec_read import doc_hash, words_of
+    from rankcli.formats.trec.parse import doc_hash, words_of
 
     words = words_of(np.array([b"crafted-id-0001", b"crafted-id-0002"]))
     assert (doc_hash(words, 0) != doc_hash(words, 1)).all() and (doc_hash(words) == doc_hash(words)).all()

@@ -72,7 +72,7 @@ def test_trec_round_trip_equals_the_parquet_run(trip, capsys):
 
 def test_trec_round_trip_equals_pytrec_eval(trip, capsys):
     pytrec_eval = pytest.importorskip("pytrec_eval")
-    from rankcli.formats.trec_read import read_qrels, read_trec_run
+    from rankcli.formats.trec.parse import read_qrels, read_trec_run
 
     run, qrels = read_trec_run(trip / "a.trec"), read_qrels(trip / "test.qrels")
     run_dict, qrels_dict = {}, {}

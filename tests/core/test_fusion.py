@@ -123,7 +123,7 @@ def test_a_document_twice_in_a_run_is_refused():
 
 
 def test_fusion_does_not_depend_on_the_hash_seed(rng):
-    from rankcli.formats.trec_read import doc_hash, words_of
+    from rankcli.formats.trec.parse import doc_hash, words_of
 
     runs = random_runs(rng)
     rows, names = all_rows(runs)

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankcli.core import metrics as M
-from rankcli.core.measures import CORE
+from rankcli.core.metrics.specs import CORE
 from rankcli.errors import ExitStatus, InputError, UsageError
 from tests import reference
 from tests.conftest import REPO, SAMPLE
@@ -103,8 +103,8 @@ def test_bare_cutoff_without_metric_is_refused():
 def test_one_record_per_core_metric_with_its_definition():
     """Every core metric of the registry has one record holding both tie rules' kernels, and its docstring gives the
     formula and a reference (author and year); the registry's names and aliases are the only names."""
-    from rankcli.core.measures import BY_NAME, REGISTRY
     from rankcli.core.metrics.definitions import KERNELS
+    from rankcli.core.metrics.specs import BY_NAME, REGISTRY
 
     assert set(KERNELS) == set(CORE) == {m.name for m in REGISTRY if m.family == "core"}
     for name, record in KERNELS.items():

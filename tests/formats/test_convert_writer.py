@@ -6,13 +6,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rankcli.formats.convert_writer import Chunk, ChunkWriter, sorted_by_qid
+from rankcli.formats.convert_writer import ChunkWriter, ParsedRows, sorted_by_qid
 
 
-def chunk(qids, width, docids=None) -> Chunk:
+def chunk(qids, width, docids=None) -> ParsedRows:
     n = len(qids)
     features = np.asfortranarray(np.arange(n * width, dtype=np.float32).reshape(n, width) + 1)
-    return Chunk(np.arange(n, dtype=np.float64), np.asarray(qids, dtype=np.int64), features,
+    return ParsedRows(np.arange(n, dtype=np.float64), np.asarray(qids, dtype=np.int64), features,
                  None if docids is None else pa.array(docids, pa.string()), None)
 
 

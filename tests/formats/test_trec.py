@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rankcli.errors import InputFormatError
-from rankcli.formats.trec_read import read_qrels, read_trec_run
+from rankcli.formats.trec.parse import read_qrels, read_trec_run
 
 
 def test_bom_is_skipped_in_runs_and_qrels(tmp_path):
@@ -32,7 +32,7 @@ def test_document_names_docid_else_qid_dash_row():
     import numpy as np
     import pyarrow as pa
 
-    from rankcli.formats.trec import document_names
+    from rankcli.formats.trec.write import document_names
 
     qids = np.array([7, 7, 9, 9])
     assert document_names(qids).to_pylist() == ["7-0", "7-1", "9-2", "9-3"]
@@ -51,7 +51,7 @@ def test_document_names_refuse_a_docid_repeated_within_a_query():
     import numpy as np
 
     from rankcli.errors import SchemaError
-    from rankcli.formats.trec import document_names
+    from rankcli.formats.trec.write import document_names
 
     qids = np.array([1, 1, 2, 2, 2, 3])
     assert document_names(qids, np.array(["x", "y", "x", "z", "w", "x"], dtype=object)).to_pylist()[0] == "x"
@@ -68,7 +68,7 @@ def test_document_names_refuse_what_a_trec_line_cannot_hold():
     import numpy as np
 
     from rankcli.errors import SchemaError
-    from rankcli.formats.trec import document_names
+    from rankcli.formats.trec.write import document_names
 
     # Every character str.split() splits on (what the readers split lines on), and NUL.
     spaces = [chr(c) for c in range(0x110000) if len(f"a{chr(c)}b".split()) == 2]
@@ -89,7 +89,7 @@ def test_qrels_lines_name_documents_like_document_names(tmp_path):
 
     from rankcli.dataset import Dataset
     from rankcli.formats.parquet import write_dataset
-    from rankcli.formats.trec import document_names, qrels_lines, write_qrels
+    from rankcli.formats.trec.write import document_names, qrels_lines, write_qrels
 
     qids, labels = np.array([3, 3, 4]), np.array([2.0, 0.0, 0.5])
     lines = qrels_lines(qids, None, labels, rows=np.array([5, 6, 7])).to_pylist()
@@ -111,7 +111,7 @@ def _columns(cols):
 
 
 def test_plain_and_irregular_whitespace_read_alike(tmp_path):
-    from rankcli.formats.trec_read import read_qrels_columns, read_run_columns
+    from rankcli.formats.trec.parse import read_qrels_columns, read_run_columns
 
     plain = "q1 Q0 d1 1 3.5 tag\nq1 Q0 d10 2 -2e3 tag\nq2 Q0 é 1 0 tag\n"
     messy = "q1\tQ0  d1 1 3.5 tag\r\nq1 \t Q0 d10\t2  -2e3\ttag\n  q2 Q0 é 1 0 tag  \n"
@@ -129,7 +129,7 @@ def test_plain_and_irregular_whitespace_read_alike(tmp_path):
 @pytest.mark.parametrize("text", ["1 Q0 a 1 2 t\n1 Q0 b 1 3 t\n1 Q0 a 1 3 t\n",
                                   "1 Q0 a 1 2 t\n1\tQ0 b 1 3 t\n1 Q0 a 1 3 t\n"])
 def test_duplicate_pair_names_both_lines_on_either_path(tmp_path, text):
-    from rankcli.formats.trec_read import read_run_columns
+    from rankcli.formats.trec.parse import read_run_columns
 
     (tmp_path / "r.txt").write_text(text)
     with pytest.raises(InputFormatError, match=r"r.txt:3: document a appears twice for query 1 \(first at line 1\), "
@@ -146,7 +146,7 @@ def test_duplicate_pair_names_both_lines_on_either_path(tmp_path, text):
     ("1 Q0 a 1 2 t\n1 Q0 b  3 t\n", r":2: expected 6 fields"),
 ])
 def test_bad_lines_are_named(tmp_path, text, message):
-    from rankcli.formats.trec_read import read_run_columns
+    from rankcli.formats.trec.parse import read_run_columns
 
     (tmp_path / "r.txt").write_text(text)
     with pytest.raises(InputFormatError, match=message):
@@ -155,7 +155,7 @@ def test_bad_lines_are_named(tmp_path, text, message):
 
 def test_fast_path_falls_back_on_blank_and_comment_lines(tmp_path):
     # single spaces everywhere (the Arrow path's layout), but a blank line and a comment line with four fields
-    from rankcli.formats.trec_read import read_qrels_columns
+    from rankcli.formats.trec.parse import read_qrels_columns
 
     (tmp_path / "q.txt").write_text("1 0 d1 2\n\n#1 0 d3 1\n1 0 d2 0\n")
     q = read_qrels_columns(tmp_path / "q.txt")
@@ -165,7 +165,7 @@ def test_fast_path_falls_back_on_blank_and_comment_lines(tmp_path):
 def test_pair_hash_ignores_the_padding_width():
     import numpy as np
 
-    from rankcli.formats.trec_read import doc_hash, words_of
+    from rankcli.formats.trec.parse import doc_hash, words_of
 
     short = np.array([b"doc-1", b"abcdefghijk"], dtype="S11")
     wide = np.array([b"doc-1", b"abcdefghijk", b"x" * 30], dtype="S30")
@@ -178,7 +178,7 @@ def test_hash_collisions_neither_hide_a_duplicate_nor_break_the_join(tmp_path, m
     documents themselves, and the join still pairs each run line with its own judgment."""
     import numpy as np
 
-    from rankcli.formats import trec_read
+    from rankcli.formats.trec import parse as trec_read
     from tests.trec_loading import load_trec_run
 
     monkeypatch.setattr(trec_read, "doc_hash", lambda words, seed=0: np.zeros(words.shape[0], dtype=np.uint64))
@@ -219,7 +219,7 @@ def test_the_c_paths_array_holds_the_numpy_paths_bytes(tmp_path, content, gzippe
 
     import numpy as np
 
-    from rankcli.formats.trec_text import read_text_array, read_text_bytes
+    from rankcli.formats.trec.text import read_text_array, read_text_bytes
 
     path = tmp_path / "f.txt"
     path.write_bytes(gzip.compress(content) if gzipped else content)
@@ -230,7 +230,7 @@ def test_the_c_paths_array_holds_the_numpy_paths_bytes(tmp_path, content, gzippe
 @pytest.mark.parametrize("content", [b"1 0 \xe9 1\n", b"1 0 a 1\n" * 5 + b"\xff", b"\xc3"])
 def test_the_c_paths_array_refuses_what_is_not_utf8_alike(tmp_path, content):
     from rankcli.errors import InputError
-    from rankcli.formats.trec_text import read_text_array, read_text_bytes
+    from rankcli.formats.trec.text import read_text_array, read_text_bytes
 
     path = tmp_path / "f.txt"
     path.write_bytes(content)
@@ -246,7 +246,7 @@ def test_the_c_paths_array_reads_a_pipe(tmp_path):
     import os
     import threading
 
-    from rankcli.formats.trec_text import read_text_array
+    from rankcli.formats.trec.text import read_text_array
 
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)

@@ -19,7 +19,7 @@ from rankcli.core import metrics as M
 from rankcli.dataset import Run
 from rankcli.errors import InputError
 from rankcli.evaluate import runs
-from rankcli.formats import trec_fast
+from rankcli.formats.trec import join_native as trec_fast
 from tests.trec_loading import load_trec_run
 
 native = pytest.mark.skipif(trec_fast.trec_native is None, reason="the C path is not built (no C compiler)")
@@ -127,8 +127,8 @@ def test_the_c_path_applies_trec_evals_options_alike(tmp_path, monkeypatch, opti
 def test_any_number_of_threads_gives_one_result(tmp_path, threads):
     """Slices of a few lines, or none at all: more threads than lines."""
     run_path, qrels_path = _random_files(tmp_path, 21, n_queries=3)
-    reference = trec_fast.join(run_path.read_bytes(), qrels_path.read_bytes(), 1)
-    got = trec_fast.join(run_path.read_bytes(), qrels_path.read_bytes(), threads)
+    reference = trec_fast.join_bytes(run_path.read_bytes(), qrels_path.read_bytes(), 1)
+    got = trec_fast.join_bytes(run_path.read_bytes(), qrels_path.read_bytes(), threads)
     for name in ("run_qnames", "run_first", "scores", "match"):
         np.testing.assert_array_equal(getattr(got, name), getattr(reference, name), err_msg=name)
     np.testing.assert_array_equal(got.qrels.qcodes, reference.qrels.qcodes)
@@ -144,7 +144,7 @@ def test_ranked_rows_follow_trec_evals_order(tmp_path):
     lines += [f"2 Q0 x{i:05d} 1 7 t" for i in range(3000)]  # one tie group of 3000
     (tmp_path / "r.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (tmp_path / "q.txt").write_text("1 0 a 1\n2 0 x00000 1\n")
-    got = trec_fast.join((tmp_path / "r.txt").read_bytes(), (tmp_path / "q.txt").read_bytes(), 2)
+    got = trec_fast.join_bytes((tmp_path / "r.txt").read_bytes(), (tmp_path / "q.txt").read_bytes(), 2)
     assert got.run_first.tolist() == [0, 7, 3007]
     expected = sorted(zip([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0], [d.encode() for d in docs]),
                       key=lambda t: (-t[0], [-b for b in t[1]] + [1]))  # descending bytes, a prefix after
@@ -172,7 +172,7 @@ def test_ranked_rows_follow_trec_evals_order(tmp_path):
     ("1 Q0 a 1 2 t\n", ""),
 ])
 def test_input_outside_the_c_path_goes_to_the_numpy_path(tmp_path, monkeypatch, run, qrels):
-    assert trec_fast.join(run.encode(), qrels.encode(), 2) is None
+    assert trec_fast.join_bytes(run.encode(), qrels.encode(), 2) is None
     (tmp_path / "r.txt").write_text(run)
     (tmp_path / "q.txt").write_text(qrels)
     outcomes = []
@@ -189,7 +189,7 @@ def test_input_outside_the_c_path_goes_to_the_numpy_path(tmp_path, monkeypatch, 
 def test_a_run_sharing_no_document_gets_the_numpy_paths_error(tmp_path, monkeypatch):
     (tmp_path / "r.txt").write_text("1 Q0 a 1 2 t\n")
     (tmp_path / "q.txt").write_text("1 0 b 1\n")
-    assert trec_fast.join(b"1 Q0 a 1 2 t\n", b"1 0 b 1\n") is not None  # read, but it cannot name the documents
+    assert trec_fast.join_bytes(b"1 Q0 a 1 2 t\n", b"1 0 b 1\n") is not None  # read, but it cannot name the documents
     with pytest.raises(InputError, match="share no document id.*the run has 'a', the qrels 'b'"):
         load_trec_run(tmp_path / "r.txt", tmp_path / "q.txt", ranked=True)
 
@@ -202,11 +202,11 @@ def test_a_run_sharing_no_document_gets_the_numpy_paths_error(tmp_path, monkeypa
                                   # mantissas past 2^53: one rounding in int -> double, one in the scaling
                                   "1173122633160899524e-6", "178808351375360542e2", "1173122.633160899524"])
 def test_numbers_convert_exactly_as_the_numpy_path_converts_them(tmp_path, text):
-    from rankcli.formats.trec_read import read_run_columns
+    from rankcli.formats.trec.parse import read_run_columns
 
     data = f"1 Q0 a 1 {text} t\n".encode()
     (tmp_path / "r.txt").write_bytes(data)
-    got = trec_fast.join(data, b"1 0 a 1\n").scores[0]
+    got = trec_fast.join_bytes(data, b"1 0 a 1\n").scores[0]
     expected = read_run_columns(tmp_path / "r.txt").values[0]
     assert got == expected and np.signbit(got) == np.signbit(expected)
     assert got == float(text)
@@ -215,14 +215,14 @@ def test_numbers_convert_exactly_as_the_numpy_path_converts_them(tmp_path, text)
 @native
 def test_a_document_id_of_16_mib_goes_to_the_numpy_path():
     huge = b"d" * (1 << 24)
-    assert trec_fast.join(b"1 Q0 " + huge + b" 1 2 t\n", b"1 0 a 1\n") is None
-    assert trec_fast.join(b"1 Q0 " + huge[:-1] + b" 1 2 t\n", b"1 0 a 1\n") is not None
+    assert trec_fast.join_bytes(b"1 Q0 " + huge + b" 1 2 t\n", b"1 0 a 1\n") is None
+    assert trec_fast.join_bytes(b"1 Q0 " + huge[:-1] + b" 1 2 t\n", b"1 0 a 1\n") is not None
 
 
 def test_rankcli_pure_python_turns_the_c_path_off(tmp_path, monkeypatch):
     run_path, qrels_path = _random_files(tmp_path, 3)
     monkeypatch.setenv("RANKCLI_PURE_PYTHON", "1")
-    assert not trec_fast.available() and trec_fast.join(b"1 Q0 a 1 2 t\n", b"1 0 a 1\n") is None
+    assert not trec_fast.available() and trec_fast.join_bytes(b"1 Q0 a 1 2 t\n", b"1 0 a 1\n") is None
     slow = load_trec_run(run_path, qrels_path, ranked=True)
     monkeypatch.setenv("RANKCLI_PURE_PYTHON", "0")
     assert slow.ranked and np.array_equal(slow.labels, load_trec_run(run_path, qrels_path, ranked=True).labels)
@@ -251,12 +251,12 @@ _LINE = st.lists(_ALPHABET, min_size=0, max_size=14).map(b"".join)
 @given(run_lines=st.lists(_LINE, max_size=12), qrels_lines=st.lists(_LINE, max_size=8),
        threads=st.integers(1, 5))
 def test_hostile_bytes_never_crash_and_agree_with_the_numpy_path(tmp_path, run_lines, qrels_lines, threads):
-    from rankcli.formats.trec_read import read_qrels_columns, read_run_columns
+    from rankcli.formats.trec.parse import read_qrels_columns, read_run_columns
 
     valid_run = [b"1 Q0 a 1 2 t", b"1 Q0 b 2 1.5 t", b"2 Q0 a 1 -1e2 u"]
     run = b"\n".join(valid_run + run_lines)
     qrels = b"\n".join([b"1 0 a 2", b"2 0 c 1"] + qrels_lines)
-    got = trec_fast.join(run, qrels, threads)
+    got = trec_fast.join_bytes(run, qrels, threads)
     if got is None:
         return
     (tmp_path / "r.txt").write_bytes(run)
@@ -303,10 +303,10 @@ def test_blank_and_comment_lines_between_the_lines_leave_no_gap(tmp_path, thread
     holed = []
     for i, line in enumerate(lines):
         holed += [line] + (["", "# 1 Q0 x 1 2 t", "  \t"] if i % 4 == 0 else [])
-    clean = trec_fast.join(run_path.read_bytes(), qrels_path.read_bytes(), 1)
+    clean = trec_fast.join_bytes(run_path.read_bytes(), qrels_path.read_bytes(), 1)
     data = ("\n".join(holed) + "\n").encode()
-    got = trec_fast.join(data, qrels_path.read_bytes(), threads)
-    bare = trec_fast.join(data, qrels_path.read_bytes(), threads, scores=False)
+    got = trec_fast.join_bytes(data, qrels_path.read_bytes(), threads)
+    bare = trec_fast.join_bytes(data, qrels_path.read_bytes(), threads, scores=False)
     for name in ("run_qnames", "run_first", "scores", "match"):
         np.testing.assert_array_equal(getattr(got, name), getattr(clean, name), err_msg=name)
     for name in ("run_qnames", "run_first", "match"):
@@ -355,4 +355,4 @@ def test_the_run_joined_as_read_equals_the_run_read_whole(seed, threads):
     assert streamed is not None and whole is not None
     assert [bytes(x) if isinstance(x, bytearray) else x for x in streamed] == \
         [bytes(x) if isinstance(x, bytearray) else x for x in whole]
-    _same_join(trec_fast.join(run, qrels, threads), trec_fast.join(run, qrels, 1))
+    _same_join(trec_fast.join_bytes(run, qrels, threads), trec_fast.join_bytes(run, qrels, 1))

@@ -4,7 +4,7 @@
 >>> evaluate(["ndcg@10"], labels, scores, offsets, Convention.preset("paper")).means   # doctest: +SKIP
 
 Metrics (``k`` omitted means the whole list; each record in :mod:`rankcli.core.metrics.definitions` gives the formula
-and the reference; :mod:`rankcli.core.measures` is the registry of every name and alias, trec_eval's included):
+and the reference; :mod:`rankcli.core.metrics.specs` is the registry of every name and alias, trec_eval's included):
 
 - ``ndcg@k``, ``dcg@k``: gain ``2^label - 1`` (``Convention.gain="exponential"``, the paper's and LightGBM's) or
   ``label`` (``"linear"``, trec_eval's and scikit-learn's); discount ``1 / log2(1 + rank)``, rank 1-based. NDCG divides
@@ -18,7 +18,9 @@ and the reference; :mod:`rankcli.core.measures` is the registry of every name an
 - ``precision@k``: relevant documents in the top ``k`` divided by ``k`` (trec_eval's ``P_k``: a query shorter than
   ``k`` is not rewarded for it); without ``k``, divided by the query's length.
 - ``recall@k``: relevant documents in the top ``k`` divided by ``R``.
-- trec_eval's other measures (bpref, infAP, Rprec, success@k, ...): :mod:`rankcli.core.trec_kernels`.
+- trec_eval's other measures (bpref, infAP, Rprec, success@k, ...): :mod:`rankcli.core.metrics.trec_eval_measures`.
+  ``rankcli trec_eval`` computes the measures it shares with these again, in trec_eval's order of operations
+  (:mod:`rankcli.core.trec_eval`: the twins, checked equal by ``tests/test_measure_twins.py``).
 
 A document is *relevant* for the binary metrics (mrr, map, precision, recall) when ``label >= relevance_threshold``.
 
@@ -58,7 +60,6 @@ The modules: :mod:`~rankcli.core.metrics.convention` (the conventions), :mod:`~r
 (one record per metric), :mod:`~rankcli.core.metrics.evaluation` (the entry points).
 """
 
-from rankcli.core.measures import MetricSpec, UnknownMetricError, parse_metric, parse_metrics
 from rankcli.core.metrics.convention import DEFAULT_MAX_GRADE, GAINS, NO_RELEVANT, PRESETS, TIES, Convention
 from rankcli.core.metrics.definitions import KERNELS
 from rankcli.core.metrics.evaluation import (
@@ -69,6 +70,7 @@ from rankcli.core.metrics.evaluation import (
     per_query,
     summarize,
 )
+from rankcli.core.metrics.specs import MetricSpec, UnknownMetricError, parse_metric, parse_metrics
 
 __all__ = [
     "Convention", "DEFAULT_MAX_GRADE", "EXPONENTIAL_GAIN_LABEL_LIMIT", "EvalResult", "GAINS", "KERNELS", "MetricSpec",

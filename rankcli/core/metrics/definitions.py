@@ -1,6 +1,6 @@
 """The core metrics, one record each: its definition (formula and reference) and its kernels for both tie rules.
 
-A record's name is its key in the metric registry (:mod:`rankcli.core.measures`), which holds the aliases, the
+A record's name is its key in the metric registry (:mod:`rankcli.core.metrics.specs`), which holds the aliases, the
 trec_eval names and the parser of every spelling; this module holds how each metric is computed:
 
 - ``input(bucket, spec)``: the value on one ranking (ties in input order, or in trec_eval's docid order), from a
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankcli.core.measures import BY_NAME, Measure, MetricSpec
 from rankcli.core.metrics.buckets import TieBucket
+from rankcli.core.metrics.specs import BY_NAME, Measure, MetricSpec
 
 
 def _ratio(v: np.ndarray, denominator: np.ndarray) -> np.ndarray:
@@ -300,5 +300,5 @@ def _average_err(lab, valid, new, start, gsize, kk, max_grade):
     return np.bincount(gq, weights=before[gq, gcol] * val, minlength=nq_b)
 
 
-#: The core metrics by registry name (the same names as :data:`rankcli.core.measures.CORE`).
+#: The core metrics by registry name (the same names as :data:`rankcli.core.metrics.specs.CORE`).
 KERNELS: dict[str, type[CoreMetric]] = {m.name: m for m in (NDCG, DCG, ERR, MRR, MAP, Precision, Recall)}

@@ -3,7 +3,8 @@
 
 :func:`per_query` checks the inputs, puts equal scores in the convention's order, computes the core metrics bucket
 by bucket with their kernels (:mod:`rankcli.core.metrics.definitions`) and the trec_eval measures with
-:mod:`rankcli.core.trec_kernels`, then gives queries without a relevant document the convention's value.
+:mod:`rankcli.core.metrics.trec_eval_measures`, then gives queries without a relevant document the convention's
+value.
 :func:`evaluate` adds the summaries (:func:`aggregate`) in an :class:`EvalResult`.
 """
 
@@ -15,11 +16,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rankcli.core.groups import size_buckets
-from rankcli.core.measures import MetricSpec, parse_metric
 from rankcli.core.metrics.buckets import RankedBucket, TieBucket
 from rankcli.core.metrics.convention import Convention
 from rankcli.core.metrics.definitions import KERNELS
 from rankcli.core.metrics.judgments import Judgments, discount_prefix, harmonic_prefix
+from rankcli.core.metrics.specs import MetricSpec, parse_metric
 from rankcli.core.metrics.ties import docid_tie_order
 from rankcli.errors import InputError, UsageError
 
@@ -121,7 +122,8 @@ def per_query(specs: Sequence[MetricSpec | str], labels, scores, offsets, conven
         entries missing from a run): they count in the ideal DCG and in the number of relevant documents ``R``.
     docids : (n_rows,) document ids (``str``), needed by ``ties="docid-desc"`` and ignored otherwise.
     judged : (n_rows,) bool, whether each row is in the qrels (TREC runs); None: every row is judged. Only bpref,
-        infAP and num_nonrel_judged_ret distinguish unjudged documents (see :mod:`rankcli.core.trec_kernels`).
+        infAP and num_nonrel_judged_ret distinguish unjudged documents (see
+        :mod:`rankcli.core.metrics.trec_eval_measures`).
     """
     specs = [s for s in (parse_metric(s) for s in specs) if s.record.family != "info"]  # runid: printed only
     labels, scores, offsets = _check_inputs(labels, scores, offsets)
@@ -138,9 +140,9 @@ def per_query(specs: Sequence[MetricSpec | str], labels, scores, offsets, conven
     out = {str(s): np.empty(offsets.shape[0] - 1) for s in specs}
     trec_specs = [s for s in specs if s.record.family == "trec"]
     if trec_specs:
-        from rankcli.core import trec_kernels
+        from rankcli.core.metrics import trec_eval_measures
 
-        out.update(trec_kernels.per_query(trec_specs, labels, scores, offsets, judg, convention, judged))
+        out.update(trec_eval_measures.per_query(trec_specs, labels, scores, offsets, judg, convention, judged))
     core = [s for s in specs if s.record.family == "core"]
     if core:
         _core_per_query(core, labels, scores, offsets, judg, convention, out)

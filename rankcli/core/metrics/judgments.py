@@ -105,6 +105,28 @@ class Judgments:
                 self._ge = ge
         return None if self._ge is False else self._ge
 
+    def positive_grades(self):
+        """``(grades, ge)``: the positive grades ascending and, per grade ``i``, ``ge[i][q]`` the documents of query
+        ``q`` (ranked or not) with label >= ``grades[i]``, then a row of zeros; None when a label is not an integer.
+        A grade of any size: trec_eval's ndcg_rel and Rndcg take them all. Labels up to MAX_COUNTED_GRADE reuse
+        :meth:`grades_at_least`'s counts (every integer grade, an absent one adding exact zeros); above it only the
+        grades present are counted."""
+        ge = self.grades_at_least()
+        if ge is not None:
+            return np.arange(1, len(ge) - 1, dtype=np.float64), ge[1:]
+        parts = [self.labels] + ([self.unranked[0]] if self.unranked is not None else [])
+        if not all(np.array_equal(lab, np.floor(lab)) for lab in parts):
+            return None
+        grades = np.unique(np.concatenate([lab[lab > 0] for lab in parts]))
+        counts = []
+        for v in grades.tolist():
+            c = np.add.reduceat((self.labels >= v).view(np.int8), self.offsets[:-1], dtype=np.int64)
+            if self.unranked is not None:
+                ul, _, uq = self.unranked
+                c = c + np.bincount(uq, weights=(ul >= v), minlength=self.nq).astype(np.int64)
+            counts.append(c)
+        return grades, counts + [np.zeros(self.nq, dtype=np.int64)]
+
     def idcg(self, k: int | None) -> np.ndarray:
         """The ideal DCG@k of every query (all judged documents, labels descending)."""
         if k in self._idcg:

@@ -1,12 +1,12 @@
 /* rankcli.formats.trec_native: a TREC run and its qrels read, checked and joined in C.
  *
- * This is the fast path of rankcli.formats.trec_fast; the numpy path (rankcli.formats.trec_read and trec_join) is
+ * This is the fast path of rankcli.formats.trec.join_native; the numpy path (rankcli.formats.trec.parse and trec.join) is
  * the reference, and it stays the one that reports errors. join() accepts only input whose meaning it is sure of,
  * and returns None for anything else: a line with another field count, a value that is not a plain decimal number,
  * a NUL byte, a (query, document) pair on two lines, an empty file, 2^31 lines or more, a document id of 16 MiB or
  * more. The caller then reads the files with the numpy path, which gives the same result or names the line at fault.
  *
- * What it reads is what trec_read reads: fields separated by any run of C whitespace (space, \t, \v, \f, \r), lines
+ * What it reads is what trec.parse reads: fields separated by any run of C whitespace (space, \t, \v, \f, \r), lines
  * split at \n, blank lines and lines whose first field starts with '#' skipped. Numbers are converted exactly: a
  * decimal of at most 19 significant digits that fits Clinger's fast path (mantissa <= 2^53, power of ten <= 22) by
  * one correctly rounded multiplication or division, any other by Python's correctly rounded PyOS_string_to_double;
@@ -391,7 +391,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "trec_native",
-    "A TREC run and its qrels read, checked and joined in C (the fast path of rankcli.formats.trec_fast).", -1,
+    "A TREC run and its qrels read, checked and joined in C (the fast path of rankcli.formats.trec.join_native).", -1,
     methods, NULL, NULL, NULL, NULL,
 };
 

@@ -13,7 +13,7 @@
   with ``atof``; comments and blank lines as in qrels.
 - Any byte but NUL may be part of an id; a NUL byte is refused (trec_eval's rule) where it is first met, before the
   rest of the file is read, and so is a line of more than :data:`MAX_LINE` bytes. Gzipped files (by their magic
-  bytes) are decompressed as they are read; ``-`` is standard input (:mod:`.trec_eval_bytes` reads the bytes).
+  bytes) are decompressed as they are read; ``-`` is standard input (:mod:`.file_bytes` reads the bytes).
 
 Ids are returned as numpy ``S`` arrays: with no NUL byte in them, numpy's order on them is ``strcmp``'s.
 """
@@ -26,9 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from rankcli.errors import InputError, InputFormatError
-from rankcli.formats.trec_eval_bytes import MAX_LINE, check_first_block, read_input
+from rankcli.formats.trec.file_bytes import MAX_LINE, check_first_block, read_input
 
-__all__ = ["MAX_LINE", "Qrels", "Results", "atof", "atol", "check_first_block", "read_input", "read_qrels",
+__all__ = ["MAX_LINE", "QrelsLines", "Results", "atof", "atol", "check_first_block", "read_input", "get_qrels",
            "read_results", "read_zscores", "token_bounds"]
 
 #: trec_eval reads fields with C's isspace: space, tab, newline, vertical tab, form feed, carriage return.
@@ -38,7 +38,7 @@ _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 
 
 @dataclass
-class Qrels:
+class QrelsLines:
     """The qrels lines in file order: query id, document id (numpy ``S``), label (int64, ``atol``'s), line number,
     and (``-R qrels_jg``) the second field, the judgment group."""
 
@@ -217,7 +217,7 @@ def _qrels_data_lines(t: _Tokens) -> np.ndarray:
     return np.flatnonzero((t.count > 0) & ~comment)
 
 
-def read_qrels(path: str, groups: bool = False, data: bytes | None = None) -> Qrels:
+def get_qrels(path: str, groups: bool = False, data: bytes | None = None) -> QrelsLines:
     """Qrels as ``get_qrels.c`` reads them (see the module docstring); ``data``: their bytes, already read."""
     name = "<stdin>" if path == "-" else path
     t = _tokens(read_input(path) if data is None else data)
@@ -229,7 +229,8 @@ def read_qrels(path: str, groups: bool = False, data: bytes | None = None) -> Qr
         raise _malformed(t, int(data[int(np.argmax(bad))]), name, "expected 4 fields 'qid iter docno rel'")
     head = t.first[data]
     labels = atol_array(_gather(t, head + 3))
-    return Qrels(_gather(t, head), _gather(t, head + 2), labels, data + 1, _gather(t, head + 1) if groups else None)
+    group = _gather(t, head + 1) if groups else None
+    return QrelsLines(_gather(t, head), _gather(t, head + 2), labels, data + 1, group)
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""Segment helpers of the preference counts (:mod:`.prefs_counts`), and the per-pair sums of ``m_prefs_pair*.c``.
+"""Segment helpers of the preference counts (:mod:`.prefs_counts`), and the per-pair sums of ``m_prefs_pair*.c``
+(``rankcli trec_eval -R prefs``, ``-R qrels_prefs``).
 
 trec_eval keeps, per query, a count of preferences for every ordered pair of documents (docid ranks), summed over the
 judgment groups, in an ``unsigned short``. ``prefs_pair`` and its variants walk the unordered pairs {lo < hi} with a

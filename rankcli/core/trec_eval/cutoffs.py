@@ -1,12 +1,12 @@
-"""trec_eval's measures at document cutoffs k (``-m P.5,10``): one value per cutoff, a cutoff beyond the documents
-retrieved counting the missing ones as non-relevant. Each kernel returns an (queries, cutoffs) matrix."""
+"""``rankcli trec_eval``'s measures at document cutoffs k (``-m P.5,10``): one value per cutoff, a cutoff beyond the
+documents retrieved counting the missing ones as non-relevant. Each kernel returns an (queries, cutoffs) matrix."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from rankcli.core.treceval.chunk import Chunk, at, divide
-from rankcli.core.treceval.gains import gains_of, running_dcgs
+from rankcli.core.trec_eval.chunk import Chunk, at, divide
+from rankcli.core.trec_eval.gains import gains_of, running_dcgs
 
 
 def _top(ch: Chunk, cutoffs) -> list[np.ndarray]:

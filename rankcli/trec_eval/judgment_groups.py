@@ -1,4 +1,5 @@
-"""``-R qrels_jg``: qrels whose second field names a judgment group (``get_qrels_jg.c``, ``form_res_rels_jg.c``).
+"""``rankcli trec_eval -R qrels_jg``: qrels whose second field names a judgment group (``get_qrels_jg.c``,
+``form_res_rels_jg.c``).
 
 Each (query, group) is evaluated as a query of its own against the whole ranking of the query, in the byte order of
 the group names; a query's value is then the sum over its groups, in that order, divided by their number when there

@@ -1,6 +1,6 @@
-"""trec_eval's gain-based measures: ``ndcg``, ``dcg``, ``ideal_dcg`` (``m_ndcg.c``), ``ndcg_rel``, ``Rndcg``, ``G``,
-``rbp``, with their gain parameters (``-m ndcg.1=3,2=9``: label 1 gains 3, label 2 gains 9; other labels gain their
-value).
+"""``rankcli trec_eval``'s gain-based measures: ``ndcg``, ``dcg``, ``ideal_dcg`` (``m_ndcg.c``), ``ndcg_rel``,
+``Rndcg``, ``G``, ``rbp``, with their gain parameters (``-m ndcg.1=3,2=9``: label 1 gains 3, label 2 gains 9; other
+labels gain their value).
 
 The gains follow ``gain_init.c``: one entry per parameter whose name is an integer, then one per label 0 .. (highest
 label of the query) without a parameter; sorted by gain with trec_eval's comparison (the difference truncated to an
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rankcli.core.treceval.chunk import Chunk, at, divide, padded, running_sum_at
+from rankcli.core.trec_eval.chunk import Chunk, at, divide, padded, running_sum_at
 from rankcli.errors import UsageError
 
 #: Highest label for which gain parameters are laid out level by level (as trec_eval allocates them).

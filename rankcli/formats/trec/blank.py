@@ -1,6 +1,7 @@
-"""Whitespace-only lines of a TREC file dropped as its blocks are read, so that a file (or standard input) of mostly
-blank lines takes the memory of its other lines, not of its size (600 MB of newlines under ``ulimit -v`` was a
-MemoryError, and the numpy readers' per-line arrays over 100 MB of them 4 GB).
+"""Whitespace-only lines of a TREC file dropped as its blocks are read (``rankcli eval``, ``compare --qrels`` and
+``rankcli trec_eval``), so that a file (or standard input) of mostly blank lines takes the memory of its other lines,
+not of its size (600 MB of newlines under ``ulimit -v`` was a MemoryError, and the numpy readers' per-line arrays over
+100 MB of them 4 GB).
 
 - Every reader skips such lines (runs, qrels, preferences; ``rankcli`` skips a blank qrels line where trec_eval
   refuses it), so dropping them changes no result. Each run of them is kept as one empty line: a blank line still

@@ -1,13 +1,14 @@
-"""The C variant of the join stage (:func:`rankcli.formats.trec_join.join`): the C module
+"""The C variant of the join stage (:func:`rankcli.formats.trec.join.join`) of ``rankcli eval`` and ``compare
+--qrels``, and the fast path of ``rankcli trec_eval`` (:mod:`rankcli.trec_eval.native`): the C module
 ``rankcli.formats.trec_native`` (its source in ``rankcli/formats/csrc/``) parses both files, joins them and ranks each
-query's lines in one pass. The numpy variant (:mod:`rankcli.formats.trec_read`'s parser and the hash join) stays the
+query's lines in one pass. The numpy variant (:mod:`rankcli.formats.trec.parse`'s parser and the hash join) stays the
 reference.
 
 The C module takes only input whose meaning is certain: every data line with its number of fields, values that are
 plain decimal numbers (a subset of what Arrow reads as numbers), no NUL byte, no (query, document) pair on two lines,
-no infinite relevance. For anything else :func:`join` returns None, and the join stage hands the same bytes to the
+no infinite relevance. For anything else :func:`join_bytes` returns None, and the join stage hands the same bytes to the
 numpy variant, which gives the same result or names the line at fault. Both read what the read stage gives
-(:mod:`rankcli.formats.trec_text`: gzip, byte-order mark and UTF-8 handled there) and give the same values;
+(:mod:`rankcli.formats.trec.text`: gzip, byte-order mark and UTF-8 handled there) and give the same values;
 ``tests/formats/test_trec_fast.py`` checks that they agree.
 
 The module is optional: an install without a C compiler has none (``setup.py``), and ``RANKCLI_PURE_PYTHON=1`` in
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rankcli.formats.trec_read import TrecColumns
+from rankcli.formats.trec.parse import TrecColumns
 
 try:
     from rankcli.formats import trec_native
@@ -52,8 +53,8 @@ def available() -> bool:
     return trec_native is not None and os.environ.get("RANKCLI_PURE_PYTHON", "") in ("", "0")
 
 
-def join(run_data, qrels_data, threads: int = 1, scores: bool = True) -> NativeJoin | None:
-    """The run and qrels files' bytes (``bytes`` or a numpy uint8 array, as :func:`rankcli.formats.trec_text.
+def join_bytes(run_data, qrels_data, threads: int = 1, scores: bool = True) -> NativeJoin | None:
+    """The run and qrels files' bytes (``bytes`` or a numpy uint8 array, as :func:`rankcli.formats.trec.text.
     read_text_array` gives them) read and joined in C on up to ``threads`` threads; None when the C path is
     unavailable or leaves this input to the numpy path. Without ``scores`` the ranked lines' scores are not listed
     (``NativeJoin.scores`` is None)."""

@@ -1,5 +1,5 @@
-"""Interpolated precision at recall levels (``m_iprec_at_recall.c``, ``m_11pt_avg.c``) and precision at multiples
-of R (``m_Rprec_mult.c``).
+"""``rankcli trec_eval``'s interpolated precision at recall levels (``m_iprec_at_recall.c``, ``m_11pt_avg.c``) and
+precision at multiples of R (``m_Rprec_mult.c``).
 
 trec_eval walks each ranking from the bottom up, keeping the best precision seen (``int_precis``) and a pointer into
 its cutoffs (highest first): a cutoff of c relevant documents takes ``int_precis`` when the walk meets the c-th
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankcli.core.treceval.chunk import Chunk, divide
+from rankcli.core.trec_eval.chunk import Chunk, divide
 
 
 def _lround(x: np.ndarray) -> np.ndarray:

@@ -1,6 +1,7 @@
-"""A TREC file's bytes, read as ``rankcli trec_eval`` reads them before parsing (:mod:`.trec_eval_read` parses them):
-whole, gunzipped when gzipped (by its magic bytes), ``-`` as standard input, and refused on a line over
-:data:`MAX_LINE` bytes where it is first met, before the rest of the file is read.
+"""A TREC file's bytes, read as ``rankcli trec_eval`` reads them before parsing (:mod:`.trec_eval_parse` parses them;
+``rankcli eval``'s read stage, :mod:`.text`, checks its blocks with the same rules): whole, gunzipped when gzipped (by
+its magic bytes), ``-`` as standard input, and refused on a line over :data:`MAX_LINE` bytes where it is first met,
+before the rest of the file is read.
 
 A NUL byte: ``eval`` refuses it (``at_nul="refuse"``). trec_eval (``at_nul="stop"``) holds the file as one C string,
 so that a NUL at the start of a line ends its reading: the text before it is the file. A NUL inside a line, or on
@@ -17,7 +18,7 @@ import sys
 
 from rankcli.errors import InputError, InputFormatError
 from rankcli.formats.inputs import unreadable_input
-from rankcli.formats.trec_blank import LineMap, blank_heavy, compact_block, compact_buffer
+from rankcli.formats.trec.blank import LineMap, blank_heavy, compact_block, compact_buffer
 
 #: The longest line accepted (bytes): a guard against a file that is no text at all (``/dev/zero``, a gzip bomb).
 MAX_LINE = 1 << 20
@@ -115,7 +116,7 @@ def read_input(path: str, at_nul: str = "refuse", lines: LineMap | None = None) 
     """The bytes of ``path`` (``-``: standard input), gunzipped when gzipped, each block checked as it is read (see the
     module docstring; ``at_nul``: ``"refuse"`` or trec_eval's ``"stop"``); a leading UTF-8 byte-order mark is kept,
     as trec_eval keeps it. With ``lines``, runs of whitespace-only lines are dropped as the blocks arrive
-    (:mod:`.trec_blank`: memory bounded by the other lines) and ``lines`` maps the kept lines to the file's; an error
+    (:mod:`.blank`: memory bounded by the other lines) and ``lines`` maps the kept lines to the file's; an error
     of the reading names the file's line."""
     name = "<stdin>" if path == "-" else path
     f = _open(path)
@@ -176,7 +177,7 @@ def _checked_whole(data: bytes, name: str, at_nul: str) -> bytes:
 
 def _read_blocks(f, name: str, at_nul: str, lines: LineMap | None) -> bytes:
     """Standard input, a pipe or a gzipped file, block by block, each checked as it arrives (up to a NUL where
-    trec_eval's reading stops) and, with ``lines``, compacted (:func:`.trec_blank.compact_block`)."""
+    trec_eval's reading stops) and, with ``lines``, compacted (:func:`.blank.compact_block`)."""
     try:
         data = _blocks(f, name, at_nul, lines)
     except InputFormatError as exc:

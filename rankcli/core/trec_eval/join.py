@@ -1,5 +1,5 @@
 """A run joined with its qrels as trec_eval joins them (``trec_eval.c``'s query loop, ``form_res_rels.c``), for every
-evaluated query at once.
+evaluated query at once, for ``rankcli trec_eval`` (``rankcli eval``'s join is :mod:`rankcli.formats.trec.join`).
 
 Ids come in as integer codes whose order is the byte order of the ids (``strcmp``'s). The evaluated queries are the
 qrels' queries, in id order, that the run has; with ``-c`` every qrels query, one missing from the run ranking
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rankcli.core.treceval.chunk import NONPOOL, UNJUDGED
+from rankcli.core.trec_eval.chunk import NONPOOL, UNJUDGED
 
 
 @dataclass
@@ -28,7 +28,7 @@ class Side:
 
 
 @dataclass
-class Joined:
+class ResRels:
     """The evaluated queries (``qcodes``, in order; ``stand_in``: ranked only the stand-in document), their
     judged rankings (``rel`` by ``ret_offsets``) and their qrels labels (``labels`` by ``label_offsets``)."""
 
@@ -82,8 +82,8 @@ def _first_repeat(q: np.ndarray, d: np.ndarray) -> np.ndarray:
     return same
 
 
-def join(qrels: Side, run: Side, *, complete: bool, max_docs: int, judged_only: bool, stand_in_code: int,
-         only_query: int | None = None) -> Joined | Duplicate:
+def form_res_rels(qrels: Side, run: Side, *, complete: bool, max_docs: int, judged_only: bool, stand_in_code: int,
+         only_query: int | None = None) -> ResRels | Duplicate:
     """Join (see the module docstring); ``stand_in_code``: the document code of ``ceci_nest_pas_un_docno``,
     ``only_query``: evaluate that query code alone (``-D N.qid``)."""
     order = np.lexsort((qrels.dcodes, qrels.qcodes))
@@ -116,7 +116,7 @@ def join(qrels: Side, run: Side, *, complete: bool, max_docs: int, judged_only: 
     in_eval = np.isin(qq, evaluated)
     lq, labels = qq[in_eval], ql[in_eval]
     label_offsets = _offsets(lq, evaluated) if evaluated.shape[0] else np.zeros(1, dtype=np.int64)
-    return Joined(evaluated, stand_in, rel, ret_offsets, labels, label_offsets)
+    return ResRels(evaluated, stand_in, rel, ret_offsets, labels, label_offsets)
 
 
 def _duplicates(qq, qd, qline, evaluated, rq, rd, rl) -> Duplicate | None:

@@ -1,8 +1,8 @@
 """The first stage of reading a TREC run with its qrels (``rankcli eval --qrels/--run``, ``compare --qrels``): both
-files' bytes, read once and checked as text, for the join stage (:mod:`rankcli.formats.trec_join`).
+files' bytes, read once and checked as text, for the join stage (:mod:`rankcli.formats.trec.join`).
 
 - Gzipped files (by their magic bytes), pipes and devices are read block by block, each block checked before the next
-  is read (a NUL byte, a line over 1 MiB, a gzip stream expanding 200 times: :mod:`rankcli.formats.trec_eval_read`);
+  is read (a NUL byte, a line over 1 MiB, a gzip stream expanding 200 times: :mod:`rankcli.formats.trec.file_bytes`);
   a regular file's first block is checked before the file is read whole.
 - A leading UTF-8 byte-order mark is dropped; the text must be UTF-8.
 - The bytes come in a numpy uint8 array when the C join will read them (:func:`read_text_array`: huge pages, fewer
@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 
 from rankcli.errors import InputError, InputFormatError
-from rankcli.formats import trec_eval_bytes
 from rankcli.formats.inputs import unreadable_input
-from rankcli.formats.trec_blank import LineMap, blank_heavy, compact_buffer, remap
-from rankcli.formats.trec_eval_bytes import check_first_block, read_input
+from rankcli.formats.trec import file_bytes
+from rankcli.formats.trec.blank import LineMap, blank_heavy, compact_buffer, remap
+from rankcli.formats.trec.file_bytes import check_first_block, read_input
 
 
 @dataclass
@@ -38,7 +38,7 @@ class TrecTexts:
         return TrecTexts(bytes(self.run), bytes(self.qrels), self.run_path, self.qrels_path, self.lines)
 
     def true_lines(self, exc: BaseException) -> None:
-        """Point an error naming a line of a kept text at the file's own line (:func:`.trec_blank.remap`)."""
+        """Point an error naming a line of a kept text at the file's own line (:func:`.blank.remap`)."""
         remap(exc, self.lines)
 
 
@@ -60,7 +60,7 @@ def in_parallel(first, second):
 def read(run_path: Path | str, qrels_path: Path | str, *, as_array: bool) -> TrecTexts:
     """The read stage: both files read (on two threads) and checked, the run's error reported first; ``as_array``:
     numpy arrays for the C join (else ``bytes``). Whitespace-only lines are dropped as the files are read (every
-    reader skips them; :mod:`.trec_blank`): a file of mostly blank lines takes the memory of its other lines."""
+    reader skips them; :mod:`.blank`): a file of mostly blank lines takes the memory of its other lines."""
     run_lines, qrels_lines = LineMap(), LineMap()
     read_one = read_text_array if as_array else read_text_bytes
     run, qrels = in_parallel(lambda: read_one(run_path, lines=run_lines),
@@ -164,7 +164,7 @@ def _read_checked(path: Path, as_array: bool, lines: LineMap | None):
         return np.frombuffer(read_input(str(path), lines=lines), dtype=np.uint8)
     _refuse_nul(data, path)
     if lines is not None:
-        data = compact_buffer(data, lines, trec_eval_bytes.BLOCK, trec_eval_bytes.MAX_LINE)
+        data = compact_buffer(data, lines, file_bytes.BLOCK, file_bytes.MAX_LINE)
     return data if isinstance(data, np.ndarray) else np.frombuffer(data, dtype=np.uint8)
 
 

@@ -1,5 +1,6 @@
 """The metric registry: one record per metric (its canonical name, aliases, trec_eval names, kernel, aggregation), and
-the parser of every spelling a user may type.
+the parser of every spelling a user may type, for every command that names a metric (``eval``, ``compare``, ``train``,
+``tune``, ``experiment``, ...); ``rankcli trec_eval``'s ``-m`` is :mod:`rankcli.core.trec_eval.registry`.
 
 Spellings accepted for one metric (all give the same :class:`MetricSpec`, whose ``str`` is the canonical name used as
 JSON key and Parquet column):
@@ -35,16 +36,16 @@ class Measure:
     """One metric.
 
     name: canonical rankcli name (the JSON key, with ``@param``). aliases: other rankcli spellings (case-insensitive).
-    trec_plain: trec_eval's name without a parameter; trec_stem: trec_eval's stem of the parameterised form
-    (``P`` -> ``P_5``). param: None, ``"cutoff"`` (positive integer k) or ``"level"`` (a fraction, printed with two
-    decimals). defaults: trec_eval's default parameters for a bare stem. family: ``"core"`` (computed by
-    :mod:`rankcli.core.metrics`) or ``"trec"`` (:mod:`rankcli.core.trec_kernels`). aggregate: how per-query values
-    become the summary: ``mean``, ``sum`` (counts), ``gmean`` (geometric mean with trec_eval's floor 1e-5) or
-    ``count`` (the number of queries). integer: printed as an integer by ``--format trec_eval``. per_query_line:
-    whether trec_eval's ``-q`` prints it per query. graded: "has a relevant document" means a positive label (else
-    label >= threshold). normalised: best value 1 (scores 1 under ``no_relevant=one``). kernel: for the ``trec``
-    family, the function of :mod:`rankcli.core.trec_kernels` that computes it (its docstring gives the definition);
-    the ``core`` family is computed by :func:`rankcli.core.metrics.per_query`'s bucket code.
+    trec_plain: trec_eval's name without a parameter; trec_stem: trec_eval's stem of the parameterised form (``P`` ->
+    ``P_5``). param: None, ``"cutoff"`` (positive integer k) or ``"level"`` (a fraction, printed with two decimals).
+    defaults: trec_eval's default parameters for a bare stem. family: ``"core"`` (computed by
+    :mod:`rankcli.core.metrics`) or ``"trec"`` (:mod:`rankcli.core.metrics.trec_eval_measures`). aggregate: how
+    per-query values become the summary: ``mean``, ``sum`` (counts), ``gmean`` (geometric mean with trec_eval's floor
+    1e-5) or ``count`` (the number of queries). integer: printed as an integer by ``--format trec_eval``.
+    per_query_line: whether trec_eval's ``-q`` prints it per query. graded: "has a relevant document" means a positive
+    label (else label >= threshold). normalised: best value 1 (scores 1 under ``no_relevant=one``). kernel: for the
+    ``trec`` family, the function of :mod:`rankcli.core.metrics.trec_eval_measures` that computes it (its docstring
+    gives the definition); the ``core`` family is computed by :func:`rankcli.core.metrics.per_query`'s bucket code.
     """
 
     name: str

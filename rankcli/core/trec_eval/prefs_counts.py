@@ -1,4 +1,5 @@
-"""The preference counts of ``form_prefs_counts.c`` for a block of queries, every judgment group at once.
+"""The preference counts of ``form_prefs_counts.c`` for a block of queries, every judgment group at once
+(``rankcli trec_eval -R prefs``, ``-R qrels_prefs``).
 
 A judgment group (JG: a query's lines sharing a group id) with one sub-group (JSG) is a list of *equivalence
 classes* (ECs: its lines of one level, levels descending); every line of a class is preferred to every line of each
@@ -31,8 +32,8 @@ from functools import cached_property
 
 import numpy as np
 
-from rankcli.core.treceval.prefs_join import RankedPrefs
-from rankcli.core.treceval.prefs_pairs import changes, pair_sums, partners, runs
+from rankcli.core.trec_eval.prefs_join import RankedPrefs
+from rankcli.core.trec_eval.prefs_pairs import changes, pair_sums, partners, runs
 
 
 @dataclass
@@ -296,7 +297,7 @@ class PrefsBlock:
 
     @cached_property
     def pair_sums(self) -> dict[str, np.ndarray]:
-        """:func:`~rankcli.core.treceval.prefs_pairs.pair_sums` of the block. A query of one judgment group (without a
+        """:func:`~rankcli.core.trec_eval.prefs_pairs.pair_sums` of the block. A query of one judgment group (without a
         document twice in it, when it is an EC group) has one preference per pair of documents, each adding 1 or 0:
         its sums are its counts. The others' preferences are listed."""
         c = self.counts

@@ -1,9 +1,10 @@
-"""TREC files that rankcli writes, and results printed in trec_eval's layout.
+"""TREC files that rankcli writes (``export --format trec-qrels``, ``predict --format trec``), and results printed in
+trec_eval's layout (``eval --format trec_eval``).
 
 - A run: one line per retrieved document, ``qid Q0 docid rank score tag``; qrels: ``qid iteration docid relevance``.
   Reading them (any run of C whitespace between fields, gzip, blank and ``#`` lines, errors naming the line) is
-  :mod:`rankcli.formats.trec_read`; a run joined with its qrels as trec_eval joins them goes through the stages of
-  :func:`rankcli.runs.load_trec`.
+  :mod:`rankcli.formats.trec.parse`; a run joined with its qrels as trec_eval joins them goes through the stages of
+  :func:`rankcli.evaluate.runs.load_trec`.
 - Documents that rankcli writes (``export --format trec-qrels``, ``predict --format trec``) are named by
   :func:`document_names`: the docid, else ``<qid>-<row>``.
 - :func:`trec_eval_text` prints results exactly as trec_eval prints them.
@@ -226,7 +227,7 @@ def trec_eval_blocks(ordered, per_query: dict, means: dict, qids, *, runid: str 
     the summary ``all`` lines. Measures that trec_eval does not print per query (num_q, gm_map, gm_bpref, runid)
     appear only in the summary, as in trec_eval.
 
-    ``ordered``: the metric specs in trec_eval's order (:func:`rankcli.core.measures.trec_order`); each gives its
+    ``ordered``: the metric specs in trec_eval's order (:func:`rankcli.core.metrics.specs.trec_order`); each gives its
     printed name (``output_name()``) and its record (``integer``, ``per_query_line``, ``family``). ``per_query`` and
     ``means`` are keyed by ``str(spec)``; ``qids`` are the query ids (an array of integers or of text), aligned with
     the per-query values.

@@ -1,5 +1,5 @@
 """Preference judgments joined with a run as trec_eval joins them (``form_prefs_counts.c``,
-``form_prefs_and_ranks``), for every evaluated query at once.
+``form_prefs_and_ranks``), for every evaluated query at once (``rankcli trec_eval -R prefs``, ``-R qrels_prefs``).
 
 Ids come in as integer codes in the byte order of the ids. The evaluated queries are the preference file's queries,
 in id order, that the run has; with ``-c`` every one, a query the run lacks ranking trec_eval's stand-in document
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rankcli.core.treceval.join import Duplicate, Side
+from rankcli.core.trec_eval.join import Duplicate, Side
 
 
 @dataclass

@@ -1,5 +1,6 @@
-"""The rank stage of reading a TREC run with its qrels: the joined rows (:mod:`rankcli.formats.trec_join`) in each
-query's rank order, trec_eval's -M and -J applied, as the :class:`rankcli.dataset.Run` the measures take.
+"""The rank stage of reading a TREC run with its qrels (``rankcli eval --qrels/--run``, ``compare --qrels``): the joined
+rows (:mod:`rankcli.formats.trec.join`) in each query's rank order, trec_eval's -M and -J applied, as the
+:class:`rankcli.dataset.Run` the measures take.
 
 - Rows from the numpy join come in the run's order: they are ranked here in trec_eval's order (score descending,
   equal scores by document id descending in byte order); the C join ranked them already.
@@ -22,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from rankcli.dataset import Run
-from rankcli.formats.trec_join import Joined, Queries, Rows, judged_only_error, plural
-from rankcli.formats.trec_read import TrecColumns
+from rankcli.formats.trec.join import Joined, Queries, Rows, judged_only_error, plural
+from rankcli.formats.trec.parse import TrecColumns
 
 #: A query id that reads back as the same integer (no sign but '-', no leading zero) and fits in int64 surely.
 _PLAIN_INTEGER = re.compile(rb"0|-?[1-9][0-9]{0,17}")

@@ -1,5 +1,6 @@
 """trec_eval's measures, one record each, in trec_eval's order (``te_trec_measures`` in ``measures.c``, the order it
-prints them), its measure sets, and ``-m`` as ``mark_measure`` reads it.
+prints them), its measure sets, and ``-m`` as ``mark_measure`` reads it: ``rankcli trec_eval``'s (``eval``'s names
+are :mod:`rankcli.core.metrics.specs`).
 
 A record's ``kind`` is trec_eval's family of init/print procedures (``meas_init.c``, ``meas_print_*.c``):
 
@@ -23,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rankcli.core.treceval import cutoffs, gains, interp, simple
-from rankcli.core.treceval import prefs_measures as prefs
+from rankcli.core.trec_eval import cutoffs, gains, interp, simple
+from rankcli.core.trec_eval import prefs_measures as prefs
 from rankcli.errors import UsageError
 
 _CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)

@@ -1,13 +1,14 @@
-"""The join stage of reading a TREC run with its qrels (``rankcli eval --qrels/--run``, ``compare --qrels``): the texts
-of the read stage (:mod:`rankcli.formats.trec_text`) parsed and each run line matched with its judgment, as trec_eval
-joins them; the rank stage (:mod:`rankcli.formats.trec_rank`) comes next.
+"""The join stage of reading a TREC run with its qrels (``rankcli eval --qrels/--run``, ``compare --qrels``): the
+texts of the read stage (:mod:`rankcli.formats.trec.text`) parsed and each run line matched with its judgment, as
+trec_eval joins them; the rank stage (:mod:`rankcli.formats.trec.rank`) comes next. (``rankcli trec_eval``'s join is
+:mod:`rankcli.core.trec_eval.join`.)
 
 Two variants behind :func:`join`, giving the same :class:`Joined`:
 
-- **C** (:mod:`rankcli.formats.trec_fast`): parses both files, joins them and ranks each query's lines in trec_eval's
-  order, in one pass on several threads. It takes only input whose meaning is certain, and leaves the rest (and any
-  error to name) to the numpy variant.
-- **numpy** (:mod:`rankcli.formats.trec_read` parses): a hash join of the run's lines with the qrels', the lines in
+- **C** (:mod:`rankcli.formats.trec.join_native`): parses both files, joins them and ranks each query's lines in
+  trec_eval's order, in one pass on several threads. It takes only input whose meaning is certain, and leaves the rest
+  (and any error to name) to the numpy variant.
+- **numpy** (:mod:`rankcli.formats.trec.parse` parses): a hash join of the run's lines with the qrels', the lines in
   the run's order, with their document ids for the rank stage.
 
 Only queries both in the run and in the qrels are evaluated (the others are counted in the notes); a run that shares
@@ -22,9 +23,9 @@ import numpy as np
 
 from rankcli.dataset import offsets_from_qids
 from rankcli.errors import InputError
-from rankcli.formats import trec_fast
-from rankcli.formats.trec_read import TrecColumns, pair_keys, read_qrels_columns, read_run_columns, same_words
-from rankcli.formats.trec_text import TrecTexts, in_parallel
+from rankcli.formats.trec import join_native
+from rankcli.formats.trec.parse import TrecColumns, pair_keys, read_qrels_columns, read_run_columns, same_words
+from rankcli.formats.trec.text import TrecTexts, in_parallel
 
 
 def plural(n: int, one: str, many: str) -> str:
@@ -172,7 +173,7 @@ def join(texts: TrecTexts, *, judged_only: bool = False, complete: bool = False,
     ``judged_only`` (-J) names its own error for a run sharing no document with its qrels, as trec_eval's reading
     meets it first."""
     if isinstance(texts.run, np.ndarray):
-        native = trec_fast.join(texts.run, texts.qrels, threads)
+        native = join_native.join_bytes(texts.run, texts.qrels, threads)
         joined = _native(native, texts, complete) if native is not None else None
         if joined is not None:
             return joined
@@ -182,7 +183,7 @@ def join(texts: TrecTexts, *, judged_only: bool = False, complete: bool = False,
     return _numpy(lines, qrels, texts, judged_only, complete)
 
 
-def _native(native: trec_fast.NativeJoin, texts: TrecTexts, complete: bool) -> Joined | None:
+def _native(native: join_native.NativeJoin, texts: TrecTexts, complete: bool) -> Joined | None:
     """The C variant's ranked rows; None when no document is shared (the numpy variant names them)."""
     notes: list[str] = []
     queries = _queries(native.run_qnames, native.qrels, texts.run_path, texts.qrels_path, complete, notes)

@@ -1,4 +1,5 @@
-"""A block of evaluated queries as padded matrices: trec_eval's ``RES_RELS`` of each query, one row each."""
+"""A block of evaluated queries as padded matrices: trec_eval's ``RES_RELS`` of each query, one row each, for
+``rankcli trec_eval``'s measures."""
 
 from __future__ import annotations
 

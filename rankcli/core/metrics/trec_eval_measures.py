@@ -1,4 +1,14 @@
-"""Kernels of the trec_eval measures beyond the core metrics, vectorised over padded query matrices.
+"""Kernels of the trec_eval measures beyond the core metrics, vectorised over padded query matrices, for ``eval``,
+``compare`` and every command that scores with :mod:`rankcli.core.metrics`.
+
+Twins: ``rankcli trec_eval`` computes each of these measures again in :mod:`rankcli.core.trec_eval` (as do ndcg,
+map, P, recall and recip_rank, which are :mod:`rankcli.core.metrics`'s). The two stay apart because they answer to
+different contracts: these run under every convention ``eval`` offers (exponential or linear gain, each tie rule but
+``average``, any threshold, Parquet runs without judgment information), on size buckets with numpy's reductions and
+per-grade counts, at ``eval``'s speed; the twins add in trec_eval's order along each ranking, so that every value is
+trec_eval's double bit for bit (what ``rankcli trec_eval``'s byte-for-byte output and its differential tests against
+the binary need). ``tests/test_measure_twins.py`` checks the two equal per query on random inputs (to 1e-12 where
+the order of additions differs), and lists where they differ by design.
 
 Every definition follows trec_eval 10.0's source (usnistgov/trec_eval, the ``m_<name>.c`` file named in each
 kernel's docstring). Notation, per query: the ranking in trec_eval's order (score descending, ties by the
@@ -19,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rankcli.core.groups import size_buckets
+from rankcli.core.metrics.judgments import gain
 from rankcli.core.ranking import padded_ranking
 from rankcli.errors import UsageError
 
@@ -41,9 +52,10 @@ class Bucket:
     n_ret: np.ndarray    # (nb,) documents retrieved
     R: np.ndarray        # (nb,) relevant documents in the qrels
     nonrel_judged: np.ndarray  # (nb,) judged non-relevant documents in the qrels (retrieved or not)
-    ge: list | None      # per-grade counts (label >= g) of the bucket's queries, for ndcg_rel and Rndcg
+    ge: list | None      # per grade i, the bucket's queries' documents with label >= grades[i]; then zeros
     gain: str
     D: np.ndarray        # D[p]: total discount of the first p ranks
+    grades: np.ndarray | None = None  # the positive grades ascending, for ndcg_rel and Rndcg (with ge)
     cache: dict = field(default_factory=dict)  # matrices several kernels share (iprec's interpolated precision)
 
     @property
@@ -226,12 +238,11 @@ def f1(b: Bucket, k):
     return _div(2 * p * r, p + r)
 
 
-def _grade_gains(b: Bucket):
+def _grade_gains(b: Bucket) -> np.ndarray:
+    """The gain of each positive grade (``b.grades``)."""
     if b.ge is None:
         raise UsageError("ndcg_rel and Rndcg need integer relevance labels (trec_eval's grades)")
-    ng = len(b.ge) - 1
-    g = np.arange(ng, dtype=np.float64)
-    return (np.exp2(g) - 1.0) if b.gain == "exponential" else g
+    return gain(b.grades, b.gain)
 
 
 def _ideal_dcg_at(b: Bucket, cut: np.ndarray) -> np.ndarray:
@@ -240,17 +251,15 @@ def _ideal_dcg_at(b: Bucket, cut: np.ndarray) -> np.ndarray:
     cut = np.asarray(cut)
     shape = (-1,) + (1,) * (cut.ndim - 1)
     out = np.zeros(cut.shape)
-    for g in range(len(b.ge) - 2, 0, -1):
-        above, end = np.minimum(b.ge[g + 1].reshape(shape), cut), np.minimum(b.ge[g].reshape(shape), cut)
-        out += gains[g] * (b.D[end] - b.D[above])
+    for i in range(len(b.grades) - 1, -1, -1):  # grade i fills the ideal ranks [#(label > it), #(label >= it))
+        above, end = np.minimum(b.ge[i + 1].reshape(shape), cut), np.minimum(b.ge[i].reshape(shape), cut)
+        out += gains[i] * (b.D[end] - b.D[above])
     return out
 
 
 def _dcg_cum(b: Bucket) -> tuple[np.ndarray, np.ndarray]:
-    gains = _grade_gains(b)
-    lab = np.where(b.valid & (b.lab > 0), b.lab, 0.0)
-    idx = np.clip(lab, 0, len(gains) - 1).astype(np.int64)
-    g = np.where(lab > 0, gains[idx], 0.0)
+    _grade_gains(b)  # integer labels only
+    g = gain(np.where(b.valid, b.lab, 0.0), b.gain)
     disc = np.diff(b.D[: b.lab.shape[1] + 1])
     return g, np.cumsum(g * disc[None, :], axis=1)
 
@@ -260,7 +269,7 @@ def ndcg_rel(b: Bucket, _):
     DCG@i / IDCG@min(i, P) at the rank i of each one retrieved, and DCG@N / IDCG@P for each one not retrieved
     (0 when that sum is 0)."""
     g, dcg = _dcg_cum(b)
-    P = b.ge[1] if len(b.ge) > 1 else np.zeros_like(b.R)
+    P = b.ge[0]  # documents of positive gain (the zeros row when no grade is positive)
     W = b.lab.shape[1]
     ranks = np.arange(1, W + 1, dtype=np.int64)[None, :]
     ideal = _ideal_dcg_at(b, np.minimum(ranks, P[:, None]))  # the ideal DCG at min(i, P), per rank i
@@ -281,14 +290,14 @@ def rndcg(b: Bucket, _):
     total = np.zeros(nb)
     count = np.zeros(nb)
     N = b.n_ret
-    for g in range(1, len(b.ge) - 1):
-        present = b.ge[g] > b.ge[g + 1]
-        B = b.ge[g]
+    for i in range(len(b.grades)):
+        present = b.ge[i] > b.ge[i + 1]
+        B = b.ge[i]
         cut = np.minimum(B, N)
         val = _div(dcg[rows, np.maximum(cut, 1) - 1] * (cut > 0), _ideal_dcg_at(b, B))
         total += np.where(present, val, 0.0)
         count += present
-    P = b.ge[1] if len(b.ge) > 1 else np.zeros(nb, dtype=np.int64)
+    P = b.ge[0]
     # after the rank where the ideal gain drops to 0 (P + 1), trec_eval adds DCG@N / IDCG@P once if ranks remain
     extra = (P > 0) & (P + 1 < N)
     total += np.where(extra, _div(dcg[rows, N - 1], _ideal_dcg_at(b, P)), 0.0)
@@ -315,7 +324,7 @@ def per_query(specs, labels, scores, offsets, judg, convention, judged=None) -> 
         ul, _, uq = judg.unranked
         nrj = nrj + np.bincount(uq, weights=(ul >= 0) & (ul < thr), minlength=nq).astype(np.int64)
     graded = {"ndcg_rel", "rndcg"}  # the kernels that read per-grade counts (b.ge); counted only for them
-    ge_all = judg.grades_at_least() if any(s.record.kernel in graded for s in specs) else None
+    grades, ge_all = (judg.positive_grades() if any(s.record.kernel in graded for s in specs) else None) or (None, None)
     D = np.zeros(max(judg.max_len, 1) + 2)
     np.cumsum(1.0 / np.log2(np.arange(D.shape[0] - 1, dtype=np.float64) + 2.0), out=D[1:])
     out = {str(s): np.empty(nq) for s in specs}
@@ -328,7 +337,7 @@ def per_query(specs, labels, scores, offsets, judg, convention, judged=None) -> 
         rel = jd & (lab >= thr)
         b = Bucket(lab=lab, valid=r_valid, judged=jd, pooled=pl, rel=rel, relcum=np.cumsum(rel, axis=1, dtype=np.int32),
                    n_ret=(offsets[qs + 1] - offsets[qs]).astype(np.int64), R=judg.n_relevant[qs],
-                   nonrel_judged=nrj[qs], ge=None if ge_all is None else [g[qs] for g in ge_all],
+                   nonrel_judged=nrj[qs], grades=grades, ge=None if ge_all is None else [g[qs] for g in ge_all],
                    gain=convention.gain, D=D)
         for spec in specs:
             out[str(spec)][qs] = globals()[spec.record.kernel](b, spec.k)  # the registry names the kernel

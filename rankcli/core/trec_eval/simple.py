@@ -1,6 +1,6 @@
-"""trec_eval's single-valued measures over the whole ranking (each function: its ``m_<name>.c``).
+"""``rankcli trec_eval``'s single-valued measures over the whole ranking (each function: its ``m_<name>.c``).
 
-Each kernel takes a :class:`~rankcli.core.treceval.chunk.Chunk` and the measure's parameters and returns one value
+Each kernel takes a :class:`~rankcli.core.trec_eval.chunk.Chunk` and the measure's parameters and returns one value
 per query, computed with trec_eval's operations in trec_eval's order (sums run along the rank order).
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankcli.core.treceval.chunk import NONPOOL, UNJUDGED, Chunk, at, divide, running_sum_at
+from rankcli.core.trec_eval.chunk import NONPOOL, UNJUDGED, Chunk, at, divide, running_sum_at
 
 #: ``MIN_GEO_MEAN`` and ``INFAP_EPSILON`` (trec_eval.h).
 MIN_GEO_MEAN = 1e-5

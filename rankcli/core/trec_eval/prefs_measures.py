@@ -1,5 +1,5 @@
-"""trec_eval's preference measures (``-R prefs``, ``-R qrels_prefs``), each a function of a
-:class:`~rankcli.core.treceval.prefs_counts.PrefsBlock` returning one value per query, computed as its ``m_prefs_*.c``
+"""``rankcli trec_eval``'s preference measures (``-R prefs``, ``-R qrels_prefs``), each a function of a
+:class:`~rankcli.core.trec_eval.prefs_counts.PrefsBlock` returning one value per query, computed as its ``m_prefs_*.c``
 computes it: counts summed over the judgment groups (integers, so in any order), ratios added group after group or
 pair after pair in trec_eval's order, and a value trec_eval leaves unset (nothing possible, or a sum not above 0) is
 0. Notation per judgment group: F/P fulfilled/possible preferences, ``_ret`` both documents retrieved, ``_imp`` one of
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankcli.core.treceval.prefs_counts import PrefsBlock
-from rankcli.core.treceval.prefs_pairs import prefix_sums
+from rankcli.core.trec_eval.prefs_counts import PrefsBlock
+from rankcli.core.trec_eval.prefs_pairs import prefix_sums
 
 
 def _per_query(b: PrefsBlock, values: np.ndarray) -> np.ndarray:
