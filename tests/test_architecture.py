@@ -447,9 +447,8 @@ KNOWN: set[str] = {
     "unit cycle: lib:experiment <-> rankcli.report",
     *(f"rankcli.{f} has more than {MAX_FUNCTION_LINES} lines" for f in (
         "cli.compare.command", "cli.convert.command", "cli.eval.command", "cli.experiment.command",
-        "cli.train.command", "cli.tune.command", "compare.compare_inputs", "core.stats.paired._run",
-        "core.stats.resampling.bootstrap", "experiment.runner.run_experiment", "simulate.simulate_clicks",
-        "explain.explain")),
+        "cli.train.command", "cli.tune.command", "compare.compare_inputs", "experiment.runner.run_experiment",
+        "simulate.simulate_clicks", "explain.explain", "core.stats.resampling.bootstrap")),
     "rankcli.explain.trees imports lightgbm (lightgbm belongs in lib:train, lib:distributed, runtime)",
 }
 
