@@ -445,8 +445,6 @@ KNOWN: set[str] = {
     "rankcli.ips imports rankcli.propensity (train -> propensity is not in LIBRARIES)",
     "rankcli.tune.results imports rankcli.display.plot (display is for render modules and cli)",
     "unit cycle: lib:experiment <-> rankcli.report",
-    *(f"rankcli.{f} has more than {MAX_FUNCTION_LINES} lines" for f in (
-        "cli.experiment.command",)),
 }
 
 
