@@ -318,6 +318,11 @@ def simulate_clicks(ds: Dataset, *, model: str = "cascade", click_probs=PAPER_CL
     log, summary = simulate_log(ds, model=model, click_probs=click_probs, eta=eta, max_rank=max_rank,
                                 impressions=impressions, ranker=ranker, keep_no_click=keep_no_click,
                                 label_grades=label_grades, randomize=randomize, rng=rng)
+    return _click_dataset(ds, log, summary), summary
+
+
+def _click_dataset(ds: Dataset, log: core.ClickLog, summary: ClickSummary) -> Dataset:
+    """The click log as a dataset of the shown documents (:func:`simulate_clicks` describes its columns)."""
     rows = log.rows
     n_imp = log.n_kept
     out = Dataset(
@@ -342,7 +347,7 @@ def simulate_clicks(ds: Dataset, *, model: str = "cascade", click_probs=PAPER_CL
     if log.ranker_rank is not None:
         extra["ranker_rank"] = log.ranker_rank
     out.extra = {**extra, **{k: v for k, v in out.extra.items() if k not in extra}}
-    return out, summary
+    return out
 
 
 def simulate_file(data: Path | str, output: Path | str, *, ranker: str = "random", seed: int = 0,

@@ -62,28 +62,38 @@ class Format(str, Enum):
     tsv = "tsv"
 
 
+# The options that take more than a line to declare, named here so that the signature of `command` reads as the list
+# of its options, in the order --help shows them.
+_NAMES = typer.Option("--name", help="Name of a run (repeat once per run, in order).", show_default=False)
+_METRIC = opt.metric("Metric to compare (repeatable; ndcg@1,3,5 is shorthand)",
+                     default="ndcg@5 and ndcg@10 for runs, every metric column the per-query files share")
+_BASELINE = typer.Option("--baseline", help="The run (name or path) every other run is tested against (default: the "
+                         "first of two runs; all pairs for more).", show_default=False)
+_PERMUTATIONS = typer.Option("--permutations", help="Sign-flip permutations (permutation test) or resamples "
+                             "(bootstrap).")
+_INTERSECT = typer.Option("--intersect", help="Compare on the queries every run has with identical labels instead of "
+                          "failing.")
+_CONVENTION = opt.convention(default="trec with --qrels (TREC runs), paper otherwise",
+                             note="Runs only: per-query files carry the convention they were evaluated under.")
+_FAIL_IF_WORSE = typer.Option("--fail-if-worse", help="Exit with status 5 when a run is significantly worse than the "
+                              "baseline.")
+_PLOT = typer.Option("--plot", help="Also draw each comparison's per-query differences, sorted, with its wins, ties "
+                     "and losses, as a PNG (needs matplotlib: the plot extra).", show_default=False, metavar="PNG")
+
+
 def command(
     runs: Annotated[list[Path], typer.Argument(help="Two or more runs or per-query metric files.", show_default=False)],
     qrels: Annotated[Path | None, typer.Option("--qrels", help="TREC qrels for TREC runs.")] = None,
-    name: Annotated[list[str] | None, typer.Option("--name", help="Name of a run (repeat once per run, in order).",
-                                                      show_default=False)] = None,
-    metric: Annotated[list[str] | None, opt.metric(
-        "Metric to compare (repeatable; ndcg@1,3,5 is shorthand)",
-        default="ndcg@5 and ndcg@10 for runs, every metric column the per-query files share")] = None,
+    name: Annotated[list[str] | None, _NAMES] = None,
+    metric: Annotated[list[str] | None, _METRIC] = None,
     test: Annotated[Test, typer.Option("--test", help="The paired test (two-sided).")] = Test.ttest,
     alpha: Annotated[float, typer.Option("--alpha", help="Significance level for the adjusted p-values.")] = 0.01,
     correction: Annotated[Correction | None, opt.correction(default="holm with more than one test, else none")] = None,
-    baseline: Annotated[str | None, typer.Option(
-        "--baseline", help="The run (name or path) every other run is tested against (default: the first of two "
-        "runs; all pairs for more).", show_default=False)] = None,
+    baseline: Annotated[str | None, _BASELINE] = None,
     seed: Annotated[int, opt.seed("the permutation and bootstrap tests", result="p-values")] = 0,
-    permutations: Annotated[int, typer.Option(
-        "--permutations", help="Sign-flip permutations (permutation test) or resamples (bootstrap).")] = 10000,
-    intersect: Annotated[bool, typer.Option(
-        "--intersect", help="Compare on the queries every run has with identical labels instead of failing.")] = False,
-    convention: Annotated[Preset | None, opt.convention(
-        default="trec with --qrels (TREC runs), paper otherwise",
-        note="Runs only: per-query files carry the convention they were evaluated under.")] = None,
+    permutations: Annotated[int, _PERMUTATIONS] = 10000,
+    intersect: Annotated[bool, _INTERSECT] = False,
+    convention: Annotated[Preset | None, _CONVENTION] = None,
     gain: Annotated[Gain | None, opt.gain()] = None,
     no_relevant: Annotated[NoRelevant | None, opt.no_relevant()] = None,
     ties: Annotated[Ties | None, opt.ties()] = None,
@@ -91,25 +101,12 @@ def command(
     max_grade: Annotated[float | None, opt.max_grade()] = None,
     json_output: Annotated[bool, opt.json_flag("every number")] = False,
     output_format: Annotated[Format, typer.Option("--format", help="Output format (without --json).")] = Format.table,
-    fail_if_worse: Annotated[bool, typer.Option(
-        "--fail-if-worse", help="Exit with status 5 when a run is significantly worse than the baseline.")] = False,
-    plot: Annotated[str | None, typer.Option(
-        "--plot", help="Also draw each comparison's per-query differences, sorted, with its wins, ties and losses, as "
-        "a PNG (needs matplotlib: the plot extra).", show_default=False, metavar="PNG")] = None,
+    fail_if_worse: Annotated[bool, _FAIL_IF_WORSE] = False,
+    plot: Annotated[str | None, _PLOT] = None,
     overwrite: Annotated[bool, opt.overwrite("--plot file")] = False,
 ) -> None:
-    from rankcli.errors import UsageError
-
     output_format = Format(output_format).value
-    if json_output and output_format != "table":
-        raise UsageError("--json and --format cannot be used together")
-    if fail_if_worse and baseline is None and len(runs) > 2:
-        raise UsageError("--fail-if-worse needs --baseline when comparing more than two runs")
-    if permutations < 1:
-        raise UsageError(f"--permutations must be at least 1, got {permutations}")
-    if seed < 0:
-        raise UsageError(f"--seed must be >= 0, got {seed}")
-
+    _check_options(json_output, output_format, fail_if_worse, baseline, runs, permutations, seed)
     from rankcli.cli._common import log
     from rankcli.compare import compare_inputs
 
@@ -132,6 +129,21 @@ def command(
     _render(result, json_output, output_format)
     if fail_if_worse:
         _fail_if_worse(result)
+
+
+def _check_options(json_output: bool, output_format: str, fail_if_worse: bool, baseline: str | None, runs: list,
+                   permutations: int, seed: int) -> None:
+    """Refuse option combinations and values before any input is read (exit 2)."""
+    from rankcli.errors import UsageError
+
+    if json_output and output_format != "table":
+        raise UsageError("--json and --format cannot be used together")
+    if fail_if_worse and baseline is None and len(runs) > 2:
+        raise UsageError("--fail-if-worse needs --baseline when comparing more than two runs")
+    if permutations < 1:
+        raise UsageError(f"--permutations must be at least 1, got {permutations}")
+    if seed < 0:
+        raise UsageError(f"--seed must be >= 0, got {seed}")
 
 
 def _plot_path(plot: str, overwrite: bool, runs: list[Path], qrels: Path | None):

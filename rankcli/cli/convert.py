@@ -48,52 +48,60 @@ NAME = "convert"
 SHORT_HELP = "Convert SVMlight/LETOR text to Parquet."
 
 
+# The options that take more than a line to declare, named here so that the signature of `command` reads as the list
+# of its options, in the order --help shows them.
+_INPUTS = typer.Argument(help="SVMlight/LETOR text files (.gz/.bz2/.xz ok), - for standard input, or directories of "
+                         "them.", show_default=False, metavar="INPUT...")
+_OUTPUT = opt.output("Parquet file (- for standard output, not a terminal), or directory for several inputs (a "
+                     "trailing / makes a directory of one input too).")
+_QUERY_FILE = typer.Option("--query-file", help="Group sizes (one per line) for an input without qid: (default: "
+                           "<input>.query).", show_default=False)
+_ZERO_BASED = typer.Option("--zero-based", help="Feature indices start at 0 (index i becomes column f(i+1)).")
+_NUM_FEATURES = typer.Option("--num-features", help="Number of feature columns (default: the largest index seen in "
+                             "any input).", show_default=False)
+_KEEP_COMMENTS = typer.Option("--keep-comments", help="Keep the text after # in a comment column.")
+_SORT_QUERIES = typer.Option("--sort-queries", help="Sort rows by qid (stable) instead of requiring contiguous "
+                             "queries; in memory.")
+_NORMALIZE = typer.Option("--normalize", help="Normalise the features as RankLib's -norm does: zscore ((x - mean) / "
+                          "sample std), minmax ((x - min) / (max - min); RankLib's linear) or sum (x / sum |x|); "
+                          "recorded in the footer, and by train in the model, which then normalises raw data it "
+                          "scores alike (formulas: docs/commands/convert.md).", show_default=False,
+                          metavar="<zscore|minmax|sum>")
+_PER = typer.Option("--per", help="--normalize within each query (RankLib's) or over the dataset (its statistics "
+                    "recorded; a directory of outputs takes those of its train file). A model for a search engine "
+                    "needs --per dataset: export-model refuses a per-query normalisation.",
+                    metavar="<query|dataset>")
+_FLOAT64 = typer.Option("--float64", help="Store the features as float64, the numbers LightGBM parses from the text "
+                        "(a model trained on them is LightGBM's with precise_float_parser=true); the footer says so "
+                        "and every command keeps them float64. Default float32: half the size; LightGBM's thresholds "
+                        "then differ from its own in the digits beyond float32's 7.")
+_BLOCK_BYTES = typer.Option("--block-bytes", hidden=True, help="Bytes read per block.")
+_SOURCE = typer.Option("--from", help="The input's kind: svmlight (LETOR text), ltr-log (LTR plugin logs) or "
+                       "solr-features (Solr's [features] output); the logs need --qrels.",
+                       metavar="<svmlight|ltr-log|solr-features>")
+_QRELS = typer.Option("--qrels", help="Judgments for --from ltr-log|solr-features: TREC qrels or RankLib's 'grade "
+                      "qid:Q # docid'.", show_default=False)
+_DASK = opt.dask("Convert the input files in parallel on a Dask cluster, one OUTPUT/<name>.parquet per input",
+                 "Inputs and OUTPUT must be on a filesystem every worker sees.")
+
+
 def command(
-    inputs: Annotated[list[str], typer.Argument(
-        help="SVMlight/LETOR text files (.gz/.bz2/.xz ok), - for standard input, or directories of them.",
-        show_default=False, metavar="INPUT...")],
-    output: Annotated[str, opt.output("Parquet file (- for standard output, not a terminal), or directory for "
-                                      "several inputs (a trailing / makes a directory of one input too).")],
+    inputs: Annotated[list[str], _INPUTS],
+    output: Annotated[str, _OUTPUT],
     overwrite: Annotated[bool, opt.overwrite("output")] = False,
-    query_file: Annotated[Path | None, typer.Option(
-        "--query-file", help="Group sizes (one per line) for an input without qid: (default: <input>.query).",
-        show_default=False)] = None,
-    zero_based: Annotated[bool, typer.Option(
-        "--zero-based", help="Feature indices start at 0 (index i becomes column f(i+1)).")] = False,
-    num_features: Annotated[int | None, typer.Option(
-        "--num-features", help="Number of feature columns (default: the largest index seen in any input).",
-        show_default=False)] = None,
-    keep_comments: Annotated[bool, typer.Option(
-        "--keep-comments", help="Keep the text after # in a comment column.")] = False,
-    sort_queries: Annotated[bool, typer.Option(
-        "--sort-queries",
-        help="Sort rows by qid (stable) instead of requiring contiguous queries; in memory.")] = False,
-    normalize: Annotated[str | None, typer.Option(
-        "--normalize", help="Normalise the features as RankLib's -norm does: zscore ((x - mean) / sample std), "
-        "minmax ((x - min) / (max - min); RankLib's linear) or sum (x / sum |x|); recorded in the footer, and by "
-        "train in the model, which then normalises raw data it scores alike (formulas: docs/commands/convert.md).",
-        show_default=False, metavar="<zscore|minmax|sum>")] = None,
-    per: Annotated[str, typer.Option(
-        "--per", help="--normalize within each query (RankLib's) or over the dataset (its statistics recorded; a "
-        "directory of outputs takes those of its train file). A model for a search engine needs --per dataset: "
-        "export-model refuses a per-query normalisation.", metavar="<query|dataset>")] = "query",
-    float64: Annotated[bool, typer.Option(
-        "--float64", help="Store the features as float64, the numbers LightGBM parses from the text (a model trained "
-        "on them is LightGBM's with precise_float_parser=true); the footer says so and every command keeps them "
-        "float64. Default float32: half the size; LightGBM's thresholds then differ from its own in the digits "
-        "beyond float32's 7.")] = False,
+    query_file: Annotated[Path | None, _QUERY_FILE] = None,
+    zero_based: Annotated[bool, _ZERO_BASED] = False,
+    num_features: Annotated[int | None, _NUM_FEATURES] = None,
+    keep_comments: Annotated[bool, _KEEP_COMMENTS] = False,
+    sort_queries: Annotated[bool, _SORT_QUERIES] = False,
+    normalize: Annotated[str | None, _NORMALIZE] = None,
+    per: Annotated[str, _PER] = "query",
+    float64: Annotated[bool, _FLOAT64] = False,
     json_output: Annotated[bool, opt.json_flag("the summary")] = False,
-    block_bytes: Annotated[int, typer.Option("--block-bytes", hidden=True, help="Bytes read per block.")]
-    = 2 * 1024 * 1024,
-    source: Annotated[str, typer.Option(
-        "--from", help="The input's kind: svmlight (LETOR text), ltr-log (LTR plugin logs) or solr-features (Solr's "
-        "[features] output); the logs need --qrels.", metavar="<svmlight|ltr-log|solr-features>")] = "svmlight",
-    qrels: Annotated[Path | None, typer.Option(
-        "--qrels", help="Judgments for --from ltr-log|solr-features: TREC qrels or RankLib's 'grade qid:Q # docid'.",
-        show_default=False)] = None,
-    dask: Annotated[str | None, opt.dask(
-        "Convert the input files in parallel on a Dask cluster, one OUTPUT/<name>.parquet per input",
-        "Inputs and OUTPUT must be on a filesystem every worker sees.")] = None,
+    block_bytes: Annotated[int, _BLOCK_BYTES] = 2 * 1024 * 1024,
+    source: Annotated[str, _SOURCE] = "svmlight",
+    qrels: Annotated[Path | None, _QRELS] = None,
+    dask: Annotated[str | None, _DASK] = None,
 ) -> None:
     from rankcli.convert import ConvertOptions
     from rankcli.errors import UsageError

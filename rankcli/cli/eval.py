@@ -63,26 +63,43 @@ class Format(str, Enum):
     trec_eval = "trec_eval"
 
 
+# The options that take more than a line to declare, named here so that the signature of `command` reads as the list
+# of its options, in the order --help shows them.
+_RUN = typer.Argument(help="Parquet run (qid, label, score); with --model, the dataset to score (Parquet or SVMlight "
+                      "text); with --qrels, a TREC run.", show_default=False)
+_METRIC = opt.metric("Metric to compute, repeatable; comma lists and cutoff lists like ndcg@1,3,5,10. rankcli's names "
+                     "(ndcg@10, p@5, mrr, bpref, success@1) or trec_eval's as typed (P_5, ndcg_cut.10, P.5,10, "
+                     "recip_rank, Rprec) and its sets official and all_trec",
+                     default="ndcg@1,3,5,10; official with --format trec_eval")
+_QRELS = typer.Option(help="TREC qrels (qid iter docid rel). Documents missing from it are not relevant (gain 0, at "
+                      "any threshold >= 0); judged documents missing from the run still count in the ideal DCG and in "
+                      "R, as in trec_eval.", show_default=False)
+_TREC_RUN = typer.Option("--run", help="TREC run (qid Q0 docid rank score tag) to score against --qrels.",
+                         show_default=False)
+_MODEL = typer.Option(help="Model directory from `rankcli train`: score the dataset RUN with it, then evaluate.",
+                      show_default=False)
+_FORMAT = typer.Option("--format", help="table (default), json (as --json) or trec_eval (trec_eval's exact layout; "
+                       "default metrics then its 'official' set).", show_default=False)
+_BY_QUERY = typer.Option("--by-query", "-q", help="--format trec_eval: print each query's values before the summary "
+                         "(trec_eval's -q).")
+_COMPLETE = typer.Option("--complete", "-c", help="TREC runs: also score the judged queries absent from the run (0; "
+                         "num_rel counts their relevant documents), averaging over every qrels query (trec_eval's "
+                         "-c).")
+_JUDGED_ONLY = typer.Option("--judged-only", "-J", help="TREC runs: drop retrieved documents that are not judged in "
+                            "the qrels before ranking (trec_eval's -J).")
+_MAX_DOCS = typer.Option("--max-docs", "-M", min=1, help="TREC runs: keep only the first N documents of each query, in "
+                         "trec_eval's order (trec_eval's -M).", show_default=False)
+_PER_QUERY = typer.Option("--per-query", help="Write one row per query (qid and a column per metric) to this Parquet "
+                          "file.", show_default=False, metavar="PATH")
+
+
 def command(
     ctx: typer.Context,
-    run: Annotated[Path | None, typer.Argument(
-        help="Parquet run (qid, label, score); with --model, the dataset to score (Parquet or SVMlight text); with "
-        "--qrels, a TREC run.",
-        show_default=False)] = None,
-    metric: Annotated[list[str] | None, opt.metric(
-        "Metric to compute, repeatable; comma lists and cutoff lists like ndcg@1,3,5,10. rankcli's names (ndcg@10, "
-        "p@5, mrr, bpref, success@1) or trec_eval's as typed (P_5, ndcg_cut.10, P.5,10, recip_rank, Rprec) and its "
-        "sets official and all_trec", default="ndcg@1,3,5,10; official with --format trec_eval")] = None,
-    qrels: Annotated[Path | None, typer.Option(
-        help="TREC qrels (qid iter docid rel). Documents missing from it are not relevant (gain 0, at any threshold "
-        ">= 0); judged documents missing from the run still count in the ideal DCG and in R, as in trec_eval.",
-        show_default=False)] = None,
-    trec_run: Annotated[Path | None, typer.Option(
-        "--run", help="TREC run (qid Q0 docid rank score tag) to score against --qrels.",
-        show_default=False)] = None,
-    model: Annotated[Path | None, typer.Option(
-        help="Model directory from `rankcli train`: score the dataset RUN with it, then evaluate.",
-        show_default=False)] = None,
+    run: Annotated[Path | None, _RUN] = None,
+    metric: Annotated[list[str] | None, _METRIC] = None,
+    qrels: Annotated[Path | None, _QRELS] = None,
+    trec_run: Annotated[Path | None, _TREC_RUN] = None,
+    model: Annotated[Path | None, _MODEL] = None,
     convention: Annotated[Preset | None, opt.convention(default="trec for a TREC run, paper otherwise")] = None,
     gain: Annotated[Gain | None, opt.gain()] = None,
     no_relevant: Annotated[NoRelevant | None, opt.no_relevant()] = None,
@@ -90,24 +107,12 @@ def command(
     threshold: Annotated[float | None, opt.threshold(trec_eval_short=True)] = None,
     max_grade: Annotated[float | None, opt.max_grade()] = None,
     json_out: Annotated[bool, opt.json_flag("the result", note=" (--format json)")] = False,
-    output_format: Annotated[Format | None, typer.Option(
-        "--format", help="table (default), json (as --json) or trec_eval (trec_eval's exact layout; default metrics "
-        "then its 'official' set).", show_default=False)] = None,
-    by_query: Annotated[bool, typer.Option(
-        "--by-query", "-q", help="--format trec_eval: print each query's values before the summary (trec_eval's -q)."
-    )] = False,
-    complete: Annotated[bool, typer.Option(
-        "--complete", "-c", help="TREC runs: also score the judged queries absent from the run (0; num_rel counts "
-        "their relevant documents), averaging over every qrels query (trec_eval's -c).")] = False,
-    judged_only: Annotated[bool, typer.Option(
-        "--judged-only", "-J", help="TREC runs: drop retrieved documents that are not judged in the qrels before "
-        "ranking (trec_eval's -J).")] = False,
-    max_docs: Annotated[int | None, typer.Option(
-        "--max-docs", "-M", min=1, help="TREC runs: keep only the first N documents of each query, in trec_eval's "
-        "order (trec_eval's -M).", show_default=False)] = None,
-    per_query: Annotated[str | None, typer.Option(
-        "--per-query", help="Write one row per query (qid and a column per metric) to this Parquet file.",
-        show_default=False, metavar="PATH")] = None,
+    output_format: Annotated[Format | None, _FORMAT] = None,
+    by_query: Annotated[bool, _BY_QUERY] = False,
+    complete: Annotated[bool, _COMPLETE] = False,
+    judged_only: Annotated[bool, _JUDGED_ONLY] = False,
+    max_docs: Annotated[int | None, _MAX_DOCS] = None,
+    per_query: Annotated[str | None, _PER_QUERY] = None,
     overwrite: Annotated[bool, opt.overwrite("--per-query file")] = False,
 ) -> None:
     _no_extra_arguments(run, ctx.args)

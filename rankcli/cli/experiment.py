@@ -70,22 +70,7 @@ from rankcli.cli.options import TRAINING_CONVENTIONS
 
 NAME = "experiment"
 SHORT_HELP = "Run the paper's protocol: repeated splits, losses side by side, robustness sweeps."
-_LOGGING_FRACTION = typer.Option(
-    "--logging-fraction", help="With --position-bias: the fraction of the training queries the logging ranker is "
-    "trained on (default 0.01; at least 5 queries).", show_default=False)
-_CLICK_MODEL = typer.Option("--click-model", help="One more setting: train and validate on clicks simulated from this "
-                            "click model (click-model fit --by relevance).", show_default=False, metavar="MODEL_DIR")
-#: ``--fuse``'s help (a constant: the command's signature is long enough).
-FUSE_HELP = ("Also fuse each trial's losses with this rankcli fuse method (its default parameters, e.g. rrf) and "
-             "report and test the fused run as one more loss, fused-METHOD.")
 _SWEEPS = ("augment_negatives", "label_noise", "click_noise", "position_bias")
-
-
-_TEST = typer.Option(
-    "--test", help="The paired test between losses: across random-split trials corrected-ttest (default: the corrected "
-                   "resampled t-test) or ttest (the paper's test, trials treated as independent); with --folds over "
-                   "the pooled test queries ttest (default), permutation, wilcoxon or bootstrap.",
-    show_default=False, metavar="<corrected-ttest|ttest|permutation|wilcoxon|bootstrap>")
 
 
 def _parse_params(items: list[str]) -> dict:
@@ -95,74 +80,98 @@ def _parse_params(items: list[str]) -> dict:
     return parse_params(items, {"objective": "--losses"})
 
 
+# The options that take more than a line to declare, named here so that the signature of `command` reads as the list
+# of its options, in the order --help shows them.
+_DATA = typer.Argument(help="A Parquet dataset or a directory of Parquet files (pooled); with --folds Fold1/ .. FoldK/ "
+                       "(or one fold's train/vali/test); SVMlight text is converted for the run.", show_default=False,
+                       metavar="DATA")
+_LOSSES = typer.Option("--losses", help="Comma-separated losses, any `train` knows (or --loss a --loss b)")
+_LOSS_OPTION = opt.loss_option(scope="without LOSS: for every loss of --losses that has the option")
+_TRIALS = typer.Option("--trials", help="Random splits (trials) per setting (default 100; not with --folds).",
+                       show_default=False)
+_SPLIT = typer.Option("--split", help="Query fractions train,validation,test (default 0.6,0.2,0.2; not with --folds).",
+                      show_default=False)
+_FOLDS = typer.Option("--folds", help="Fixed splits: DATA holds Fold1/ .. FoldK/ (or one fold), each trained once per "
+                      "loss; tests over the pooled test queries.")
+_USE_GIVEN_SPLITS = typer.Option("--use-given-splits", help="The old spelling of --folds (DATA one fold's "
+                                 "train/vali/test directory).")
+_ALLOW_OVERLAP = typer.Option("--allow-overlap", help="With --folds: accept a test query (by qid) in two folds' test "
+                              "sets or in its fold's train or validation file; the summary says so.")
+_SELECT_BY = typer.Option("--select-by", help="Validation metric for early stopping and the convergence curves.")
+_LEARNING_RATE = typer.Option("--learning-rate", help="LightGBM learning rate (default: train's).")
+_MIN_DATA_IN_LEAF = typer.Option("--min-data-in-leaf", help="Minimum documents per leaf (default: train's).")
+_TUNE = typer.Option("--tune", help="Tune each loss on each trial's own training and validation data with this budget "
+                     "of trainings (as rankcli tune) before testing it; the summary lists the parameters chosen. Needs "
+                     "pip install \"rankcli\\[tune]\".", show_default=False, metavar="N")
+_FUSE = typer.Option("--fuse", help="Also fuse each trial's losses with this rankcli fuse method (its default "
+                     "parameters, e.g. rrf) and report and test the fused run as one more loss, fused-METHOD.",
+                     show_default=False, metavar="METHOD")
+_PRESET = typer.Option("--preset", help="Hyperparameter preset of `train` (paper-web30k, paper-yahoo).",
+                       metavar="<paper-web30k|paper-yahoo>")
+_THREADS = opt.threads("LightGBM threads per model (part of the configuration: results may depend on it).")
+_AUGMENT_NEGATIVES = typer.Option("--augment-negatives", help="Sweep levels: fractions of extra random negatives per "
+                                  "training list.")
+_LABEL_NOISE = typer.Option("--label-noise", help="Sweep levels: fraction of each training list with random grades.")
+_CLICK_NOISE = typer.Option("--click-noise", help="Sweep levels: click probability of grade 0 (train on cascade "
+                            "clicks).")
+_POSITION_BIAS = typer.Option("--position-bias", help="Sweep levels: PBM exponent eta of clicks logged by a trained "
+                              "ranker; each loss trained naive and with IPS (<loss>+ips).", show_default=False)
+_CLICK_MODEL = typer.Option("--click-model", help="One more setting: train and validate on clicks simulated from this "
+                            "click model (click-model fit --by relevance).", show_default=False, metavar="MODEL_DIR")
+_LOGGING_FRACTION = typer.Option("--logging-fraction", help="With --position-bias: the fraction of the training "
+                                 "queries the logging ranker is trained on (default 0.01; at least 5 queries).",
+                                 show_default=False)
+_CONVENTION = opt.convention(applies_to="validation and test", presets=TRAINING_CONVENTIONS)
+_TEST = typer.Option("--test", help="The paired test between losses: across random-split trials corrected-ttest "
+                     "(default: the corrected resampled t-test) or ttest (the paper's test, trials treated as "
+                     "independent); with --folds over the pooled test queries ttest (default), permutation, wilcoxon "
+                     "or bootstrap.", show_default=False,
+                     metavar="<corrected-ttest|ttest|permutation|wilcoxon|bootstrap>")
+_OVERWRITE = opt.overwrite(text="Replace an experiment with a different configuration in EXP_DIR.")
+_DASK = opt.dask("Run the units as tasks on a Dask cluster instead of --jobs",
+                 "Each trial trains single-machine; results are identical to --jobs runs and resumable.")
+
+
 def command(
-    data: Annotated[Path, typer.Argument(help="A Parquet dataset or a directory of Parquet files (pooled); with --folds"
-                                              " Fold1/ .. FoldK/ (or one fold's train/vali/test); SVMlight text "
-                                              "is converted for the run.", show_default=False, metavar="DATA")],
+    data: Annotated[Path, _DATA],
     output: Annotated[str, opt.output("The experiment directory (EXP_DIR).", metavar="EXP_DIR")],
-    losses: Annotated[str, typer.Option("--losses", help="Comma-separated losses, any `train` knows (or --loss a "
-                                                          "--loss b)")] = "lambdamart,xendcg,listnet",
-    loss_option: Annotated[list[str] | None, opt.loss_option(
-        scope="without LOSS: for every loss of --losses that has the option")] = None,
+    losses: Annotated[str, _LOSSES] = "lambdamart,xendcg,listnet",
+    loss_option: Annotated[list[str] | None, _LOSS_OPTION] = None,
     step: Annotated[str | None, opt.step()] = None,
-    trials: Annotated[int | None, typer.Option("--trials", help="Random splits (trials) per setting (default 100; "
-                                                                "not with --folds).", show_default=False)] = None,
-    split: Annotated[str | None, typer.Option("--split", help="Query fractions train,validation,test (default "
-                                                              "0.6,0.2,0.2; not with --folds).", show_default=False)]
-    = None,
-    folds: Annotated[bool, typer.Option("--folds", help="Fixed splits: DATA holds Fold1/ .. FoldK/ (or one fold), "
-                                        "each trained once per loss; tests over the pooled test queries.")] = False,
-    use_given_splits: Annotated[bool, typer.Option("--use-given-splits", help="The old spelling of --folds (DATA one "
-                                                   "fold's train/vali/test directory).")] = False,
-    allow_overlap: Annotated[bool, typer.Option("--allow-overlap", help="With --folds: accept a test query (by qid) in "
-                                                "two folds' test sets or in its fold's train or validation file; the "
-                                                "summary says so.")] = False,
+    trials: Annotated[int | None, _TRIALS] = None,
+    split: Annotated[str | None, _SPLIT] = None,
+    folds: Annotated[bool, _FOLDS] = False,
+    use_given_splits: Annotated[bool, _USE_GIVEN_SPLITS] = False,
+    allow_overlap: Annotated[bool, _ALLOW_OVERLAP] = False,
     metric: Annotated[str, opt.metric("Test metrics, e.g. ndcg@5,ndcg@10.")] = "ndcg@5,ndcg@10",
-    select_by: Annotated[str, typer.Option("--select-by", help="Validation metric for early stopping and the "
-                                                               "convergence curves.")] = "ndcg@5",
+    select_by: Annotated[str, _SELECT_BY] = "ndcg@5",
     early_stopping: Annotated[int, opt.early_stopping()] = 50,
     trees: Annotated[int, opt.trees()] = 500,
-    learning_rate: Annotated[float | None, typer.Option("--learning-rate", help="LightGBM learning rate "
-                                                                               "(default: train's).")] = None,
+    learning_rate: Annotated[float | None, _LEARNING_RATE] = None,
     num_leaves: Annotated[int | None, typer.Option("--num-leaves", help="Leaves per tree (default: train's).")] = None,
-    min_data_in_leaf: Annotated[int | None, typer.Option("--min-data-in-leaf", help="Minimum documents per leaf "
-                                                                                    "(default: train's).")] = None,
+    min_data_in_leaf: Annotated[int | None, _MIN_DATA_IN_LEAF] = None,
     param: Annotated[list[str] | None, opt.param(overrides="the preset")] = None,
     params_file: Annotated[Path | None, opt.params_file()] = None,
-    tune: Annotated[int | None, typer.Option(
-        "--tune", help="Tune each loss on each trial's own training and validation data with this budget of "
-                       "trainings (as rankcli tune) before testing it; the summary lists the parameters chosen. "
-                       "Needs pip install \"rankcli\\[tune]\".", show_default=False, metavar="N")] = None,
+    tune: Annotated[int | None, _TUNE] = None,
     space: Annotated[Path | None, opt.space(lead="With --tune: a", after=" (as rankcli tune --space)")] = None,
-    fuse: Annotated[str | None, typer.Option("--fuse", help=FUSE_HELP, show_default=False, metavar="METHOD")] = None,
-    preset: Annotated[str | None, typer.Option("--preset", help="Hyperparameter preset of `train` (paper-web30k, "
-                                               "paper-yahoo).", metavar="<paper-web30k|paper-yahoo>")] = None,
+    fuse: Annotated[str | None, _FUSE] = None,
+    preset: Annotated[str | None, _PRESET] = None,
     seed: Annotated[int, opt.seed("every random step (splits, perturbations, LightGBM)", result="results")] = 0,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes (results do not depend on it).")] = 1,
-    threads: Annotated[int, opt.threads("LightGBM threads per model (part of the configuration: results may depend "
-                                        "on it).")] = 1,
-    augment_negatives: Annotated[str | None, typer.Option("--augment-negatives", help="Sweep levels: fractions of "
-                                                          "extra random negatives per training list.")] = None,
-    label_noise: Annotated[str | None, typer.Option("--label-noise", help="Sweep levels: fraction of each training "
-                                                    "list with random grades.")] = None,
-    click_noise: Annotated[str | None, typer.Option("--click-noise", help="Sweep levels: click probability of grade "
-                                                    "0 (train on cascade clicks).")] = None,
-    position_bias: Annotated[str | None, typer.Option(
-        "--position-bias", help="Sweep levels: PBM exponent eta of clicks logged by a trained ranker; each loss "
-                                "trained naive and with IPS (<loss>+ips).", show_default=False)] = None,
+    threads: Annotated[int, _THREADS] = 1,
+    augment_negatives: Annotated[str | None, _AUGMENT_NEGATIVES] = None,
+    label_noise: Annotated[str | None, _LABEL_NOISE] = None,
+    click_noise: Annotated[str | None, _CLICK_NOISE] = None,
+    position_bias: Annotated[str | None, _POSITION_BIAS] = None,
     click_model: Annotated[Path | None, _CLICK_MODEL] = None,
     logging_fraction: Annotated[float | None, _LOGGING_FRACTION] = None,
-    convention: Annotated[str, opt.convention(applies_to="validation and test", presets=TRAINING_CONVENTIONS)]
-    = "paper",
+    convention: Annotated[str, _CONVENTION] = "paper",
     test: Annotated[str | None, _TEST] = None,
     correction: Annotated[str, opt.correction(scope="the tests of each setting")] = "holm",
     plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Write PNG plots (needs matplotlib).")] = True,
     json_out: Annotated[bool, opt.json_flag("the summary")] = False,
-    overwrite: Annotated[bool, opt.overwrite(text="Replace an experiment with a different configuration in "
-                                                  "EXP_DIR.")] = False,
-    dask: Annotated[str | None, opt.dask(
-        "Run the units as tasks on a Dask cluster instead of --jobs",
-        "Each trial trains single-machine; results are identical to --jobs runs and resumable.")] = None,
+    overwrite: Annotated[bool, _OVERWRITE] = False,
+    dask: Annotated[str | None, _DASK] = None,
 ) -> None:
     options = dict(locals())  # every option by its parameter name (taken first: nothing else is local yet)
     from rankcli.cli._common import prepare_output

@@ -40,64 +40,72 @@ LOSS_NAMES = ("lambdamart", "xendcg", "xendcg-native", "listnet", "ranknet", "li
 THREADS_DEFAULT = ("the CPUs this process may use (its CPU affinity, cgroup CPU quota and OMP_NUM_THREADS), at most "
                    "one per 20,000 training rows")
 
+# The options that take more than a line to declare, named here so that the signature of `command` reads as the list
+# of its options, in the order --help shows them.
+_OUTPUT = opt.output("Model directory to write (new, empty, or a previous model with --overwrite).", metavar="DIR")
+_LOSS = typer.Option(help="The loss LightGBM boosts (formulas, references: docs/commands/train.md).",
+                     metavar=opt.choices(LOSS_NAMES))
+_GAMMA = typer.Option(help="XE-NDCG gamma: uniform (redrawn per document and tree) | mean | fixed:<g> with g in [0, "
+                      "1].", metavar="<uniform|mean|fixed:G>")
+_SELECT_BY = typer.Option("--select-by", help="Validation metric for early stopping and model selection.")
+_CONVENTION = opt.convention(applies_to="--select-by", presets=opt.TRAINING_CONVENTIONS)
+_LEARNING_RATE = typer.Option("--learning-rate", help="Learning rate (default: 0.05, or the preset's).",
+                              show_default=False)
+_NUM_LEAVES = typer.Option("--num-leaves", help="Leaves per tree (default: 31, or the preset's).", show_default=False)
+_MIN_DATA_IN_LEAF = typer.Option("--min-data-in-leaf", help="Minimum documents per leaf (default: 20, or the "
+                                 "preset's).", show_default=False)
+_PRESET = typer.Option(help="paper-web30k | paper-yahoo: the paper's LightGBM hyperparameters.", show_default=False,
+                       metavar="<paper-web30k|paper-yahoo>")
+_LABEL_GRADES = typer.Option("--label-grades", help="Map the distinct label values to grades 0..n-1 in increasing "
+                             "order.")
+_DASK = opt.dask("Train data-parallel on a Dask cluster",
+                 "Native losses only (lambdamart, xendcg-native, pointwise); TRAIN must be readable by every worker.")
+_PROPENSITY = typer.Option(
+    help="IPS training on a click log: a propensity file from rankcli propensity, or pbm:ETA ((1/r)^ETA). The "
+         "impressions of each source query are pooled into one list; a document's relevance is the mean of click / "
+         "propensity(position) (xendcg, listnet, pointwise, ranknet, approxndcg, lambdaloss; see docs/clicks.md). Or "
+         "learn: LightGBM's own position-bias model, jointly learned (--loss lambdamart, LightGBM >= 4.1; tune it "
+         "with --param lambdarank_position_bias_regularization=...).",
+    show_default=False)
+_POOL_IMPRESSIONS = typer.Option("--pool-impressions", help="Pool a click log's impressions per source query on "
+                                 "click-through rates, without propensities (the naive counterpart of --propensity).")
+_PROPENSITY_CLIP = typer.Option("--propensity-clip", help="Floor of the propensities in IPS weights (a weight of at "
+                                "most 1/clip).")
+_ALLOW_GRADED = typer.Option("--allow-graded", help="With --propensity: weight graded labels as if they were clicks.")
+_PLOT = typer.Option("--plot", help="Also draw the validation curve, the tree the model keeps marked, as a PNG (needs "
+                     "--valid and matplotlib: the plot extra).", show_default=False, metavar="PNG")
+
+
 def command(
     ctx: typer.Context,
     train: Annotated[Path, typer.Argument(help="Training data (Parquet, or SVMlight text).", show_default=False)],
-    output: Annotated[str, opt.output("Model directory to write (new, empty, or a previous model with --overwrite).",
-                                      metavar="DIR")],
-    loss: Annotated[str, typer.Option(help="The loss LightGBM boosts (formulas, references: docs/commands/train.md).",
-                                      metavar=opt.choices(LOSS_NAMES))] = "xendcg",
-    gamma: Annotated[str, typer.Option(help="XE-NDCG gamma: uniform (redrawn per document and tree) | mean | "
-                                            "fixed:<g> with g in [0, 1].",
-                                       metavar="<uniform|mean|fixed:G>")] = "uniform",
+    output: Annotated[str, _OUTPUT],
+    loss: Annotated[str, _LOSS] = "xendcg",
+    gamma: Annotated[str, _GAMMA] = "uniform",
     loss_option: Annotated[list[str] | None, opt.loss_option(scope="for the --loss trained")] = None,
     step: Annotated[str | None, opt.step()] = None,
     trees: Annotated[int | None, opt.trees(default="500")] = None,
     early_stopping: Annotated[int | None, opt.early_stopping(default="50 with --valid")] = None,
-    select_by: Annotated[str, typer.Option("--select-by", help="Validation metric for early stopping and model "
-                                                                "selection.")] = "ndcg@5",
-    convention: Annotated[str, opt.convention(applies_to="--select-by", presets=opt.TRAINING_CONVENTIONS)]
-    = "paper",
+    select_by: Annotated[str, _SELECT_BY] = "ndcg@5",
+    convention: Annotated[str, _CONVENTION] = "paper",
     valid: Annotated[Path | None, typer.Option(help="Validation data (Parquet or text).", show_default=False)] = None,
-    learning_rate: Annotated[float | None, typer.Option(
-        "--learning-rate", help="Learning rate (default: 0.05, or the preset's).", show_default=False)] = None,
-    num_leaves: Annotated[int | None, typer.Option(
-        "--num-leaves", help="Leaves per tree (default: 31, or the preset's).", show_default=False)] = None,
-    min_data_in_leaf: Annotated[int | None, typer.Option(
-        "--min-data-in-leaf", help="Minimum documents per leaf (default: 20, or the preset's).",
-        show_default=False)] = None,
+    learning_rate: Annotated[float | None, _LEARNING_RATE] = None,
+    num_leaves: Annotated[int | None, _NUM_LEAVES] = None,
+    min_data_in_leaf: Annotated[int | None, _MIN_DATA_IN_LEAF] = None,
     param: Annotated[list[str] | None, opt.param()] = None,
     params_file: Annotated[Path | None, opt.params_file()] = None,
     threads: Annotated[int | None, opt.threads(default=THREADS_DEFAULT)] = None,
     seed: Annotated[int, opt.seed("every random step", result="model bytes")] = 0,
-    preset: Annotated[str | None, typer.Option(help="paper-web30k | paper-yahoo: the paper's LightGBM "
-                                                    "hyperparameters.", show_default=False,
-                                                    metavar="<paper-web30k|paper-yahoo>")] = None,
-    label_grades: Annotated[bool, typer.Option("--label-grades", help="Map the distinct label values to grades "
-                                                                      "0..n-1 in increasing order.")] = False,
+    preset: Annotated[str | None, _PRESET] = None,
+    label_grades: Annotated[bool, _LABEL_GRADES] = False,
     json_out: Annotated[bool, opt.json_flag("the model summary")] = False,
     overwrite: Annotated[bool, opt.overwrite("model directory")] = False,
-    dask: Annotated[str | None, opt.dask(
-        "Train data-parallel on a Dask cluster",
-        "Native losses only (lambdamart, xendcg-native, pointwise); TRAIN must be readable by every worker.")] = None,
-    propensity: Annotated[str | None, typer.Option(
-        help="IPS training on a click log: a propensity file from rankcli propensity, or pbm:ETA ((1/r)^ETA). The "
-             "impressions of each source query are pooled into one list; a document's relevance is the mean of "
-             "click / propensity(position) (xendcg, listnet, pointwise, ranknet, approxndcg, lambdaloss; see "
-             "docs/clicks.md). Or learn: "
-             "LightGBM's own position-bias model, jointly learned (--loss lambdamart, LightGBM >= 4.1; tune it with "
-             "--param lambdarank_position_bias_regularization=...).",
-        show_default=False)] = None,
-    pool_impressions: Annotated[bool, typer.Option(
-        "--pool-impressions", help="Pool a click log's impressions per source query on click-through rates, without "
-                                   "propensities (the naive counterpart of --propensity).")] = False,
-    propensity_clip: Annotated[float, typer.Option(
-        "--propensity-clip", help="Floor of the propensities in IPS weights (a weight of at most 1/clip).")] = 0.01,
-    allow_graded: Annotated[bool, typer.Option(
-        "--allow-graded", help="With --propensity: weight graded labels as if they were clicks.")] = False,
-    plot: Annotated[str | None, typer.Option(
-        "--plot", help="Also draw the validation curve, the tree the model keeps marked, as a PNG (needs --valid and "
-        "matplotlib: the plot extra).", show_default=False, metavar="PNG")] = None,
+    dask: Annotated[str | None, _DASK] = None,
+    propensity: Annotated[str | None, _PROPENSITY] = None,
+    pool_impressions: Annotated[bool, _POOL_IMPRESSIONS] = False,
+    propensity_clip: Annotated[float, _PROPENSITY_CLIP] = 0.01,
+    allow_graded: Annotated[bool, _ALLOW_GRADED] = False,
+    plot: Annotated[str | None, _PLOT] = None,
 ) -> None:
     from rankcli.cli._common import prepare_output
     from rankcli.train import TrainConfig, ips_options

@@ -38,45 +38,51 @@ MAX_FAILURES = typer.Option("--max-failures", help="Trials in a row without a fi
                                                    "in the budget) that end a loss's study, exit 3.")
 
 
+# The options that take more than a line to declare, named here so that the signature of `command` reads as the list
+# of its options, in the order --help shows them.
+_TRAIN = typer.Argument(help="Training data (Parquet, or SVMlight text converted for the run).", show_default=False,
+                        metavar="DATA")
+_VALID = typer.Option(help="Validation data (Parquet, or SVMlight text): every trial is scored on it.",
+                      show_default=False)
+_OUTPUT = opt.output("Output directory (new, empty, or an earlier tune to resume or extend).", metavar="DIR")
+_LOSS = typer.Option("--loss", help="A loss to tune (repeatable; any loss `train` knows; experiment's --losses a,b "
+                     "works too).", show_default=False)
+_BUDGET = typer.Option("--budget", help="Trainings per loss (finished trials, trial 0 included); a larger value "
+                       "extends an earlier tune.", show_default=False)
+_SELECT_BY = typer.Option("--select-by", help="Validation metric to maximise (also early stopping's).")
+_CONVENTION = opt.convention(applies_to="--select-by", presets=opt.TRAINING_CONVENTIONS)
+_PRESET = typer.Option(help="paper-web30k | paper-yahoo: the paper's LightGBM hyperparameters as trial 0's.",
+                       show_default=False, metavar="<paper-web30k|paper-yahoo>")
+_LABEL_GRADES = typer.Option("--label-grades", help="Map the distinct label values to grades 0..n-1 in increasing "
+                             "order.")
+_THREADS = opt.threads(default="as train: the CPUs this process may use, at most one per 20,000 training rows")
+_JOBS = typer.Option("--jobs", "-j", help="Processes sharing the studies (parallel trials are not reproducible).")
+_DASK = opt.dask("Run the trials on a Dask cluster, one task per worker thread",
+                 "DATA, VALID and DIR must be on a filesystem every worker sees.")
+_OVERWRITE = opt.overwrite(text="Start the named losses' studies over (another space, data or options).")
+
+
 def command(
-    train: Annotated[Path, typer.Argument(help="Training data (Parquet, or SVMlight text converted for the run).",
-                                       show_default=False, metavar="DATA")],
-    valid: Annotated[Path, typer.Option(help="Validation data (Parquet, or SVMlight text): every trial is scored on "
-                                             "it.",
-                                        show_default=False)],
-    output: Annotated[str, opt.output("Output directory (new, empty, or an earlier tune to resume or extend).",
-                                      metavar="DIR")],
-    loss: Annotated[list[str], typer.Option("--loss", help="A loss to tune (repeatable; any loss `train` knows; "
-                                                         "experiment's --losses a,b works too).",
-                                            show_default=False)],
-    budget: Annotated[int, typer.Option("--budget", help="Trainings per loss (finished trials, trial 0 included); "
-                                                         "a larger value extends an earlier tune.",
-                                        show_default=False)],
+    train: Annotated[Path, _TRAIN],
+    valid: Annotated[Path, _VALID],
+    output: Annotated[str, _OUTPUT],
+    loss: Annotated[list[str], _LOSS],
+    budget: Annotated[int, _BUDGET],
     max_failures: Annotated[int, MAX_FAILURES] = 10,
-    select_by: Annotated[str, typer.Option("--select-by", help="Validation metric to maximise (also early "
-                                                                "stopping's).")] = "ndcg@5",
-    convention: Annotated[str, opt.convention(applies_to="--select-by", presets=opt.TRAINING_CONVENTIONS)]
-    = "paper",
+    select_by: Annotated[str, _SELECT_BY] = "ndcg@5",
+    convention: Annotated[str, _CONVENTION] = "paper",
     space: Annotated[Path | None, opt.space()] = None,
     trees: Annotated[int, opt.trees()] = 500,
     early_stopping: Annotated[int, opt.early_stopping()] = 50,
     param: Annotated[list[str] | None, opt.param(overrides="the preset; fixed for every trial")] = None,
-    preset: Annotated[str | None, typer.Option(help="paper-web30k | paper-yahoo: the paper's LightGBM "
-                                                    "hyperparameters as trial 0's.", show_default=False,
-                                               metavar="<paper-web30k|paper-yahoo>")] = None,
-    label_grades: Annotated[bool, typer.Option("--label-grades", help="Map the distinct label values to grades "
-                                                                      "0..n-1 in increasing order.")] = False,
-    threads: Annotated[int | None, opt.threads(default="as train: the CPUs this process may use, at most one per "
-                                                       "20,000 training rows")] = None,
+    preset: Annotated[str | None, _PRESET] = None,
+    label_grades: Annotated[bool, _LABEL_GRADES] = False,
+    threads: Annotated[int | None, _THREADS] = None,
     seed: Annotated[int, opt.seed("the sampler and LightGBM", result="trials (sequential runs)")] = 0,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Processes sharing the studies (parallel trials are not "
-                                                           "reproducible).")] = 1,
-    dask: Annotated[str | None, opt.dask(
-        "Run the trials on a Dask cluster, one task per worker thread",
-        "DATA, VALID and DIR must be on a filesystem every worker sees.")] = None,
+    jobs: Annotated[int, _JOBS] = 1,
+    dask: Annotated[str | None, _DASK] = None,
     json_out: Annotated[bool, opt.json_flag("the summary")] = False,
-    overwrite: Annotated[bool, opt.overwrite(text="Start the named losses' studies over (another space, data or "
-                                                  "options).")] = False,
+    overwrite: Annotated[bool, _OVERWRITE] = False,
 ) -> None:
     from rankcli.cli._common import log, parquet_inputs, prepare_output
     from rankcli.train import TrainConfig

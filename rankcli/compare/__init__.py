@@ -160,11 +160,37 @@ def compare_inputs(paths: Sequence[Path | str], *, names: Sequence[str] | None =
     intersect : compare on the queries every input has with identical labels instead of refusing a difference.
     pairs : the ``(a, b)`` pairs of names to test (``b`` against ``a``), instead of those ``baseline`` implies.
     """
-    from rankcli.core.metrics import Convention, parse_metrics
+    from rankcli.core.metrics import parse_metrics
 
     paths = [Path(p) for p in paths]
     if len(paths) < 2:
         raise UsageError(f"compare needs at least two runs, got {len(paths)}")
+    names = _run_names(paths, names)
+    baseline_name = resolve_baseline(baseline, paths, names)
+    if baseline_name is None and len(paths) == 2:
+        baseline_name = names[0]        # two runs: the first is the baseline
+    scored_under = _convention(convention, qrels)
+    specs = parse_metrics(metrics) if metrics else None
+    inputs = [load_input(p, n, specs, scored_under, qrels=qrels) for p, n in zip(paths, names)]
+    check_kinds(inputs)
+    metric_names = _metric_names(inputs, specs)
+    # an explicit convention must also be the one per-query files were computed under
+    check_conventions(inputs, convention.as_dict() if convention is not None else None)
+    qids, dropped = align(inputs, intersect=intersect)
+    means, used, comparisons, correction = compare_values(
+        _aligned_values(inputs, qids, metric_names), metric_names, pairs=pairs, baseline=baseline_name, test=test,
+        alpha=alpha, correction=correction, seed=seed, permutations=permutations)
+    conv = next((i.convention for i in inputs if i.convention is not None), None)
+    return Report(
+        runs=[RunInfo(i.name, i.path, i.kind) for i in inputs], metrics=metric_names, baseline=baseline_name,
+        test=test, alpha=alpha, correction=correction, permutations=permutations, seed=seed, convention=conv,
+        queries=int(qids.shape[0]), dropped=dropped, used=used, means=means, comparisons=comparisons,
+        notes=_notes(inputs, conv))
+
+
+def _run_names(paths: list[Path], names: Sequence[str] | None) -> list[str]:
+    """The runs' names: ``names`` (one per input) or :func:`default_names`, each visible text on one line and no two
+    alike."""
     names = list(names) if names else []
     if names and len(names) != len(paths):
         raise UsageError(f"--name given {len(names)} times for {len(paths)} runs; give one name per run, in order")
@@ -179,42 +205,44 @@ def compare_inputs(paths: Sequence[Path | str], *, names: Sequence[str] | None =
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise UsageError(f"two runs are named {dup[0]!r}; tell them apart with --name (once per run, in order)")
-    baseline_name = resolve_baseline(baseline, paths, names)
-    if baseline_name is None and len(paths) == 2:
-        baseline_name = names[0]        # two runs: the first is the baseline
-    requested = convention   # an explicit convention must also be the one per-query files were computed under
-    if convention is None:  # trec_eval's for TREC runs (they come with qrels), the paper's otherwise
-        from rankcli.evaluate import default_convention
+    return names
 
-        convention = Convention.preset(default_convention(qrels is not None))
-    specs = parse_metrics(metrics) if metrics else None
 
-    inputs = [load_input(p, n, specs, convention, qrels=qrels) for p, n in zip(paths, names)]
-    check_kinds(inputs)
-    if specs is None:
-        # Runs default to DEFAULT_METRICS; per-query files offer their own columns; compare what all have.
-        metric_names = [m for m in inputs[0].values if all(m in i.values for i in inputs[1:])]
-        if not metric_names:
-            raise SchemaError("the inputs have no metric in common; choose one with --metric")
-    else:
-        metric_names = [str(s) for s in specs]
-    check_conventions(inputs, requested.as_dict() if requested is not None else None)
+def _convention(convention, qrels):
+    """The convention runs are scored under: the one given, else trec_eval's for TREC runs (they come with qrels)
+    and the paper's otherwise."""
+    if convention is not None:
+        return convention
+    from rankcli.core.metrics import Convention
+    from rankcli.evaluate import default_convention
 
-    qids, dropped = align(inputs, intersect=intersect)
+    return Convention.preset(default_convention(qrels is not None))
+
+
+def _metric_names(inputs: list[LoadedInput], specs) -> list[str]:
+    """The metrics compared: those asked for, else what every input has (runs default to DEFAULT_METRICS; per-query
+    files offer their own columns)."""
+    if specs is not None:
+        return [str(s) for s in specs]
+    metric_names = [m for m in inputs[0].values if all(m in i.values for i in inputs[1:])]
+    if not metric_names:
+        raise SchemaError("the inputs have no metric in common; choose one with --metric")
+    return metric_names
+
+
+def _aligned_values(inputs: list[LoadedInput], qids: np.ndarray, metric_names: list[str]) -> dict:
+    """Run -> metric -> its per-query values on the aligned ``qids``, in their order."""
     values = {}
     for inp in inputs:
         pos = np.searchsorted(inp.qids, qids)
         values[inp.name] = {m: inp.values[m][pos] for m in metric_names}
-    means, used, comparisons, correction = compare_values(
-        values, metric_names, pairs=pairs, baseline=baseline_name, test=test, alpha=alpha, correction=correction,
-        seed=seed, permutations=permutations)
-    conv = next((i.convention for i in inputs if i.convention is not None), None)
+    return values
+
+
+def _notes(inputs: list[LoadedInput], conv: dict | None) -> list[str]:
+    """The inputs' notes; when the report states a convention, also which inputs do not record theirs."""
     notes = [n for i in inputs for n in i.notes]
-    if conv is not None:  # the report states one convention: say which inputs do not record theirs
+    if conv is not None:
         notes += [f"{i.path} records no convention (it was not written by rankcli eval --per-query); its values are "
                   "taken as computed under the convention shown" for i in inputs if i.convention is None]
-    return Report(
-        runs=[RunInfo(i.name, i.path, i.kind) for i in inputs], metrics=metric_names, baseline=baseline_name,
-        test=test, alpha=alpha, correction=correction, permutations=permutations, seed=seed, convention=conv,
-        queries=int(qids.shape[0]), dropped=dropped, used=used, means=means, comparisons=comparisons,
-        notes=notes)
+    return notes

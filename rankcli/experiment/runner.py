@@ -158,8 +158,7 @@ def run_experiment(data_path: Path | str, exp_dir: Path | str, config: Experimen
     on_unit : called after every finished unit (in this process).
     dask : run the units on a Dask cluster (a ``local:N`` / scheduler address, or a ``distributed.Client``).
     """
-    from rankcli.core.metrics import Convention
-    from rankcli.formats.experiment_store import prepare_directory, stored_config
+    from rankcli.formats.experiment_store import stored_config
 
     _check_options(config, jobs)
     exp_dir = Path(exp_dir)
@@ -167,11 +166,7 @@ def run_experiment(data_path: Path | str, exp_dir: Path | str, config: Experimen
         config.adopt_loss_options(stored_config(exp_dir))
     started = time.perf_counter()
     data = _load(data_path, config)
-    identity = {"config": config.identity(), "data_fingerprint": data.fingerprint()}
-    resumed = prepare_directory(exp_dir, identity, _beside_identity(config), overwrite)
-    settings, sweeps = plan_settings(config)
-    store = ResultStore(exp_dir, [s.name for s in settings], all_loss_names(config), config.metrics,
-                        Convention.preset(config.train.convention).as_dict())
+    resumed, settings, sweeps, store = _open(exp_dir, config, data, overwrite)
 
     def done_units() -> set[tuple[str, int, str]]:
         # Under folds a unit is finished only with its per-query values (the pooled tests need them), else run again.
@@ -202,6 +197,21 @@ def run_experiment(data_path: Path | str, exp_dir: Path | str, config: Experimen
     result.ran_units = len(pending) if dask is not None else sum(1 for u in pending if claims.ran(u))
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _open(exp_dir: Path, config: ExperimentConfig, data: ExperimentData, overwrite: bool
+          ) -> tuple[bool, list[Setting], dict[str, list[SweepLevel]], ResultStore]:
+    """``(resumed, settings, sweeps, store)``: EXP_DIR created, or reopened for the same configuration and data
+    (``resumed``), the settings and sweeps planned, and the result store over them."""
+    from rankcli.core.metrics import Convention
+    from rankcli.formats.experiment_store import prepare_directory
+
+    identity = {"config": config.identity(), "data_fingerprint": data.fingerprint()}
+    resumed = prepare_directory(exp_dir, identity, _beside_identity(config), overwrite)
+    settings, sweeps = plan_settings(config)
+    store = ResultStore(exp_dir, [s.name for s in settings], all_loss_names(config), config.metrics,
+                        Convention.preset(config.train.convention).as_dict())
+    return resumed, settings, sweeps, store
 
 
 def _run_units(data_path, data: ExperimentData, config: ExperimentConfig, pending: list, claims: UnitClaims,

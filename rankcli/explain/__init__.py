@@ -329,22 +329,13 @@ def explain(model, ds: Dataset | None = None, *, data_name: str | None = None, m
     found = feature_groups(names, groups, group_files, reserved=reserved)
     m = membership(found, len(names))
     booster = model.booster
-
-    def summed(values: np.ndarray) -> np.ndarray:
-        return values if m is None else values @ m
-
-    gain = summed(np.asarray(booster.feature_importance("gain"), dtype=np.float64))
-    splits = np.rint(summed(np.asarray(booster.feature_importance("split"), dtype=np.float64))).astype(np.int64)
+    gain, splits = _importances(booster, m)
     out = Explanation(str(model.path) if model.path is not None else "model", data_name, found, gain, splits)
     if ds is None:
         return out
     out.warnings = fitted_data_warnings(model, data_path)
     what = data_name or "data"
-    features = model.model_features(ds, what)  # permuted in place column by column, and restored
-    if not (features.flags.f_contiguous and features.flags.writeable):
-        features = np.array(features, order="F")
-    if ds.n_rows == 0:
-        raise InputError(f"{what}: no rows to explain on")
+    features = _permutable_features(model, ds, what)
     work = Work(progress)
     spec, conv, metric_of, base = _base(model, features, ds, metric, preset, what, work)
     run_permutations = _permutations(model, features, ds, found, splits, metric_of, base, what=what,
@@ -360,6 +351,27 @@ def explain(model, ds: Dataset | None = None, *, data_name: str | None = None, m
                                     comparisons)
     out.qids = ds.qids[ds.offsets[:-1]]
     return out
+
+
+def _importances(booster, m: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(gain, splits)`` per group: LightGBM's importances of the features, summed over each group's members
+    (``m``: the features x groups membership matrix, None when every feature is its own group)."""
+    gain = np.asarray(booster.feature_importance("gain"), dtype=np.float64)
+    splits = np.asarray(booster.feature_importance("split"), dtype=np.float64)
+    if m is not None:
+        gain, splits = gain @ m, splits @ m
+    return gain, np.rint(splits).astype(np.int64)
+
+
+def _permutable_features(model, ds: Dataset, what: str) -> np.ndarray:
+    """The model's feature columns of ``ds``, writeable and in Fortran order: the permutations shuffle them in place
+    column by column, and restore them."""
+    features = model.model_features(ds, what)
+    if not (features.flags.f_contiguous and features.flags.writeable):
+        features = np.array(features, order="F")
+    if ds.n_rows == 0:
+        raise InputError(f"{what}: no rows to explain on")
+    return features
 
 
 def _contributions(booster, features: np.ndarray, offsets: np.ndarray, n_features: int, m: np.ndarray | None,

@@ -61,10 +61,10 @@ class TreeScorer:
 
     def submodel(self, trees: np.ndarray):
         """A ``lightgbm.Booster`` of the trees where ``trees`` is True, in the model's order."""
-        import lightgbm
+        from rankcli.train.model import booster_from_text
 
         body = "".join(f"Tree={k}\n{self.blocks[t]}\n\n" for k, t in enumerate(np.flatnonzero(trees)))
-        return lightgbm.Booster(model_str=self.header + body + self.tail)
+        return booster_from_text(self.header + body + self.tail)
 
     def leaf_matrix(self, booster, features: np.ndarray) -> np.ndarray:
         """(n_trees, rows) float64: each tree's leaf value for each row (LightGBM's leaf assignment)."""

@@ -404,6 +404,14 @@ class TrainedModel:
         return scores
 
 
+def booster_from_text(text: str):
+    """A ``lightgbm.Booster`` parsed from LightGBM's model text, for a library that builds a model from part of a
+    loaded one (explain's models of the trees that read a feature group) without importing LightGBM itself."""
+    import lightgbm
+
+    return lightgbm.Booster(model_str=text)
+
+
 def load_model(model_dir: Path | str) -> TrainedModel:
     """Load the model directory ``model_dir`` for prediction (``predict``, ``eval --model``, ``simulate-clicks
     --ranker``).

@@ -180,76 +180,105 @@ def paired_tests(a, b, test: str = "ttest", *, rng: np.random.Generator | None =
 
 
 def _run(a: np.ndarray, b: np.ndarray, test: str, rng, permutations: int, alpha: float) -> PairedTestBatch:
+    """The test on every row of ``a - b``: the rows too short to test; then those whose differences are all zero (p =
+    1) or, for the tests that need a variance, all equal (not testable); then the rest, tested together on
+    differences scaled by a power of two so that no square or sum overflows."""
     rows, n = a.shape
-    nan = np.full(rows, np.nan)
-    out = PairedTestBatch(test, n, nan.copy(), nan.copy(), nan.copy(), nan.copy(), nan.copy(), nan.copy(),
-                          np.zeros(rows, dtype=bool), [None] * rows)
+    out = _unset(test, rows, n)
     if n == 0 or rows == 0:
         out.reason = [REASON_TOO_FEW] * rows
         return out
+    d = _differences(a, b)
+    if n < 2:
+        out.mean_diff = d[:, 0].copy()
+        out.reason = [REASON_TOO_FEW] * rows
+        return out
+    biggest = np.abs(d).max(axis=1)
+    ds, exponent, mean, se = _scaled_moments(d, biggest, out)
+    active = _settle_degenerate(out, a, b, biggest, ds, exponent, permutations)
+    idx = np.flatnonzero(active)
+    if idx.shape[0]:
+        _test_rows(out, idx, ds[idx], mean[idx], se[idx], exponent[idx], rng, permutations, alpha)
+    return out
+
+
+def _unset(test: str, rows: int, n: int) -> PairedTestBatch:
+    """A batch of ``rows`` results not decided yet: NaN numbers, no interval, not exact, no reason."""
+    nan = np.full(rows, np.nan)
+    return PairedTestBatch(test, n, nan.copy(), nan.copy(), nan.copy(), nan.copy(), nan.copy(), nan.copy(),
+                           np.zeros(rows, dtype=bool), [None] * rows)
+
+
+def _differences(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a - b``, refused where it overflows float64."""
     with np.errstate(over="ignore"):
         d = a - b
     if not np.isfinite(d).all():
         raise InputError("paired test: a difference a - b overflows float64 (values near 1.8e308); rescale the "
                          "values")
-    if n < 2:
-        out.mean_diff = d[:, 0].copy()
-        out.reason = [REASON_TOO_FEW] * rows
-        return out
-    # Scale each row by a power of two so that max |d| is in [0.5, 1): exact, and no square or sum overflows.
-    scale = np.maximum(np.abs(a).max(axis=1), np.abs(b).max(axis=1))
-    biggest = np.abs(d).max(axis=1)
+    return d
+
+
+def _scaled_moments(d: np.ndarray, biggest: np.ndarray, out: PairedTestBatch):
+    """``(ds, exponent, mean, se)``: each row of ``d`` scaled by ``2 ** -exponent`` so that its largest |d|,
+    ``biggest``, is in [0.5, 1) (exact, and no square or sum overflows), with its mean and standard error on that
+    scale; ``out`` gets both on the data's scale."""
+    n = d.shape[1]
     exponent = np.frexp(biggest)[1]
     ds = np.ldexp(d, -exponent[:, None])
     mean = ds.mean(axis=1)
-    sd = ds.std(axis=1, ddof=1)
-    se = sd / math.sqrt(n)
+    se = ds.std(axis=1, ddof=1) / math.sqrt(n)
     with np.errstate(over="ignore"):                     # a stderr beyond float64 (values near 1e308) is inf
         out.mean_diff = np.ldexp(mean, exponent)
         out.stderr = np.ldexp(se, exponent)
-    tol = _ROUNDING * scale
+    return ds, exponent, mean, se
+
+
+def _settle_degenerate(out: PairedTestBatch, a: np.ndarray, b: np.ndarray, biggest: np.ndarray, ds: np.ndarray,
+                       exponent: np.ndarray, permutations: int) -> np.ndarray:
+    """Decide in ``out`` the rows whose differences are all zero (indistinguishable runs: p = 1 for every test) and,
+    for the tests that need a variance, those whose differences are all equal (not testable); return the rows left
+    to test. Equal means within rounding of the row's largest |value|."""
+    test, n = out.test, out.n
+    tol = _ROUNDING * np.maximum(np.abs(a).max(axis=1), np.abs(b).max(axis=1))
     zero = biggest <= tol
     constant = ~zero & ((ds.max(axis=1) - ds.min(axis=1)) <= np.ldexp(tol, -exponent))   # the range, scaled
-    # Zero: indistinguishable runs, the same for every test.
     out.statistic[zero] = 0.0
     out.p_value[zero] = 1.0
     out.mean_diff[zero] = 0.0
     out.stderr[zero] = 0.0
-    if test in ("ttest", "bootstrap"):
-        out.ci_low[zero] = 0.0
-        out.ci_high[zero] = 0.0
-        for i in np.flatnonzero(constant):
-            out.reason[i] = REASON_NO_VARIANCE
-        active = ~zero & ~constant
-    else:
-        active = ~zero
     if test == "permutation":
         out.exact[zero] = 2 ** n <= permutations
-    idx = np.flatnonzero(active)
-    if idx.shape[0] == 0:
-        return out
-    ds, mean, se = ds[idx], mean[idx], se[idx]
-    if test == "ttest":
-        stat, p, half = _ttest(mean, se, n, alpha)
+    if test not in ("ttest", "bootstrap"):
+        return ~zero
+    out.ci_low[zero] = 0.0
+    out.ci_high[zero] = 0.0
+    for i in np.flatnonzero(constant):
+        out.reason[i] = REASON_NO_VARIANCE
+    return ~zero & ~constant
+
+
+def _test_rows(out: PairedTestBatch, idx: np.ndarray, ds: np.ndarray, mean: np.ndarray, se: np.ndarray,
+               exponent: np.ndarray, rng, permutations: int, alpha: float) -> None:
+    """Run ``out.test`` on the rows ``idx`` of ``out`` (their scaled differences ``ds``, means and standard errors)
+    and store the statistic, p-value, exactness and interval, scaled back by ``2 ** exponent``."""
+    lo = hi = None
+    if out.test == "ttest":
+        stat, p, half = _ttest(mean, se, out.n, alpha)
         lo, hi = mean - half, mean + half
-    elif test == "wilcoxon":
-        stat, p, exact = signed_rank(ds)
-        out.exact[idx] = exact
-        lo = hi = None
-    elif test == "permutation":
-        stat, p, exact = permutation(ds, rng, permutations)
-        out.exact[idx] = exact
-        stat = np.ldexp(stat, exponent[idx])
-        lo = hi = None
+    elif out.test == "wilcoxon":
+        stat, p, out.exact[idx] = signed_rank(ds)
+    elif out.test == "permutation":
+        stat, p, out.exact[idx] = permutation(ds, rng, permutations)
+        stat = np.ldexp(stat, exponent)
     else:
         stat, p, lo, hi = bootstrap(ds, mean, se, need_rng(rng, "bootstrap"), permutations, alpha)
     out.statistic[idx] = stat
     out.p_value[idx] = p
     if lo is not None:
         with np.errstate(over="ignore"):                 # an interval reaching beyond float64 ends at -inf / inf
-            out.ci_low[idx] = np.ldexp(lo, exponent[idx])
-            out.ci_high[idx] = np.ldexp(hi, exponent[idx])
-    return out
+            out.ci_low[idx] = np.ldexp(lo, exponent)
+            out.ci_high[idx] = np.ldexp(hi, exponent)
 
 
 def _ttest(mean: np.ndarray, se: np.ndarray, n: int, alpha: float):

@@ -140,20 +140,35 @@ def bootstrap(d: np.ndarray, mean: np.ndarray, se: np.ndarray, rng: np.random.Ge
     -------
     ``(statistic, p_value, ci_low, ci_high)``, each of length ``rows``.
     """
-    rows, n = d.shape
+    rows = d.shape[0]
     group = max(1, CHUNK_ELEMENTS // resamples)
     if rows > group:
-        # Bound the (rows, resamples) matrix of |t*|: groups of rows, each with the same draws (the generator is
-        # rewound), so every row still sees the resamples a single test would.
-        state = rng.bit_generator.state
-        parts = []
-        for g0 in range(0, rows, group):
-            rng.bit_generator.state = state
-            sl = slice(g0, min(rows, g0 + group))
-            parts.append(bootstrap(d[sl], mean[sl], se[sl], rng, resamples, alpha))
-        return tuple(np.concatenate(x) for x in zip(*parts))
+        return _in_row_groups(d, mean, se, rng, resamples, alpha, group)
     t_obs = mean / se                                    # se > 0: constant rows never get here
-    z = d - mean[:, None]                                # centred: the null hypothesis holds for z
+    abs_t = _resampled_abs_t(d - mean[:, None], rng, resamples)  # centred: the null hypothesis holds for them
+    hits = np.count_nonzero(abs_t >= np.abs(t_obs)[:, None], axis=1)
+    p = (hits + 1) / (resamples + 1)
+    lo, hi = _inverted_interval(abs_t, mean, se, p, alpha)
+    return t_obs, p, lo, hi
+
+
+def _in_row_groups(d: np.ndarray, mean: np.ndarray, se: np.ndarray, rng: np.random.Generator, resamples: int,
+                   alpha: float, group: int) -> tuple[np.ndarray, ...]:
+    """:func:`bootstrap` on ``group`` rows at a time, to bound the (rows, resamples) matrix of |t*|: the generator is
+    rewound for each group, so every row still sees the resamples a single test would."""
+    state = rng.bit_generator.state
+    parts = []
+    for g0 in range(0, d.shape[0], group):
+        rng.bit_generator.state = state
+        sl = slice(g0, min(d.shape[0], g0 + group))
+        parts.append(bootstrap(d[sl], mean[sl], se[sl], rng, resamples, alpha))
+    return tuple(np.concatenate(x) for x in zip(*parts))
+
+
+def _resampled_abs_t(z: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
+    """(rows, resamples): |t*| of each resample of the rows of the centred differences ``z``, drawn a chunk of
+    resamples at a time (the same draws for every row) and computed a block of rows at a time."""
+    rows, n = z.shape
     abs_t = np.empty((rows, resamples))
     step = max(1, CHUNK_ELEMENTS // n)                  # resamples drawn at a time: independent of the rows
     done = 0
@@ -163,22 +178,33 @@ def bootstrap(d: np.ndarray, mean: np.ndarray, se: np.ndarray, rng: np.random.Ge
         rstep = max(1, CHUNK_ELEMENTS // (k * n))
         for r0 in range(0, rows, rstep):
             r1 = min(rows, r0 + rstep)
-            x = np.take(z[r0:r1], idx, axis=1)           # (rows, k, n), C order: the resampled centred differences
-            # Shifted by each resample's first value: a resample of equal values gets exactly zero variance.
-            first = x[:, :, 0].copy()
-            x -= first[:, :, None]
-            s1 = x.sum(axis=2)
-            x *= x
-            s2 = x.sum(axis=2)
-            var = np.maximum(s2 - s1 * s1 / n, 0.0) / (n - 1)
-            mu = first + s1 / n
-            with np.errstate(divide="ignore", invalid="ignore"):
-                t = np.abs(mu) / np.sqrt(var / n)
-            t[var == 0.0] = np.inf                       # no variance: as extreme as it gets (also 0 / 0)
-            abs_t[r0:r1, done:done + k] = t
+            abs_t[r0:r1, done:done + k] = _abs_t(np.take(z[r0:r1], idx, axis=1))
         done += k
-    hits = np.count_nonzero(abs_t >= np.abs(t_obs)[:, None], axis=1)
-    p = (hits + 1) / (resamples + 1)
+    return abs_t
+
+
+def _abs_t(x: np.ndarray) -> np.ndarray:
+    """(rows, k): |t| of the mean of each resample ``x[r, j]`` (an (rows, k, n) C-order array, overwritten)."""
+    n = x.shape[2]
+    # Shifted by each resample's first value: a resample of equal values gets exactly zero variance.
+    first = x[:, :, 0].copy()
+    x -= first[:, :, None]
+    s1 = x.sum(axis=2)
+    x *= x
+    s2 = x.sum(axis=2)
+    var = np.maximum(s2 - s1 * s1 / n, 0.0) / (n - 1)
+    mu = first + s1 / n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.abs(mu) / np.sqrt(var / n)
+    t[var == 0.0] = np.inf                               # no variance: as extreme as it gets (also 0 / 0)
+    return t
+
+
+def _inverted_interval(abs_t: np.ndarray, mean: np.ndarray, se: np.ndarray, p: np.ndarray,
+                       alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(ci_low, ci_high)``: mean -/+ q* se, q* the order statistic of the |t*| at which ``p`` crosses ``alpha``,
+    so that the interval excludes 0 exactly when ``p < alpha``."""
+    rows, resamples = abs_t.shape
     # The largest hit count k with (k + 1) / (B + 1) < alpha, computed as p is: p < alpha iff hits <= k.
     k_max = _largest_count_below(resamples, alpha)
     if k_max < 0:
@@ -194,4 +220,4 @@ def bootstrap(d: np.ndarray, mean: np.ndarray, se: np.ndarray, rng: np.random.Ge
     # Rounding guard: q* se is |mean| within an ulp exactly when |t| is q* within one; keep the interval with the test.
     half = np.where(reject & ~(half < absmean), np.nextafter(absmean, 0.0), half)
     half = np.where(~reject & (half < absmean), absmean, half)
-    return t_obs, p, mean - half, mean + half
+    return mean - half, mean + half
