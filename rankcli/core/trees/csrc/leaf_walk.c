@@ -9,7 +9,8 @@
  *     (NaN becomes 0.0 first, which IsZero takes); at one of type None, NaN becomes 0.0 and is compared;
  *   - anything else goes left when x <= threshold, both doubles.
  * So each node keeps where NaN goes (NAN_LEFT), whether 0.0 takes the default (ZERO_MISSING) and the default
- * (DEFAULT_LEFT), and the step is a comparison and two selections, without a branch on the value.
+ * (DEFAULT_LEFT), and the step is a comparison and two selections, without a branch on the value; a block of rows
+ * without NaN through a model without a node of missing type Zero needs the comparison alone, and gets it.
  *
  * Speed comes from the memory, not the arithmetic: LightGBM walks one row through all trees, whose nodes (megabytes)
  * do not stay in cache, and each step waits for the load before it. Here the rows come in blocks of BLOCK_ROWS,
@@ -241,7 +242,8 @@ static int walk_block(const Task *task, Py_ssize_t r0, Py_ssize_t n, const doubl
 static void *walk_task(void *arg)
 {
     Task *task = arg;
-    double *buf = malloc(sizeof(double) * (size_t)(BLOCK_ROWS * (task->cols > 0 ? task->cols : 1)));
+    /* zeroed: a lane at a leaf reads column 0, which a model without columns does not fill */
+    double *buf = calloc((size_t)(BLOCK_ROWS * (task->cols > 0 ? task->cols : 1)), sizeof(double));
     if (buf == NULL) {
         task->err = 2;
         return NULL;
