@@ -24,6 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rankcli.core.trees.ensemble import Ensemble, from_tree_arrays
+from rankcli.core.trees.leaves import leaf_indices
+
 #: Objectives whose prediction is the raw sum of the trees (an absent one: a custom objective).
 IDENTITY_OBJECTIVES = ("lambdarank", "rank_xendcg", "regression", "regression_l2", "l2", "custom", "none")
 
@@ -50,6 +53,7 @@ class TreeScorer:
     leaf_values: np.ndarray     # all trees' leaf values, concatenated
     leaf_start: np.ndarray      # (n_trees,) where each tree's leaves start in ``leaf_values``
     threads: int
+    ensemble: Ensemble | None = None  # the same trees as arrays, for the compiled leaf walk (None: LightGBM's)
 
     @property
     def n_trees(self) -> int:
@@ -67,7 +71,11 @@ class TreeScorer:
         return booster_from_text(self.header + body + self.tail)
 
     def leaf_matrix(self, booster, features: np.ndarray) -> np.ndarray:
-        """(n_trees, rows) float64: each tree's leaf value for each row (LightGBM's leaf assignment)."""
+        """(n_trees, rows) float64: each tree's leaf value for each row (LightGBM's leaf assignment: walked by
+        :mod:`rankcli.core.trees.leaves`, proven equal to LightGBM's ``pred_leaf``, or ``pred_leaf`` itself)."""
+        walked = None if self.ensemble is None else leaf_indices(self.ensemble, features, self.threads)
+        if walked is not None:
+            return self.leaf_values[walked.T]
         leaves = np.asarray(booster.predict(features, pred_leaf=True, num_threads=self.threads), dtype=np.int64)
         return self.leaf_values[leaves.reshape(features.shape[0], self.n_trees).T + self.leaf_start[:, None]]
 
@@ -109,4 +117,18 @@ def tree_scorer(booster, n_features: int, threads: int) -> TreeScorer | None:
     if not np.isfinite(leaves).all():  # a damaged model: the whole model's scoring names the row it breaks
         return None
     return TreeScorer("\n".join(header), blocks, text[end:], reads, leaves, np.array(starts, dtype=np.int64),
-                      threads)
+                      threads, _ensemble(text, leaves))
+
+
+def _ensemble(text: str, leaf_values: np.ndarray) -> Ensemble | None:
+    """The model's trees as arrays (None where they do not read as the blocks did: LightGBM assigns the leaves)."""
+    from rankcli.errors import InputError
+    from rankcli.formats.lightgbm_text import parse_model_text
+
+    try:
+        trees = parse_model_text(text).trees
+    except InputError:
+        return None
+    ens = from_tree_arrays([(t.split_feature, t.threshold, t.decision_type, t.left_child, t.right_child,
+                             t.leaf_value) for t in trees])
+    return ens if np.array_equal(ens.leaf_value, leaf_values) else None

@@ -1,8 +1,9 @@
 """``export-model --check DATA``: score DATA and every split's probe values with rankcli's model and with the
 exported file as the engine evaluates it, and count what takes another branch.
 
-The engine's side is read back from the written file (:mod:`rankcli.export_model.readback`). LightGBM gives each
-row's leaf in every tree (``pred_leaf``); the engine takes the same leaf unless the row's path crosses a split where
+The engine's side is read back from the written file (:mod:`rankcli.export_model.readback`). Each row's leaf in
+every tree is LightGBM's (``pred_leaf``, or rankcli's compiled walk of the same rule,
+:mod:`rankcli.core.trees.leaves`); the engine takes the same leaf unless the row's path crosses a split where
 the two rules disagree on its value (:func:`rankcli.core.trees.parity.diverging_pairs`), and those (row, tree) pairs
 are walked again with the engine's rule. The engine's leaves are summed the engine's way
 (:func:`rankcli.core.trees.semantics.add_trees`); for ONNX, onnxruntime itself scores DATA.
@@ -18,6 +19,7 @@ import numpy as np
 from rankcli.core.normalize import normalize
 from rankcli.core.trees import semantics as sem
 from rankcli.core.trees.ensemble import descend
+from rankcli.core.trees.leaves import leaf_indices
 from rankcli.core.trees.parity import (
     breakpoints,
     candidate_rows,
@@ -100,13 +102,18 @@ def _raw(ds: Dataset, model, where: str) -> Dataset:
 
 
 def _leaves(src, z: np.ndarray) -> np.ndarray:
-    """LightGBM's leaf of each row in each tree, as the ensemble's leaf indices."""
+    """LightGBM's leaf of each row in each tree, as the ensemble's leaf indices: walked by rankcli's compiled walk,
+    which the tests prove equal to LightGBM's ``pred_leaf`` on every pair (and whose sums the first chunk checks
+    against LightGBM's scores), else LightGBM's ``pred_leaf`` itself."""
     from rankcli.runtime.cpus import default_threads
 
+    walked = leaf_indices(src.ensemble, z, default_threads())
+    if walked is not None:
+        return walked
     local = src.model.booster.predict(z, pred_leaf=True, num_threads=default_threads())
     local = np.asarray(local).reshape(z.shape[0], src.ensemble.n_trees)
     # (rows, trees) in Fortran order: one tree's leaves contiguous, as the sums and the lookups read them
-    return (local.T.astype(np.int64) + src.ensemble.leaf_offsets[:-1][:, None]).T
+    return np.asfortranarray(local.astype(np.int64) + src.ensemble.leaf_offsets[:-1][None, :])
 
 
 def _terms(back: ReadBack, leaves: np.ndarray) -> np.ndarray:
@@ -131,7 +138,8 @@ def _score_chunk(src, back: ReadBack, x: np.ndarray, bad: np.ndarray, onnx_out: 
     leaves = _leaves(src, z)
     reference = sem.add_trees(ens.leaf_value[leaves.T].T, sem.SUM_DOUBLE)
     if first and not np.array_equal(reference[:SAMPLE_ROWS], src.model.score(z[:SAMPLE_ROWS])):
-        raise RuntimeError("the model's trees as read do not sum to LightGBM's scores (a bug in reading model.txt)")
+        raise RuntimeError("the model's trees as read do not sum to LightGBM's scores (a bug in reading model.txt "
+                           "or in walking the trees)")
     engine_rule = _engine_rule(back)
     maybe = candidate_rows(ens, x, bad, src.raw_left, engine_rule)
     rows, trees = diverging_pairs(ens, leaves[maybe], x[maybe], bad, src.raw_left, engine_rule)
