@@ -3,7 +3,8 @@
 The log: a table (Parquet, row groups of 1M rows) of `--sessions` sessions of 10 results, each a random order of 10 of
 a query's 20 documents (sessions / 100 queries), DBN clicks (tests/click_model_data.py), written a million sessions at
 a time. `python -m rankcli click-model fit LOG -o DIR --model dbn --iterations N` runs in a subprocess; its peak RSS
-(getrusage of children) and wall time are printed. The memory does not depend on the iteration count (every
+(its own VmHWM, as tests/peak_memory.py reads it: getrusage of children would count this process's memory, which the
+child shares until exec) and wall time are printed. The memory does not depend on the iteration count (every
 iteration reuses the same arrays), so a few iterations measure it.
 Run: flock /tmp/rankcli-bench.lock .venv/bin/python bench/click_model_memory.py [--sessions 10000000]
 """
@@ -25,6 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from tests.click_model_data import simulated_log, true_parameters  # noqa: E402
+from tests.peak_memory import peak_mib, popen_rankcli  # noqa: E402
 
 CHUNK = 1_000_000
 
@@ -64,15 +66,18 @@ def main() -> None:
         print(f"wrote {args.sessions:,} sessions ({path.stat().st_size / 1e6:.0f} MB) in "
               f"{time.perf_counter() - t:.0f} s", flush=True)
         t = time.perf_counter()
-        out = subprocess.run([sys.executable, "-m", "rankcli", "click-model", "fit", str(path), "-o",
-                              str(Path(tmp) / "dbn"), "--model", "dbn", "--iterations", str(args.iterations)],
-                             capture_output=True, text=True, cwd=REPO)
+        report = Path(tmp) / "peak"
+        proc = popen_rankcli(["click-model", "fit", path, "-o", Path(tmp) / "dbn", "--model", "dbn",
+                              "--iterations", args.iterations], report, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, cwd=REPO)
+        _, err = proc.communicate()
         seconds = time.perf_counter() - t
-        if out.returncode != 0:
-            raise SystemExit(out.stderr)
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        if proc.returncode != 0:
+            raise SystemExit(err)
+        rss = peak_mib(report)
     print(f"click-model fit --model dbn, {args.sessions:,} sessions x 10, {args.iterations} iterations: "
-          f"{seconds:.0f} s end to end, peak RSS {rss:.0f} MB", flush=True)
+          f"{seconds:.0f} s end to end, peak RSS {rss:.0f} MiB (this process: "
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB)", flush=True)
     print(f"load average at end: {os.getloadavg()}", flush=True)
 
 
