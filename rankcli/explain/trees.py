@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rankcli.core.trees.ensemble import Ensemble, from_tree_arrays
+from rankcli.core.trees.leaves import available as leaf_indices_available
 from rankcli.core.trees.leaves import leaf_indices
 
 #: Objectives whose prediction is the raw sum of the trees (an absent one: a custom objective).
@@ -54,6 +55,7 @@ class TreeScorer:
     leaf_start: np.ndarray      # (n_trees,) where each tree's leaves start in ``leaf_values``
     threads: int
     ensemble: Ensemble | None = None  # the same trees as arrays, for the compiled leaf walk (None: LightGBM's)
+    tree_arrays: list[tuple] | None = None  # each tree's arrays (from_tree_arrays' input), for submodels
 
     @property
     def n_trees(self) -> int:
@@ -64,7 +66,11 @@ class TreeScorer:
         return self.reads[:, list(columns)].any(axis=1)
 
     def submodel(self, trees: np.ndarray):
-        """A ``lightgbm.Booster`` of the trees where ``trees`` is True, in the model's order."""
+        """What scores the trees where ``trees`` is True as a model of those trees alone (``predict(x,
+        raw_score=True, num_threads=...)``): the compiled leaf walk where it serves (:class:`WalkedTrees`), else a
+        ``lightgbm.Booster`` of those trees, in the model's order."""
+        if self.tree_arrays is not None and leaf_indices_available():
+            return WalkedTrees(from_tree_arrays([self.tree_arrays[t] for t in np.flatnonzero(trees)]))
         from rankcli.train.model import booster_from_text
 
         body = "".join(f"Tree={k}\n{self.blocks[t]}\n\n" for k, t in enumerate(np.flatnonzero(trees)))
@@ -116,19 +122,42 @@ def tree_scorer(booster, n_features: int, threads: int) -> TreeScorer | None:
     leaves = np.concatenate(values)
     if not np.isfinite(leaves).all():  # a damaged model: the whole model's scoring names the row it breaks
         return None
+    ens, arrays = _ensemble(text, leaves)
     return TreeScorer("\n".join(header), blocks, text[end:], reads, leaves, np.array(starts, dtype=np.int64),
-                      threads, _ensemble(text, leaves))
+                      threads, ens, arrays)
 
 
-def _ensemble(text: str, leaf_values: np.ndarray) -> Ensemble | None:
-    """The model's trees as arrays (None where they do not read as the blocks did: LightGBM assigns the leaves)."""
+def _ensemble(text: str, leaf_values: np.ndarray) -> tuple[Ensemble | None, list[tuple] | None]:
+    """The model's trees as arrays, and each tree's own (None where they do not read as the blocks did, or the
+    model has a categorical split: LightGBM assigns the leaves and scores the submodels)."""
     from rankcli.errors import InputError
     from rankcli.formats.lightgbm_text import parse_model_text
 
     try:
         trees = parse_model_text(text).trees
     except InputError:
-        return None
-    ens = from_tree_arrays([(t.split_feature, t.threshold, t.decision_type, t.left_child, t.right_child,
-                             t.leaf_value) for t in trees])
-    return ens if np.array_equal(ens.leaf_value, leaf_values) else None
+        return None, None
+    arrays = [(t.split_feature, t.threshold, t.decision_type, t.left_child, t.right_child, t.leaf_value)
+              for t in trees]
+    ens = from_tree_arrays(arrays)
+    if not np.array_equal(ens.leaf_value, leaf_values):
+        return None, None
+    return ens, (None if ens.categorical.any() else arrays)
+
+
+@dataclass
+class WalkedTrees:
+    """Some of a model's trees, scored as LightGBM scores a model holding only them: the leaf each row reaches in
+    each tree (the compiled walk, equal to LightGBM's ``pred_leaf``), its leaf values added in the trees' order
+    from 0, as ``GBDT::PredictRaw`` adds them, so the scores are LightGBM's bit for bit."""
+
+    ensemble: Ensemble
+
+    def predict(self, x: np.ndarray, raw_score: bool = True, num_threads: int = 1) -> np.ndarray:
+        """The raw scores of the rows of ``x`` (``raw_score`` is accepted for ``Booster.predict``'s signature:
+        the trees' sum is the raw score)."""
+        leaves = leaf_indices(self.ensemble, x, num_threads)
+        out = np.zeros(np.shape(x)[0])
+        for t in range(self.ensemble.n_trees):
+            out += self.ensemble.leaf_value[leaves[:, t]]
+        return out

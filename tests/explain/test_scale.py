@@ -76,6 +76,33 @@ def test_scores_from_the_trees_reading_a_group_are_the_whole_model_s(model_and_d
     assert partial >= 3   # feature_fraction 0.5: most groups are read by some trees only
 
 
+def test_walked_submodels_score_as_lightgbm_s_submodels_bit_for_bit(model_and_data, monkeypatch):
+    """The compiled walk's submodel and LightGBM's booster of the same trees give equal scores to the bit (the same
+    leaves, added in the same order), zeros, a tiny value and NaN among the rows."""
+    from rankcli.core.trees import leaves
+    from rankcli.explain.trees import WalkedTrees
+
+    if not leaves.available():
+        pytest.skip("the compiled leaf walk is not built")
+    model, test = model_and_data
+    scorer = tree_scorer(model.booster, test.n_features, 1)
+    x = np.array(test.features, dtype=np.float64)
+    x[::7, 0], x[1::7, 1], x[2::7, 2] = 0.0, 1e-36, np.nan
+    for columns in ([0], [1], [2, 3], list(range(test.n_features))):
+        reading = scorer.trees_reading(columns)
+        if not reading.any():
+            continue
+        walked = scorer.submodel(reading)
+        assert isinstance(walked, WalkedTrees)
+        with monkeypatch.context() as m:
+            m.setenv("RANKCLI_PURE_PYTHON", "1")
+            booster = scorer.submodel(reading)
+        assert not isinstance(booster, WalkedTrees)
+        for threads in (1, 2):
+            np.testing.assert_array_equal(walked.predict(x, num_threads=threads),
+                                          booster.predict(x, raw_score=True))
+
+
 def test_the_tree_path_gives_the_whole_model_s_permuted_metrics(model_and_data):
     from rankcli.core.metrics import Convention, parse_metric, per_query
 
