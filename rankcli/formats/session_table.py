@@ -3,8 +3,10 @@
 
 Each piece is checked as it arrives: a session is a run of equal session identifiers; its ranks are 1, 2, ... in
 order; its query does not change; clicks are 0 or 1; grades are finite. Only what the coded log keeps survives a
-piece: each run's start, session and query identifiers, every row's rank, click, document and grade; at the end the
-runs' identifiers are coded (a session that reappears after another is refused there) and the documents coded once.
+piece: each run's start, session and query identifiers, every row's click, document and grade (a text document as
+its code within the piece, when the piece's distinct values are fewer than its rows). At the end the runs' identifiers
+are coded (a session that reappears after another is refused there, unless they increase) and the documents coded
+once, into int32 codes with no other per-row copy (:func:`document_codes`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,72 @@ def _bool(a) -> np.ndarray:
 
 def _array(col) -> pa.Array:
     return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+
+def _concatenate(pieces: list) -> np.ndarray:
+    """The pieces as one array, each released as soon as it is copied (``np.concatenate`` would hold them all beside
+    the result)."""
+    out = np.empty(sum(p.shape[0] for p in pieces), pieces[0].dtype if pieces else np.float64)
+    at = 0
+    while pieces:
+        p = pieces.pop(0)
+        out[at:at + p.shape[0]] = p
+        at += p.shape[0]
+    return out
+
+
+def _increasing(chunks: list[pa.Array]) -> bool:
+    """Whether the values of ``chunks``, in order, increase strictly (text by its bytes)."""
+    last = None
+    for c in chunks:
+        n = len(c)
+        if n == 0:
+            continue
+        if n > 1 and not pc.all(pc.greater(c.slice(1), c.slice(0, n - 1))).as_py():
+            return False
+        if last is not None and not pc.greater(c[0], last).as_py():
+            return False
+        last = c[n - 1]
+    return True
+
+
+def _compact(col: pa.Array) -> tuple[np.ndarray | None, pa.Array]:
+    """A piece's documents as kept until the log is complete, ``(codes, values)``: text as its codes within the piece
+    and the piece's distinct values when that is smaller, as it is unless nearly every value is new; otherwise
+    ``(None, column)``, and so integers (coding them would save at most half, for a hash pass over every row)."""
+    if pa.types.is_string(col.type):
+        encoded = pc.dictionary_encode(col)
+        if encoded.indices.nbytes + encoded.dictionary.nbytes < col.nbytes:
+            return column_to_numpy(encoded.indices), encoded.dictionary
+    return None, col
+
+
+def document_codes(pieces: list[tuple[np.ndarray | None, pa.Array]]) -> tuple[np.ndarray, pa.Array]:
+    """``(codes, vocabulary)`` of the documents of every piece (from :func:`_compact`), as
+    :func:`~rankcli.formats.session_log.codes` of the whole column gives them: int32 codes in first-seen order.
+
+    A compact piece's distinct values, in first-seen order, meet every other value in the order its rows do, so one
+    hash pass over the rows of the plain pieces and the values of the compact ones codes everything, and the codes
+    are written piece by piece into one array (no per-row copy beyond them). ``pieces`` is emptied as it goes."""
+    encoded = pc.dictionary_encode(pa.chunked_array([values for _, values in pieces]))  # one memo over every chunk
+    vocabulary = encoded.chunk(encoded.num_chunks - 1).dictionary  # every chunk's codes index the last dictionary
+    if not pa.types.is_string(vocabulary.type):  # integer identifiers: only the distinct ones become text
+        vocabulary = vocabulary.cast(pa.string())
+    indices = pa.chunked_array([c.indices for c in encoded.chunks], pa.int32())
+    del encoded
+    out = np.empty(sum(len(values) if local is None else local.shape[0] for local, values in pieces), np.int32)
+    at = start = 0
+    while pieces:
+        local, values = pieces.pop(0)
+        piece_codes = column_to_numpy(indices.slice(start, len(values)))
+        start += len(values)
+        rows = out[at:at + (len(values) if local is None else local.shape[0])]
+        if local is None:
+            rows[:] = piece_codes
+        else:
+            np.take(piece_codes, local, out=rows)
+        at += rows.shape[0]
+    return out, vocabulary
 
 
 @dataclass
@@ -161,7 +229,7 @@ class SessionStream:
             raise self.fail(self.rows + int(bad[0]), f"column {names.click}: expected a click (0 or 1), got "
                             f"{clicks[int(bad[0])]:g}")
         self.clicks.append(clicks.astype(bool))
-        self.documents.append(self._column(table, names.document, False))
+        self.documents.append(_compact(self._column(table, names.document, False)))
         if names.relevance is not None:
             grades = column_to_numpy(self._column(table, names.relevance, True)).astype(np.float64)
             bad = np.flatnonzero(~np.isfinite(grades))
@@ -176,16 +244,17 @@ class SessionStream:
             raise InputError(f"{self.path}: the click log holds no sessions")
         starts = np.concatenate(self.starts)
         offsets = np.append(starts, self.rows).astype(np.int64)
-        run_codes, _ = codes(pa.chunked_array(self.run_session))
-        self._check_reappearing(run_codes, offsets)
+        if not _increasing(self.run_session):  # increasing identifiers cannot repeat: no hash table of them all
+            run_codes, _ = codes(pa.chunked_array(self.run_session))
+            self._check_reappearing(run_codes, offsets)
         q_codes, queries = codes(pa.chunked_array(self.run_query))
         self.run_session = self.run_query = []
-        doc_codes, documents = codes(pa.chunked_array(self.documents))
-        self.documents = []
-        dtype = np.int32 if len(documents) < (1 << 31) else np.int64
-        return SessionLog(str(self.path), self.fmt, offsets, q_codes, doc_codes.astype(dtype),
-                          np.concatenate(self.clicks), queries, documents,
-                          np.concatenate(self.grades) if self.names.relevance is not None else None, footer or {})
+        pieces, self.documents = self.documents, []
+        doc_codes, documents = document_codes(pieces)
+        clicks, self.clicks = self.clicks, []
+        grades, self.grades = self.grades, []
+        return SessionLog(str(self.path), self.fmt, offsets, q_codes, doc_codes, _concatenate(clicks), queries,
+                          documents, _concatenate(grades) if self.names.relevance is not None else None, footer or {})
 
     def _check_reappearing(self, run_codes: np.ndarray, offsets: np.ndarray) -> None:
         order = np.argsort(run_codes, kind="stable")

@@ -116,3 +116,34 @@ def test_bad_tables_name_their_line(tmp_path, body, where, what):
     with pytest.raises(InputError) as err:
         read_session_log(path, "table")
     assert f"{path}{where}" in str(err.value) and what in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize("kind", ["text", "integer"])
+@pytest.mark.parametrize("sessions", ["increasing", "shuffled"])
+def test_a_log_read_in_pieces_is_coded_as_one_read_at_once(tmp_path, rng, monkeypatch, kind, sessions):
+    import rankcli.formats.click_logs as click_logs
+    from rankcli.formats.session_log import codes
+
+    n, length = 400, 5
+    ids = np.arange(n) * 3 if sessions == "increasing" else rng.permutation(n) * 3
+    docs = rng.integers(0, 40, n * length) * 11  # repeats within and across pieces, new values in later pieces
+    docs[-length:] = 10_000 + np.arange(length)
+    table = pa.table({"session": np.repeat(ids, length), "query": np.repeat(ids % 7, length),
+                      "rank": np.tile(np.arange(1, length + 1), n),
+                      "document": [f"doc-{d}" for d in docs] if kind == "text" else docs,
+                      "click": (rng.random(n * length) < 0.3).astype(np.int8)})
+    path = tmp_path / "log.parquet"
+    pq.write_table(table, path, row_group_size=333)
+    whole = read_session_log(path)
+    monkeypatch.setattr(click_logs, "BATCH_ROWS", 37)  # pieces that split sessions, some with every value new
+    pieces = read_session_log(path)
+    expected, vocabulary = codes(table.column("document"))
+    for log in (whole, pieces):
+        assert log.document.dtype == np.int32 and np.array_equal(log.document, expected)
+        assert log.documents.equals(vocabulary) and np.array_equal(log.offsets, np.arange(n + 1) * length)
+        assert np.array_equal(log.click, table.column("click").to_numpy().astype(bool))
+    if sessions == "shuffled":  # a session that comes back after another is still refused
+        again = pa.concat_tables([table, table.slice(0, length)])
+        pq.write_table(again, path, row_group_size=333)
+        with pytest.raises(InputError, match="reappears"):
+            read_session_log(path)
