@@ -127,7 +127,7 @@ def fit_log(log_path: Path | str, output: Path | str, options: FitOptions, *, fm
     options.check()
     threads = available_cpus()
     model = get_model(options.model)
-    coded = code_log(read_session_log(log_path, fmt, unknown_clicks=unknown_clicks), options.by)
+    coded = code_log(read_session_log(log_path, fmt, unknown_clicks=unknown_clicks), options.by, release=True)
     check_ranks(model, coded.sessions.max_rank, str(log_path))
     start = time.perf_counter()
     runner = None

@@ -115,10 +115,11 @@ def _slots(kind: str, b: Block, layout: Layout):
 class _ItemSum:
     """Per-item sums of cell contributions, buffered so that one ``bincount`` covers many blocks."""
 
-    def __init__(self, n_items: int):
+    def __init__(self, n_items: int, cells: int):
         self.n_items = n_items
         self.total = np.zeros(n_items)
-        self.capacity = max(ITEM_BUFFER, 2 * n_items)
+        # never more than the blocks to sum hold: the same flushes (so the same sums), without a buffer larger than them
+        self.capacity = min(max(ITEM_BUFFER, 2 * n_items), max(cells, 1))
         self.buffer: np.ndarray | None = None
         self.items: list[np.ndarray] = []
         self.fill = 0
@@ -161,9 +162,10 @@ def e_step_sums(model: ClickModel, blocks: list[Block], values: dict[str, np.nda
     """The contributions of ``blocks`` summed per parameter: an EM model's expectations under ``values``, or a
     closed-form model's counts (``values`` None). ``dens=False`` skips the denominators of the families whose
     denominators are static (an EM driver has them from its first iteration)."""
-    num = {f.name: (_ItemSum(layout.n_items) if f.kind == ITEM else np.zeros(layout.size(f.kind)))
+    cells = sum(b.item.size for b in blocks)
+    num = {f.name: (_ItemSum(layout.n_items, cells) if f.kind == ITEM else np.zeros(layout.size(f.kind)))
            for f in model.families}
-    den = {f.name: (_ItemSum(layout.n_items) if f.kind == ITEM else np.zeros(layout.size(f.kind)))
+    den = {f.name: (_ItemSum(layout.n_items, cells) if f.kind == ITEM else np.zeros(layout.size(f.kind)))
            for f in model.families if dens or not f.static_den}
     loglik = 0.0
     for b in blocks:

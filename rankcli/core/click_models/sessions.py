@@ -109,9 +109,10 @@ class Block:
         """Sessions in the block."""
         return int(self.item.shape[1])
 
-    @cached_property
+    @property
     def c(self) -> np.ndarray:
-        """The clicks as float64 (0.0 / 1.0)."""
+        """The clicks as float64 (0.0 / 1.0), made afresh each time: kept, they would be a fit's largest per-row
+        array (8 bytes a result), for a conversion that costs little beside an E-step."""
         return self.click.astype(np.float64)
 
     @cached_property
