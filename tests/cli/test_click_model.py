@@ -184,3 +184,37 @@ def test_experiment_with_a_click_model_setting(data, run, tmp_path):
     assert [s["setting"] for s in summary["settings"]] == ["baseline", "click-model"]
     status, _, err = run("experiment", data["train"], "-o", tmp_path / "exp2", "--click-model", data["pbm"])
     assert status == 2 and "fitted per (query, document) pair" in err
+
+
+def _table_log(path, sessions: int) -> None:
+    """A Parquet session table of ``sessions`` sessions of 10 results (sessions / 100 queries of 20 documents)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    s = np.repeat(np.arange(sessions), 10)
+    rank = np.tile(np.arange(10), sessions)
+    q = s % (sessions // 100)
+    clicks = (np.random.default_rng(3).random(s.shape[0]) < 0.2).astype(np.int8)
+    pq.write_table(pa.table({"session": s, "query": q, "rank": rank + 1, "document": q * 20 + (rank * 7 + s) % 20,
+                             "click": clicks}), path, row_group_size=1 << 20, compression="none")
+
+
+def test_fit_memory_grows_by_a_few_bytes_a_result(tmp_path):
+    import subprocess
+
+    from tests.peak_memory import peak_mib, popen_rankcli
+
+    peaks = {}
+    for sessions in (200_000, 1_000_000):
+        log, report = tmp_path / f"{sessions}.parquet", tmp_path / f"{sessions}.peak"
+        _table_log(log, sessions)
+        proc = popen_rankcli(["click-model", "fit", log, "-o", tmp_path / f"{sessions}", "--model", "dbn",
+                              "--iterations", "1"], report, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        err = proc.communicate()[1]
+        assert proc.returncode == 0, err.decode()
+        peaks[sessions] = peak_mib(report)
+        log.unlink()
+    per_result = (peaks[1_000_000] - peaks[200_000]) * 2 ** 20 / (800_000 * 10)
+    # reading, coding and fitting each keep a few bytes a result (about 25 at the peak; 43 when the read held int64
+    # copies of the codes and the fit float64 clicks): a fit of 10M sessions within 4 GB needs well under 40
+    assert per_result <= 32, (peaks, per_result)
