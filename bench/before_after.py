@@ -42,6 +42,8 @@ def steps(work: Path) -> list[tuple[str, list[str], Path | None]]:
                              "--overwrite"], TEXT),
         ("eval TREC official", ["eval", "--qrels", TREC_QRELS, "--run", TREC_RUN, "-m", "official",
                                 "--format", "trec_eval"], TREC_RUN),
+        ("trec_eval official", ["trec_eval", TREC_QRELS, TREC_RUN], TREC_RUN),
+        ("trec_eval -q official", ["trec_eval", "-q", TREC_QRELS, TREC_RUN], TREC_RUN),
     ]
 
 
