@@ -243,12 +243,8 @@ def _render(report, fmt: Format, by_query: bool) -> None:
     if fmt == Format.trec_eval:
         import sys
 
-        from rankcli.core.metrics.specs import trec_order
-        from rankcli.formats.trec.write import trec_eval_blocks
-
         out = sys.stdout.buffer  # bytes: an id is written as read, whatever PYTHONIOENCODING says
-        for block in trec_eval_blocks(trec_order(report.specs), report.result.per_query, report.result.means,
-                                      report.qids, runid=report.runid, queries=by_query):
+        for block in render.trec_eval_layout(report, queries=by_query):
             out.write(block.encode("utf-8", "surrogateescape"))
         out.flush()
     elif fmt == Format.json:

@@ -45,6 +45,7 @@ class EvalReport:
     notes: list[str] = field(default_factory=list)
     queries_without_judged: int = 0
     runid: str | None = None
+    qrels_positive: int | None = None  # -c: trec_eval's summary num_rel (rankcli.dataset.Run.qrels_positive)
 
     def as_dict(self) -> dict:
         """Exactly ``{"convention": {...}, "queries": N, "skipped": K, "queries_without_judged": J,
@@ -89,7 +90,8 @@ def evaluate_run(run: Run, metrics: Sequence[MetricSpec | str], convention: Conv
     computed = [s for s in specs if s.record.family != "info"]
     result = summarize(computed, runs.measure(run, computed, convention), convention)
     return EvalReport(result=result, specs=specs, qids=runs.measured_qids(run), source=run.source, rows=run.n_rows,
-                      notes=list(run.notes), queries_without_judged=run.queries_without_judged, runid=run.runid)
+                      notes=list(run.notes), queries_without_judged=run.queries_without_judged, runid=run.runid,
+                      qrels_positive=run.qrels_positive)
 
 
 def default_convention(trec_input: bool) -> str:
