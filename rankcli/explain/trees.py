@@ -26,6 +26,9 @@ import numpy as np
 
 from rankcli.core.trees.ensemble import Ensemble, from_tree_arrays
 from rankcli.core.trees.leaves import leaf_indices
+from rankcli.errors import InputError
+from rankcli.formats.lightgbm_text import parse_model_text
+from rankcli.train.model import booster_from_text
 
 #: Objectives whose prediction is the raw sum of the trees (an absent one: a custom objective).
 IDENTITY_OBJECTIVES = ("lambdarank", "rank_xendcg", "regression", "regression_l2", "l2", "custom", "none")
@@ -65,8 +68,6 @@ class TreeScorer:
 
     def submodel(self, trees: np.ndarray):
         """A ``lightgbm.Booster`` of the trees where ``trees`` is True, in the model's order."""
-        from rankcli.train.model import booster_from_text
-
         body = "".join(f"Tree={k}\n{self.blocks[t]}\n\n" for k, t in enumerate(np.flatnonzero(trees)))
         return booster_from_text(self.header + body + self.tail)
 
@@ -122,9 +123,6 @@ def tree_scorer(booster, n_features: int, threads: int) -> TreeScorer | None:
 
 def _ensemble(text: str, leaf_values: np.ndarray) -> Ensemble | None:
     """The model's trees as arrays (None where they do not read as the blocks did: LightGBM assigns the leaves)."""
-    from rankcli.errors import InputError
-    from rankcli.formats.lightgbm_text import parse_model_text
-
     try:
         trees = parse_model_text(text).trees
     except InputError:
