@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -199,8 +201,6 @@ class _Converter:
         if self.threads <= 1:
             yield from map(parse, blocks)
             return
-        from collections import deque
-        from concurrent.futures import ThreadPoolExecutor
 
         pool = ThreadPoolExecutor(self.threads, thread_name_prefix="rankcli-parse")
         inflight: deque = deque()

@@ -6,6 +6,7 @@ status below. Anything else that escapes is a bug (status 1, traceback shown).
 
 from __future__ import annotations
 
+import signal
 from enum import IntEnum
 
 
@@ -98,8 +99,6 @@ class Terminated(BaseException):
     swallows it. The CLI exits with 128 + the signal's number."""
 
     def __init__(self, signum: int):
-        import signal
-
         self.signum = signum
         self.exit_status = ExitStatus.HANGUP if signum == signal.SIGHUP else ExitStatus.TERMINATED
         super().__init__(signal.Signals(signum).name)

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
+from rankcli.dataset import offsets_from_qids
+from rankcli.errors import InputError, SchemaError
+
 #: More distinct label values than this and the histogram is binned (real-valued relevance).
 MAX_EXACT_LABELS = 20
 HISTOGRAM_BINS = 10
@@ -128,8 +131,6 @@ def summarize_dataset(labels: np.ndarray, offsets: np.ndarray, features: int, *,
 def summarize_parquet(path: Path | str) -> DatasetSummary:
     """The summary of a Parquet dataset, reading only ``qid``, ``label`` and the footer, whose ``rankcli.*`` keys
     come as ``extra["metadata"]`` (the last JSON key of ``rankcli info --json``)."""
-    from rankcli.dataset import offsets_from_qids
-    from rankcli.errors import InputError, SchemaError
     from rankcli.formats.parquet import feature_columns, read_metadata
     from rankcli.formats.query_labels import read_query_labels
 

@@ -7,15 +7,16 @@ from pathlib import Path
 
 import numpy as np
 
+from rankcli.core.groups import broadcast, order_within
 from rankcli.dataset import Dataset
-from rankcli.train.scoring import DEFAULT_BATCH_ROWS
+from rankcli.train import load_model
+from rankcli.train.scoring import DEFAULT_BATCH_ROWS, open_scoring, score_batches
 
 
 def predict_dataset(model_dir: Path | str, data: Path | str):
     """``(dataset, scores, model)``: the Parquet dataset at ``data`` (labels optional) scored by the model directory
     ``model_dir``; errors name the data file."""
     from rankcli.formats.parquet import read_dataset
-    from rankcli.train import load_model
 
     model = load_model(model_dir)
     ds = read_dataset(data, label_required=False)
@@ -50,8 +51,6 @@ def write_run(path: Path | str, ds: Dataset, scores: np.ndarray, *, fmt: str = "
     from rankcli.formats.runs import write_trec_run
 
     if fmt == "trec":
-        from rankcli.core.groups import broadcast, order_within
-
         order = order_within(scores, ds.offsets)
         ranks = np.arange(order.shape[0], dtype=np.int64) - broadcast(ds.offsets[:-1], ds.offsets) + 1
         write_trec_run(path, ds.qids, scores, order, ranks, docids=ds.docids, tag=tag, source=source,
@@ -88,13 +87,11 @@ def predict_file(model_dir: Path | str, data: Path | str, output: Path | str, *,
         The summary ``{"run", "format", "rows", "queries", "model"}`` that ``predict --json`` prints.
     """
     from rankcli.formats.parquet import labels_all_missing
-    from rankcli.train.scoring import open_scoring, score_batches
 
     source = open_scoring(model_dir, data, by_batch=True)
     ds, model = source.index, source.model
     docids = "docid" in source.rows.columns
     if fmt == "trec":
-        from rankcli.core.groups import broadcast, order_within
         from rankcli.formats.runs import stream_trec_run, trec_run_lines
 
         with stream_trec_run(output, overwrite=overwrite) as write:

@@ -8,17 +8,21 @@ click) plus a :class:`ClickSummary`. Never prints and never touches files (excep
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from rankcli.click_model.simulation import is_model_dir, simulate_with_model
 from rankcli.core import clicks as core
 from rankcli.core.groups import rank_within, sizes
 from rankcli.core.labels import require_integer_grades, to_grades
 from rankcli.core.policies import RANDOMIZATIONS
 from rankcli.dataset import Dataset
+from rankcli.dataset.feature_transform import FOOTER_KEY
 from rankcli.errors import UsageError
+from rankcli.train import load_model
 
 #: The paper's click probabilities for grades 0..4 (Bruch 2021, Robustness 3).
 PAPER_CLICK_PROBS = (0.05, 0.3, 0.5, 0.7, 0.95)
@@ -179,8 +183,6 @@ def _take_feature_rows(features: np.ndarray, rows: np.ndarray) -> np.ndarray:
 def model_scores(ds: Dataset, model_dir: Path | str, what: str = "data") -> np.ndarray:
     """Scores of the trained rankcli model directory ``model_dir`` on ``ds`` (rank-then-click); ``what`` names ``ds``
     in errors."""
-    from rankcli.train import load_model
-
     return load_model(model_dir).predict(ds, what)
 
 
@@ -212,8 +214,6 @@ def simulate_log(ds: Dataset, *, model: str = "cascade", click_probs=PAPER_CLICK
     table). The parameters (``model``, ``click_probs``, ``eta``, ``max_rank``, ``impressions``, ``ranker``,
     ``keep_no_click``, ``label_grades``, ``randomize``, ``rng``) are :func:`simulate_clicks`'s."""
     if model not in core.MODELS:
-        from rankcli.click_model.simulation import is_model_dir
-
         if not is_model_dir(model):
             raise UsageError(f"unknown click model {model!r}; expected one of {', '.join(core.MODELS)} or a "
                              "click-model directory (rankcli click-model fit)")
@@ -253,8 +253,6 @@ def simulate_log(ds: Dataset, *, model: str = "cascade", click_probs=PAPER_CLICK
 def _simulate_fitted(ds: Dataset, model_dir: str, *, max_rank, impressions, ranker, keep_no_click, randomize,
                      rng) -> tuple[core.ClickLog, ClickSummary]:
     """:func:`simulate_log` with a fitted click model (:mod:`rankcli.click_model.simulation`)."""
-    from rankcli.click_model.simulation import simulate_with_model
-
     check_randomize(ranker, randomize, max_rank)
     check_simulation_size(ds.offsets, impressions, max_rank)
     ranks = display_ranks(ds, ranker)
@@ -388,7 +386,6 @@ def simulate_file(data: Path | str, output: Path | str, *, ranker: str = "random
         "clicks": {"model": summary.model, "ranker": ranker, "seed": seed, **summary.params},
         "seed": seed,
     }
-    from rankcli.dataset.feature_transform import FOOTER_KEY
 
     for key in (FOOTER_KEY, "feature_dtype"):  # the log's features are the dataset's: so are their transform
         if key in ds.metadata:  # and their precision
@@ -406,8 +403,6 @@ def _simulate_from_file(data: Path | str, ranker: str, seed: int, options: dict)
     """``(dataset, click log, source table or None, summary)``. With a named ranker the simulation needs only qid and
     label: they are read first, then the feature (and docid) columns are read as Arrow in a thread while the
     simulation runs, to be gathered with Arrow's take (no numpy feature matrix)."""
-    import threading
-
     from rankcli.formats.clicks import read_source_columns
     from rankcli.formats.parquet import read_dataset
 

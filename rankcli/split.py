@@ -24,7 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
+from rankcli.core.partition import fold_rotation
+from rankcli.core.seeds import trial_rng
 from rankcli.errors import InputError, UsageError
+from rankcli.formats.atomic import atomic_directory, check_not_input
 
 #: The smallest number of folds: each fold trains on K-2 parts, validates on one and tests on one.
 MIN_FOLDS = 3
@@ -79,8 +82,6 @@ def check_method(folds: int | None, fractions) -> None:
 
 def _layout(folds: int | None, fractions) -> list[tuple[int | None, str, list[int]]]:
     """``(fold, part name, source parts)`` of every file, parts 0-based."""
-    from rankcli.core.partition import fold_rotation
-
     if folds is None:
         return [(None, name, [p]) for p, name in enumerate(("train", "vali", "test")) if fractions[p] > 0]
     return [(k + 1, name, parts) for k, r in enumerate(fold_rotation(folds))
@@ -91,7 +92,6 @@ def _draw(source, folds: int | None, fractions, seed: int) -> tuple[list[np.ndar
     """The parts (sorted query numbers each) and the number of groups."""
     from rankcli.core.partition import balanced_sizes, partition, query_groups
     from rankcli.core.perturb import split_sizes
-    from rankcli.core.seeds import trial_rng
 
     n = source.n_queries
     groups = query_groups(source.offsets, source.group_codes) if source.group_codes is not None else None
@@ -123,7 +123,6 @@ def split_dataset(data: Path | str, output: Path | str, *, folds: int | None = N
     overwrite : replace a previous split output.
     on_file : called with each :class:`SplitFile` once written.
     """
-    from rankcli.formats.atomic import atomic_directory, check_not_input
     from rankcli.formats.subsets import file_digest, read_source, write_queries
 
     started = time.perf_counter()

@@ -123,7 +123,7 @@ def metric_per_query(name, k, labels, scores, offsets, *, gain="exponential", no
     return np.array(out, dtype=np.float64)
 
 
-# ----------------------------------------------------------------------------------------------- losses (issue 4)
+# ------------------------------------------------------- losses: the loops rankcli.core.losses is checked against
 def xendcg_value(scores, labels, offsets, gamma):
     """-sum phi log rho per query, phi_i = (2^y_i - gamma_i) / sum_j (...); 0 for one document or no mass."""
     gamma = np.broadcast_to(np.asarray(gamma, dtype=float), (len(scores),))
@@ -243,7 +243,7 @@ def pbm_clicks(grades, offsets, click_probs, impressions, rng, eta, display_rank
     return out
 
 
-# ------------------------------------------------------------------------- XE-NDCG targets for large labels (issue 12)
+# ------------------------------------------------------- XE-NDCG targets for large labels, where 2^y overflows float64
 def xendcg_targets_logspace(labels, offsets, gamma):
     """phi_i = (2^y_i - gamma_i) / sum_j (2^y_j - gamma_j) per document, in log space with plain ``math``.
 

@@ -22,10 +22,16 @@ Why the tables say what they say (docs/internals.md tells the same story for a r
 - Kept from before: no import cycle between modules (imports inside functions count), and none between units; no
   private name of another module outside ``rankcli.runtime.compat``, which documents each; docstrings on public
   names; no module over 500 lines, no function over 60.
+- An import inside a function defers a cost: a heavy or optional dependency, a module that pulls one in, a cycle,
+  or start-up. Of a module that costs nothing (:data:`LOADED_AT_START`, ``rankcli.errors``, a module of the same unit
+  importing no third-party package the importer does not import already) it defers nothing and only hides what a
+  module depends on; such an import sits at the top of the module, or says why not in a comment on its line or the
+  line above.
 """
 from __future__ import annotations
 
 import ast
+import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -97,6 +103,15 @@ THIRD_PARTY: dict[str, tuple[str, ...]] = {
     "lightgbm": ("lib:train", "lib:distributed", "runtime"),
     "tomli": ("lib:tune",),            # tomllib's fallback before Python 3.11 (tune --space)
     "onnx": ("lib:export_model",), "onnxruntime": ("lib:export_model",),  # export-model --target onnx
+}
+#: Standard-library modules that every rankcli process has loaded before a command runs (the interpreter's start-up,
+#: typer's and click's; test_the_modules_loaded_at_start_are_loaded checks it): imported inside a function, one defers
+#: nothing.
+LOADED_AT_START = {
+    "abc", "collections", "contextlib", "copy", "dataclasses", "datetime", "enum", "errno", "functools", "importlib",
+    "inspect", "io", "itertools", "json", "math", "operator", "os", "pathlib", "re", "shutil", "signal", "stat",
+    "struct", "subprocess", "sys", "tempfile", "textwrap", "threading", "time", "traceback", "types", "typing",
+    "warnings", "weakref", "zlib",
 }
 #: The one module that may use other modules' private names (it documents each).
 PRIVATE_NAMES_ALLOWED = {"rankcli.runtime.compat"}
@@ -404,6 +419,98 @@ def private_uses() -> set[str]:
     return found
 
 
+def _top_level_imports(name: str) -> Iterator[Import]:
+    """The imports a module runs when it is imported: those outside its functions."""
+    def walk(node: ast.AST) -> Iterator[ast.AST]:
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                yield child
+                yield from walk(child)
+
+    lines = {node.lineno for node in walk(TREES[name]) if isinstance(node, (ast.Import, ast.ImportFrom))}
+    return (imp for imp in imports_of(name) if imp.line in lines)
+
+
+_LOADS: dict[tuple[str, int], frozenset[str]] = {}
+
+
+def loads(name: str) -> frozenset[str]:
+    """What importing a rankcli module loads, read from the modules' top-level imports: the rankcli modules (each
+    package on the way included) and the roots of the other packages."""
+    key = (name, id(TREES.get(name)))  # test_the_checks_can_fail swaps modules in
+    if key not in _LOADS:
+        found, todo = set(), [name]
+        while todo:
+            module = todo.pop()
+            parts = module.split(".")
+            for k in range(1, len(parts) + 1):
+                step = ".".join(parts[:k])
+                if step in MODULES and step not in found:
+                    found.add(step)
+                    todo.extend(imp.target for imp in _top_level_imports(step))
+                elif step not in MODULES and k == 1:
+                    found.add(step)
+            if module not in MODULES:  # a package's submodules cost apart from it (pyarrow.parquet)
+                found.add(module)
+        _LOADS[key] = frozenset(found)
+    return _LOADS[key]
+
+
+def _third_party(modules: frozenset[str]) -> set[str]:
+    return {m for m in modules if m.split(".")[0] not in ("rankcli", *STDLIB)}
+
+
+def _inner_imports(tree: ast.AST) -> Iterator[tuple[str, ast.Import | ast.ImportFrom]]:
+    """``(function, import)`` for each import inside a function, except those under ``try`` (an optional package)."""
+    def walk(node: ast.AST, function: str | None) -> Iterator[tuple[str, ast.Import | ast.ImportFrom]]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield from walk(child, function or child.name)
+            elif isinstance(child, (ast.Import, ast.ImportFrom)) and function:
+                yield function, child
+            elif not isinstance(child, ast.Try):
+                yield from walk(child, function)
+
+    yield from walk(tree, None)
+
+
+def _commented(name: str, line: int) -> bool:
+    """Whether the import at ``line`` says why it is where it is: a comment on its line or the line above."""
+    path = MODULES[name]
+    text = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    return (line <= len(text) and "#" in text[line - 1]) or (2 <= line <= len(text) + 1
+                                                              and text[line - 2].strip().startswith("#"))
+
+
+def _costs_nothing(name: str, target: str) -> bool:
+    """Whether importing ``target`` at the top of ``name`` would cost ``name`` nothing: a module loaded at start,
+    ``rankcli.errors``, or a module of the same unit that loads no third-party package ``name`` does not load already
+    and does not load ``name`` (a cycle). Not cli's own modules: every command module is loaded at each start (the
+    app is built of them), and what one imports inside a function is kept out of the start-up."""
+    if target.split(".")[0] in LOADED_AT_START:
+        return True
+    if target not in MODULES or target == name:
+        return False
+    unit = judged_unit(target)
+    same = unit == "errors" or (unit == judged_unit(name) and unit != "cli")
+    return (same and name not in loads(target) and not name.startswith(target + ".")
+            and _third_party(loads(target)) <= _third_party(loads(name)))
+
+
+def needless_inner_imports() -> set[str]:
+    """Imports inside functions that defer nothing (see the module docstring) and do not say why they are there."""
+    found = set()
+    for name, tree in TREES.items():
+        for function, node in _inner_imports(tree):
+            if _commented(name, node.lineno):
+                continue
+            lines = {imp.target for imp in imports_of(name) if imp.line == node.lineno}
+            for target in sorted(t for t in lines if _costs_nothing(name, t)):
+                found.add(f"{name}.{function} imports {target} inside a function, where it defers nothing (import "
+                          "it at the top, or say why not)")
+    return found
+
+
 def size_violations() -> set[str]:
     found = set()
     for name, path in MODULES.items():
@@ -432,7 +539,7 @@ def missing_docstrings() -> set[str]:
 
 
 CHECKS = [unplaced, import_violations, third_party_violations, alias_violations, cycles, unit_cycles, private_uses,
-          size_violations]
+          size_violations, needless_inner_imports]
 
 # Violations accepted for now, each to be removed in the change that fixes it: empty, and kept so that a move which has
 # to land in steps can say what it leaves; a stale entry fails like a new violation, so this set can only shrink.
@@ -466,6 +573,15 @@ def test_the_tables_name_what_exists():
     assert all(new in MODULES for new in ALIASES.values()), ALIASES
 
 
+def test_the_modules_loaded_at_start_are_loaded():
+    """LOADED_AT_START says what every rankcli process has loaded before a command runs: ``rankcli --version``,
+    the shortest command line, has them all."""
+    code = ("import sys\nfrom rankcli.cli import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
+            f"print(sorted(m for m in {sorted(LOADED_AT_START)!r} if m not in sys.modules), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stderr.strip().splitlines()[-1] == "[]", done.stderr
+
+
 def test_public_functions_and_classes_have_docstrings():
     assert not sorted(missing_docstrings())
 
@@ -493,6 +609,10 @@ BAD_MODULES = {
     "rankcli.predict.bad": "from rankcli.compare import render\nfrom rankcli.convert import _output_name\n",
     "rankcli.convert.bad": "import typer._click\nfrom rankcli.predict import bad\n",
     "rankcli.undocumented": "def public():\n    pass\n",
+    "rankcli.core.lazy": ("import numpy\n\n\ndef f():\n    import json\n    from rankcli.errors import InputError\n"
+                          "    from rankcli.core import long\n    import scipy\n    from rankcli.formats import bad\n"
+                          "    try:\n        import sys\n    except ImportError:\n        pass\n"
+                          "    import re  # a reason\n"),
 }
 MUST_REPORT = [
     "rankcli.loose is not placed",
@@ -520,7 +640,13 @@ MUST_REPORT = [
     "rankcli.predict.bad imports rankcli.convert._output_name",
     "rankcli.convert.bad imports typer._click",
     "rankcli.undocumented.public has no docstring",
+    "rankcli.core.lazy.f imports json inside a function",
+    "rankcli.core.lazy.f imports rankcli.errors inside a function",
+    "rankcli.core.lazy.f imports rankcli.core.long inside a function",
 ]
+#: What the checks must not say of those modules: an import that defers a cost, is under ``try`` or says why.
+MUST_NOT_REPORT = ["rankcli.core.lazy.f imports scipy inside", "rankcli.core.lazy.f imports rankcli.formats.bad inside",
+                   "rankcli.core.lazy.f imports sys inside", "rankcli.core.lazy.f imports re inside"]
 
 
 def test_the_checks_can_fail(tmp_path):
@@ -530,6 +656,7 @@ def test_the_checks_can_fail(tmp_path):
     try:
         for name, source in BAD_MODULES.items():
             MODULES[name] = tmp_path / (name + ".py")
+            MODULES[name].write_text(source, encoding="utf-8")  # the comments, which the tree does not keep
             TREES[name] = ast.parse(source)
         ALIASES["rankcli.old_alias"] = "rankcli.train.model"
         found = set().union(*(check() for check in CHECKS), missing_docstrings())
@@ -539,5 +666,7 @@ def test_the_checks_can_fail(tmp_path):
         TREES.clear(), TREES.update(saved_trees)
     missing = [want for want in MUST_REPORT if not any(v.startswith(want) for v in found)]
     assert not missing, "not reported:\n" + "\n".join(missing) + "\n\nfound:\n" + "\n".join(sorted(found))
+    wrong = [bad for bad in MUST_NOT_REPORT if any(v.startswith(bad) for v in found)]
+    assert not wrong, "reported, though allowed:\n" + "\n".join(wrong)
     cyclic = {**LIBRARIES, "train": {"explain"}}
     assert library_cycle(cyclic) == ["compare", "evaluate", "train", "explain", "compare"]

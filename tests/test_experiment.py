@@ -204,8 +204,9 @@ def test_summarize_means_stderr_and_paired_tests():
 
 
 def test_convergence_carries_a_stopped_trial_forward_so_every_point_averages_all_trials():
-    """Issue 11 item 6: a trial that stopped early keeps the value of the model it keeps (its best iteration) at
-    every later tree; before, each point averaged only the trials still running (trials 3, 2, 1)."""
+    """A trial that stopped early keeps the value of the model it keeps (its best iteration) at every later tree, so
+    that every point of the curve averages the same trials (averaging only those still running, 3, 2, 1, would make
+    the curve jump where a trial stops)."""
     cfg = ex.ExperimentConfig(losses=["a", "b"], trials=3)
     curves = [("baseline", 0, "a", np.array([0.1, 0.2, 0.3])),     # ran to the end, keeps 3 trees
               ("baseline", 1, "a", np.array([0.3, 0.4])),          # stopped after 2 trees, keeps 1: 0.3 onwards
@@ -484,8 +485,9 @@ def pooled_values(exp, setting: str, loss: str, folds=(1, 2, 3)) -> dict:
 
 
 def test_folds_pool_test_queries_and_test_over_them(tmp_path):
-    """Issue 11 item 5: each fold trained once per loss; the paired tests run over the pooled test queries of all
-    folds (n = queries), with difference = mean(b) - mean(a); trials.parquet's trial column is the fold number."""
+    """Folds as LETOR results are reported: each fold trained once per loss; the paired tests run over the pooled test
+    queries of all folds (n = queries), with difference = mean(b) - mean(a); trials.parquet's trial column is the fold
+    number."""
     import pyarrow.parquet as pq
 
     root = write_folds(tmp_path / "d", k=3, n_queries=16)
@@ -658,7 +660,7 @@ def test_loss_options_are_part_of_the_configuration_and_an_earlier_directory_res
         ex.ExperimentConfig(loss_options={"approxndcg": {"temperature": "-1"}}, **approx).validate()
 
 
-# --- position bias: naive against IPS on clicks logged by a trained ranker (issue 15 part 4) -------------------------
+# --- position bias: naive against IPS on clicks logged by a trained ranker (does IPS undo the bias?) -----------------
 
 PB_CFG = dict(losses=["xendcg", "lambdamart"], trials=2, trees=3, early_stopping=0, position_bias=[0.0, 1.0],
               metrics=["ndcg@3", "ndcg@5"], seed=5)

@@ -26,11 +26,9 @@ import numpy as np
 import pytest
 
 from rankcli.core.metrics import Convention, parse_metrics
-from rankcli.core.metrics.specs import trec_order
 from rankcli.errors import UsageError
-from rankcli.evaluate import evaluate_trec
+from rankcli.evaluate import evaluate_trec, render
 from rankcli.formats.trec import join_native as trec_fast
-from rankcli.formats.trec.write import trec_eval_blocks
 from rankcli.trec_eval import pipeline
 from rankcli.trec_eval.getopt import Options
 from rankcli.trec_eval.measures import select
@@ -236,8 +234,7 @@ def _layouts(tmp_path: Path, flags: dict, seed: int) -> tuple[list[str], list[st
     theirs = b"".join(pipeline.evaluate(o)).decode()
     names = [n.decode() if isinstance(n, bytes) else n for n in Renderer(select(o.measures, "qrels"), o).column_names]
     report = _eval(qrels, run, [*names, "runid"], flags)
-    ours = "".join(trec_eval_blocks(trec_order(report.specs), report.result.per_query, report.result.means,
-                                    report.qids, runid=report.runid, queries=True))
+    ours = "".join(render.trec_eval_layout(report, queries=True))
     return theirs.splitlines(), ours.splitlines()
 
 
@@ -251,9 +248,9 @@ def test_eval_prints_trec_eval_s_lines(tmp_path, flags):
     assert [a for a, b in zip(theirs, ours) if a != b] == [] and len(theirs) == len(ours)
 
 
-@pytest.mark.xfail(strict=True, reason="with -c, trec_eval's num_rel 'all' line counts every qrels label > 0 whatever "
-                   "-l says (trec_eval/render.py, positive_labels); eval sums each query's labels >= "
-                   "-l (core/metrics/evaluation.py:aggregate)")
 def test_eval_prints_trec_eval_s_num_rel_with_c_and_a_threshold(tmp_path):
+    """With -c, trec_eval's num_rel ``all`` line counts every qrels label > 0 whatever -l says (trec_eval/render.py,
+    positive_labels), where eval's own summary sums each query's labels >= -l: ``eval --format trec_eval`` prints
+    trec_eval's figure (rankcli.evaluate.render.trec_eval_means); the table and --json keep eval's sum."""
     theirs, ours = _layouts(tmp_path, {"complete": True, "level": 2}, seed=7)
     assert [a for a, b in zip(theirs, ours) if a != b] == []

@@ -186,7 +186,7 @@ def test_column_wise_histograms_replace_rankcli_s_row_wise_default(data, value):
     assert (resolved["force_col_wise"], resolved["force_row_wise"]) == (1, 0)  # what LightGBM trained with
 
 
-# ------------------------------------------------------------------------------------------ --param (issue 11 item 8)
+# ------------------------------------ --param: a name LightGBM lacks or rankcli sets is refused, naming the right one
 @pytest.mark.parametrize("key, message", [
     ("num_leafs", "--param num_leafs: LightGBM has no parameter 'num_leafs'; did you mean 'num_leaves'? "
                   "(rankcli sets it: use --num-leaves)"),
@@ -331,7 +331,7 @@ def test_dart_with_early_stopping_is_refused_without_it_every_tree_is_kept(data)
     assert result.best_iteration == result.trees_trained == 8
 
 
-# ------------------------------------------------------------------------- the model checksum (issue 12 item 6)
+# -------------------------------------------------- the model checksum: a model loads only as training wrote it
 def test_dask_model_directory_records_the_checksum_and_loads_through_the_same_check(data, tmp_path):
     import hashlib
 
@@ -406,7 +406,7 @@ def test_validation_without_any_relevant_document_is_refused_under_skip(data):
     train_model(train, mixed, TrainConfig(loss="lambdamart", **FAST))
 
 
-# ---------------------------------------------------------------------------- large labels (issue 12 items 4, 7)
+# ------------------------------------------------------------ large labels: grades up to 10^6 and beyond float32
 @pytest.fixture(scope="module")
 def big_labels():
     train = load_letor("train", 46)
@@ -512,7 +512,7 @@ def test_integer_label_losses_refuse_grades_beyond_their_range_and_offer_label_g
         resolve_params(TrainConfig(loss="lambdamart"), max_grade=10**6)
 
 
-# ------------------------------------------------------------------------ default thread count (issue 12 item 14)
+# ------------------------------------------------------------ default thread count: the CPUs this process may use
 def test_default_threads_follow_the_cpus_this_process_may_use(data, monkeypatch):
     """num_threads was 0 (LightGBM: every core of the node, whatever the job's affinity or quota)."""
     from rankcli.runtime import cpus

@@ -6,7 +6,11 @@ Only typer is imported at start-up; every subcommand imports numpy, pyarrow or L
 
 from __future__ import annotations
 
+import importlib
+import re
+import signal
 import sys
+import threading
 import traceback
 from typing import Annotated
 
@@ -14,7 +18,10 @@ import typer
 
 from rankcli import __version__
 from rankcli.cli.options import UsageCommand
-from rankcli.errors import ExitStatus, RankcliError
+from rankcli.errors import ExitStatus, PipeClosed, RankcliError, Terminated
+from rankcli.formats.atomic import expect_final_output, final_output_written
+from rankcli.runtime.compat import DependencyChanged, click_exception_type
+from rankcli.runtime.startup import prefer_passive_openmp_waits
 
 HELP = ("Learning-to-rank from the shell: convert LETOR data, train LightGBM rankers with XE-NDCG, LambdaMART, "
         "ListNet and more, evaluate, simulate clicks and compare runs with significance tests.\n\n"
@@ -55,8 +62,6 @@ def _root(
 def make_app(only: str | None = None) -> typer.Typer:
     """The typer app with every subcommand, or with the subcommand ``only`` alone: typer builds the options of every
     command it holds at each start, and one command instead of ten saves ~35 ms of every command line."""
-    import importlib
-
     new = typer.Typer(name="rankcli", help=HELP, no_args_is_help=True, add_completion=False,
                       pretty_exceptions_enable=False, context_settings={"help_option_names": ["-h", "--help"]})
     new.callback()(_root)
@@ -77,8 +82,6 @@ def _reflow(doc: str) -> str:
 
     A line that starts a list item (``-`` or ``*``) or is indented (an example, a table) keeps its own line.
     """
-    import re
-
     paragraphs = []
     for paragraph in re.split(r"\n\s*\n", doc.strip()):
         lines: list[str] = []
@@ -115,17 +118,12 @@ def _print_usage_error(exc) -> None:
 
 
 def _raise_terminated(signum: int, frame) -> None:
-    from rankcli.errors import Terminated
-
     raise Terminated(signum)
 
 
 def _install_signal_handlers() -> dict:
     """SIGTERM and SIGHUP raise :class:`rankcli.errors.Terminated` in the main thread, as SIGINT raises
     KeyboardInterrupt: temporaries are removed and the exit status is 143 / 129. Returns the previous handlers."""
-    import signal
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         return {}
     previous = {}
@@ -141,8 +139,6 @@ def _install_signal_handlers() -> dict:
 
 
 def _restore_signal_handlers(previous: dict) -> None:
-    import signal
-
     for sig, handler in previous.items():
         try:
             signal.signal(sig, handler)
@@ -152,8 +148,6 @@ def _restore_signal_handlers(previous: dict) -> None:
 
 def _interrupted(status: int, name: str) -> int:
     """An interrupt: a failure, unless the command's output was already in place (then it has succeeded)."""
-    from rankcli.formats.atomic import final_output_written
-
     if final_output_written():
         return ExitStatus.SUCCESS
     _print_error(name)
@@ -167,9 +161,6 @@ def main(argv: list[str] | None = None, *, ending: bool = False) -> int:
     status is decided, SIGINT, SIGTERM and SIGHUP are ignored instead of given back to the previous handlers, so that
     a signal while the interpreter shuts down cannot turn the decided status into a death by that signal. A caller
     that goes on (a test, a library user) gets its handlers back."""
-    from rankcli.formats.atomic import expect_final_output
-    from rankcli.runtime.startup import prefer_passive_openmp_waits
-
     prefer_passive_openmp_waits()
     previous = _install_signal_handlers()
     expect_final_output(None)
@@ -191,8 +182,6 @@ def main(argv: list[str] | None = None, *, ending: bool = False) -> int:
 
 
 def _ignore_signals() -> None:
-    import signal
-
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         try:
             signal.signal(sig, signal.SIG_IGN)
@@ -201,8 +190,6 @@ def _ignore_signals() -> None:
 
 
 def _run(command, args: list[str]) -> int:
-    from rankcli.errors import Terminated
-
     try:
         # the words as given (click drops "--"): rankcli trec_eval reads its command line with trec_eval's getopt
         result = command.main(args=args, prog_name="rankcli", standalone_mode=False, obj={"argv": list(args)})
@@ -218,8 +205,6 @@ def _run(command, args: list[str]) -> int:
 
 def _main(argv: list[str] | None) -> int:
     from rankcli.cli._common import guarded_streams
-    from rankcli.errors import PipeClosed, Terminated
-    from rankcli.runtime.compat import DependencyChanged, click_exception_type
 
     try:
         usage_error = click_exception_type()

@@ -6,12 +6,25 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
-from rankcli.errors import PipeClosed, StdoutError
+from rankcli.errors import PipeClosed, StdoutError, UsageError
+from rankcli.formats.atomic import (
+    STDOUT,
+    check_not_input,
+    check_stdout,
+    check_target,
+    expect_final_output,
+    output_path,
+    resolve_target,
+)
 
 
 class _Closed:
@@ -228,8 +241,6 @@ def progress_bar(total: float | None, description: str, *, extra: str = "") -> I
 
 
 def _field_defaults(extra: str) -> dict[str, str]:
-    import re
-
     return {name: "" for name in re.findall(r"task\.fields\[['\"]?(\w+)['\"]?\]", extra)}
 
 
@@ -249,15 +260,6 @@ def prepare_output(text: str, *, overwrite: bool, kind: str = "file", inputs=(),
     if kind == "file" and file_kind is None:
         raise TypeError(f"{option}: a one-file output must say what it is (file_kind), or --overwrite would replace "
                         "any file")
-    from rankcli.formats.atomic import (
-        STDOUT,
-        check_not_input,
-        check_stdout,
-        check_target,
-        expect_final_output,
-        output_path,
-        resolve_target,
-    )
 
     path = output_path(text, directory=kind != "file", option=option, example=example)
     if path == STDOUT:
@@ -275,8 +277,6 @@ def prepare_output(text: str, *, overwrite: bool, kind: str = "file", inputs=(),
 
 def stdout_taken(output, json_output: bool, what: str = "--json") -> None:
     """``-o -`` and another result on standard output (``--json``) cannot both have it: exit 2."""
-    from rankcli.errors import UsageError
-
     if str(output) == "-" and json_output:
         raise UsageError(f"-o - and {what} both write to standard output; give the output a file name")
 
@@ -319,8 +319,6 @@ _CONVERTED: list[str] = []
 
 def _is_text(path: Any) -> bool:
     """Whether ``path`` is an SVMlight/LETOR text file (not Parquet: its first bytes are not ``PAR1``)."""
-    from pathlib import Path
-
     from rankcli.formats.svmlight_text import looks_like_svmlight
 
     p = Path(path)
@@ -352,8 +350,6 @@ def parquet_inputs(paths: list[Any], *, model: Any = None, float64: bool = False
     texts = list(dict.fromkeys(str(p) for p in paths if p is not None and _is_text(p)))
     if not texts:
         return list(paths)
-    import tempfile
-    from pathlib import Path
 
     from rankcli.convert import ConvertOptions, convert  # only for text input: the converter costs ~0.1 s to load
 
@@ -380,8 +376,6 @@ def _model_features(model: Any, float64: bool) -> tuple[int | None, bool]:
     otherwise)."""
     if model is None:
         return None, float64
-    import json
-    from pathlib import Path
 
     try:
         info = json.loads((Path(model) / "rankcli.json").read_text(encoding="utf-8"))
@@ -397,10 +391,6 @@ def parquet_data(path: Any) -> Any:
     a directory of text files and no Parquet file (RankLib's ``train.txt``, ``vali.txt``, ``test.txt``; LightGBM's
     ``rank.train``, ``rank.test`` and their ``.query`` files), or fold directories ``Fold1/ .. FoldK/`` of them; each
     converted as ``rankcli convert DIR -o OUT/`` would, with one feature count for every file (one stderr line)."""
-    import re
-    import tempfile
-    from pathlib import Path
-
     from rankcli.convert import ConvertOptions, convert, directory_inputs
 
     path = Path(path)
@@ -452,7 +442,5 @@ def shlex_quote(text: str) -> str:
 
 def remove_converted_inputs() -> None:
     """Remove the temporary Parquet files :func:`parquet_inputs` wrote for this command."""
-    import shutil
-
     while _CONVERTED:
         shutil.rmtree(_CONVERTED.pop(), ignore_errors=True)

@@ -22,6 +22,7 @@ and its parameters in Parquet; simulate-clicks --model and propensity --from-cli
 
 from __future__ import annotations
 
+import time
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -30,6 +31,7 @@ import typer
 
 from rankcli.cli import options as opt
 from rankcli.cli.options import Correction, UsageCommand
+from rankcli.errors import UsageError, WorseThanBaseline
 
 NAME = "click-model"
 SHORT_HELP = "Fit, evaluate and compare click models (PBM, UBM, DBN, CCM, ...) on click logs."
@@ -105,7 +107,6 @@ _BY = typer.Option("--by", help="Per-item parameters per (query, document) pair,
 def prior_from(text: str, cap: float):
     """``--prior N/D`` and ``--cap`` as a :class:`~rankcli.core.click_models.Prior` (exit 2 when malformed)."""
     from rankcli.core.click_models import Prior
-    from rankcli.errors import UsageError
 
     num, sep, den = str(text).partition("/")
     try:
@@ -130,8 +131,6 @@ def _options(model: str, by: By, iterations: int, tolerance: float, prior: str, 
 
 def _progress():
     """A progress callback for EM on stderr: a line every 10 iterations of a fit that has run for 2 seconds."""
-    import time
-
     from rankcli.cli._common import log
 
     start = time.monotonic()
@@ -208,7 +207,6 @@ def evaluate(
     """``click-model eval`` (its help is the decorator's)."""
     from rankcli.cli._common import print_json, stdout_console
     from rankcli.click_model import evaluate_log
-    from rankcli.errors import UsageError
 
     if cutoff < 1:
         raise UsageError(f"--cutoff: must be at least 1, got {cutoff}")
@@ -263,7 +261,6 @@ def compare(
 ) -> None:
     """``click-model compare`` (its help is the decorator's)."""
     from rankcli.cli._common import print_json, stdout_console
-    from rankcli.errors import UsageError
 
     if permutations < 1:
         raise UsageError(f"--permutations must be at least 1, got {permutations}")
@@ -291,7 +288,6 @@ def compare(
 def _compared(inputs, held_out, models, split, names, fitting, tests):
     """The comparison the options ask for: directories on a held-out log, or models fitted on a split."""
     from rankcli.click_model import compare_models, compare_split
-    from rankcli.errors import UsageError
 
     if (held_out is None) == (models is None):
         raise UsageError("give either --log HELD_OUT with model directories, or one LOG with --models")
@@ -307,8 +303,6 @@ def _compared(inputs, held_out, models, split, names, fitting, tests):
 
 
 def _fail_if_worse(report) -> None:
-    from rankcli.errors import WorseThanBaseline
-
     worse = report.worse_than_baseline()
     if worse:
         first = worse[0]

@@ -31,6 +31,7 @@ than the baseline on any metric.
 
 from __future__ import annotations
 
+import sys
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -39,6 +40,8 @@ import typer
 
 from rankcli.cli import options as opt
 from rankcli.cli.options import Correction, Gain, NoRelevant, Preset, Ties
+from rankcli.errors import UsageError, WorseThanBaseline
+from rankcli.formats.atomic import atomic_path, kinds
 
 NAME = "compare"
 SHORT_HELP = "Compare runs per query with significance tests."
@@ -134,8 +137,6 @@ def command(
 def _check_options(json_output: bool, output_format: str, fail_if_worse: bool, baseline: str | None, runs: list,
                    permutations: int, seed: int) -> None:
     """Refuse option combinations and values before any input is read (exit 2)."""
-    from rankcli.errors import UsageError
-
     if json_output and output_format != "table":
         raise UsageError("--json and --format cannot be used together")
     if fail_if_worse and baseline is None and len(runs) > 2:
@@ -150,8 +151,6 @@ def _plot_path(plot: str, overwrite: bool, runs: list[Path], qrels: Path | None)
     """The checked --plot path (matplotlib installed, never an input or standard output)."""
     from rankcli.cli._common import prepare_output
     from rankcli.display.plot import INSTALL_HINT, have_matplotlib
-    from rankcli.errors import UsageError
-    from rankcli.formats.atomic import kinds
 
     if not have_matplotlib():
         raise UsageError(f"--plot needs matplotlib: {INSTALL_HINT}")
@@ -164,8 +163,6 @@ def _plot_path(plot: str, overwrite: bool, runs: list[Path], qrels: Path | None)
 def _plot(result, plot, overwrite: bool) -> None:
     """The per-query differences of every comparison that has them, as one PNG (written atomically)."""
     from rankcli.display.plot import MAX_DIFFERENCE_PANELS, plot_differences
-    from rankcli.errors import UsageError
-    from rankcli.formats.atomic import atomic_path, kinds
 
     drawn = [c for c in result.comparisons if c.differences is not None and len(c.differences)]
     if len(drawn) > MAX_DIFFERENCE_PANELS:
@@ -194,8 +191,6 @@ def _convention(trec_input: bool, preset, gain, no_relevant, ties, threshold, ma
 
 def _render(result, json_output: bool, output_format: str) -> None:
     """The report on standard output: JSON, a table, or Markdown/LaTeX/TSV text."""
-    import sys
-
     from rankcli.cli._common import print_json, stdout_console
     from rankcli.compare import render
 
@@ -216,8 +211,6 @@ def _render(result, json_output: bool, output_format: str) -> None:
 def _fail_if_worse(result) -> None:
     """Exit status 5 (:class:`~rankcli.errors.WorseThanBaseline`) when a run is significantly worse than the
     baseline."""
-    from rankcli.errors import WorseThanBaseline
-
     worse = result.worse_than_baseline()
     if worse:
         first = worse[0]

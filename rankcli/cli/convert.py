@@ -37,12 +37,15 @@ and leaves nothing behind. A summary is printed; --json prints it as JSON.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from rankcli.cli import options as opt
+from rankcli.errors import UsageError
+from rankcli.formats.atomic import STDOUT, check_stdout, expect_final_output, kinds, output_path
 
 NAME = "convert"
 SHORT_HELP = "Convert SVMlight/LETOR text to Parquet."
@@ -104,7 +107,6 @@ def command(
     dask: Annotated[str | None, _DASK] = None,
 ) -> None:
     from rankcli.convert import ConvertOptions
-    from rankcli.errors import UsageError
 
     if block_bytes < 1:
         raise UsageError(f"--block-bytes must be positive, got {block_bytes}")
@@ -113,7 +115,6 @@ def command(
             raise UsageError(f"--float64 is for SVMlight text; --from {source} stores its features as float32")
         return _convert_log(source, inputs, output, qrels, overwrite, json_output)
     from rankcli.cli._common import stdout_taken
-    from rankcli.formats.atomic import STDOUT, check_stdout, expect_final_output, output_path
 
     # The output's checks (an input, an existing target, --overwrite) are convert()'s, which knows the layout.
     as_directory = output.endswith("/")  # a trailing slash names a directory: OUTPUT/<name>.parquet
@@ -164,8 +165,6 @@ def _run(inputs: list[str], target, options, overwrite: bool, dask: str | None, 
 
 def _input_bytes(inputs: list[str]) -> int:
     """The bytes of the uncompressed input files (the progress bar's total; 0 when unknown)."""
-    import os
-
     total = 0
     for item in inputs:
         p = Path(item)
@@ -178,9 +177,7 @@ def _convert_log(source: str, inputs: list[str], output: str, qrels: Path | None
                  json_output: bool) -> None:
     """``--from ltr-log|solr-features``: one log and its judgments into one dataset."""
     from rankcli.cli._common import log, prepare_output, print_json, stdout_console, summary_table
-    from rankcli.errors import UsageError
     from rankcli.export_model.logs import LOG_KINDS, convert_log
-    from rankcli.formats.atomic import kinds
 
     if source not in LOG_KINDS + ("svmlight",):
         raise UsageError(f"--from: choose one of svmlight, {', '.join(LOG_KINDS)}, got {source!r}")

@@ -39,6 +39,7 @@ Example: rankcli eval run.parquet --metric ndcg@1,3,5,10 --metric map --json
 
 from __future__ import annotations
 
+import sys
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -47,6 +48,8 @@ import typer
 
 from rankcli.cli import options as opt
 from rankcli.cli.options import Gain, NoRelevant, Preset, Ties
+from rankcli.errors import UsageError
+from rankcli.formats.atomic import kinds, model_files
 
 NAME = "eval"
 SHORT_HELP = "Evaluate a run: NDCG@k and other ranking metrics."
@@ -151,8 +154,6 @@ def command(
 
 def _no_extra_arguments(run, extra: list[str]) -> None:
     """One run only; two arguments are trec_eval's order (QRELS RUN), which has its own command."""
-    from rankcli.errors import UsageError
-
     if len(extra) == 1:
         raise UsageError(f"unexpected extra argument ({extra[0]}): rankcli eval takes one run. For trec_eval's order "
                          f"QRELS RUN use rankcli trec_eval {run} {extra[0]} (or rankcli eval --qrels {run} --run "
@@ -164,8 +165,6 @@ def _no_extra_arguments(run, extra: list[str]) -> None:
 def _inputs(run, trec_run, qrels, model, *, complete: bool, judged_only: bool, max_docs) -> tuple:
     """``(parquet_run, trec_run)`` from the command line (a TREC run may be given as RUN with --qrels); a combination
     that names no input, or two, or trec_eval's options without a TREC run is a usage error."""
-    from rankcli.errors import UsageError
-
     if trec_run is not None and run is not None and qrels is not None:
         raise UsageError("give the TREC run either as RUN or as --run, not both")
     if qrels is not None and trec_run is None:
@@ -198,8 +197,6 @@ def _model_data(run, model):
 
 
 def _format(json_out: bool, output_format: Format | None, by_query: bool) -> Format:
-    from rankcli.errors import UsageError
-
     if json_out and output_format is not None and output_format != Format.json:
         raise UsageError(f"--json and --format {output_format.value} cannot be used together")
     fmt = Format.json if json_out else (output_format or Format.table)
@@ -223,8 +220,6 @@ def _convention(trec_input: bool, preset, gain, no_relevant, ties, threshold, ma
 def _per_query_path(per_query: str, overwrite: bool, inputs: list, model) -> str:
     """The checked --per-query output path (never standard output, never an input)."""
     from rankcli.cli._common import prepare_output
-    from rankcli.errors import UsageError
-    from rankcli.formats.atomic import kinds, model_files
 
     if per_query == "-":
         raise UsageError("--per-query -: standard output carries the table (or --json); give a file name")
@@ -241,14 +236,8 @@ def _render(report, fmt: Format, by_query: bool) -> None:
         for note in report.notes:
             log(f"note: {note}")
     if fmt == Format.trec_eval:
-        import sys
-
-        from rankcli.core.metrics.specs import trec_order
-        from rankcli.formats.trec.write import trec_eval_blocks
-
         out = sys.stdout.buffer  # bytes: an id is written as read, whatever PYTHONIOENCODING says
-        for block in trec_eval_blocks(trec_order(report.specs), report.result.per_query, report.result.means,
-                                      report.qids, runid=report.runid, queries=by_query):
+        for block in render.trec_eval_layout(report, queries=by_query):
             out.write(block.encode("utf-8", "surrogateescape"))
         out.flush()
     elif fmt == Format.json:

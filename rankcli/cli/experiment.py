@@ -60,6 +60,7 @@ Example:
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -67,6 +68,7 @@ import typer
 
 from rankcli.cli import options as opt
 from rankcli.cli.options import TRAINING_CONVENTIONS
+from rankcli.errors import UsageError
 
 NAME = "experiment"
 SHORT_HELP = "Run the paper's protocol: repeated splits, losses side by side, robustness sweeps."
@@ -187,8 +189,6 @@ def command(
 
 
 def _loss_list(losses: str) -> list[str]:
-    from rankcli.errors import UsageError
-
     loss_list = [x.strip() for x in losses.split(",")]
     if any(not x for x in loss_list) and any(loss_list):   # as --metric: 'xendcg,,lambdamart' is a typo, not two
         raise UsageError(f"--losses: empty loss name in {losses!r}")
@@ -201,7 +201,6 @@ def _click_model(path: Path | None) -> dict | None:
     if path is None:
         return None
     from rankcli.click_model import load_model
-    from rankcli.errors import UsageError
     from rankcli.formats.session_log import fingerprint
 
     loaded = load_model(path)
@@ -215,7 +214,6 @@ def _config(o: dict):
     """The :class:`rankcli.experiment.ExperimentConfig` of the options, after the checks the library cannot make
     (option combinations, spellings); the library checks the values."""
     from rankcli.core.perturb import check_augment_fraction, parse_split
-    from rankcli.errors import UsageError
     from rankcli.experiment import ExperimentConfig, iter_levels
     from rankcli.train import TrainConfig, check_loss, options_by_loss
 
@@ -278,8 +276,6 @@ def _space_file(path: Path | None) -> dict | None:
 
 
 def _check_dask(dask: str | None, jobs: int) -> None:
-    from rankcli.errors import UsageError
-
     if dask is None:
         return
     from rankcli.distributed import parse_dask_target, require_dask
@@ -292,8 +288,6 @@ def _check_dask(dask: str | None, jobs: int) -> None:
 
 def _run(data: Path, output, config, *, jobs: int, overwrite: bool, dask: str | None):
     """Run the experiment under a progress bar; ``(result, seconds, units planned)``."""
-    import time
-
     from rankcli.cli._common import log, parquet_data, progress_bar
     from rankcli.experiment import plan_settings, run_experiment
     from rankcli.runtime.startup import import_lightgbm_lean

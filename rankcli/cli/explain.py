@@ -31,6 +31,7 @@ Example: rankcli explain model test.parquet --repeats 5 --group bm25=f21,f22,f23
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -38,6 +39,8 @@ import typer
 
 from rankcli.cli import options as opt
 from rankcli.cli.options import Correction
+from rankcli.errors import UsageError
+from rankcli.formats.atomic import atomic_path, check_distinct, kinds, model_files
 
 NAME = "explain"
 SHORT_HELP = "Which features a model uses, and their worth in NDCG."
@@ -102,7 +105,6 @@ def command(
 
 def _check(data, per_query, top: int, permutations: int, test: str, repeats: int) -> None:
     """The options' own checks, before any output is prepared or any file read (exit 2)."""
-    from rankcli.errors import UsageError
     from rankcli.explain.ranking import check_test
 
     if data is None and (per_query is not None):
@@ -116,8 +118,6 @@ def _check(data, per_query, top: int, permutations: int, test: str, repeats: int
 
 def _sample_size(text: str) -> int | None:
     """``--contributions-queries``: a count of at least 1, or ``all`` (None); anything else is exit 2."""
-    from rankcli.errors import UsageError
-
     if text.strip().lower() == "all":
         return None
     try:
@@ -159,8 +159,6 @@ def _outputs(model_dir, data, output, per_query, plot, json_out: bool, overwrite
     """The checked output paths, prepared in the order they are written (the last is the one that completes the
     command)."""
     from rankcli.cli._common import prepare_output, stdout_taken
-    from rankcli.errors import UsageError
-    from rankcli.formats.atomic import check_distinct, kinds, model_files
     from rankcli.formats.tables import table_format
 
     inputs = [p for p in (data,) if p is not None] + model_files(model_dir)
@@ -192,8 +190,6 @@ def _outputs(model_dir, data, output, per_query, plot, json_out: bool, overwrite
 def _progress(ds):
     """A progress bar in percent of the estimated work (:mod:`rankcli.explain.progress`: each model call counted by
     its measured cost, TreeSHAP's batches too), so that its time left holds throughout; it never moves back."""
-    from contextlib import contextmanager
-
     from rankcli.cli._common import progress_bar
 
     @contextmanager
@@ -214,7 +210,6 @@ def _progress(ds):
 
 
 def _write(result, outputs: dict, top: int, overwrite: bool) -> None:
-    from rankcli.formats.atomic import kinds
     from rankcli.formats.tables import write_columns
 
     if "per_query" in outputs:
@@ -224,7 +219,6 @@ def _write(result, outputs: dict, top: int, overwrite: bool) -> None:
                                 "repeats": r.repeats, "seed": r.seed}, file_kind=kinds.EXPLAIN_PER_QUERY)
     if "plot" in outputs:
         from rankcli.explain.render import explain_plot
-        from rankcli.formats.atomic import atomic_path
 
         with atomic_path(outputs["plot"], overwrite, suffix=".png", file_kind=kinds.PLOT) as tmp:
             explain_plot(result, tmp, top)

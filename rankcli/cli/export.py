@@ -14,6 +14,7 @@ or with whitespace, is exit 3). Written atomically, row group by row group; an e
 
 from __future__ import annotations
 
+import time
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -21,6 +22,8 @@ from typing import Annotated
 import typer
 
 from rankcli.cli import options as opt
+from rankcli.errors import UsageError
+from rankcli.formats.atomic import kinds
 
 NAME = "export"
 SHORT_HELP = "Export a dataset to SVMlight or TREC qrels."
@@ -40,14 +43,9 @@ def command(
     overwrite: Annotated[bool, opt.overwrite()] = False,
     json_output: Annotated[bool, opt.json_flag("a summary")] = False,
 ) -> None:
-    import time
-
     from rankcli.cli._common import log, prepare_output, print_json, stdout_taken
-    from rankcli.formats.atomic import kinds
 
     if (data / "model.txt").is_file() and (data / "rankcli.json").is_file():
-        from rankcli.errors import UsageError
-
         raise UsageError(f"{data}: a model directory, not a dataset; export writes datasets back as text. To write a "
                          f"model for a search engine: rankcli export-model {data} --target TARGET -o OUT")
 

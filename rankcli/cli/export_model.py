@@ -36,6 +36,8 @@ from typing import Annotated
 import typer
 
 from rankcli.cli import options as opt
+from rankcli.errors import CheckFailed
+from rankcli.formats.atomic import model_files
 
 NAME = "export-model"
 SHORT_HELP = "Write a trained model for a search engine, exactly, and check it."
@@ -72,14 +74,12 @@ def command(
     json_out: Annotated[bool, opt.json_flag("the export's summary and the check")] = False,
 ) -> None:
     from rankcli.cli._common import prepare_output, print_json
-    from rankcli.formats.atomic import model_files
 
     inputs = [*model_files(model_dir)] + [p for p in (feature_map, check) if p is not None]
     output = prepare_output(output, overwrite=overwrite, kind="export", inputs=inputs, example="export")
     from rankcli.runtime.startup import import_lightgbm_lean
 
     import_lightgbm_lean()
-    from rankcli.errors import CheckFailed
     from rankcli.export_model import ExportOptions, export_model
     from rankcli.export_model.render import report
 

@@ -39,6 +39,8 @@ import typer
 
 from rankcli.cli import options as opt
 from rankcli.cli.options import Preset
+from rankcli.errors import UsageError
+from rankcli.formats.atomic import kinds
 
 NAME = "fuse"
 SHORT_HELP = "Fuse runs into one: RRF, CombSUM, CombMNZ, weighted sums, trained and tuned fusions."
@@ -52,8 +54,6 @@ class RunFormat(str, Enum):
 
 
 def _weights(text: str | None) -> list[float] | None:
-    from rankcli.errors import UsageError
-
     if text is None:
         return None
     try:
@@ -133,7 +133,6 @@ def command(
 def _start(o: dict) -> None:
     """The command's work, from its options by name."""
     from rankcli.cli._common import prepare_output, stdout_taken
-    from rankcli.formats.atomic import kinds
     from rankcli.fuse import FuseOptions, default_format
 
     fmt_name = o["fmt"].value if o["fmt"] is not None else default_format(o["runs"])
@@ -157,7 +156,6 @@ def _start(o: dict) -> None:
 
 def _metrics(metric: list[str] | None, optimizing: bool) -> list[str]:
     from rankcli.core.metrics import parse_metrics
-    from rankcli.errors import UsageError
 
     specs = [str(s) for s in parse_metrics(metric or ["ndcg@10"])]
     if optimizing and len(specs) != 1:
@@ -167,7 +165,6 @@ def _metrics(metric: list[str] | None, optimizing: bool) -> list[str]:
 
 def _run(runs, output, options, fmt_name, tag, overwrite, compare, qrels, metrics, json_out) -> None:
     from rankcli.cli._common import log, print_json, stdout_console
-    from rankcli.errors import UsageError
     from rankcli.fuse import fuse_files, render
 
     if compare and str(output) == "-":

@@ -18,6 +18,7 @@ from typing import Annotated
 import typer
 
 from rankcli.cli import options as opt
+from rankcli.formats.atomic import kinds, model_files
 
 NAME = "predict"
 SHORT_HELP = "Score documents with a trained model."
@@ -44,7 +45,6 @@ def command(
                                                     "name).", show_default=False)] = None,
 ) -> None:
     from rankcli.cli._common import log, parquet_inputs, prepare_output, print_json, stdout_taken
-    from rankcli.formats.atomic import kinds, model_files
 
     trec = fmt.value == "trec"
     output = prepare_output(output, overwrite=overwrite, inputs=[data, *model_files(model_dir)], binary=not trec,

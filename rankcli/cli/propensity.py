@@ -34,6 +34,8 @@ from typing import Annotated
 import typer
 
 from rankcli.cli import options as opt
+from rankcli.errors import UsageError
+from rankcli.formats.atomic import atomic_path, check_distinct, kinds
 
 NAME = "propensity"
 SHORT_HELP = ("Estimate position propensities (with bootstrap intervals) from a randomised click log or several "
@@ -90,8 +92,6 @@ def command(
                            others=(min_clicks != 20, fit != "none", method != "auto", policy is not None))
         return
     if not clicks:
-        from rankcli.errors import UsageError
-
         raise UsageError("give a click log (CLICKS), or --from-click-model MODEL_DIR")
     _randomised(clicks, output, bootstrap, confidence, min_clicks, fit, method, policy, seed, plot, json_out,
                 overwrite)
@@ -101,8 +101,6 @@ def _randomised(clicks, output, bootstrap, confidence, min_clicks, fit, method, 
                 overwrite) -> None:
     """The estimators from randomised logs and from several rankers' logs."""
     from rankcli.cli._common import prepare_output, print_json, stdout_taken
-    from rankcli.errors import UsageError
-    from rankcli.formats.atomic import check_distinct, kinds
     from rankcli.formats.propensity import write_propensity
     from rankcli.propensity import estimate_logs
 
@@ -123,7 +121,6 @@ def _randomised(clicks, output, bootstrap, confidence, min_clicks, fit, method, 
                            min_clicks=min_clicks, fit=fit, seed=seed)
     if plot is not None:
         from rankcli.display.plot import plot_propensity
-        from rankcli.formats.atomic import atomic_path
 
         with atomic_path(plot, overwrite, suffix=".png", file_kind=kinds.PLOT) as tmp:
             plot_propensity(result.as_dict(), tmp)
@@ -139,8 +136,6 @@ def _from_click_models(clicks, model_dir, model, regression_em, iterations, outp
                        bootstrap, confidence, seed, others) -> None:
     """``--from-click-model`` and ``--regression-em``: the propensity file of a position-based click model."""
     from rankcli.cli._common import prepare_output, print_json, stdout_taken
-    from rankcli.errors import UsageError
-    from rankcli.formats.atomic import kinds
     from rankcli.formats.propensity import write_propensity
 
     if any(others):
@@ -201,7 +196,6 @@ def _checked_options(clicks: list[Path], bootstrap: int, confidence: float, min_
     """Whether the logs are estimated by intervention harvesting; a :class:`~rankcli.errors.UsageError` for any
     option out of range or in conflict, before an output is prepared."""
     from rankcli.core.propensity import FITS, check_bootstrap
-    from rankcli.errors import UsageError
     from rankcli.propensity import parse_policy
 
     check_bootstrap(bootstrap)

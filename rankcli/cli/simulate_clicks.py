@@ -30,6 +30,8 @@ from typing import Annotated
 import typer
 
 from rankcli.cli import options as opt
+from rankcli.errors import UsageError
+from rankcli.formats.atomic import kinds, model_files
 
 NAME = "simulate-clicks"
 SHORT_HELP = "Simulate click logs with a cascade or position-based model."
@@ -69,7 +71,6 @@ def command(
 
         import_numpy_single_threaded_blas()
     from rankcli.cli._common import log, prepare_output, print_json, stdout_taken
-    from rankcli.formats.atomic import kinds, model_files
     from rankcli.simulate import RANKERS, simulate_file
 
     fitted = _fitted_model(model, click_probs, eta)
@@ -101,7 +102,6 @@ def _fitted_model(model: str, click_probs: str | None, eta: float | None) -> boo
     """Whether ``--model`` names a click-model directory; with one, --click-probs and --eta are usage errors (the
     fitted parameters say how users click)."""
     from rankcli.click_model.simulation import is_model_dir
-    from rankcli.errors import UsageError
 
     if model in ("cascade", "pbm") or not is_model_dir(model):
         return False
@@ -117,7 +117,6 @@ def _checked_options(model: str, click_probs: str, impressions: int, max_rank: i
     """The parsed click probabilities and logging policy; a :class:`~rankcli.errors.UsageError` for any option out
     of range, before the model is loaded and the output prepared."""
     from rankcli.core.clicks import MODELS
-    from rankcli.errors import UsageError
     from rankcli.simulate import RANKERS, check_randomize, parse_click_probs, parse_randomize
 
     if model not in MODELS:

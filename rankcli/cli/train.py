@@ -28,6 +28,8 @@ from typing import Annotated
 import typer
 
 from rankcli.cli import options as opt
+from rankcli.errors import UsageError
+from rankcli.formats.atomic import atomic_path, kinds
 
 NAME = "train"
 SHORT_HELP = "Train a LightGBM ranker with a chosen loss."
@@ -137,8 +139,6 @@ def _plot_path(plot: str | None, overwrite: bool, inputs: list, output: str):
         return None
     from rankcli.cli._common import prepare_output
     from rankcli.display.plot import INSTALL_HINT, have_matplotlib
-    from rankcli.errors import UsageError
-    from rankcli.formats.atomic import kinds
 
     if inputs[1] is None:
         raise UsageError("--plot draws the validation curve: give --valid VALID")
@@ -158,7 +158,6 @@ def _plot(info: dict, plot: Path | None, overwrite: bool, loss: str) -> None:
     if plot is None:
         return
     from rankcli.display.plot import plot_validation_curve
-    from rankcli.formats.atomic import atomic_path, kinds
 
     with atomic_path(plot, overwrite, suffix=".png", file_kind=kinds.PLOT) as tmp:
         plot_validation_curve(info["curve"], info["best_iteration"], tmp, metric=info["select_by"], loss=loss)

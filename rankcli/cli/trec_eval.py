@@ -11,7 +11,11 @@ Reference: docs/commands/trec_eval.md; the differences from trec_eval: docs/trec
 
 from __future__ import annotations
 
+import sys
+
 import typer
+
+from rankcli.errors import UsageError
 
 NAME = "trec_eval"
 SHORT_HELP = "trec_eval's command line and output (alias trec-eval)."
@@ -30,7 +34,6 @@ def _words(ctx: typer.Context) -> list[str]:
 
 
 def command(ctx: typer.Context) -> None:
-    from rankcli.errors import UsageError
     from rankcli.trec_eval import getopt
 
     try:
@@ -38,8 +41,6 @@ def command(ctx: typer.Context) -> None:
     except UsageError as exc:  # the command's own name in the hint (trec_eval or trec-eval)
         raise UsageError(f"{exc} Try 'rankcli {ctx.info_name} --help'.") from None
     if options.version:
-        import sys
-
         from rankcli.trec_eval.help import version_text
 
         sys.stderr.write(version_text())

@@ -14,6 +14,8 @@ import numpy as np
 
 from rankcli.core.click_models import Sessions, e_step_sums, get_model, subset
 from rankcli.core.click_models.em import log_likelihood
+from rankcli.distributed import parse_dask_target, require_dask, require_workers
+from rankcli.distributed.cluster import client_for
 
 #: Sessions per partition sent to a worker.
 PARTITION_SESSIONS = 1 << 18
@@ -39,9 +41,6 @@ class DaskRunner:
     """A fit's runner on a Dask cluster (the methods of :class:`~rankcli.core.click_models.LocalRunner`)."""
 
     def __init__(self, target, model, sessions: Sessions, layout, e_step: str):
-        from rankcli.distributed import require_workers
-        from rankcli.distributed.cluster import client_for
-
         self._stack = ExitStack()
         self.client = self._stack.enter_context(client_for(target))  # a --dask value, or a client held already
         require_workers(self.client)
@@ -78,8 +77,6 @@ class DaskRunner:
 
 def runner_factory(spec: str):
     """What ``fit_log`` calls to make the runner of ``--dask spec`` (checked before the log is read)."""
-    from rankcli.distributed import parse_dask_target, require_dask
-
     require_dask()
     parse_dask_target(spec)
 

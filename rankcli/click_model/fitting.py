@@ -12,9 +12,9 @@ import numpy as np
 from rankcli import __version__
 from rankcli.click_model.logs import code_log
 from rankcli.click_model.stored import parameter_tables
-from rankcli.core.click_models import ITEM, RANK, SINGLE, FitResult, Prior, fit, get_model
+from rankcli.core.click_models import ITEM, RANK, SINGLE, FitResult, Layout, Prior, fit, get_model
 from rankcli.core.click_models.identify import rank_components
-from rankcli.errors import UsageError
+from rankcli.errors import InputError, UsageError
 
 
 @dataclass
@@ -104,8 +104,6 @@ UBM_MAX_RANK = 1000
 
 def check_ranks(model, max_rank: int, what: str) -> None:
     """Refuse (exit 3) a log whose sessions are too long for ``model``'s per-rank parameters."""
-    from rankcli.errors import InputError
-
     if model.name == "ubm" and max_rank > UBM_MAX_RANK:
         raise InputError(f"{what}: a session of {max_rank} results; UBM's examination has one parameter per (rank, "
                          f"rank of the last click above), {max_rank ** 2:,} here; it is fitted on sessions of at most "
@@ -132,8 +130,6 @@ def fit_log(log_path: Path | str, output: Path | str, options: FitOptions, *, fm
     start = time.perf_counter()
     runner = None
     if runner_factory is not None:
-        from rankcli.core.click_models import Layout
-
         s = coded.sessions
         runner = runner_factory(model, s, Layout(s.n_items, s.max_rank), options.e_step)
     try:

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from rankcli.click_model.propensity import record
 from rankcli.core.click_models.base import skip_posterior
 from rankcli.errors import InputError, UsageError
+from rankcli.propensity import check_debiasable
+from rankcli.runtime.cpus import default_threads
 
 #: Trees of each M-step's relevance model.
 TREES = 30
@@ -50,10 +53,7 @@ class _Relevance:
 def regression_em(path, *, iterations: int = 20, seed: int = 0, threads: int | None = None) -> dict:
     """The propensity record of regression EM on the click log at ``path`` (its features, positions and clicks);
     ``threads``: LightGBM's (default: rankcli's rule for a training set of the log's size, one per 20,000 rows)."""
-    from rankcli.click_model.propensity import record
     from rankcli.formats.parquet import read_dataset
-    from rankcli.propensity import check_debiasable
-    from rankcli.runtime.cpus import default_threads
 
     ds = read_dataset(path, extra_columns=["position"])
     check_debiasable(path, ds.metadata)

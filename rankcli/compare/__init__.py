@@ -44,7 +44,9 @@ import numpy as np
 
 from rankcli.compare.loading import DEFAULT_METRICS, LoadedInput, align, check_conventions, check_kinds, load_input
 from rankcli.compare.paired import Comparison, PairedComparisons, compare_values, pairs_for
+from rankcli.core.metrics import Convention, parse_metrics
 from rankcli.errors import SchemaError, UsageError
+from rankcli.evaluate import default_convention
 
 __all__ = [
     "DEFAULT_METRICS", "Comparison", "LoadedInput", "PairedComparisons", "Report", "RunInfo", "align",
@@ -160,8 +162,6 @@ def compare_inputs(paths: Sequence[Path | str], *, names: Sequence[str] | None =
     intersect : compare on the queries every input has with identical labels instead of refusing a difference.
     pairs : the ``(a, b)`` pairs of names to test (``b`` against ``a``), instead of those ``baseline`` implies.
     """
-    from rankcli.core.metrics import parse_metrics
-
     paths = [Path(p) for p in paths]
     if len(paths) < 2:
         raise UsageError(f"compare needs at least two runs, got {len(paths)}")
@@ -213,8 +213,6 @@ def _convention(convention, qrels):
     and the paper's otherwise."""
     if convention is not None:
         return convention
-    from rankcli.core.metrics import Convention
-    from rankcli.evaluate import default_convention
 
     return Convention.preset(default_convention(qrels is not None))
 

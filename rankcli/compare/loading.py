@@ -6,13 +6,17 @@ An input is a Parquet run, a per-query metric file (:mod:`rankcli.formats.metric
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from rankcli.core.metrics import Convention, parse_metric, parse_metrics
 from rankcli.errors import InputError, SchemaError, UsageError
+from rankcli.evaluate.runs import is_parquet, not_parquet_error, read_run
+from rankcli.formats.metric_file import is_metric_file, read_metric_file
 
 DEFAULT_METRICS = ("ndcg@5", "ndcg@10")
 
@@ -42,8 +46,6 @@ def _sorted_queries(qids_per_query: np.ndarray, values: dict[str, np.ndarray]) -
 
 
 def _per_query_columns(names: Sequence[str]) -> list[str]:
-    from rankcli.core.metrics import parse_metric
-
     out = []
     for name in names:
         if name == "qid":
@@ -70,9 +72,7 @@ def load_input(path: Path | str, name: str, specs: Sequence, convention, *, qrel
     qrels : the qrels of a TREC run.
     """
     from rankcli.core.metrics import per_query
-    from rankcli.evaluate.runs import is_parquet, not_parquet_error, read_run
     from rankcli.formats import parquet
-    from rankcli.formats.metric_file import is_metric_file
 
     path = Path(path)
     if not is_parquet(path):
@@ -99,7 +99,6 @@ def load_input(path: Path | str, name: str, specs: Sequence, convention, *, qrel
 
 def _load_per_query(path: Path, name: str, names: list[str], meta: dict, specs) -> LoadedInput:
     from rankcli.formats import parquet
-    from rankcli.formats.metric_file import read_metric_file
 
     parquet.require_columns(path, names, ["qid"])
     available = _per_query_columns(names)
@@ -123,10 +122,6 @@ def _load_per_query(path: Path, name: str, names: list[str], meta: dict, specs) 
 
 def _stored_convention(path: Path, text: str) -> dict:
     """The convention a per-query file's footer records (``rankcli eval --per-query`` writes it as JSON)."""
-    import json
-
-    from rankcli.core.metrics import Convention
-
     try:
         conv = json.loads(text)
     except ValueError:
@@ -141,7 +136,6 @@ def _stored_convention(path: Path, text: str) -> dict:
 def _load_trec(path: Path, name: str, specs, convention, qrels: Path) -> LoadedInput:
     """A TREC run with its qrels through the stages eval uses (:mod:`rankcli.evaluate.runs`): read, join, rank,
     measure."""
-    from rankcli.core.metrics import parse_metrics
     from rankcli.evaluate.runs import load_trec, measure
 
     run = load_trec(path, qrels, convention)

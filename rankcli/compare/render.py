@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from rankcli.compare.loading import KIND_NAMES
 from rankcli.display.numbers import number, p_value, signed
 
 #: Markers against the baseline: significantly better / worse.
@@ -86,8 +87,6 @@ def compare_summary(report) -> str:
 
 def compare_inputs(report) -> str:
     """One line: each input's name, kind and path."""
-    from rankcli.compare.loading import KIND_NAMES
-
     return "inputs: " + "; ".join(f"{r.name} = {KIND_NAMES.get(r.kind, r.kind)} {r.path}" for r in report.runs)
 
 

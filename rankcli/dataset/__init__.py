@@ -111,7 +111,9 @@ class Run:
     ``labels`` and ``scores`` are per row. TREC runs joined with their qrels also carry the judged documents each
     query's ranking lacks (``unranked_labels`` grouped by ``unranked_offsets``: they count in the ideal DCG and in R),
     whether each row is in the qrels (``judged``), the queries evaluated with an empty ranking (``empty_qids`` with the
-    labels of their judgments), the number of queries none of whose documents is judged and the run's tag (``runid``).
+    labels of their judgments), the number of queries none of whose documents is judged and the run's tag (``runid``);
+    read with trec_eval's ``-c``, the qrels' lines that trec_eval counts as positive (``qrels_positive``, its summary
+    ``num_rel`` then, whatever the threshold).
     ``docids`` (per row) names the documents for the ``docid-desc`` tie rule. ``ranked``: each query's rows are in
     trec_eval's rank order already (score descending, equal scores by docid descending), as the C path of the TREC
     readers gives them; ``docids`` may then be None, the order holding all the tie rule needs.
@@ -132,6 +134,7 @@ class Run:
     empty_labels: list = field(default_factory=list)
     runid: str | None = None
     ranked: bool = False
+    qrels_positive: int | None = None
 
     @property
     def n_rows(self) -> int:

@@ -21,7 +21,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from rankcli.core.normalize import DatasetStats, Normalization, normalize
+from rankcli.core.normalize import METHODS, SCOPES, DatasetStats, Normalization, normalize
 from rankcli.dataset import Dataset
 from rankcli.errors import InputError, UsageError
 
@@ -105,8 +105,6 @@ def conform(ds: Dataset, want: Normalization | None, what: str,
 def check_options(method: str | None, per: str) -> None:
     """``--normalize`` and ``--per`` of ``rankcli convert``: a known method and scope (:class:`UsageError`), and no
     ``--per dataset`` without a method."""
-    from rankcli.core.normalize import METHODS, SCOPES
-
     if method is None:
         if per != "query":
             raise UsageError(f"--per {per} needs --normalize {'|'.join(METHODS)}")

@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from rankcli.formats.atomic.kinds import PLOT_SOFTWARE
+
 INSTALL_HINT = 'pip install "rankcli[plot]"'
 _BLOCKS = "▁▂▃▄▅▆▇█"
 
@@ -16,7 +18,6 @@ def _save_png(fig, path) -> None:
     """The figure as a PNG whose ``Software`` text chunk says rankcli wrote it: ``--overwrite`` replaces only such a
     plot (:mod:`rankcli.formats.atomic.kinds`)."""
     from rankcli import __version__
-    from rankcli.formats.atomic.kinds import PLOT_SOFTWARE
 
     fig.savefig(path, dpi=120, format="png", metadata={"Software": f"{PLOT_SOFTWARE} {__version__}"})
 

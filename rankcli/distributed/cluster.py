@@ -3,6 +3,8 @@ and asking the workers what they see of the filesystem."""
 
 from __future__ import annotations
 
+import importlib.util
+import logging
 import os
 import re
 import sys
@@ -27,8 +29,6 @@ _ADDRESS = re.compile(r"^(?:(?P<scheme>[a-z][a-z0-9+]*)://)?(?P<host>\[[0-9a-fA-
 def require_dask(training: bool = False) -> None:
     """Raise a :class:`UsageError` naming the extra to install when Dask, distributed or pandas is missing (and, for
     ``training``, scikit-learn, on which ``lightgbm.dask`` builds)."""
-    import importlib.util
-
     # find_spec locates a package without importing it (scikit-learn alone takes ~1.7 s to import here).
     missing = [m for m in ("dask", "distributed", "pandas") + (("sklearn",) if training else ())
                if importlib.util.find_spec(m) is None]
@@ -127,7 +127,6 @@ def connect(spec: str | DaskTarget, *, timeout: float | None = None, threads_per
     if timeout is None:
         timeout = configured_timeout()
     target = spec if isinstance(spec, DaskTarget) else parse_dask_target(spec)
-    import logging
 
     from distributed import Client, LocalCluster
 

@@ -8,7 +8,10 @@ that were running, and a worker that dies mid-task only loses that task (Dask ru
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import socket
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 from rankcli.distributed import cluster
 from rankcli.distributed.cluster import DaskTarget
 from rankcli.errors import InputError, OutputError, UsageError
+from rankcli.formats import svmlight_text
+from rankcli.formats.atomic import atomic_directory, check_target
 
 if TYPE_CHECKING:  # pragma: no cover
     import distributed
@@ -34,8 +39,6 @@ def _unit_task(load: Callable[[str], Any], run: Callable[..., Any], args: tuple,
             cached = _WORKER_DATA[data_path] = (loaded, loaded.fingerprint())
         data, seen = cached
         if seen != fingerprint:
-            import socket
-
             raise InputError(f"{data_path}: the data this worker ({socket.gethostname()}) reads differ from the data "
                              "the experiment was started with; every worker must see the same files")
     return run(data, *args, *unit)
@@ -109,7 +112,6 @@ def _cluster_inputs(inputs: list[str], output: Path, options: Any) -> tuple[list
     """The input files as absolute paths (directories expanded) and the output name of each, after the checks that
     need no cluster: ``rankcli convert``'s own, and what ``--dask`` cannot do."""
     from rankcli.convert import check_options, expand_inputs, output_names
-    from rankcli.formats import svmlight_text
 
     if inputs and svmlight_text.STDIN in inputs:
         raise UsageError("--dask converts files that the workers can read; standard input (-) is not possible")
@@ -158,11 +160,7 @@ def convert_on_cluster(target: str | DaskTarget | distributed.Client, inputs: li
     every file succeeded, so the inputs and the output's parent directory must be on a filesystem every worker sees.
     Returns a :class:`rankcli.convert.ConvertResult`.
     """
-    import dataclasses
-    import time
-
     from rankcli.convert import ConvertOptions, ConvertResult, FileResult
-    from rankcli.formats.atomic import atomic_directory, check_target
 
     options = options or ConvertOptions()
     start = time.perf_counter()

@@ -9,7 +9,12 @@ the group sizes of each partition with the partition's rows. Validation runs her
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import io
 import operator
+import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,8 +22,22 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rankcli.dataset.feature_transform import FOOTER_KEY
 from rankcli.distributed import cluster
 from rankcli.errors import InputError, SchemaError, UsageError
+from rankcli.formats.atomic import check_target
+from rankcli.formats.feature_values import precision_name
+from rankcli.train import (
+    EarlyStopping,
+    TrainResult,
+    check_boosting,
+    check_loss,
+    check_params,
+    check_validation,
+    metric_function,
+    resolve_params,
+    save_model,
+)
 from rankcli.train.losses import LOSSES
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,8 +53,6 @@ OnIteration = Callable[[int, "float | None", "float | None"], None]
 
 def check_dask_loss(loss: str) -> str:
     """The loss name if it can train data-parallel on a cluster, else a :class:`UsageError` saying why not."""
-    from rankcli.train import check_loss
-
     check_loss(loss)
     if loss not in NATIVE_LOSSES:
         raise UsageError(
@@ -105,8 +122,6 @@ def load_partitions(client: distributed.Client, plan: PartitionPlan) -> tuple[An
 def _plan_on_cluster(client: distributed.Client, train_path: Path | str, valid: Any,
                      rows_per_partition: int | None) -> tuple[PartitionPlan, int]:
     """The partitions of the training file (at least one per worker) as the workers see it, and the worker count."""
-    import dataclasses
-
     from rankcli.formats.partitions import plan_partitions
 
     workers = cluster.require_workers(client)
@@ -125,7 +140,6 @@ def _check_training(config: Any, train_path: Path | str, valid: Any, valid_name:
     """The checks of single-machine training that need no cluster: the configuration (``rankcli.train``'s, and a
     native loss), and the validation set against the training file's feature columns and the validation metric."""
     from rankcli.formats.parquet import column_names, feature_columns
-    from rankcli.train import check_boosting, check_params, check_validation
 
     config.validate()  # a configuration changed after it was built is checked again
     check_dask_loss(config.loss)
@@ -154,11 +168,6 @@ def _training_labels(y: Any, config: Any, train_path: Path | str) -> tuple[Any, 
 def _fit(client: distributed.Client, data: tuple[Any, Any, Any], feature_names: list[str], trees: int,
          params: dict) -> tuple[Any, float]:
     """Train ``trees`` trees with LightGBM's Dask interface; the booster and the seconds it took."""
-    import contextlib
-    import io
-    import time
-    import warnings
-
     import lightgbm
     from lightgbm.dask import DaskLGBMRanker
 
@@ -179,8 +188,6 @@ def _validation_curve(booster: Any, valid: Any, config: Any, on_iteration: OnIte
                       ) -> tuple[str, list[float]]:
     """The validation metric's name and its value after each tree, from one tree's contribution at a time (the cost
     of one prediction); ``on_iteration(tree, value, best so far)`` as each is known."""
-    from rankcli.train import EarlyStopping, metric_function
-
     name, metric = metric_function(config.select_by, config.convention)
     labels = np.asarray(valid.labels, dtype=np.float64)
     scores = np.zeros(valid.n_rows, dtype=np.float64)
@@ -199,8 +206,6 @@ def _select(booster: Any, valid: Any, config: Any, on_iteration: OnIteration | N
     booster cut at the best iteration, that iteration, the validation curve and the metric's name (``None`` without
     validation)."""
     import lightgbm
-
-    from rankcli.train import EarlyStopping
 
     trees_trained = booster.current_iteration()
     curve: list[float] = []
@@ -237,8 +242,6 @@ def train_distributed(client: distributed.Client, train_path: Path | str, valid:
     ``config.trees`` trees in one call, then the validation curve is computed tree by tree with the metrics core, cut
     where single-machine early stopping would have stopped, and the model keeps the trees up to the best iteration.
     """
-    from rankcli.train import TrainResult, resolve_params
-
     _check_training(config, train_path, valid)
     plan, workers = _plan_on_cluster(client, train_path, valid, rows_per_partition)
     X, y, group = load_partitions(client, plan)
@@ -266,7 +269,6 @@ def train_command(dask: str, train_path: Path, valid_path: Path | None, config: 
     ``log`` receives progress lines for stderr, ``extra`` more keys for ``rankcli.json`` (``params_file``, as
     ``rankcli train`` records it). Returns the ``rankcli.json`` content."""
     from rankcli.dataset.feature_transform import conform, recorded
-    from rankcli.formats.atomic import check_target
     from rankcli.formats.parquet import check_query_aligned, read_dataset, read_metadata
 
     target = cluster.parse_dask_target(dask)
@@ -291,7 +293,6 @@ def train_command(dask: str, train_path: Path, valid_path: Path | None, config: 
     if log is not None:
         log(f"trained on {info.workers} workers, {info.partitions} partitions: {info.rows} rows, "
             f"{info.queries} queries")
-    from rankcli.formats.feature_values import precision_name
     from rankcli.formats.parquet import feature_dtype
 
     extra = {**(extra or {}), "feature_dtype": precision_name(feature_dtype(train_path))}  # as rankcli train records
@@ -311,9 +312,6 @@ def save_distributed_model(result: Any, config: Any, info: DistributedInfo, mode
     trained; ``train_path``/``valid_path``: the data files (their SHA-256 is recorded); ``feature_names``: the
     model's features; ``normalization``: the training features' transform (``None``: raw); ``extra``: more keys for
     ``rankcli.json``. Returns the ``rankcli.json`` content."""
-    from rankcli.dataset.feature_transform import FOOTER_KEY
-    from rankcli.train import save_model
-
     extra = {**(extra or {}), FOOTER_KEY: None if normalization is None else normalization.as_dict(),
              "dask": info.as_dict()}
     return save_model(result, config, model_dir, train_path=train_path, valid_path=valid_path,

@@ -23,11 +23,14 @@ from pathlib import Path
 
 import numpy as np
 
-from rankcli.core.metrics import Convention, EvalResult, MetricSpec, parse_metrics
+from rankcli.core.metrics import Convention, EvalResult, MetricSpec, parse_metrics, summarize
 from rankcli.dataset import Run
 from rankcli.evaluate import runs
 from rankcli.evaluate.runs import is_parquet, not_parquet_error, read_run, run_from_arrays
+from rankcli.formats.metric_file import write_metric_file
 from rankcli.formats.trec.write import row_names
+from rankcli.train import load_model
+from rankcli.train.scoring import DEFAULT_BATCH_ROWS, open_scoring, score_batches
 
 __all__ = ["EvalReport", "evaluate_input", "evaluate_model", "evaluate_path", "evaluate_run", "evaluate_trec",
            "is_parquet", "model_run", "not_parquet_error", "read_run", "run_from_arrays", "write_per_query"]
@@ -45,6 +48,7 @@ class EvalReport:
     notes: list[str] = field(default_factory=list)
     queries_without_judged: int = 0
     runid: str | None = None
+    qrels_positive: int | None = None  # -c: trec_eval's summary num_rel (rankcli.dataset.Run.qrels_positive)
 
     def as_dict(self) -> dict:
         """Exactly ``{"convention": {...}, "queries": N, "skipped": K, "queries_without_judged": J,
@@ -63,7 +67,6 @@ def model_run(data_path: Path | str, model_dir: Path | str, *, docids: bool = Fa
     """Score a Parquet dataset with a model written by ``rankcli train`` (its labels are the judgments); with
     ``docids`` its rows are named as TREC files name them (the docid, else ``<qid>-<row>``)."""
     from rankcli.formats.parquet import read_dataset
-    from rankcli.train import load_model
 
     model = load_model(model_dir)
     ds = read_dataset(data_path)
@@ -83,13 +86,12 @@ def evaluate_run(run: Run, metrics: Sequence[MetricSpec | str], convention: Conv
     """Compute ``metrics`` on ``run`` under ``convention`` (the measure stage, :func:`rankcli.evaluate.runs.measure`):
     the report holds a value per query and their summary. Queries evaluated with an empty ranking (``run.empty_qids``)
     come after the others."""
-    from rankcli.core.metrics import summarize
-
     specs = parse_metrics([str(m) for m in metrics])
     computed = [s for s in specs if s.record.family != "info"]
     result = summarize(computed, runs.measure(run, computed, convention), convention)
     return EvalReport(result=result, specs=specs, qids=runs.measured_qids(run), source=run.source, rows=run.n_rows,
-                      notes=list(run.notes), queries_without_judged=run.queries_without_judged, runid=run.runid)
+                      notes=list(run.notes), queries_without_judged=run.queries_without_judged, runid=run.runid,
+                      qrels_positive=run.qrels_positive)
 
 
 def default_convention(trec_input: bool) -> str:
@@ -142,8 +144,6 @@ def evaluate_model(data_path: Path | str, model_dir: Path | str, metrics: Sequen
     The features are read and scored in batches of whole queries of at most ``batch_rows`` rows
     (:func:`rankcli.train.scoring.score_batches`), never whole; the labels and scores of every row (16 bytes a row) are
     then evaluated at once, exactly as :func:`model_run` and :func:`evaluate_run` evaluate them."""
-    from rankcli.train.scoring import DEFAULT_BATCH_ROWS, open_scoring, score_batches
-
     by_docid = convention.ties == "docid-desc"
     source = open_scoring(model_dir, data_path, label_required=True, docids=by_docid)
     ds = source.index
@@ -163,8 +163,6 @@ def write_per_query(path: Path | str, report: EvalReport, *, overwrite: bool = F
     The footer records ``kind=per-query``, the convention (JSON) and the source, so ``rankcli compare`` can check that
     files it compares were evaluated alike (:mod:`rankcli.formats.metric_file`).
     """
-    from rankcli.formats.metric_file import write_metric_file
-
     specs = [s for s in report.specs if str(s) in report.result.per_query]  # runid is printed, not a column
     write_metric_file(path, report.qids, {str(s): report.result.per_query[str(s)] for s in specs},
                       convention=report.result.convention.as_dict(), extra={"source": report.source},

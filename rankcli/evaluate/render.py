@@ -1,11 +1,15 @@
-"""An :class:`rankcli.evaluate.EvalReport` as ``rankcli eval`` shows it: the ``--json`` document and the rich table
-(numbers written by :mod:`rankcli.display.numbers`). Never prints; the CLI writes what these return."""
+"""An :class:`rankcli.evaluate.EvalReport` as ``rankcli eval`` shows it: the ``--json`` document, the rich table
+(numbers written by :mod:`rankcli.display.numbers`) and trec_eval's layout. Never prints; the CLI writes what these
+return."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
+from rankcli.core.metrics.specs import trec_order
 from rankcli.display.numbers import number
+from rankcli.formats.trec import write as trec_write
 
 
 def eval_dict(report) -> dict:
@@ -53,3 +57,21 @@ def eval_table(report):
              f"convention: {conv.describe()}"]
     lines += [f"note: {n}" for n in report.notes]
     return Group(table, Text("\n".join(lines)))
+
+
+def trec_eval_means(report) -> dict:
+    """The summaries that ``eval --format trec_eval`` prints: the report's, except ``num_rel`` under ``-c``, which
+    trec_eval prints as the qrels' positive labels whatever ``-l`` says (``report.qrels_positive``), not as the sum of
+    its per-query lines; the table and ``--json`` keep the sum, which is what the per-query values add up to."""
+    means = report.result.means
+    if report.qrels_positive is None:
+        return means
+    num_rel = [str(s) for s in report.specs if s.name == "num_rel" and str(s) in means]
+    return {**means, **{name: float(report.qrels_positive) for name in num_rel}}
+
+
+def trec_eval_layout(report, *, queries: bool = False) -> Iterator[str]:
+    """``rankcli eval --format trec_eval`` (``queries``: ``-q``), block by block, as
+    :func:`rankcli.formats.trec.write.trec_eval_blocks` writes it, with :func:`trec_eval_means`' summaries."""
+    return trec_write.trec_eval_blocks(trec_order(report.specs), report.result.per_query, trec_eval_means(report),
+                                       report.qids, runid=report.runid, queries=queries)

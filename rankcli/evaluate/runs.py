@@ -29,6 +29,7 @@ from rankcli.core.metrics import Convention, MetricSpec
 from rankcli.dataset import Run, offsets_from_qids
 from rankcli.errors import InputError, InputFormatError, RankcliError, SchemaError, UsageError
 from rankcli.formats.inputs import unreadable_input
+from rankcli.formats.svmlight_text import looks_like_svmlight, svmlight_hint
 from rankcli.formats.trec import join as trec_join
 from rankcli.formats.trec import join_native as trec_fast
 from rankcli.formats.trec import rank as trec_rank
@@ -65,8 +66,6 @@ def run_from_arrays(qids: np.ndarray, labels: np.ndarray, scores: np.ndarray, so
 def not_parquet_error(path: Path | str, example: str = "") -> RankcliError:
     """The error for a run that is not Parquet: SVMlight text is told to convert it (exit 3), anything else how a TREC
     run is given (exit 2, ``example`` the command line to show)."""
-    from rankcli.formats.svmlight_text import looks_like_svmlight, svmlight_hint
-
     if looks_like_svmlight(path):
         return InputError(f"{path}: not Parquet; {svmlight_hint(path)}")
     return UsageError(f"{path}: not a Parquet file; a TREC run needs --qrels QRELS{example}")

@@ -13,10 +13,11 @@ the setting's perturbation to the training (and, for clicks, validation) queries
   folds are pooled per query and the paired tests run over those queries (``n`` = pooled test queries), as LETOR
   results are reported.
 
-The position-bias sweep (``position_bias``, issue 15) trains each loss twice per unit key: naive (``xendcg``) and
-with IPS (``xendcg+ips``), on clicks that a logging ranker's rankings received (:func:`position_bias_logs`,
-:func:`variant_data`); its settings test only each loss's naive model against its IPS model, and the same two ways on
-the randomised log as a control (``xendcg+control``, ``xendcg+ips+control``: :func:`parse_variant`).
+The position-bias sweep (``position_bias``) asks whether IPS undoes the bias of clicks: it trains each loss twice
+per unit key, naive (``xendcg``) and with IPS (``xendcg+ips``), on clicks that a logging ranker's rankings received
+(:func:`position_bias_logs`, :func:`variant_data`); its settings test only each loss's naive model against its IPS
+model, and the same two ways on the randomised log as a control (``xendcg+control``, ``xendcg+ips+control``:
+:func:`parse_variant`).
 
 Everything random in a unit is seeded from ``(seed, trial)`` (the split) and ``(seed, trial, setting)`` (the
 perturbation and LightGBM's seed) with :class:`numpy.random.SeedSequence`, never from the loss, the order of execution

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
+from rankcli.dataset import offsets_from_qids
 from rankcli.errors import InputError
+from rankcli.train import check_training_labels as check_loss_labels
 
 
 def check_file_labels_finite(path: Path | str, labels: np.ndarray) -> None:
@@ -58,8 +60,6 @@ def _first_failing(values: np.ndarray, check: Callable[[np.ndarray], None]) -> i
 def check_training_labels(path: Path | str, labels: np.ndarray, losses: list[str]) -> None:
     """:class:`InputError` ``<path>: label at row N: <why>`` when one of ``losses`` cannot train on a label of the
     training file ``path`` (every loss trains on it in the baseline: better now than after hours of other units)."""
-    from rankcli.train import check_training_labels as check_loss_labels
-
     values, first = _distinct_in_order(np.asarray(labels, dtype=np.float64))
     for loss in losses:
         bad = _first_failing(values, lambda v, loss=loss: check_loss_labels(loss, v))
@@ -103,7 +103,6 @@ class Overlap:
 
 def _query_ids(path: Path) -> np.ndarray:
     """The qids of the queries of ``path``, one per query (rows of a query are contiguous)."""
-    from rankcli.dataset import offsets_from_qids
     from rankcli.formats.parquet import qids_as_int64, read_table
 
     qids = qids_as_int64(path, read_table(path, ["qid"]).column("qid"))

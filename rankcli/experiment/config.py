@@ -3,6 +3,7 @@ resume identity :mod:`rankcli.experiment.identity`, the seeds of its units :mod:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -11,6 +12,12 @@ from rankcli.errors import UsageError
 from rankcli.experiment import identity as experiment_identity
 from rankcli.experiment.fuse_option import fuse_method
 from rankcli.experiment.significance import DEFAULT_FOLD_TEST, DEFAULT_SPLIT_TEST, check_test
+from rankcli.train import LOSSES, check_boosting, check_loss, check_params
+from rankcli.train.lightgbm_params import check_effective_across
+from rankcli.train.loss_options import NEW
+from rankcli.train.params_file import apply_params
+from rankcli.tune import require_optuna
+from rankcli.tune.space import check_space_effective, train_space
 
 if TYPE_CHECKING:  # pragma: no cover
     from rankcli.train import TrainConfig
@@ -109,8 +116,6 @@ class ExperimentConfig:
                  tune: int | None = None, tune_space: dict | None = None, loss_options: dict | None = None,
                  click_model: dict | None = None, fuse: str | None = None,
                  **hyperparameters) -> None:
-        import dataclasses
-
         from rankcli.train import TrainConfig
 
         unknown = sorted(set(hyperparameters) - set(HYPERPARAMETERS))
@@ -146,8 +151,6 @@ class ExperimentConfig:
 
     def resolved_loss_options(self) -> dict[str, dict]:
         """Per loss of the experiment that has options, every option with its value (set, or the default)."""
-        from rankcli.train import LOSSES
-
         return {loss: LOSSES[loss].resolve_options(self.loss_options.get(loss)) for loss in self.losses
                 if loss in LOSSES and LOSSES[loss].options}
 
@@ -155,9 +158,6 @@ class ExperimentConfig:
         """The options :meth:`identity` records: per loss, each option whose value differs from the one that
         reproduces rankcli before the option existed (``LossOption.before``; every option of a loss newer than
         that), so that an experiment directory written before an option existed keeps its identity."""
-        from rankcli.train import LOSSES
-        from rankcli.train.loss_options import NEW
-
         out = {}
         for loss, values in self.resolved_loss_options().items():
             before = {o.name: o.before for o in LOSSES[loss].options}
@@ -171,9 +171,6 @@ class ExperimentConfig:
         of its config.json), so that rerunning an experiment's command resumes it with the options it started with
         (an option it does not record has the value ``LossOption.before``, if the option has one). Nothing without
         ``stored``."""
-        from rankcli.train import LOSSES
-        from rankcli.train.loss_options import NEW
-
         if not isinstance(stored, dict):
             return
         recorded = stored.get("loss_options") if isinstance(stored.get("loss_options"), dict) else {}
@@ -216,12 +213,9 @@ class ExperimentConfig:
                              f"{','.join(self.losses)})")
         self.resolved_loss_options()  # checks every option set
         if self.train.params and not self.folds:  # random splits always select on validation (folds may have none)
-            from rankcli.train import check_boosting, check_params
 
             check_boosting(check_params(self.train.params), self.train.early_stopping, validating=True)
         if self.train.params:
-            from rankcli.train.lightgbm_params import check_effective_across
-
             check_effective_across(self.train.params, self.losses)
         self._validate_sweeps()
         self._validate_tuning()
@@ -243,10 +237,6 @@ class ExperimentConfig:
             raise UsageError(f"--space {self.tune_space['path']} changes the search space of --tune: give --tune N, or "
                              "drop --space")
         if self.tune is not None:
-            from rankcli.train import check_loss
-            from rankcli.tune import require_optuna
-            from rankcli.tune.space import check_space_effective, train_space
-
             require_optuna("experiment --tune")
             for loss in self.losses:  # a bad space is refused before any unit, with tune's messages
                 check_loss(loss)
@@ -301,13 +291,9 @@ def train_config(config: ExperimentConfig, loss: str, seed: int):
     """The :class:`rankcli.train.TrainConfig` of one unit: ``config.train`` with ``loss``, its options and ``seed``,
     and the parameters ``config.params_file`` gives ``loss`` below the options given (those not ``None``) and
     ``--param``."""
-    import dataclasses
-
     train = dataclasses.replace(config.train, loss=loss, seed=seed, params=dict(config.train.params),
                                 loss_options=dict(config.loss_options.get(loss, {})))
     if config.params_file and loss in config.params_file:
-        from rankcli.train.params_file import apply_params
-
         entry = config.params_file[loss]
         given = [k for k in ("learning_rate", "num_leaves", "min_data_in_leaf") if getattr(train, k) is not None]
         train = apply_params(train, entry["params"], explicit=given, where=f"--params-file {entry['path']}")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -14,9 +17,11 @@ from rankcli.core.perturb import split_queries
 from rankcli.core.seeds import trial_rng
 from rankcli.dataset import Dataset
 from rankcli.dataset.feature_transform import conform, pending, recorded
+from rankcli.dataset.pooling import concat_datasets
 from rankcli.errors import InputError, UsageError
 from rankcli.experiment.checks import check_file_labels_finite, check_overlaps, check_training_labels
 from rankcli.experiment.config import ExperimentConfig
+from rankcli.train.datasets import MatrixRows
 
 #: A fold's files: RankLib's and MSLR's names (train.txt, vali.txt, test.txt converted) and LightGBM's (rank.train,
 #: rank.vali, rank.test converted).
@@ -73,8 +78,6 @@ class TrialParts(NamedTuple):
 def part_rows(parts: TrialParts, part: str, ds: Dataset | None = None):
     """The features of ``ds`` (default: the part ``part`` of ``parts``; a perturbed copy of it keeps its source rows)
     by row, without copying them (:class:`rankcli.train.MatrixRows`)."""
-    from rankcli.train.datasets import MatrixRows
-
     ds = getattr(parts, part) if ds is None else ds
     return MatrixRows(parts.features[part], ds.extra[SOURCE_ROW])
 
@@ -216,10 +219,6 @@ def _describe_features(names: list[str]) -> str:
 
 def _what_instead(path: Path) -> str:
     """What ``path``, named like a fold but not a directory, is: a dangling link, a link loop, a file, ..."""
-    import errno
-    import os
-    import stat
-
     try:
         st = os.stat(path)
     except OSError as exc:
@@ -332,8 +331,6 @@ def load_data(path: Path | str, folds: bool = False) -> ExperimentData:
     A directory's ``*.parquet`` files are pooled (concatenated in name order), unless ``folds``: then it holds
     ``Fold1/ .. FoldK/`` or is one fold (see :func:`find_folds`); fold files are read when a unit needs them.
     """
-    from rankcli.dataset.pooling import concat_datasets
-
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such file or directory")

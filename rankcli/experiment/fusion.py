@@ -21,6 +21,7 @@ from rankcli.experiment.config import ExperimentConfig
 from rankcli.experiment.data import ExperimentData, trial_parts
 from rankcli.experiment.settings import Setting, fused_name, trained_losses, trial_ids
 from rankcli.experiment.unit import UnitResult
+from rankcli.formats.experiment_store import read_scores, scores_path
 
 
 def fuse_scores(offsets: np.ndarray, scores: dict[str, np.ndarray], method: str) -> np.ndarray:
@@ -65,8 +66,6 @@ def fuse_trials(exp_dir: Path, data: ExperimentData, config: ExperimentConfig, s
                 done: set[tuple[str, int, str]]) -> int:
     """Fuse every (setting, trial) whose losses are all finished and whose fused run is not (``done``: the finished
     units), storing each fused run in ``store``; returns how many were fused."""
-    from rankcli.formats.experiment_store import read_scores, scores_path
-
     name, count = fused_name(config), 0
     for trial in trial_ids(config):
         for setting in settings:

@@ -19,14 +19,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from rankcli.tune.draws import SAMPLER
+
 #: The marker of a field with no neutral value: always in the identity.
 ALWAYS_KEPT = object()
 
 
 def _tune_version() -> dict:
     """How the tuning draws: units tuned otherwise (an earlier version's) are not resumed."""
-    from rankcli.tune.draws import SAMPLER
-
     return {"tune_sampler": SAMPLER}
 
 

@@ -6,8 +6,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
+from rankcli.core.metrics import Convention, parse_metrics
+from rankcli.distributed import run_units
 from rankcli.errors import UsageError
 from rankcli.experiment.config import DEFAULT_TRIALS, ExperimentConfig
 from rankcli.experiment.convergence import convergence
@@ -17,7 +20,21 @@ from rankcli.experiment.render import experiment_markdown
 from rankcli.experiment.settings import Setting, SweepLevel, all_loss_names, plan_settings
 from rankcli.experiment.summary import hyperparameters, pooled_queries, summarize_experiment, sweep_rows
 from rankcli.experiment.unit import UnitResult, plan_units, run_pool, run_unit
-from rankcli.formats.experiment_store import ResultStore, lock_path, queries_path, remove_locks
+from rankcli.formats.atomic import FileLock
+from rankcli.formats.experiment_store import (
+    ResultStore,
+    load_curves,
+    load_tuned,
+    lock_path,
+    prepare_directory,
+    queries_path,
+    remove_locks,
+    stored_config,
+    write_convergence,
+    write_json,
+    write_sweep,
+    write_text,
+)
 
 
 @dataclass
@@ -74,8 +91,6 @@ class UnitClaims:
     def next(self, wait: bool = True):
         """The next unit to train, claimed; ``None`` when none is left (or, without ``wait``, when only units
         another run holds are left)."""
-        from rankcli.formats.atomic import FileLock
-
         while self._todo or (wait and self._deferred):
             blocking = not self._todo
             unit = self._todo.pop(0) if self._todo else self._deferred.pop(0)
@@ -108,8 +123,6 @@ class UnitClaims:
 def _check_options(config: ExperimentConfig, jobs: int) -> None:
     """Every option checked before EXP_DIR is touched (a bad --select-by or --preset, too: the training
     configuration checks them); ``config.metrics`` become canonical names."""
-    from rankcli.core.metrics import parse_metrics
-
     config.validate()
     if jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {jobs}")
@@ -158,8 +171,6 @@ def run_experiment(data_path: Path | str, exp_dir: Path | str, config: Experimen
     on_unit : called after every finished unit (in this process).
     dask : run the units on a Dask cluster (a ``local:N`` / scheduler address, or a ``distributed.Client``).
     """
-    from rankcli.formats.experiment_store import stored_config
-
     _check_options(config, jobs)
     exp_dir = Path(exp_dir)
     if not overwrite:  # the losses' options not given resume as the directory records them
@@ -203,9 +214,6 @@ def _open(exp_dir: Path, config: ExperimentConfig, data: ExperimentData, overwri
           ) -> tuple[bool, list[Setting], dict[str, list[SweepLevel]], ResultStore]:
     """``(resumed, settings, sweeps, store)``: EXP_DIR created, or reopened for the same configuration and data
     (``resumed``), the settings and sweeps planned, and the result store over them."""
-    from rankcli.core.metrics import Convention
-    from rankcli.formats.experiment_store import prepare_directory
-
     identity = {"config": config.identity(), "data_fingerprint": data.fingerprint()}
     resumed = prepare_directory(exp_dir, identity, _beside_identity(config), overwrite)
     settings, sweeps = plan_settings(config)
@@ -218,10 +226,6 @@ def _run_units(data_path, data: ExperimentData, config: ExperimentConfig, pendin
                jobs: int, finished: Callable[[UnitResult], None], dask) -> None:
     """Train the pending units: on a Dask cluster, in ``jobs`` processes, or here."""
     if dask is not None:
-        from functools import partial
-
-        from rankcli.distributed import run_units
-
         run_units(dask, str(data_path), pending, finished, load=partial(load_data, folds=config.folds), run=run_unit,
                   args=(config,), data=data)
         return
@@ -251,15 +255,6 @@ def finalize(exp_dir: Path, config: ExperimentConfig, settings: list[Setting], s
     summary.json, summary.md, convergence.csv and the sweep CSVs into ``exp_dir``. ``notes``: what the summary must
     say about the data (overlapping folds allowed), as ``summary["overlap"]``; ``sizes``: random splits, the
     trials' (train, validation, test) query counts (:func:`split_query_counts`)."""
-    from rankcli.formats.experiment_store import (
-        load_curves,
-        load_tuned,
-        write_convergence,
-        write_json,
-        write_sweep,
-        write_text,
-    )
-
     pooled = pooled_queries(exp_dir, config, settings) if config.folds else None
     summary = summarize_experiment(store.rows, config, settings, pooled, sizes)
     if notes:

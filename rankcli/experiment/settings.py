@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from rankcli.core.ips import IPS_LOSSES
 from rankcli.experiment.config import (
     CONTROL_SUFFIX,
     DEFAULT_TRIALS,
@@ -67,8 +68,6 @@ def plan_settings(config: ExperimentConfig) -> tuple[list[Setting], dict[str, li
 
 def ips_capable(loss: str) -> bool:
     """Whether ``loss`` has an IPS variant (the losses whose pooled labels carry the IPS relevance linearly)."""
-    from rankcli.core.ips import IPS_LOSSES
-
     return loss in IPS_LOSSES
 
 

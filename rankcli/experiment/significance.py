@@ -14,6 +14,7 @@ corrected test is not (it corrects for test sets drawn from one pool).
 
 from __future__ import annotations
 
+from rankcli.core.stats import TESTS
 from rankcli.errors import UsageError
 
 #: The tests offered across the trials of repeated random splits: the corrected resampled t-test (the default) and
@@ -43,8 +44,6 @@ def check_test(test: str, folds: bool) -> None:
     """:class:`UsageError` (exit 2, naming ``--test``) unless ``test`` is valid for the protocol: across random-split
     trials only :data:`SPLIT_TESTS` (the others treat the overlapping trials as independent), over the folds' pooled
     test queries the tests of ``rankcli compare`` (the corrected test is for test sets drawn from one pool)."""
-    from rankcli.core.stats import TESTS
-
     if test not in TESTS and test not in SPLIT_TESTS:
         raise UsageError(f"--test: expected one of {', '.join((*SPLIT_TESTS, *TESTS[1:]))}, got {test!r}")
     if folds and test not in TESTS:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rankcli.core.stats import REASON_TOO_FEW
 from rankcli.experiment.config import ExperimentConfig
 from rankcli.experiment.settings import (
     Setting,
@@ -24,6 +25,7 @@ from rankcli.experiment.settings import (
     trial_ids,
 )
 from rankcli.experiment.significance import PERMUTATIONS, corrected_ratio, describe_test
+from rankcli.formats.experiment_store import check_same_queries, queries_path, read_per_query
 
 #: The reason of a test over fewer than two trials (compare's reason speaks of queries).
 TOO_FEW_TRIALS = "fewer than two trials"
@@ -52,8 +54,6 @@ def pooled_queries(exp_dir: Path, config: ExperimentConfig, settings: list[Setti
     folds that every loss finished. A fold whose losses were tested on different queries is an :class:`InputError`
     (the store is inconsistent).
     """
-    from rankcli.formats.experiment_store import check_same_queries, queries_path, read_per_query
-
     out: dict = {}
     for s in settings:
         names = setting_losses(config, s)
@@ -115,8 +115,6 @@ def _tests(config: ExperimentConfig, setting: Setting, units: dict, trials: int 
 
 def _test_rows(comparisons, trials: int | None) -> list[dict]:
     """summary.json's test records of ``comparisons`` (:func:`rankcli.compare.compare_values`)."""
-    from rankcli.core.stats import REASON_TOO_FEW
-
     tests = []
     for c in comparisons:
         r = c.result

@@ -3,11 +3,14 @@ queries, and the position-bias sweep's click logs and loss variants. The test qu
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from rankcli.core.ips import IPS_LOSSES, IPS_REFUSED
+from rankcli.core.metrics import Convention
 from rankcli.core.perturb import augment_negatives, label_noise
 from rankcli.core.seeds import model_seed, perturbation_rng, unit_rng
 from rankcli.dataset import Dataset
@@ -20,6 +23,7 @@ from rankcli.experiment.config import (
     train_config,
 )
 from rankcli.experiment.settings import Setting, ips_capable, parse_variant
+from rankcli.train.ips import objective_for, pooled_training_set
 
 
 def augment_dataset(ds: Dataset, fraction: float, rng: np.random.Generator) -> Dataset:
@@ -110,8 +114,6 @@ _CLICK_LOGS: dict = {}
 def _logging_ranker(train: Dataset, config: ExperimentConfig, trial: int):
     """The logging ranker (lambdamart on the graded labels of :func:`logging_query_count` training queries, all
     trees, no validation) and the other training queries it ranks."""
-    import dataclasses
-
     from rankcli.train import train_model
 
     n_log = logging_query_count(train.n_queries, config.logging_fraction)
@@ -203,9 +205,6 @@ def variant_data(logs: ClickLogs, name: str, config: ExperimentConfig):
     logged, each impression one list. Validation is pooled like the variant (naive: click-through rates; ``+ips``: IPS
     relevances), labelled so that the convention's gain is the pooled relevance ``g`` (exponential gain:
     ``log2(1 + g)``)."""
-    from rankcli.core.metrics import Convention
-    from rankcli.train.ips import objective_for, pooled_training_set
-
     loss, ips, control = parse_variant(name)
     spec = ("values", logs.propensity) if ips else None
     valid = None
@@ -249,8 +248,6 @@ def sweep_note(config, kind: str) -> str:
 
 def naive_only_note(config) -> str:
     """The sentence saying which losses of the position-bias sweep have no IPS variant ('' when all have one)."""
-    from rankcli.core.ips import IPS_LOSSES, IPS_REFUSED
-
     naive = [loss for loss in config.losses if loss not in IPS_LOSSES]
     if not config.position_bias or not naive:
         return ""

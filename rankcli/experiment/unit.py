@@ -4,6 +4,8 @@ the worker processes of ``--jobs N`` that run units."""
 from __future__ import annotations
 
 import json
+import multiprocessing
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,6 +19,8 @@ from rankcli.experiment.config import ExperimentConfig, train_config
 from rankcli.experiment.data import ExperimentData, load_data, part_rows, trial_parts, with_features
 from rankcli.experiment.settings import Setting, parse_variant, trained_losses, trial_ids
 from rankcli.experiment.sweeps import perturb, position_bias_logs, variant_data
+from rankcli.train import predict_rows
+from rankcli.tune.inline import tune_in_memory
 
 
 class Unit(NamedTuple):
@@ -111,8 +115,6 @@ def _tuned(prepared, config, objective, experiment: ExperimentConfig) -> tuple:
     """The best model of ``experiment.tune`` tuning trials (in ``experiment.tune_space``) of the unit's training
     configuration ``config`` on ``prepared`` (the unit's training and validation data), and what the summary reports
     of it."""
-    from rankcli.tune.inline import tune_in_memory
-
     if prepared.valid is None:
         raise InputError("--tune scores every tuning trial on the validation set, and this unit has none (give each "
                          "fold a vali.parquet)")
@@ -125,7 +127,6 @@ def run_unit(data: ExperimentData, config: ExperimentConfig, setting: Setting, t
     """Train ``loss`` on trial ``trial`` of ``setting`` (the experiment ``config`` on ``data``) and test it on the
     trial's untouched test queries. Deterministic in its arguments."""
     from rankcli.core.metrics import Convention, evaluate, parse_metrics
-    from rankcli.train import predict_rows
 
     start = time.perf_counter()
     result, params, test, test_rows = _train(data, config, setting, trial, loss)
@@ -149,8 +150,6 @@ _WORKER: dict = {}
 def init_worker(data_path: str, config: ExperimentConfig) -> None:
     """A ``--jobs`` worker process's initializer: ignore Ctrl-C (the parent stops the pool), keep ``config`` and read
     the data at ``data_path``."""
-    import signal
-
     from rankcli.runtime.startup import import_lightgbm_lean
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the pool
@@ -168,7 +167,6 @@ def run_pool(data_path: str, config: ExperimentConfig, claims, jobs: int,
              finished: Callable[[UnitResult], None]) -> None:
     """Run the units ``claims`` (:class:`rankcli.experiment.UnitClaims`) hands out in ``jobs`` worker processes that
     read ``data_path`` and run ``config``; ``finished`` (here) as each completes."""
-    import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     ctx = multiprocessing.get_context("spawn")  # no fork after pyarrow/OpenMP threads have started

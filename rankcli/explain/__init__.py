@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rankcli.core.metrics import EXPONENTIAL_GAIN_LABEL_LIMIT, parse_metric
 from rankcli.dataset import Dataset
 from rankcli.errors import InputError, UsageError
 from rankcli.explain.contributions import (
@@ -33,8 +34,10 @@ from rankcli.explain.contributions import (
 )
 from rankcli.explain.grouping import FeatureGroup, feature_groups, membership
 from rankcli.explain.progress import Work
-from rankcli.explain.ranking import RankingImportance, drop_tests, permuted_metrics
+from rankcli.explain.ranking import RankingImportance, check_test, drop_tests, permuted_metrics, tree_permuted_metrics
 from rankcli.formats.atomic.kinds import EXPLAIN_COLUMNS
+from rankcli.runtime.cpus import default_threads
+from rankcli.train.model import file_sha256
 
 __all__ = ["BATCH_ROWS", "DEFAULT_REPEATS", "SAMPLE_QUERIES", "Explanation",
            "FeatureGroup", "RankingImportance", "explain", "feature_groups",
@@ -156,8 +159,6 @@ class Explanation:
 def _labels_checked(spec, convention, labels: np.ndarray, what: str) -> None:
     """Refuse labels the metric cannot take under the convention with advice in explain's own options (the metrics
     core's advice names ``--gain`` and ``--max-grade``, which explain does not have: its convention is a preset)."""
-    from rankcli.core.metrics import EXPONENTIAL_GAIN_LABEL_LIMIT
-
     finite = labels[np.isfinite(labels)]
     top = float(finite.max()) if finite.shape[0] else 0.0
     if convention.gain == "exponential" and "dcg" in spec.name and top > EXPONENTIAL_GAIN_LABEL_LIMIT:
@@ -207,9 +208,7 @@ def _permutations(model, features: np.ndarray, ds: Dataset, groups: list[Feature
     """Plan the permutations (:mod:`rankcli.explain.ranking`) in ``work`` and return what runs them: a function
     giving each group's permuted metric per query, from the trees that read the group (:mod:`rankcli.explain.trees`)
     when the model allows it, else by scoring the whole model."""
-    from rankcli.explain.ranking import tree_permuted_metrics
     from rankcli.explain.trees import tree_scorer
-    from rankcli.runtime.cpus import default_threads
 
     # a feature no split reads cannot change a score, unless leaves hold linear models of the features
     booster, n, trees = model.booster, ds.n_rows, model.booster.num_trees()
@@ -243,7 +242,6 @@ def fitted_data_warnings(model, data_path: Path | str | None) -> list[str]:
     wanted = {k: recorded.get(k) for k in ("train", "valid") if recorded.get(k)}
     if data_path is None or not wanted:
         return []
-    from rankcli.train.model import file_sha256
 
     try:
         digest = file_sha256(data_path)
@@ -264,8 +262,6 @@ def fitted_data_warnings(model, data_path: Path | str | None) -> list[str]:
 def _check(model, *, repeats: int, seed: int, batch_rows: int, test: str, convention: str | None,
            contributions_queries: int | None = None) -> str:
     """Refuse bad options before any work (exit 2); returns the convention preset."""
-    from rankcli.explain.ranking import check_test
-
     if not 1 <= repeats <= MAX_REPEATS:
         raise UsageError(f"--repeats must be between 1 and {MAX_REPEATS}, got {repeats}")
     if seed < 0:
@@ -320,8 +316,6 @@ def explain(model, ds: Dataset | None = None, *, data_name: str | None = None, m
     progress : ``progress(done, total)`` in estimated seconds of work, after each model call
         (:mod:`rankcli.explain.progress`).
     """
-    from rankcli.core.metrics import parse_metric
-
     preset = _check(model, repeats=repeats, seed=seed, batch_rows=batch_rows, test=test, convention=convention,
                     contributions_queries=contributions_queries)
     names = model.feature_names
@@ -378,8 +372,6 @@ def _contributions(booster, features: np.ndarray, offsets: np.ndarray, n_feature
                    batch_rows: int, sample: ContributionSample, work: Work) -> tuple[np.ndarray, np.ndarray]:
     """``(mean, stderr)`` of the mean absolute centred contributions on the sampled queries; the first batch is
     small (:data:`PROBE_ROWS`), so that TreeSHAP's cost is measured early for the progress."""
-    from rankcli.runtime.cpus import default_threads
-
     threads = default_threads()
     rows, sub = (None, offsets) if sample.complete else sample.rows(offsets)
     x = features if rows is None else features[rows]

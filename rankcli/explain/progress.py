@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 
 #: TreeSHAP's cost per tree-row relative to a prediction's until it is measured (measured: 300-600 with 31 leaves).
 SHAP_GUESS = 400.0
@@ -68,8 +69,6 @@ class Work:
 
 def timed(work: Work | None, stage: str, tree_rows: float):
     """``work.timed(stage, tree_rows)``, or a context that does nothing when ``work`` is None."""
-    from contextlib import nullcontext
-
     return nullcontext() if work is None else work.timed(stage, tree_rows)
 
 

@@ -43,6 +43,7 @@ import numpy as np
 
 from rankcli.compare import Comparison, compare_values
 from rankcli.core.groups import order_within
+from rankcli.core.stats import TESTS
 from rankcli.errors import UsageError
 from rankcli.explain.contributions import query_batches
 from rankcli.explain.grouping import FeatureGroup
@@ -62,8 +63,6 @@ WILCOXON_REPEATS = ("the signed-rank test assumes each query's drop is symmetric
 def check_test(test: str, repeats: int) -> None:
     """Refuse (:class:`UsageError`, exit 2) an unknown ``test``, and ``wilcoxon`` with ``repeats > 1``
     (:data:`WILCOXON_REPEATS`), before any model call."""
-    from rankcli.core.stats import TESTS
-
     if test not in TESTS:
         raise UsageError(f"unknown test {test!r}; choose one of {', '.join(TESTS)}")
     if test == "wilcoxon" and repeats > 1:

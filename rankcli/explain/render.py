@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rankcli.display.numbers import number, p_value
+from rankcli.display.plot import plot_importance
 
 
 def explain_table(explanation, top: int):
@@ -69,8 +70,6 @@ def _convention(conv: dict) -> str:
 
 def explain_plot(explanation, path: Path, top: int = 20) -> Path:
     """A PNG of the ``top`` features: their drop with ± 1 standard error bars (with data) beside their gain share."""
-    from rankcli.display.plot import plot_importance
-
     rows = explanation.rows()[: top if top > 0 else None]
     r = explanation.ranking
     return plot_importance(

@@ -27,6 +27,9 @@ import numpy as np
 from rankcli.core.trees.ensemble import Ensemble, from_tree_arrays
 from rankcli.core.trees.leaves import available as leaf_indices_available
 from rankcli.core.trees.leaves import leaf_indices
+from rankcli.errors import InputError
+from rankcli.formats.lightgbm_text import parse_model_text
+from rankcli.train.model import booster_from_text
 
 #: Objectives whose prediction is the raw sum of the trees (an absent one: a custom objective).
 IDENTITY_OBJECTIVES = ("lambdarank", "rank_xendcg", "regression", "regression_l2", "l2", "custom", "none")
@@ -71,8 +74,6 @@ class TreeScorer:
         ``lightgbm.Booster`` of those trees, in the model's order."""
         if self.tree_arrays is not None and leaf_indices_available():
             return WalkedTrees(from_tree_arrays([self.tree_arrays[t] for t in np.flatnonzero(trees)]))
-        from rankcli.train.model import booster_from_text
-
         body = "".join(f"Tree={k}\n{self.blocks[t]}\n\n" for k, t in enumerate(np.flatnonzero(trees)))
         return booster_from_text(self.header + body + self.tail)
 
@@ -130,9 +131,6 @@ def tree_scorer(booster, n_features: int, threads: int) -> TreeScorer | None:
 def _ensemble(text: str, leaf_values: np.ndarray) -> tuple[Ensemble | None, list[tuple] | None]:
     """The model's trees as arrays, and each tree's own (None where they do not read as the blocks did, or the
     model has a categorical split: LightGBM assigns the leaves and scores the submodels)."""
-    from rankcli.errors import InputError
-    from rankcli.formats.lightgbm_text import parse_model_text
-
     try:
         trees = parse_model_text(text).trees
     except InputError:

@@ -17,10 +17,12 @@ from pathlib import Path
 
 from rankcli.errors import UsageError
 from rankcli.export_model import elasticsearch, ltr_plugin, onnx_model, ranklib, solr, vespa
+from rankcli.export_model.check import run_check
 from rankcli.export_model.features import feature_specs, read_feature_map
 from rankcli.export_model.model import load_for_export
 from rankcli.export_model.plan import Plan, make_plan, resolve_target
 from rankcli.export_model.targets import MODEL_TYPES, TARGET_NAMES
+from rankcli.formats.atomic import atomic_directory
 
 WRITERS = {"elasticsearch-ltr": ltr_plugin, "opensearch-ltr": ltr_plugin, "solr": solr,
            "elasticsearch": elasticsearch, "vespa": vespa, "onnx": onnx_model, "ranklib": ranklib}
@@ -104,8 +106,6 @@ def export_model(model_dir: Path | str, target: str, output: Path | str, options
                  overwrite: bool = False) -> ExportResult:
     """Export the model directory ``model_dir`` for ``target`` into the directory ``output`` (written atomically;
     ``overwrite`` replaces a previous export there) and, with ``options.check``, check it on that data."""
-    from rankcli.formats.atomic import atomic_directory
-
     start = time.perf_counter()
     options = options or ExportOptions()
     plan = plan_export(model_dir, target, options)
@@ -114,8 +114,6 @@ def export_model(model_dir: Path | str, target: str, output: Path | str, options
     with atomic_directory(output, overwrite, kind="export") as tmp:
         files = writer.write(plan, tmp)
         if options.check is not None:
-            from rankcli.export_model.check import run_check
-
             check = run_check(plan, tmp, writer.read(plan, tmp), options.check)
     src = plan.source
     return ExportResult(

@@ -11,6 +11,7 @@ are walked again with the engine's rule. The engine's leaves are summed the engi
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,8 +31,11 @@ from rankcli.core.trees.parity import (
 )
 from rankcli.dataset import Dataset
 from rankcli.errors import InputError
+from rankcli.evaluate.runs import is_parquet
+from rankcli.export_model.onnx_model import require, score
 from rankcli.export_model.plan import Plan
 from rankcli.export_model.readback import ReadBack
+from rankcli.runtime.cpus import default_threads
 
 #: Rows scored at once (LightGBM's leaf matrix of a chunk: rows x trees int32).
 CHUNK_ROWS = 16384
@@ -73,15 +77,12 @@ class CheckResult:
 
 def read_data(path: Path | str, model, width: int) -> Dataset:
     """DATA as raw feature values: Parquet, or LETOR text converted on the fly."""
-    from rankcli.evaluate.runs import is_parquet
     from rankcli.formats.parquet import read_dataset
 
     path = Path(path)
     if path.is_dir():
         raise InputError(f"{path}: a directory; --check takes a dataset file (Parquet or LETOR text)")
     if not is_parquet(path):
-        import tempfile
-
         from rankcli.convert import ConvertOptions, convert
 
         with tempfile.TemporaryDirectory(prefix="rankcli-check-") as tmp:
@@ -105,8 +106,6 @@ def _leaves(src, z: np.ndarray) -> np.ndarray:
     """LightGBM's leaf of each row in each tree, as the ensemble's leaf indices: walked by rankcli's compiled walk,
     which the tests prove equal to LightGBM's ``pred_leaf`` on every pair (and whose sums the first chunk checks
     against LightGBM's scores), else LightGBM's ``pred_leaf`` itself."""
-    from rankcli.runtime.cpus import default_threads
-
     walked = leaf_indices(src.ensemble, z, default_threads())
     if walked is not None:
         return walked
@@ -150,8 +149,6 @@ def _score_chunk(src, back: ReadBack, x: np.ndarray, bad: np.ndarray, onnx_out: 
         engine_leaves[rows, trees] = descend(
             ens, lambda nodes, r: engine_rule(nodes, x[r, ens.feature[nodes]]), rows, trees)
     if onnx_out is not None:
-        from rankcli.export_model.onnx_model import score
-
         engine = score(onnx_out, x)
     else:
         engine = sem.add_trees(_terms(back, engine_leaves), back.summation)
@@ -202,6 +199,4 @@ def run_check(plan: Plan, out: Path, back: ReadBack, data: Path | str) -> CheckR
 
 
 def _ort_version() -> str:
-    from rankcli.export_model.onnx_model import require
-
     return require("onnxruntime").__version__

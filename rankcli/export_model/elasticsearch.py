@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from rankcli.core.trees import semantics as sem
+from rankcli.core.trees.ensemble import Ensemble
 from rankcli.errors import InputError
 from rankcli.export_model.common import local_ids, number, placeholder, readme_exactness, readme_features, write_json
 from rankcli.export_model.plan import Plan
@@ -124,8 +125,6 @@ def read(plan: Plan, out: Path) -> ReadBack:
 
 def _one_tree(ens, t: int):
     """Tree ``t`` of ``ens`` as an ensemble of its own (each exported tree lists its own feature names)."""
-    from rankcli.core.trees.ensemble import Ensemble
-
     a, b = int(ens.node_offsets[t]), int(ens.node_offsets[t + 1])
     la, lb = int(ens.leaf_offsets[t]), int(ens.leaf_offsets[t + 1])
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from rankcli.formats.feature_logs import write_logged
+from rankcli.info import summarize_dataset
+
 #: ``convert --from`` values.
 LOG_KINDS = ("ltr-log", "solr-features")
 
@@ -15,8 +18,6 @@ def convert_log(kind: str, log: str, qrels: str, output: Path | str, *, overwrit
     """Convert the feature log ``log`` (``kind``: :data:`LOG_KINDS`) joined with the judgments ``qrels`` into the
     Parquet dataset ``output``; returns a :class:`rankcli.convert.ConvertResult`."""
     from rankcli.convert import ConvertResult, FileResult
-    from rankcli.formats.feature_logs import write_logged
-    from rankcli.info import summarize_dataset
 
     start = time.perf_counter()
     ds, notes = write_logged(kind, log, qrels, output, overwrite=overwrite)

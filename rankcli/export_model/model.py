@@ -20,6 +20,9 @@ from rankcli.core.normalize import Normalization, normalize_values
 from rankcli.core.trees.ensemble import Ensemble, finite_half_line, from_tree_arrays, lightgbm_left, nan_left
 from rankcli.core.trees.parity import breakpoints
 from rankcli.errors import InputError
+from rankcli.formats.lightgbm_text import parse_model_text
+from rankcli.train import load_model
+from rankcli.train.model import MODEL_FILE
 
 #: LightGBM objectives whose prediction is the raw sum of the trees (``predict`` applies no transform).
 IDENTITY_OBJECTIVES = ("lambdarank", "rank_xendcg", "regression", "regression_l2", "regression_l1", "l2", "l1",
@@ -84,9 +87,6 @@ class ModelToExport:
 
 
 def _text_model(model_dir: Path):
-    from rankcli.formats.lightgbm_text import parse_model_text
-    from rankcli.train.model import MODEL_FILE
-
     path = model_dir / MODEL_FILE
     try:
         text = path.read_bytes().decode("utf-8", "surrogateescape")
@@ -143,8 +143,6 @@ def _normalization(model, where: Path) -> Normalization | None:
 
 def load_for_export(model_dir: Path | str) -> ModelToExport:
     """Load ``model_dir`` for an export, refusing (:class:`CannotExpress`, exit 3) what no target can state."""
-    from rankcli.train import load_model
-
     model_dir = Path(model_dir)
     model = load_model(model_dir)
     text = _text_model(model_dir)

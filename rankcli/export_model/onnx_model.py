@@ -11,6 +11,7 @@ has one column per model feature, in the model's order (``features``; the doc st
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import numpy as np
@@ -29,8 +30,6 @@ PIP_LINE = "pip install 'rankcli[onnx]'"
 
 def require(module: str):
     """Import ``onnx`` or ``onnxruntime``, or a usage error (exit 2) with the pip line."""
-    import importlib
-
     try:
         return importlib.import_module(module)
     except ImportError:

@@ -20,7 +20,7 @@ import numpy as np
 
 from rankcli.core.trees import semantics as sem
 from rankcli.errors import InputError
-from rankcli.export_model.common import text
+from rankcli.export_model.common import readme_exactness, text
 from rankcli.export_model.plan import Plan
 from rankcli.export_model.readback import Accessor, ReadBack, SplitRecord, align, java_float, splits_from
 
@@ -132,8 +132,6 @@ def read(plan: Plan, out) -> ReadBack:
 
 
 def _readme(plan: Plan) -> str:
-    from rankcli.export_model.common import readme_exactness
-
     ids = feature_ids(plan, ordinal=False)
     used = ", ".join(f"{s.model_name} (id {ids[s.column]})" for s in plan.features[:10])
     return f"""# {plan.name}: a rankcli model as a RankLib LambdaMART model

@@ -13,7 +13,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from rankcli.core.trees.ensemble import Ensemble
+from rankcli.core.trees.ensemble import Ensemble, from_tree_arrays
 from rankcli.core.trees.semantics import Splits
 from rankcli.errors import InputError
 
@@ -96,8 +96,6 @@ def flatten(roots: list, accessor: Accessor) -> tuple[Ensemble, list, list]:
     :class:`~rankcli.core.trees.ensemble.Ensemble` numbered in pre-order (its features and thresholds unset), the
     :class:`SplitRecord` of each node and each leaf's value. For evaluating files that no rankcli model wrote (the
     engines' own test models)."""
-    from rankcli.core.trees.ensemble import from_tree_arrays
-
     trees, records, leaves = [], [], []
     for root in roots:
         left, right, n_leaf = [], [], [0]

@@ -22,15 +22,17 @@ Every session has at least one result. Sessions, queries and documents are coded
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow as pa
 
 from rankcli.errors import InputError, SchemaError, UsageError
 from rankcli.formats.inputs import unreadable_input
-from rankcli.formats.parquet import open_parquet
+from rankcli.formats.parquet import open_parquet, read_metadata
 from rankcli.formats.session_log import SessionLog, fingerprint
 from rankcli.formats.session_table import Columns, SessionStream
+from rankcli.formats.yandex_clicks import read_yandex
 
 FORMATS = ("auto", "rankcli", "table", "yandex")
 TABLE_COLUMNS = ("session", "query", "rank", "document", "click")
@@ -59,8 +61,6 @@ def read_session_log(path: Path | str, fmt: str = "auto", *, unknown_clicks: str
         raise InputError(f"{p}: is a directory, expected a click log")
     kind = detect_format(p) if fmt == "auto" else fmt
     if kind == "yandex":
-        from rankcli.formats.yandex_clicks import read_yandex
-
         log = read_yandex(p, unknown_clicks=unknown_clicks)
     elif kind == "rankcli":
         log = _read_rankcli(p)
@@ -86,10 +86,6 @@ def _stream_parquet(path: Path, stream: SessionStream, wanted: list[str]) -> Non
 
 
 def _read_rankcli(path: Path) -> SessionLog:
-    import json
-
-    from rankcli.formats.parquet import read_metadata
-
     names = open_parquet(path).schema_arrow.names
     doc = "docid" if "docid" in names else "source_row"
     wanted = ["qid", "position", "label", "source_qid", doc] + (["relevance"] if "relevance" in names else [])

@@ -37,6 +37,7 @@ from rankcli.formats.atomic import atomic_directory
 from rankcli.formats.inputs import unreadable_input
 from rankcli.formats.parquet import WRITE_OPTIONS, open_parquet
 from rankcli.formats.session_log import codes
+from rankcli.formats.trec.parse import read_qrels_columns
 
 FORMAT = "rankcli-click-model/1"
 MODEL_JSON = "model.json"
@@ -171,8 +172,6 @@ def read_qrels_for(path: Path | str, queries: pa.Array, documents: pa.Array) -> 
                                                                                          np.ndarray]:
     """TREC qrels at ``path`` coded against a log's vocabularies: ``(query, document, label)`` per judgment, the codes
     -1 for a query or document the log never shows."""
-    from rankcli.formats.trec.parse import read_qrels_columns
-
     cols = read_qrels_columns(path)
     qids = strings_array([bytes(q) for q in cols.qids])
     docids = strings_array([bytes(d).rstrip(b"\0") for d in cols.docids])

@@ -29,7 +29,9 @@ from typing import NamedTuple
 import numpy as np
 
 from rankcli.errors import InputError, OutputError
+from rankcli.formats.atomic import FileLock, Layout, atomic_path, is_experiment_config, remove_owned
 from rankcli.formats.jsonable import jsonable
+from rankcli.formats.metric_file import read_metric_file, write_metric_file
 
 CONFIG_FILE = "config.json"
 TRIALS_FILE = "trials.parquet"
@@ -130,8 +132,6 @@ def load_tuned(exp_dir: Path) -> dict[tuple[str, int, str], dict]:
 
 
 def _write_per_query(exp_dir: Path, u, convention: dict | None) -> None:
-    from rankcli.formats.metric_file import write_metric_file
-
     (exp_dir / QUERIES_DIR).mkdir(exist_ok=True)
     write_metric_file(queries_path(exp_dir, u.setting, u.trial, u.loss), np.asarray(u.qids, dtype=np.int64),
                       u.per_query, convention=convention,
@@ -187,7 +187,6 @@ class ResultStore:
     def add(self, u) -> None:
         """Store a finished unit (a :class:`rankcli.experiment.UnitResult`): its curve, its per-query values when it
         has them, then its rows in ``trials.parquet``."""
-        from rankcli.formats.atomic import FileLock
         from rankcli.formats.parquet import write_table
 
         _write_curve(self.exp_dir, u)
@@ -245,7 +244,6 @@ def load_curves(exp_dir: Path) -> list[Curve]:
 def read_per_query(path: Path, metrics: Iterable[str]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The per-query file ``path`` of a unit (:func:`rankcli.formats.metric_file.read_metric_file`): its ``qid``
     vector and the columns of ``metrics`` it has (:func:`check_same_queries` reports one it lacks)."""
-    from rankcli.formats.metric_file import read_metric_file
     from rankcli.formats.parquet import column_names
 
     names = set(column_names(path))
@@ -255,8 +253,6 @@ def read_per_query(path: Path, metrics: Iterable[str]) -> tuple[np.ndarray, dict
 
 def write_text(exp_dir: Path, name: str, text: str) -> Path:
     """Write ``text`` to ``exp_dir/name`` atomically (replacing an earlier version) and return its path."""
-    from rankcli.formats.atomic import atomic_path
-
     with atomic_path(exp_dir / name, overwrite=True) as tmp:
         tmp.write_text(text)
     return exp_dir / name
@@ -276,8 +272,6 @@ def _difference(stored: dict, identity: dict) -> str:
 def _remove_outputs(exp_dir: Path) -> None:
     """Remove an earlier experiment's files (and only those) from ``exp_dir``: nothing when a directory of the
     experiment holds anything else (exit 4, :func:`rankcli.formats.atomic.remove_owned`)."""
-    from rankcli.formats.atomic import Layout, remove_owned
-
     units = {CURVES_DIR: Layout(files=("*.parquet",)), QUERIES_DIR: Layout(files=("*.parquet",)),
              TUNED_DIR: Layout(files=("*.json",)), LOCKS_DIR: Layout(files=("*.lock",))}
     files = tuple(n for n in _OUTPUT_NAMES if n not in units) + ("sweep-*.csv", "sweep-*.png", STORE_LOCK)
@@ -287,8 +281,6 @@ def _remove_outputs(exp_dir: Path) -> None:
 def stored_config(exp_dir: Path) -> dict | None:
     """The experiment configuration ``exp_dir/config.json`` records (its ``config``), or ``None`` when there is none
     that can be read (:func:`prepare_directory` then says why, if it matters)."""
-    from rankcli.formats.atomic import is_experiment_config
-
     cfg_path = Path(exp_dir) / CONFIG_FILE
     try:
         if not cfg_path.is_file() or not is_experiment_config(cfg_path):
@@ -301,8 +293,6 @@ def stored_config(exp_dir: Path) -> dict | None:
 
 def _reopen(exp_dir: Path, identity: dict, overwrite: bool) -> bool:
     """Check an existing, non-empty ``exp_dir``; True when it holds the same experiment (to resume)."""
-    from rankcli.formats.atomic import is_experiment_config
-
     cfg_path = exp_dir / CONFIG_FILE
     if not cfg_path.is_file() or not is_experiment_config(cfg_path):
         raise OutputError(f"{exp_dir}: is not empty and holds no rankcli experiment ({CONFIG_FILE} missing or "
@@ -383,8 +373,6 @@ def remove_locks(exp_dir: Path) -> None:
     experiment leaves none behind. Safe with concurrent runs: a lock is removed only while held, and a run that then
     takes it locks a new file (:class:`rankcli.formats.atomic.FileLock`); one held (a concurrent run extending the
     experiment) stays."""
-    from rankcli.formats.atomic import FileLock
-
     locks = exp_dir / LOCKS_DIR
     if locks.is_dir() and not locks.is_symlink():
         for p in sorted(locks.glob("*.lock")):

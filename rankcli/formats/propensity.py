@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import stat
 from pathlib import Path
 
 from rankcli.errors import InputError
@@ -49,8 +50,6 @@ def read_propensity(path: Path | str) -> dict:
     """The propensity file at ``path`` as written by :func:`write_propensity`: ``positions`` and ``propensity``
     checked (positions 1, 2, ...; values finite and above 0; when the file names its ``reference_position``, a listed
     position whose propensity is 1). For IPS training."""
-    import stat
-
     try:
         mode = Path(path).stat().st_mode
         if not stat.S_ISREG(mode):  # /dev/zero would be read until memory runs out; a FIFO blocks forever

@@ -19,10 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from rankcli.errors import InputError, InputFormatError, SchemaError
 from rankcli.formats import parquet
+from rankcli.formats.trec.file_bytes import read_input
 from rankcli.formats.trec.parse import doc_hash, read_run_columns, words_of
+from rankcli.formats.trec.write import document_names
 
 STDIN = "-"
 
@@ -54,8 +57,6 @@ class RunFile:
 
 
 def _stdin_text() -> bytes:
-    from rankcli.formats.trec.file_bytes import read_input
-
     data = read_input(STDIN)
     if data[:3] == b"\xef\xbb\xbf":
         data = data[3:]
@@ -93,8 +94,6 @@ def _numeric(table, name: str, path: str) -> np.ndarray:
 
 def _names_as_bytes(names) -> np.ndarray:
     """An Arrow string array as numpy ``S`` strings, NUL-padded to a width that is a multiple of 8."""
-    import pyarrow as pa
-
     data = names.cast(pa.binary()).to_numpy(zero_copy_only=False)
     out = np.array(data.tolist() if data.dtype == object else data, dtype="S")
     width = max(out.dtype.itemsize, 1)
@@ -102,8 +101,6 @@ def _names_as_bytes(names) -> np.ndarray:
 
 
 def _read_parquet(path: str) -> RunFile:
-    from rankcli.formats.trec.write import document_names
-
     cols = parquet.column_names(path)
     parquet.require_columns(path, cols, ("qid", "score"))
     keyed_by = "docid" if "docid" in cols else "row" if "row" in cols else "position"

@@ -23,7 +23,9 @@ import pyarrow as pa
 
 from rankcli.errors import InputError, SchemaError
 from rankcli.formats import parquet
+from rankcli.formats.arrow import array_from_numpy, scalar, strings_array, strings_from_bytes
 from rankcli.formats.atomic import atomic_path, kinds
+from rankcli.formats.trec.write import document_names, row_names
 
 #: The columns a Parquet run must have.
 RUN_COLUMNS = ("qid", "label", "score")
@@ -136,8 +138,6 @@ LINES_AT_ONCE = 1 << 20
 def _text_of(values: np.ndarray):
     """The Arrow string of each value as Python's ``str`` writes it (integers cast in C; numpy ``S`` bytes as the
     UTF-8 text they hold)."""
-    from rankcli.formats.arrow import array_from_numpy, strings_array, strings_from_bytes
-
     if values.dtype.kind in "iu":
         return array_from_numpy(values.astype(np.int64, copy=False)).cast(pa.string())
     if values.dtype.kind == "S":
@@ -152,9 +152,6 @@ def trec_run_lines(qids: np.ndarray, scores: np.ndarray, order: np.ndarray, rank
     numbers in the dataset (names ``<qid>-<row>``; default ``0..n-1``). Each line is ``f"{qid} Q0 {docid} {rank}
     {score!r} {tag}"`` (the score's shortest repr, exact), joined by Arrow a block of lines at a time."""
     import pyarrow.compute as pc
-
-    from rankcli.formats.arrow import array_from_numpy, scalar, strings_array
-    from rankcli.formats.trec.write import document_names
 
     docs = document_names(qids, docids, rows, source=source)
     tag = "".join(tag.split()) or "rankcli"
@@ -237,8 +234,6 @@ def read_run_columns(path: Path | str, *, docids: bool = False) -> RunColumns:
         Also name the rows (``RunColumns.names``), as TREC files name them: the ``docid`` column, else
         ``<qid>-<row>`` with the ``row`` column that ``rankcli predict`` writes, else the row number in the file.
     """
-    from rankcli.formats.trec.write import row_names
-
     names = parquet.column_names(path)
     if "score" not in names and "qid" in names and "label" in names and parquet.feature_columns(names):
         raise SchemaError(f"{path}: missing column score: this looks like a dataset (it has feature columns); "

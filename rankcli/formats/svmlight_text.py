@@ -14,7 +14,9 @@ import bz2
 import gzip
 import itertools
 import lzma
+import os
 import re
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,8 +101,6 @@ TEXT_SUFFIXES = {".txt", ".svm", ".svmlight", ".libsvm", ".letor", ".dat", ""}
 def output_name(path: Path) -> str:
     """The name of ``path``'s output in a directory of outputs (``OUTPUT/<name>.parquet``): the file name without a
     compression suffix and without a text suffix (``train.txt.gz`` -> ``train``, ``rank.train`` -> ``rank.train``)."""
-    import os
-
     name = strip_compression(path.name)
     stem, suffix = os.path.splitext(name)
     return stem if suffix.lower() in TEXT_SUFFIXES else name
@@ -115,8 +115,6 @@ def parquet_name(path: str | Path) -> str:
 def svmlight_hint(path: str | Path) -> str:
     """What a command that reads Parquet (and not text) tells a user who gave it the SVMlight text ``path``: the
     ``convert`` command to run."""
-    import shlex
-
     return (f"looks like SVMlight text: run 'rankcli convert {shlex.quote(str(path))} -o "
             f"{shlex.quote(parquet_name(path))}' first")
 _SVMLIGHT_LINE = re.compile(rb"^[ \t]*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"

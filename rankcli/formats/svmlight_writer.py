@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 
 from rankcli.errors import InputError
 from rankcli.formats.arrow import scalar, strings_array
+from rankcli.formats.atomic import atomic_path, kinds
 from rankcli.formats.feature_values import check_columns, table_dtype
 
 
@@ -69,7 +70,6 @@ def write_svmlight(path: str | Path, dataset_path: str | Path, *, overwrite: boo
 
     ``qid:`` is written when the dataset has a qid column, ``# <comment>`` (or ``# docid = X``) when it has one.
     """
-    from rankcli.formats.atomic import atomic_path, kinds
     from rankcli.formats.parquet import column_names, feature_columns, iter_row_groups, require_columns
 
     names = column_names(dataset_path)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from rankcli.errors import UsageError
 from rankcli.formats.arrow import array_from_numpy, strings_array
@@ -64,7 +65,6 @@ def write_columns(path: Path | str, columns: dict, *, overwrite: bool = False, m
     (:func:`table_format`), atomically; ``metadata``: Parquet footer keys (``rankcli.*``); ``file_kind``: what the
     table is (:mod:`~rankcli.formats.atomic.kinds`): an existing file of another kind is refused."""
     import pyarrow.csv as pacsv
-    import pyarrow.parquet as pq
 
     fmt = table_format(path)
     table = pa.table({name: _column(values) for name, values in columns.items()})

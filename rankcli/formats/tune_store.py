@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rankcli.errors import InputError, OutputError
+from rankcli.formats.atomic import FileLock, Layout, atomic_path, remove_owned
 from rankcli.formats.jsonable import jsonable
 
 TUNE_FORMAT = "rankcli-tune/1"
@@ -42,16 +43,12 @@ LOSS_FILES = (STUDY_FILE, "study.journal", "study.journal.lock", TRIALS_FILE, BE
 def _overwritten(losses: list[str]):
     """The :class:`~rankcli.formats.atomic.Layout` of what ``--overwrite`` removes: the studies of ``losses`` and the
     files about every loss."""
-    from rankcli.formats.atomic import Layout
-
     study = Layout(files=LOSS_FILES)
     return Layout(files=(BEST_FILE, CURVE_FILE, PLOT_FILE), dirs={loss: study for loss in losses})
 
 
 def write_text(path: Path, text: str) -> Path:
     """Write ``text`` to ``path`` atomically (replacing an earlier version); returns ``path``."""
-    from rankcli.formats.atomic import atomic_path
-
     try:
         with atomic_path(path, overwrite=True) as tmp:
             tmp.write_text(text)
@@ -82,8 +79,6 @@ def is_tune_directory(path: Path) -> bool:
 def directory_lock(out_dir: Path) -> Iterator[None]:
     """Hold ``out_dir/.tune.lock`` (creating ``out_dir``): processes starting on one directory at once prepare it
     and check its studies one at a time. Removed again when the directory turns out not to be a tune output."""
-    from rankcli.formats.atomic import FileLock
-
     if out_dir.exists() and not out_dir.is_dir():
         raise OutputError(f"{out_dir}: exists and is not a directory")
     parent = out_dir.parent if str(out_dir.parent) else Path(".")
@@ -109,8 +104,6 @@ def prepare_directory(out_dir: Path, losses: list[str], overwrite: bool) -> None
     ``overwrite`` the studies of ``losses`` (and the files about every loss) are removed, to start over: rankcli's
     files only, and nothing when a study's directory holds anything else (exit 4). A non-empty directory that is not a
     tune output is refused."""
-    from rankcli.formats.atomic import remove_owned
-
     if any(not p.name.startswith(".") for p in out_dir.iterdir()) and not is_tune_directory(out_dir):
         raise OutputError(f"{out_dir}: is not empty and holds no rankcli tune output ({MARKER_FILE} missing); "
                           "rankcli replaces only its own outputs, whatever the flags: choose a new or empty directory")
@@ -175,8 +168,6 @@ def check_study_identity(loss_dir: Path, identity: dict, untried: bool = False, 
             write_json(path, {"format": TUNE_FORMAT, "identity": new})
         return True
     if untried:
-        from rankcli.formats.atomic import Layout, remove_owned
-
         remove_owned(loss_dir, Layout(files=LOSS_FILES))
         write_json(path, {"format": TUNE_FORMAT, "identity": new})
         return False

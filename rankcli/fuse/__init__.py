@@ -26,6 +26,7 @@ from rankcli.errors import UsageError
 from rankcli.fuse.judgments import Judgments, read_judgments
 from rankcli.fuse.optimize import Optimization, Trainer, optimize
 from rankcli.fuse.scoring import Scorer
+from rankcli.fuse.writing import write_fused
 
 
 @dataclass
@@ -180,7 +181,6 @@ def fuse_files(paths: Sequence[str], output: Path | str, opts: FuseOptions, *, f
     """Read the runs at ``paths``, fuse them under ``opts`` and write the fused run to ``output`` (``fmt``: ``trec``
     or ``parquet``, default :func:`default_format`; ``tag``: a TREC run's tag, default the method's name)."""
     from rankcli.fuse.reading import read_runs
-    from rankcli.fuse.writing import write_fused
 
     fmt = fmt or default_format(paths)
     rs = read_runs([str(p) for p in paths])

@@ -3,6 +3,8 @@ the JSON of ``--json``. Rendering only: the objects come from :mod:`rankcli.fuse
 
 from __future__ import annotations
 
+import numpy as np
+
 from rankcli.fuse import FuseResult
 from rankcli.fuse.optimize import Optimization
 
@@ -31,7 +33,6 @@ def summary(result: FuseResult) -> str:
 
 def search_table(opt: Optimization, top: int = TOP):
     """A rich table of the best ``top`` parameter sets, best first, the chosen one marked."""
-    import numpy as np
     from rich.table import Table
 
     order = sorted(range(len(opt.sets)), key=lambda i: (-(opt.means[i] if not np.isnan(opt.means[i]) else -np.inf),

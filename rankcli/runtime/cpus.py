@@ -21,6 +21,8 @@ import math
 import os
 from pathlib import Path
 
+from rankcli.errors import UsageError
+
 
 def affinity_cpus() -> int:
     """CPUs in this process's affinity mask (``os.cpu_count()`` where the OS has no affinity call)."""
@@ -152,8 +154,6 @@ def check_threads(threads: int | None) -> int | None:
     allocates per thread up front (``--threads 99999999999999999999`` would kill the process in libgomp, "Out of
     memory", with no ``Error:`` line); threads beyond the CPUs only slow LightGBM down.
     """
-    from rankcli.errors import UsageError
-
     if threads is None:
         return None
     if threads < 1:

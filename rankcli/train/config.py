@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from rankcli.core import losses as core_losses
+from rankcli.core import metrics
 from rankcli.errors import UsageError
 from rankcli.runtime.cpus import check_threads, default_threads
 from rankcli.train.losses import LOSSES, check_grade_range, check_loss, options_by_loss
@@ -77,8 +78,6 @@ def metric_function(select_by: str, convention: str) -> tuple[str, Callable[[np.
     select_by : the validation metric, e.g. ``ndcg@5`` (:func:`rankcli.core.metrics.parse_metric`).
     convention : a convention preset; ``trec`` (ties by document id) is a :class:`UsageError`.
     """
-    from rankcli.core import metrics
-
     spec = metrics.parse_metric(select_by)
     conv = metrics.Convention.preset(convention)
     if conv.ties == "docid-desc":  # the trec preset orders ties by document id, which training data need not have

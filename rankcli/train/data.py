@@ -17,9 +17,13 @@ from rankcli.core.normalize import Normalization
 from rankcli.dataset import Dataset
 from rankcli.dataset.feature_transform import FOOTER_KEY, conform, pending, recorded
 from rankcli.errors import UsageError
+from rankcli.formats.feature_values import declared_dtype, precision_name
+from rankcli.train import ips as ips_data
 from rankcli.train.config import TrainConfig
 from rankcli.train.datasets import PreparedData, prepare
+from rankcli.train.ips import check_ips_loss, parse_propensity
 from rankcli.train.model import TrainResult, lightgbm_resolved_params
+from rankcli.train.objective import check_position_bias_support
 from rankcli.train.training import check_inputs, check_splittable
 
 #: The LightGBM parameter that regularises its position-bias model.
@@ -64,8 +68,6 @@ def ips_options(propensity: str | None, pool_impressions: bool, clip: float, all
     """
     options = None
     if propensity is not None or pool_impressions:
-        from rankcli.train.ips import check_ips_loss, parse_propensity
-
         if propensity is not None and pool_impressions:
             raise UsageError("--propensity and --pool-impressions: give one (--propensity pbm:0 is the pooled "
                              "click-through rate too)")
@@ -78,7 +80,6 @@ def ips_options(propensity: str | None, pool_impressions: bool, clip: float, all
         options = IpsOptions(spec, clip, allow_graded)
         if options.learn:
             from rankcli.runtime.startup import import_lightgbm_lean
-            from rankcli.train.objective import check_position_bias_support
 
             import_lightgbm_lean()
             check_position_bias_support()
@@ -122,8 +123,6 @@ class TrainingData:
     def feature_dtype(self) -> str:
         """The precision the training features were stored in and LightGBM binned: ``float32`` (the default), or
         ``float64`` (``convert --float64``: LightGBM's own numbers for the same text)."""
-        from rankcli.formats.feature_values import declared_dtype, precision_name
-
         return precision_name(declared_dtype(self.train.metadata))
 
     def record(self, result: TrainResult) -> dict:
@@ -169,7 +168,6 @@ def _read_training_set(path: Path, config: TrainConfig, ips: IpsOptions | None) 
     if ips is None:
         ds = read_dataset(path, features=False, docids=False)
         return TrainingData(ds, None, train_rows=_features_by_row(path, ds))
-    from rankcli.train import ips as ips_data
 
     if ips.learn:
         ds, position, info = ips_data.position_training_set(read_dataset(path, extra_columns=("position",)),

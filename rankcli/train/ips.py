@@ -14,6 +14,7 @@ from rankcli.core.losses import guard_hessian
 from rankcli.core.positions import checked_positions
 from rankcli.dataset import Dataset
 from rankcli.errors import InputError, SchemaError, UsageError
+from rankcli.formats.propensity import read_propensity
 from rankcli.propensity import check_debiasable
 
 #: Click-log columns the pooling reads besides qid, label and the features.
@@ -140,7 +141,6 @@ def _propensities(spec: tuple[str, object] | None, max_position: int) -> tuple[n
         return np.asarray(value, dtype=np.float64), {"source": "estimate"}
     if kind == "pbm":
         return core.pbm_propensities(float(value), max_position), {"source": f"pbm:{float(value):g}"}
-    from rankcli.formats.propensity import read_propensity
 
     data = read_propensity(value)
     return np.asarray(data["propensity"], dtype=np.float64), {"source": str(value), "method": data.get("method")}

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rankcli.errors import UsageError
+from rankcli.train.losses import LOSSES
 
 #: What a parameter needs besides itself to take effect: ``f(context) -> None`` (it does) or the missing condition.
 Needs = Callable[["Context"], "str | None"]
@@ -261,8 +262,6 @@ def check_effective(params: Mapping[str, Any], loss: str, *, distributed: bool =
     positions : whether the training rows carry the positions of LightGBM's position-bias model.
     where : how a message names a key and its source (``--param KEY``, ``--params-file FILE: KEY``).
     """
-    from rankcli.train.losses import LOSSES
-
     context = Context(params, loss, distributed, positions)
     for key in params:
         rule = PARAMETERS.get(key)
@@ -295,8 +294,6 @@ def check_effective_across(params: Mapping[str, Any], losses: list[str], *,
     params : main names -> values; :data:`SEARCHED` for a dimension a search draws.
     losses : the losses trained. where : how a message names a key and its source.
     """
-    from rankcli.train.losses import LOSSES
-
     for key in params:
         if not any(reads(key, loss) for loss in losses):
             readers = " or ".join(LOSSES[x].consumer for x in PARAMETERS[key].losses)

@@ -19,7 +19,7 @@ import numpy as np
 from rankcli.core import losses as core
 from rankcli.core.labels import require_integer_grades, to_grades
 from rankcli.errors import InputError, UsageError
-from rankcli.train.loss_options import LossOption, resolve
+from rankcli.train.loss_options import LossOption, parse_option_texts, resolve, unknown_option
 
 #: What a loss's labels may be: ``grades`` (integers >= 0; LightGBM casts labels to int), ``float32`` (any real
 #: value a 32-bit float holds; LightGBM keeps labels as float32), ``non-negative`` (any real ``y >= 0``, for
@@ -383,8 +383,6 @@ def options_by_loss(texts: list[str], losses: list[str], step: str | None = None
     :class:`UsageError` for a loss that is not trained, an option no trained loss has, one given twice with two
     values, or ``--step`` without ListNet.
     """
-    from rankcli.train.loss_options import parse_option_texts, unknown_option
-
     out: dict[str, dict[str, str]] = {}
 
     def put(loss: str, name: str, value: str, text: str) -> None:

@@ -18,6 +18,7 @@ import numpy as np
 
 from rankcli.core import losses as core_losses
 from rankcli.errors import UsageError
+from rankcli.runtime.compat import parse_position_bias_log
 from rankcli.train.losses import LOSSES, check_loss
 
 #: The first LightGBM with a position-bias model for lambdarank (Dataset ``position``,
@@ -172,8 +173,6 @@ def learned_position_bias(log_lines: list[str], best_iteration: int) -> dict | N
     log_lines : LightGBM's log of a training at verbosity 2 (:func:`rankcli.runtime.compat.capture_lightgbm_log`).
     best_iteration : the number of trees the model keeps.
     """
-    from rankcli.runtime.compat import parse_position_bias_log
-
     tables = parse_position_bias_log(log_lines)
     if not tables or best_iteration < 1:
         return None

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from rankcli.errors import UsageError
+from rankcli.runtime.compat import lightgbm_parameter_aliases
 from rankcli.runtime.startup import import_lightgbm_lean
 from rankcli.train.lightgbm_params import MANAGED_PARAMS, OPTION_PARAMS
 
@@ -94,8 +95,6 @@ def check_params(items: Any, options: dict[str, str] | None = None) -> dict[str,
     (LightGBM prefers the main name when both are present, and rankcli or a preset may set it). Whether a parameter
     takes effect with the loss and the other parameters of a training is :func:`rankcli.train.check_effective`'s.
     """
-    from rankcli.runtime.compat import lightgbm_parameter_aliases
-
     pairs = list(items.items()) if isinstance(items, dict) else list(items)
     if not pairs:
         return {}

@@ -28,6 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from rankcli.errors import InputError, UsageError
+from rankcli.train.loss_options import meaningful
+from rankcli.train.losses import LOSSES
+from rankcli.train.params import check_params
 
 PARAMS_FORMAT = "rankcli-params/1"
 #: The file a tune output directory holds the best parameters of every loss in.
@@ -134,10 +137,6 @@ def apply_params(config: Any, params: dict[str, Any], *, explicit: Iterable[str]
     explicit : the :data:`FIELD_PARAMS` given as options (they win over the file).
     where : how messages name the source of ``params``.
     """
-    from rankcli.train.loss_options import meaningful
-    from rankcli.train.losses import LOSSES
-    from rankcli.train.params import check_params
-
     explicit = set(explicit)
     fields = {k: _field_value(k, v, where) for k, v in params.items() if k in FIELD_PARAMS and k not in explicit}
     # the loss's own options (--loss-option) go to loss_options, below the ones given

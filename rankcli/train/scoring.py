@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from rankcli.dataset import Dataset
+from rankcli.train import load_model
 
 #: The largest batch scored at once, in rows (a query longer than that is scored alone): ~35 MB of float32 features
 #: at 136 features, next to the decoded row group.
@@ -68,7 +69,6 @@ def open_scoring(model_dir: Path | str, data: Path | str, *, label_required: boo
     """
     from rankcli.formats.feature_rows import ParquetFeatureRows
     from rankcli.formats.parquet import read_dataset, read_metadata, read_query_index, require_columns
-    from rankcli.train import load_model
 
     model = load_model(model_dir)
     if by_batch:

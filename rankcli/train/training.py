@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from rankcli.core import metrics
 from rankcli.dataset import Dataset
 from rankcli.errors import InputError, SchemaError, UsageError
 from rankcli.train.config import TrainConfig, metric_function, resolve_params
@@ -66,8 +67,6 @@ def check_validation_gain(valid: Dataset, config: TrainConfig, name: str) -> Non
     """Refuse validation labels whose exponential gain overflows or underflows: NDCG/DCG would be NaN or 0, or a
     positive label would count as not relevant, not a number to select by. ``valid``: the validation set;
     ``config``: its ``select_by`` and ``convention``; ``name``: for messages."""
-    from rankcli.core import metrics
-
     limit = metrics.EXPONENTIAL_GAIN_LABEL_LIMIT  # the metrics core refuses it too, but only after the first tree
     spec = metrics.parse_metric(config.select_by)
     if spec.name not in ("ndcg", "dcg") or metrics.Convention.preset(config.convention).gain != "exponential":

@@ -11,6 +11,7 @@ measure ``-m`` named before it is checked first (``-m bogus -v`` is an error).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from rankcli.core.trec_eval.registry import Selection, mark
@@ -68,8 +69,6 @@ class Options:
 
 def atol(text: str) -> int:
     """C's ``atol``: leading blanks, a sign and digits; 0 when there are none; saturated to a 64-bit long."""
-    import re
-
     m = re.match(r"[ \t\n\v\f\r]*([+-]?[0-9]+)", text)
     if not m:
         return 0

@@ -7,8 +7,11 @@ trec_eval prints.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -174,8 +177,6 @@ def _in_order(work, blocks: list, threads: int) -> Iterator:
     if threads <= 1 or len(blocks) <= 1:
         yield from map(work, blocks)
         return
-    from collections import deque
-    from concurrent.futures import ThreadPoolExecutor
 
     pool = ThreadPoolExecutor(threads, thread_name_prefix="rankcli-measures")
     try:
@@ -194,8 +195,6 @@ def measure(p: Prepared, measures: list[Active], o: Options) -> Iterator[tuple]:
     """The measure stage: blocks of (query ids, values, relstrings) in query order, the blocks' kernels run on as
     many threads as the process may use, a few blocks ahead of the one asked for; under -R qrels_jg one block of the
     groups' averages."""
-    from functools import partial
-
     from rankcli.runtime.cpus import available_cpus
 
     j = p.joined

@@ -14,14 +14,14 @@ experiment unit). Optuna is an optional dependency (``pip install "rankcli[tune]
 
 from __future__ import annotations
 
+import importlib.util
+
+from rankcli.errors import UsageError
+
 INSTALL_HINT = 'pip install "rankcli[tune]"'
 
 
 def require_optuna(what: str = "rankcli tune") -> None:
     """:class:`~rankcli.errors.UsageError` (exit 2) naming the extra to install when Optuna is missing."""
-    import importlib.util
-
-    from rankcli.errors import UsageError
-
     if importlib.util.find_spec("optuna") is None:
         raise UsageError(f"{what} needs Optuna, which is not installed; install the optional extra: {INSTALL_HINT}")

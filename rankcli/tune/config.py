@@ -7,8 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from rankcli.errors import UsageError
+from rankcli.train import check_loss
+from rankcli.train.lightgbm_params import check_effective_across
 from rankcli.tune.draws import DEFAULT_MAX_FAILURES, SAMPLER
-from rankcli.tune.space import Space, train_space
+from rankcli.tune.space import Space, check_space_effective, train_space
 
 
 @dataclass
@@ -33,8 +35,6 @@ class TuneConfig:
 
     def validate(self) -> None:
         """:class:`UsageError` for an option out of range (the message names the option)."""
-        from rankcli.train import check_loss
-
         if not self.losses:
             raise UsageError("--loss: give at least one loss")
         if len(set(self.losses)) != len(self.losses):
@@ -51,9 +51,6 @@ class TuneConfig:
     def check_effective(self) -> None:
         """:class:`UsageError` for a ``--param`` that none of the losses reads, or a parameter (given, fixed or
         searched) that LightGBM would ignore in a loss's trials (:func:`rankcli.tune.space.check_space_effective`)."""
-        from rankcli.train.lightgbm_params import check_effective_across
-        from rankcli.tune.space import check_space_effective
-
         check_effective_across(self.train.params, self.losses)
         for loss in self.losses:
             check_space_effective(self.space_of(loss), self.train.params, loss)

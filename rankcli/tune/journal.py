@@ -18,6 +18,7 @@ run's identity, so removing ``study.json`` cannot let a run with other options c
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from rankcli.errors import InputError
+from rankcli.formats.tune_store import check_journal, check_study_identity, normal_identity
 
 JOURNAL_FILE = "study.journal"
 IDENTITY_KEY = "rankcli_identity"
@@ -68,8 +70,6 @@ class JournalLock:
 def _check_tail(journal: Path) -> None:
     """Nothing when the journal's last line is whole (a newline ends it) and a JSON object, else the
     :class:`InputError` of :func:`~rankcli.formats.tune_store.check_journal`, which names the line."""
-    import json
-
     try:
         with open(journal, "rb") as f:
             size = os.fstat(f.fileno()).st_size
@@ -89,7 +89,6 @@ def _check_tail(journal: Path) -> None:
             pass
     elif last is not None:
         return  # a last line longer than the window read: Optuna's own reading checks it
-    from rankcli.formats.tune_store import check_journal
 
     check_journal(journal)  # names the line
 
@@ -133,8 +132,6 @@ def load_study(journal: Path, loss: str) -> Any:
         raise InputError(f"{journal}: the study's journal is not a regular file (a directory, a device, a broken "
                          "link); restore it, or pass --overwrite to start the study over")
     import optuna
-
-    from rankcli.formats.tune_store import check_journal
 
     with JournalLock(journal):  # no append while the file is read and replayed
         check_journal(journal)
@@ -180,8 +177,6 @@ def check_identity(loss_dir: Path, loss: str, identity: dict) -> bool:
     A damaged journal is an :class:`InputError`; another identity an :class:`~rankcli.errors.OutputError` unless
     no trial of the study ever started (see :func:`rankcli.formats.tune_store.check_study_identity`)."""
     from optuna.trial import TrialState
-
-    from rankcli.formats.tune_store import check_study_identity, normal_identity
 
     journal = loss_dir / JOURNAL_FILE
     study = load_study(journal, loss)

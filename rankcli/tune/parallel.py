@@ -5,14 +5,16 @@ studies' claim locks keep each loss's budget exact (:mod:`rankcli.tune.study`), 
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import signal
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from rankcli.errors import UsageError
 
 
 def _ignore_interrupt() -> None:
-    import signal
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the helpers
 
 
@@ -26,9 +28,6 @@ def _merge(counts: list[dict[str, int]]) -> dict[str, int]:
 
 def run_in_processes(train_path: str, valid_path: str, out: str, config: Any, jobs: int, on_trial) -> dict[str, int]:
     """Run the tune in this process and ``jobs - 1`` helper processes; the trials each trained, per loss."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
     from rankcli.tune.worker import tune_losses
 
     ctx = multiprocessing.get_context("spawn")  # no fork after pyarrow/OpenMP threads have started
@@ -51,8 +50,6 @@ def run_in_processes(train_path: str, valid_path: str, out: str, config: Any, jo
 def run_on_dask(target: str, train_path: str, valid_path: str, out: str, config: Any, jobs: int) -> dict[str, int]:
     """Run the tune as one task per worker thread of the Dask cluster ``target`` (``jobs`` is ignored); every worker
     must see the data and the output directory (a shared filesystem), where the studies live."""
-    import os
-
     from rankcli.distributed import cluster
     from rankcli.tune.worker import tune_losses
 

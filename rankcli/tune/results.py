@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rankcli.formats.tune_store import BEST_FILE, PLOT_FILE, params_document, write_curves, write_json, write_trials
 from rankcli.tune.space import Space
 
 
@@ -85,8 +86,6 @@ def default_value(r: LossResult) -> float | None:
 def write_loss_files(out_dir: Path, r: LossResult, config: Any) -> tuple[list[Path], dict | None]:
     """Write ``<loss>/trials.csv`` and, once a trial has finished, ``<loss>/best.json`` (atomically: a reader sees
     the previous version or this one); returns the files written and the loss's parameter-file entry."""
-    from rankcli.formats.tune_store import BEST_FILE, params_document, write_json, write_trials
-
     files = [write_trials(out_dir / r.loss, r.trials, [d.name for d in r.space.dimensions])]
     entry = best_entry(r, config)
     if entry is not None:
@@ -97,8 +96,6 @@ def write_loss_files(out_dir: Path, r: LossResult, config: Any) -> tuple[list[Pa
 def write_results(result: TuneResult) -> list[Path]:
     """Write ``<loss>/trials.csv``, ``<loss>/best.json``, ``best.json``, ``best-so-far.csv`` and, with matplotlib,
     ``best-so-far.png``; returns the files written."""
-    from rankcli.formats.tune_store import BEST_FILE, params_document, write_curves, write_json
-
     out, files, entries = result.out_dir, [], {}
     for loss, r in result.losses.items():
         written, entry = write_loss_files(out, r, result.config)
@@ -108,7 +105,6 @@ def write_results(result: TuneResult) -> list[Path]:
     files.append(write_json(out / BEST_FILE, params_document(entries)))
     curves = {loss: r.best_so_far() for loss, r in result.losses.items()}
     files.append(write_curves(out, curves))
-    from rankcli.formats.tune_store import PLOT_FILE
     from rankcli.tune.render import best_so_far_plot
 
     plot = best_so_far_plot(curves, out / PLOT_FILE, result.config.train.select_by, result.config.budget)

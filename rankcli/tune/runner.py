@@ -13,22 +13,23 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rankcli.errors import InputError, UsageError
+from rankcli.formats.tune_store import directory_lock, prepare_directory
+from rankcli.train import file_sha256
 from rankcli.tune.config import TuneConfig
 from rankcli.tune.draws import failure_streak, failures_error, show_params, startup_trials
+from rankcli.tune.journal import JOURNAL_FILE, check_identity, load_study
+from rankcli.tune.parallel import run_in_processes, run_on_dask
 from rankcli.tune.results import LossResult, TuneResult, trial_record, write_results
+from rankcli.tune.study import quiet_optuna
 from rankcli.tune.worker import OnTrial, tune_losses
 
 
 def _data_identity(train_path: Path, valid_path: Path) -> dict:
-    from rankcli.train import file_sha256
-
     return {"train_sha256": file_sha256(train_path), "valid_sha256": file_sha256(valid_path)}
 
 
 def collect(out_dir: Path, config: TuneConfig) -> dict[str, LossResult]:
     """Every loss's trials as the journals hold them now."""
-    from rankcli.tune.study import quiet_optuna
-
     quiet_optuna()
     return {loss: LossResult(loss, collect_one(out_dir, loss), config.space_of(loss)) for loss in config.losses}
 
@@ -58,9 +59,6 @@ def run_tune(train_path: Path | str, valid_path: Path | str, out_dir: Path | str
     on_trial : called in this process after each trial it trained.
     log : receives a line per loss before it starts.
     """
-    from rankcli.formats.tune_store import directory_lock, prepare_directory
-    from rankcli.tune.journal import check_identity
-
     started = time.perf_counter()
     config.validate()
     if jobs < 1:
@@ -133,8 +131,6 @@ def _check_budget(out: Path, loss: str, budget: int, resumed: bool) -> None:
 def collect_one(out: Path, loss: str) -> list[dict]:
     """The trials of ``loss``'s study in ``out`` (none when it has no journal, or no study in it, yet); a damaged
     journal is an :class:`InputError` naming it."""
-    from rankcli.tune.journal import JOURNAL_FILE, load_study
-
     study = load_study(Path(out) / loss / JOURNAL_FILE, loss)
     return [] if study is None else [trial_record(t) for t in study.get_trials(deepcopy=False)]
 
@@ -143,11 +139,8 @@ def _run_workers(train_path: str, valid_path: str, out: str, config: TuneConfig,
                  on_trial: OnTrial | None) -> dict[str, int]:
     """This process's trials (and, with ``jobs``, those of ``jobs - 1`` helper processes, or Dask tasks)."""
     if dask is not None:
-        from rankcli.tune.parallel import run_on_dask
-
         return run_on_dask(dask, train_path, valid_path, out, config, jobs)
     if jobs == 1:
         return tune_losses(train_path, valid_path, out, config, on_trial)
-    from rankcli.tune.parallel import run_in_processes
 
     return run_in_processes(train_path, valid_path, out, config, jobs, on_trial)

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from rankcli.errors import InputError, UsageError
+from rankcli.runtime.compat import lightgbm_parameter_aliases
 
 #: The dimensions every loss searches: name -> range and LightGBM's (or rankcli's) default.
 GENERAL: dict[str, dict[str, Any]] = {
@@ -312,7 +313,6 @@ def _check_name(name: str, where: str) -> None:
 
     if name in FIELD_PARAMS:
         return
-    from rankcli.runtime.compat import lightgbm_parameter_aliases
     from rankcli.runtime.startup import import_lightgbm_lean
 
     import_lightgbm_lean()

@@ -38,6 +38,7 @@ from typing import Any, NamedTuple
 
 from rankcli.tune.draws import DEFAULT_MAX_FAILURES, Failure, ask, failure_streak, startup_point, value_text
 from rankcli.tune.journal import JOURNAL_FILE, damage_named, journal_storage, quiet_optuna
+from rankcli.tune.results import trial_record
 from rankcli.tune.space import Space
 
 CLAIM_LOCK = ".claim.lock"
@@ -171,8 +172,6 @@ class LossStudy:
 
     def ended(self) -> Failure | None:
         """The failed trials in a row that end the study, once they number ``max_failures`` (else ``None``)."""
-        from rankcli.tune.results import trial_record
-
         streak = failure_streak([trial_record(t) for t in self.trials()])
         return streak if streak is not None and streak.count >= self.max_failures else None
 

@@ -8,6 +8,7 @@ LightGBM Datasets are built for the first trial and reused by every later trial 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, NamedTuple
 
 
@@ -38,8 +39,6 @@ def trial_config(base: Any, params: dict[str, Any], where: str) -> Any:
     the loss's own options included (an option set in ``base`` is trial 0's value, not a fixed one: the trial draws
     it; one that means nothing with the trial's values, LambdaLoss's ``mu`` beside ``ndcg-loss2``, is dropped), and
     stay below ``--param``. ``where`` names the trial in messages."""
-    import dataclasses
-
     from rankcli.train.losses import LOSSES
     from rankcli.train.params_file import apply_params
 

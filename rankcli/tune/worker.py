@@ -10,7 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from rankcli.errors import InputError, UsageError
+from rankcli.train import load_training_data
+from rankcli.tune import trial
 from rankcli.tune.draws import show_params, value_text
+from rankcli.tune.results import LossResult, trial_record, write_loss_files
 from rankcli.tune.study import Claimed, LossStudy, Worker
 
 __all__ = ["OnTrial", "show_params", "tune_losses"]
@@ -21,11 +24,9 @@ OnTrial = Callable[[str, dict, "float | None"], None]
 
 def _train_one(study: LossStudy, claimed: Claimed, base: Any, data: Any, prepared: Any) -> dict:
     """Train one claimed trial and record it; returns its record."""
-    from rankcli.tune.trial import train_trial, trial_config
-
     try:
-        config = trial_config(base, claimed.params, where=f"trial {claimed.trial.number} of {base.loss}")
-        outcome = train_trial(prepared, config, objective=data.objective)
+        config = trial.trial_config(base, claimed.params, where=f"trial {claimed.trial.number} of {base.loss}")
+        outcome = trial.train_trial(prepared, config, objective=data.objective)  # looked up here: tests replace it
     except (InputError, UsageError) as exc:
         study.fail(claimed, str(exc))
         raise type(exc)(f"--loss {base.loss}, trial {claimed.trial.number} ({show_params(claimed.params)}): {exc}") \
@@ -42,8 +43,6 @@ def _train_one(study: LossStudy, claimed: Claimed, base: Any, data: Any, prepare
 def _write_loss_files(out: Path, study: LossStudy, config: Any) -> None:
     """The loss's trials.csv and best.json as the journal stands after a trial, so that a killed run leaves them
     readable. Under the claim lock: each process reads the journal and writes in turn, the last write the newest."""
-    from rankcli.tune.results import LossResult, trial_record, write_loss_files
-
     with study.claim_lock():
         trials = [trial_record(t) for t in study.trials()]
         write_loss_files(out, LossResult(study.space.loss, trials, study.space), config)
@@ -56,7 +55,6 @@ def tune_losses(train_path: str, valid_path: str, out_dir: str, config: Any,
     processes may run it at once on one ``out_dir`` (prepared by :func:`run_tune`). Returns the trials this process
     trained, per loss."""
     from rankcli.runtime.startup import import_lightgbm_lean
-    from rankcli.train import load_training_data
 
     import_lightgbm_lean()
     out = Path(out_dir)

@@ -390,8 +390,8 @@ def test_per_query_files_written_by_eval(runs, capsys):
 
 
 def test_kinds_are_not_mixed_and_each_input_s_kind_is_shown(runs, capsys):
-    """Issue 21.16: a per-query file next to runs was compared without a word (an --overwrite had replaced a run with
-    a per-query file). The mix is refused, in either order; the report names each input's kind."""
+    """A per-query file next to runs would be compared without a word (as when an --overwrite has replaced a run
+    with one). The mix is refused, in either order; the report names each input's kind."""
     from rankcli.evaluate import evaluate_path, write_per_query
 
     tmp, _, _, good, bad = runs
@@ -478,8 +478,8 @@ def test_latex_escapes_names(runs, capsys):
 
 
 def test_difference_is_labelled_with_the_names_it_subtracts(runs, capsys):
-    """One sign convention (issue 11 item 7): the row of b against a reads "b - a" and its value is mean(b) - mean(a),
-    in the table and in Markdown, as in the JSON (a, b, difference)."""
+    """One sign convention, so that no reader guesses which way a difference runs: the row of b against a reads
+    "b - a" and its value is mean(b) - mean(a), in the table and in Markdown, as in the JSON (a, b, difference)."""
     _, _, _, good, bad = runs
     status, out, _ = _run(capsys, "compare", good, bad, "--json", "--metric", "ndcg@5")
     comp = json.loads(out)["comparisons"][0]
@@ -540,7 +540,8 @@ def test_bootstrap_interval_in_report_agrees_with_p_value(runs, capsys):
 
 
 def test_trec_runs_sharing_no_document_with_the_qrels_exit_3(tmp_path, capsys):
-    """Issue 11 item 1: a run named otherwise than its qrels is refused, not compared as "0 wins"."""
+    """A run whose documents are named otherwise than its qrels' would score 0 on every query: it is refused, not
+    compared as "0 wins"."""
     qrels = tmp_path / "qrels.txt"
     qrels.write_text(QRELS)
     good = _trec(tmp_path / "good.txt", [("q1", "d1", 2), ("q1", "d2", 1), ("q2", "d4", 1), ("q3", "d5", 1),

@@ -60,8 +60,8 @@ def test_lightgbm_layout_with_sidecar_matches_letor(tmp_path, capsys):
 
 
 def test_lightgbm_example_folder_converts_whatever_the_file_names(tmp_path, capsys):
-    """Issue 21.14: LightGBM's own example folder (rank.train, rank.test, each with a .query sidecar) was "no SVMlight
-    text files". A file with a sidecar is text whatever its extension; one without (notes.md) is still skipped."""
+    """LightGBM's own example folder (rank.train, rank.test, each with a .query sidecar) converts, not "no SVMlight
+    text files": a file with a sidecar is text whatever its extension; one without (notes.md) is still skipped."""
     folder = tmp_path / "lambdarank"
     folder.mkdir()
     for name in ("rank.train", "rank.train.query", "rank.test", "rank.test.query", "PROVENANCE.md"):
@@ -281,7 +281,8 @@ def test_symlink_loop_and_broken_link_are_named(tmp_path, capsys):
 
 
 def test_num_features_beyond_the_dense_limit_is_refused_up_front(tmp_path, capsys):
-    """Issue 12.8: --num-features 1000000 wrote 218 MB for a 2-row file, past the documented 20,000 columns."""
+    """Past the documented 20,000 columns, --num-features is refused before anything is written (1000000 would
+    write 218 MB for a 2-row file)."""
     src = tmp_path / "a.txt"
     src.write_text("1 qid:1 1:1\n0 qid:1 2:1\n")
     status, _, err = run(capsys, "convert", src, "-o", tmp_path / "a.parquet", "--num-features", "1000000")
@@ -312,9 +313,10 @@ def _peak_rss_mb(tmp_path, args, feed) -> tuple[int, bytes, float]:
 
 
 def test_memory_is_bounded_for_input_without_newlines(tmp_path):
-    """Issue 12.10: 300 MB of /dev/zero peaked at 5.9 GB and a 50 MB comment line at 2 GB before the error. Now the
-    first read of binary data is refused, and a line stops at MAX_LINE_BYTES (4 MiB): the peak stays near the
-    interpreter's own (about 100 MB with numpy and pyarrow loaded) while up to 300 MB are offered."""
+    """Input without newlines must not cost memory in proportion to it (300 MB of /dev/zero peaked at 5.9 GB and a 50 MB
+    comment line at 2 GB before the error): the first read of binary data is refused, and a line stops at MAX_LINE_BYTES
+    (4 MiB): the peak stays near the interpreter's own (about 100 MB with numpy and pyarrow loaded) while up to 300 MB
+    are offered."""
     zeros = bytes(1 << 20)
 
     def dev_zero():
@@ -339,8 +341,8 @@ def test_memory_is_bounded_for_input_without_newlines(tmp_path):
 
 
 def test_overflow_is_an_error_and_no_numpy_warning_reaches_stderr(tmp_path, cli):
-    """Issue 12.3: `1 qid:1 1:1e39` converted to inf with a RuntimeWarning on stderr. Run with warnings shown
-    (-W default overrides any filter) so that a leaked warning would show in stderr."""
+    """A value float32 cannot hold (`1 qid:1 1:1e39`) is an error, not an inf with a RuntimeWarning on stderr. Run with
+    warnings shown (-W default overrides any filter) so that a leaked warning would show in stderr."""
     src = tmp_path / "a.txt"
     src.write_text("1 qid:1 1:1 2:1e39\n" * 3)
     result = cli("convert", src, "-o", tmp_path / "a.parquet", env={"PYTHONWARNINGS": "default"})

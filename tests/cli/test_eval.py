@@ -57,8 +57,8 @@ def test_table_states_counts_and_convention(cli, run_file):
 
 
 def test_sums_and_counts_are_not_titled_mean(capsys, run_file):
-    """Issue 21.19: `eval -m official` showed num_ret 578.0000 in a column titled mean. Sums and counts are integers,
-    and each row says how its queries were summarised; a table of means alone keeps its title."""
+    """A sum under a column titled mean misleads (`eval -m official`: num_ret 578.0000). Sums and counts are
+    integers, and each row says how its queries were summarised; a table of means alone keeps its title."""
     from tests.conftest import run_main
 
     path, (qids, labels, scores) = run_file
@@ -132,7 +132,7 @@ def test_non_contiguous_qid_exit_3(cli, tmp_path):
 
 
 def test_unknown_metric_is_a_usage_error_exit_2(cli, run_file):
-    """A misspelt metric is a usage error (2), as a misspelt loss is (issue 11 item 9)."""
+    """A misspelt metric is a usage error (2), as a misspelt loss is: the command line is wrong, not the data."""
     path, _ = run_file
     out = cli("eval", path, "--metric", "ndgc@5")
     assert out.returncode == 2

@@ -241,7 +241,7 @@ def test_param_parsing():
         _parse_params(["max_bin"])
 
 
-# --- the folds protocol (issue 11 item 5), sign convention (item 7), carried-forward curves (item 6) ----------------
+# --- folds pooled as LETOR results are reported, the sign convention (b - a), curves carried forward ----------------
 
 FOLD_ARGS = ["--losses", "lambdamart,xendcg", "--trees", "3", "--early-stopping", "0", "--no-plots"]
 
@@ -346,7 +346,8 @@ def test_an_empty_loss_name_is_a_usage_error_as_an_empty_metric_is(capsys, data,
 
 
 def test_position_bias_sweep_reports_naive_against_ips_per_loss(capsys, data, tmp_path):
-    """Issue 15 part 4: each loss trained naive and +ips on clicks a logging ranker logged; the JSON and summary.md
+    """Does IPS undo position bias: each loss trained naive and +ips on clicks a logging ranker logged; the JSON and
+    summary.md
     carry the variants and their paired tests (whatever the numbers say)."""
     data = tmp_path / "d.parquet"
     write_dataset(data, synthetic(60, seed=4))

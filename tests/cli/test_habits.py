@@ -10,7 +10,8 @@ from rankcli.cli.habits import _LONG, _RANKLIB, RANKLIB_RANKERS
 from rankcli.errors import ExitStatus
 from tests.conftest import run_main as run
 
-# (command line, what rankcli says the word is, and the option it names); every habit the issue lists is here.
+# (command line, what rankcli says the word is, and the option it names): LightGBM's, XGBoost's, Optuna's and
+# RankLib's words, at least one case of each kind of answer rankcli.cli.habits gives.
 CASES = [
     ("train d --num-iterations 5", "--num-iterations is LightGBM's option; rankcli train calls it --trees"),
     ("train d --num-boost-round 5", "--num-boost-round is LightGBM's option; rankcli train calls it --trees"),

@@ -1,8 +1,8 @@
-"""Every command against a table of hostile inputs (issue 12 item 7): no traceback, an ``Error:`` line and a
-documented exit status (2 usage, 3 invalid input, 4 output/filesystem) for each.
+"""Every command against a table of hostile inputs: no input, however hostile, reaches the user as a traceback, but
+as an ``Error:`` line and a documented exit status (2 usage, 3 invalid input, 4 output/filesystem).
 
-In-process (``rankcli.cli.main`` with capsys), so the whole table runs in seconds. Rows that another engineer's open
-item will fix are marked ``xfail(strict=True)`` naming the item, so that their fix flips them."""
+In-process (``rankcli.cli.main`` with capsys), so the whole table runs in seconds. A row rankcli does not pass yet is
+marked ``xfail(strict=True)`` saying what fails, so that its fix flips it."""
 
 from __future__ import annotations
 
@@ -251,7 +251,8 @@ def test_hostile_model_directories(capsys, files, broken_models, tmp_path, comma
 
 
 # ----------------------------------------------------------------------------------------------------------------------
-# The single cases item 7 names
+# Single cases that the table's rows do not reach: two columns of one name, a negative seed, a huge group size,
+# a feature overflowing float32, a read-only file system
 
 
 def test_run_with_two_score_columns(capsys, files, tmp_path):

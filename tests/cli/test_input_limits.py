@@ -1,4 +1,5 @@
-"""Unbounded work is refused up front (issue 12.8): exit 2 naming the limit, before anything is allocated or written.
+"""Unbounded work is refused up front, so that a typo in a size cannot exhaust memory or disk: exit 2 naming the
+limit, before anything is allocated or written.
 
 The limits are documented in docs/input-limits.md; convert's --num-features cap is tested in tests/cli/test_convert.py.
 """

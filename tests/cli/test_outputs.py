@@ -1,4 +1,4 @@
-"""Outputs that never lose data (issue 12 items 1, 2, 9, 11, 12, 13, 14): --overwrite only over rankcli's own
+"""Outputs that never lose data (docs/reliability.md's promises): --overwrite only over rankcli's own
 outputs, outputs that hold inputs refused, symlinks written through, special files refused, signals, umask, ``-o -``,
 trailing slashes, fsync order, and concurrent experiment runs sharing one EXP_DIR.
 
@@ -156,7 +156,7 @@ ONE_FILE_OUTPUTS = {
 
 
 def test_overwrite_of_one_file_replaces_only_the_same_kind(capsys, tmp_path, dataset, model):
-    """Issue 21.16: `eval RUN --per-query other-run.parquet --overwrite` replaced a run with a per-query file. Every
+    """`eval RUN --per-query other-run.parquet --overwrite` must not replace a run with a per-query file. Every
     one-file output replaces, with --overwrite, only an empty file or one of its own kind; any other file, rankcli's
     or the user's, is refused whatever the flags and left as it was (the README's promise, for every output)."""
     from rankcli.formats.atomic import kinds

@@ -1,4 +1,4 @@
-"""rankcli propensity end to end: recovery of 1/r on the bundled sample (the issue's done-when), the JSON file and
+"""rankcli propensity end to end: recovery of 1/r on the bundled sample (as docs/clicks.md reports), the JSON file and
 its keys, RandTop-n and swap logs, the logs that cannot identify propensities (exit 3 saying why), missing columns,
 usage errors."""
 
@@ -31,7 +31,7 @@ def logs(tmp_path_factory):
     write_dataset(train, load_letor("train", 46))
     made = {"dir": d, "train": train}
     specs = {
-        # The issue's done-when log: PBM eta = 1, fully random, 100 impressions per query, top 10, no-click kept.
+        # The log of docs/clicks.md's check: PBM eta = 1, fully random, 100 impressions a query, top 10, no-click kept.
         "random": ["--ranker", "random", "--max-rank", "10", "--keep-no-click", "--model", "pbm", "--impressions",
                    "100"],
         "top": ["--ranker", "label", "--randomize", "top:5", "--keep-no-click", "--model", "pbm", "--impressions",
@@ -502,7 +502,7 @@ def test_harvest_from_two_rankers_recovers_one_over_r(run, logs, tmp_path):
     assert d["method"] == "harvest" and d["policy"] == "label + input" and d["click_model"] == "pbm"
     assert d["positions"] == list(range(1, 11)) and d["stopped_at"] is None
     truth = 1.0 / np.arange(1, 11)
-    # The issue's rule: within 20% or inside the interval at every position; and the 95% intervals cover 1/r at
+    # docs/clicks.md's check: within 20% or inside the interval at every position; and the 95% intervals cover 1/r at
     # most positions (ten correlated intervals: two misses, both by under 10% of the truth, are allowed).
     assert _within(d, truth).all(), (d["propensity"], d["ci_low"], d["ci_high"])
     lo, hi = np.array(d["ci_low"]), np.array(d["ci_high"])

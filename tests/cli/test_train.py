@@ -160,7 +160,7 @@ def test_existing_output_and_predict_errors(cli, data, tmp_path):
     assert r.returncode == 3 and r.stderr.decode().startswith(f"Error: {tmp_path}: not a model directory")
 
 
-# ----------------------------------------------------------------------------------- issue 11 items 8 and 9
+# ------------------------------------------------------- --param and typos: refused up front, never ignored
 @pytest.mark.parametrize("command", ["train", "experiment", "train-dask"])
 @pytest.mark.parametrize("param, message", [
     ("num_leafs=3", "Error: --param num_leafs: LightGBM has no parameter 'num_leafs'; did you mean 'num_leaves'? "
@@ -242,7 +242,7 @@ def test_dask_help_shows_the_extra(cli, command):
     assert 'Needs pip install "rankcli[dask]".' in r.stdout.decode()
 
 
-# ------------------------------------------------------------------ corrupt model directories (issue 12 items 6, 7)
+# ---------------------------------------------------------------- corrupt model directories: exit 3 naming the file
 @pytest.fixture(scope="module")
 def model_dir(data, tmp_path_factory):
     from tests.conftest import run_cli
@@ -330,7 +330,7 @@ def test_model_without_checksum_still_loads_and_predicts_alike(cli, data, model_
     assert info["model_sha256"] == hashlib.sha256((model_dir / "model.txt").read_bytes()).hexdigest()
 
 
-# ------------------------------------------------------------- hostile inputs: clean exits (issue 12 item 7, messages)
+# --------------------------------------------------------- hostile inputs: clean exits, messages naming what was wrong
 @pytest.fixture(scope="module")
 def hostile(data, tmp_path_factory):
     import pyarrow as pa

@@ -1,8 +1,9 @@
-"""The TREC round trip of issue 11 item 1: convert -> train -> predict --format trec -> export --format trec-qrels ->
-eval gives the numbers of the Parquet run evaluated under the same convention, with and without a docid column.
+"""The TREC round trip: convert -> train -> predict --format trec -> export --format trec-qrels -> eval gives the
+numbers of the Parquet run evaluated under the same convention, with and without a docid column.
 
-Before the fix, on data without docids, predict named documents by row number ("11") and export by "<qid>-<row>"
-("1840-11"): eval reported NDCG 0.0000 with exit 0 and compare "0 wins, not significant".
+Every step must name documents alike: on data without docids, a predict naming documents by row number ("11") and an
+export naming them "<qid>-<row>" ("1840-11") made eval report NDCG 0.0000 with exit 0 and compare "0 wins, not
+significant".
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ also find a clear shift from 10 queries on. The skewed case (no test exact) is r
 
 The tests run batched (:func:`rankcli.core.stats.paired_tests`, one data set per row); the random tests use 999 sign
 vectors or resamples, drawn afresh for each of four batches of 250 data sets, so the level measured is the test's own
-and not that of one lucky set of resamples. Before issue 11 the percentile bootstrap rejected 14-17% of the null data
-sets at 0.05 with 5 queries and failed here.
+and not that of one lucky set of resamples. A percentile bootstrap rejects 14-17% of the null data sets at 0.05 with
+5 queries (bench/calibration.py reports it) and would fail here: hence the studentized, null-shifted one.
 """
 
 from __future__ import annotations

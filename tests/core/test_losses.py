@@ -253,7 +253,7 @@ def test_ranknet_memory_stays_bounded_on_a_long_list():
         assert peak < 32 * losses.common.MAX_PAIR_ELEMENTS + (1 << 20), (f.__name__, peak)
 
 
-# ------------------------------------------------------------------------------ large labels (issue 12 item 4)
+# ------------------------------------------------------------------- large labels, where 2^y overflows float64
 def big_label_batch(rng, top=10**6, n_queries=10, max_size=8, real=False):
     s, y, off = random_batch(rng, n_queries=n_queries, max_size=max_size, real=real)
     # per query: labels spread from 0 to top, with ties and neighbours one grade apart (the hard cases)

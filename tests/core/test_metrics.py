@@ -88,7 +88,7 @@ def test_parse_metrics_shorthand_and_dedup():
     ("zzz", "unknown metric 'zzz'"),
 ])
 def test_unknown_metric_suggests_and_exits_2(text, fragment):
-    # A usage error, as a misspelt loss is (issue 11 item 9).
+    # A usage error (exit 2), as a misspelt loss is: the command line is wrong, not the data.
     with pytest.raises(UsageError) as err:
         M.parse_metrics([text])
     assert fragment in str(err.value)

@@ -116,7 +116,8 @@ def test_augment_refuses_single_query_and_negative():
 
 
 def test_augment_refuses_a_level_above_the_cap_before_allocating():
-    """Issue 12.8: --augment-negatives 1e9 ended in MemoryError; the cap is checked before any array is made."""
+    """An unbounded level ends in MemoryError (--augment-negatives 1e9): the cap is checked before any array is
+    made."""
     from rankcli.core.perturb import MAX_AUGMENT_FRACTION
 
     with pytest.raises(UsageError, match=r"--augment-negatives: a level must be at most 10 \(each training list grows "

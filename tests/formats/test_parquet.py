@@ -21,7 +21,8 @@ def write(path, columns: dict, names: list[str] | None = None):
 
 
 def test_duplicate_column_is_a_schema_error_not_a_key_error(tmp_path, capsys):
-    """Issue 12.7: a run with two `score` columns ended in a KeyError traceback (exit 1)."""
+    """A run with two `score` columns is a schema error (which one would be read?), not a KeyError traceback
+    (exit 1)."""
     path = write(tmp_path / "run.parquet", {"qid": pa.array([1, 1]), "label": pa.array([1.0, 0.0]),
                                             "s1": pa.array([0.1, 0.2]), "s2": pa.array([0.3, 0.4])},
                  names=["qid", "label", "score", "score"])
@@ -37,7 +38,8 @@ def test_duplicate_column_is_a_schema_error_not_a_key_error(tmp_path, capsys):
 
 
 def test_uint64_qids_are_exact_or_refused_never_wrapped(tmp_path, capsys):
-    """Issue 12.5: qids of 2**63 and above came out negative in `eval --per-query`."""
+    """qids of 2**63 and above are written exactly by `eval --per-query` or refused, never wrapped to negative
+    int64."""
     fits = write(tmp_path / "fits.parquet", {"qid": pa.array([BIG - 1, BIG - 1, 5], pa.uint64()),
                                              "label": pa.array([1.0, 0.0, 1.0]), "score": pa.array([0.3, 0.2, 0.1])})
     status, _, err = run(capsys, "eval", fits, "--per-query", tmp_path / "pq.parquet")

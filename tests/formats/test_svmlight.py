@@ -183,7 +183,7 @@ def test_read_query_file_errors(tmp_path):
     (tmp_path / "q").write_text("0\n")
     with pytest.raises(InputFormatError, match=r"q:1: group sizes must be positive, got '0'"):
         read_query_file(tmp_path / "q")
-    # issue 12.7: an OverflowError traceback before
+    # a size beyond any file: an error naming the line, not Python's OverflowError traceback
     (tmp_path / "q").write_text("3\n99999999999999999999999\n")
     with pytest.raises(InputFormatError, match=r"q:2: group sizes add up to more rows than a file can hold "
                                                r"\(9223372036854775807\), got '99999999999999999999999'"):
@@ -218,14 +218,14 @@ def test_read_query_file_errors(tmp_path):
      "got '99999999:1'"),
     ("", "in.txt: no data rows (empty input)"),
     ("\n# just a comment\n", "in.txt: no data rows (empty input)"),
-    # issue 12.3: a finite number too large for its column's type is an error, not a silent inf
+    # a finite number too large for its column's type is an error, not a silent inf
     ("1 qid:1 1:1e39\n", "in.txt:1: feature value overflows float32 (largest finite 3.4028235e+38), got '1:1e39'"),
     ("1 qid:1 2:-3.5e38\n",
      "in.txt:1: feature value overflows float32 (largest finite 3.4028235e+38), got '2:-3.5e38'"),
     ("1 qid:1 1:inf 2:1e400\n", "in.txt:1: feature value overflows float32 (largest finite 3.4028235e+38), "
      "got '2:1e400'"),
     ("1e400 qid:1 1:1\n", "in.txt:1: label overflows float64 (largest finite 1.7976931348623157e+308), got '1e400'"),
-    # issue 12.5: a qid beyond int64 is refused, never wrapped
+    # a qid beyond int64 is refused, never wrapped
     ("1 qid:9223372036854775808 1:1\n", "in.txt:1: qid out of range (a 64-bit integer, -9223372036854775808 to "
      "9223372036854775807), got 'qid:9223372036854775808'"),
     ("1 qid:-99999999999999999999999 1:1\n", "in.txt:1: qid out of range (a 64-bit integer, -9223372036854775808 to "
@@ -261,7 +261,7 @@ def test_errors_are_reported_in_file_order(tmp_path):
 
 def test_literal_inf_nan_and_extremes_are_kept_without_a_warning(tmp_path):
     """A literal inf/nan is data (documented); float32's largest finite value and underflow to 0 are not errors; and
-    no numpy warning is emitted on the way (issue 12.3: one leaked to stderr)."""
+    no numpy warning is emitted on the way (on stderr it is noise the user cannot act on)."""
     text = "inf qid:1 1:inf 2:-Infinity 3:nan 4:3.4028235e38 5:-3.4028235e38 6:1e-50\n-inf qid:1 1:1\n"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -275,7 +275,8 @@ def test_literal_inf_nan_and_extremes_are_kept_without_a_warning(tmp_path):
 
 
 def test_qids_cover_the_int64_range(tmp_path):
-    """Issue 12.5 / messages: 19-digit qids and leading zeros are integers; the ends of int64 are exact."""
+    """19-digit qids and leading zeros are integers; the ends of int64 are exact (through a float they would not
+    be)."""
     text = ("1 qid:9223372036854775807 1:1\n1 qid:0000000000000000003 1:1\n1 qid:-9223372036854775808 1:1\n"
             "1 qid:+00000000000000000000000000007 1:1\n1 qid:999999999999999999 1:1\n")
     table = convert_text(tmp_path, text)
@@ -319,8 +320,8 @@ def test_errors_across_blocks_are_reported_in_file_order(tmp_path):
 
 
 def test_long_lines_are_refused_with_their_number(tmp_path, monkeypatch):
-    """Issue 12.10: a line past MAX_LINE_BYTES is refused (exit 3) with its number, whether it arrives whole in one
-    block or grows over many reads without a newline; binary data is named from the first block."""
+    """A line past MAX_LINE_BYTES is refused (exit 3) with its number, so memory stays bounded, whether it arrives whole
+    in one block or grows over many reads without a newline; binary data is named from the first block."""
     import rankcli.formats.svmlight_text as svm
 
     monkeypatch.setattr(svm, "MAX_LINE_BYTES", 64)

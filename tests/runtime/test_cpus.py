@@ -1,4 +1,5 @@
-"""rankcli.runtime.cpus: the default thread count follows the CPUs this process may use (issue 12 item 14).
+"""rankcli.runtime.cpus: the default thread count follows the CPUs this process may use (its affinity, its cgroup
+quota), not the node's cores, which a job on a shared node is not given.
 
 Affinity, cgroup files and the environment are all faked: nothing here depends on the machine running the tests.
 """
@@ -145,9 +146,10 @@ def test_convert_parse_threads_follow_the_cpus_this_process_may_use(monkeypatch)
 
 
 def test_the_default_thread_count_follows_the_training_rows(monkeypatch):
-    """Issue 21.20: 20 trees on 2k rows took 4.7-15 s with the default 2 threads on a busy machine and 0.2-0.3 s with
-    one. The default is the CPUs this process may use, at most one thread per ROWS_PER_THREAD training rows (a pure
-    function of the two: the same job on the same machine gets the same count); --threads overrides it."""
+    """Threads cost more than they save on few rows: 20 trees on 2k rows took 4.7-15 s with 2 threads on a busy machine
+    and 0.2-0.3 s with one. The default is the CPUs this process may use, at most one thread per ROWS_PER_THREAD
+    training rows (a pure function of the two: the same job on the same machine gets the same count); --threads
+    overrides it."""
     monkeypatch.setattr(cpus, "available_cpus", lambda **kw: 8)
     per = cpus.ROWS_PER_THREAD
     for rows, expected in [(0, 1), (1, 1), (2_000, 1), (2 * per - 1, 1), (2 * per, 2), (5 * per + 7, 5),

@@ -15,7 +15,9 @@ once the log-likelihood per session improves by less than it.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -227,8 +229,6 @@ class LocalRunner:
             for part in self.partitions:
                 total = fn(part) if total is None else add(total, fn(part))
             return total
-        from collections import deque
-        from concurrent.futures import ThreadPoolExecutor
 
         total, pending = None, deque()
         with ThreadPoolExecutor(self.threads) as pool:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rankcli.core.groups import size_buckets
+from rankcli.core.metrics import trec_eval_measures
 from rankcli.core.metrics.buckets import RankedBucket, TieBucket
 from rankcli.core.metrics.convention import Convention
 from rankcli.core.metrics.definitions import KERNELS
@@ -140,8 +141,6 @@ def per_query(specs: Sequence[MetricSpec | str], labels, scores, offsets, conven
     out = {str(s): np.empty(offsets.shape[0] - 1) for s in specs}
     trec_specs = [s for s in specs if s.record.family == "trec"]
     if trec_specs:
-        from rankcli.core.metrics import trec_eval_measures
-
         out.update(trec_eval_measures.per_query(trec_specs, labels, scores, offsets, judg, convention, judged))
     core = [s for s in specs if s.record.family == "core"]
     if core:

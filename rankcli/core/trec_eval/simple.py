@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from rankcli.core.trec_eval.chunk import NONPOOL, UNJUDGED, Chunk, at, divide, running_sum_at
+from rankcli.errors import UsageError
 
 #: ``MIN_GEO_MEAN`` and ``INFAP_EPSILON`` (trec_eval.h).
 MIN_GEO_MEAN = 1e-5
@@ -175,8 +176,6 @@ def set_F(ch: Chunk, params):  # noqa: N802
 def utility(ch: Chunk, params):
     """``m_utility.c``: p1 a + p2 b + p3 c + p4 d over the contingency table (d needs ``-N``)."""
     if len(params) != 4:
-        from rankcli.errors import UsageError
-
         raise UsageError(f"measure utility needs 4 coefficients, got {len(params)}")
     a = ch.num_rel_ret
     return (params[0] * a + params[1] * (ch.num_ret - a) + params[2] * (ch.num_rel - a)

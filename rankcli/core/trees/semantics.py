@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rankcli.core.trees.ensemble import descend
+
 NAN_RIGHT, NAN_LEFT, NAN_AS_ZERO = 0, 1, 2
 NORM_NONE, NORM_STANDARD, NORM_MINMAX = 0, 1, 2
 
@@ -139,8 +141,6 @@ def engine_scores(ens, splits: Splits, feature: np.ndarray, leaf: np.ndarray, we
     """Every row of ``features`` scored by the engine, from the root of every tree: each (row, tree) walked with
     :func:`engine_left` (``feature`` the column of each node), the leaves weighted and summed the engine's way. The
     slow, complete evaluator (``--check`` walks only the pairs that leave LightGBM's path)."""
-    from rankcli.core.trees.ensemble import descend
-
     n = features.shape[0]
     rows = np.repeat(np.arange(n), ens.n_trees)
     trees = np.tile(np.arange(ens.n_trees), n)

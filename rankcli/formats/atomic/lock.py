@@ -49,7 +49,7 @@ class FileLock:
 
     def acquire(self, blocking: bool = True) -> bool:
         """Take the lock; without ``blocking``, return False at once when another process holds it."""
-        import fcntl
+        import fcntl  # POSIX only: a process that takes no lock (only experiment and tune do) need not have it
 
         if self._fd is not None:
             return True

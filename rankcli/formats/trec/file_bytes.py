@@ -14,7 +14,10 @@ No numpy here: ``rankcli trec_eval`` reads its files on a thread while the proce
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
+import zlib
 
 from rankcli.errors import InputError, InputFormatError
 from rankcli.formats.inputs import unreadable_input
@@ -91,7 +94,6 @@ def _first_long_line(data: bytes) -> int:
 def _open(path: str):
     if path == "-":
         return sys.stdin.buffer
-    import os
 
     if not os.path.exists(path):
         raise unreadable_input(path)
@@ -135,9 +137,6 @@ def _read_plain_file(f, name: str, at_nul: str, lines: LineMap | None) -> bytes 
     block is checked before the rest is read, the rest after. None for any other file (read by blocks), and, when
     ``lines`` asks for blank lines to be dropped, for a file whose first block has them or too large for one buffer
     (``ulimit -v``)."""
-    import os
-    import stat
-
     if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
         return None
     head = f.read(min(BLOCK, MAX_LINE + 1))
@@ -229,8 +228,6 @@ class _Gunzip:
     """Streaming gunzip of every member of a (possibly multi-member) gzip file, as ``gzip -d`` reads it."""
 
     def __init__(self, name: str):
-        import zlib
-
         self.name, self.zlib, self.inflate = name, zlib, zlib.decompressobj(wbits=47)
 
     def __call__(self, block: bytes) -> bytes:

@@ -9,7 +9,7 @@ plain decimal numbers (a subset of what Arrow reads as numbers), no NUL byte, no
 no infinite relevance. For anything else :func:`join_bytes` returns None, and the join stage hands the same bytes to the
 numpy variant, which gives the same result or names the line at fault. Both read what the read stage gives
 (:mod:`rankcli.formats.trec.text`: gzip, byte-order mark and UTF-8 handled there) and give the same values;
-``tests/formats/test_trec_fast.py`` checks that they agree.
+``tests/formats/trec/test_trec_fast.py`` checks that they agree.
 
 The module is optional: an install without a C compiler has none (``setup.py``), and ``RANKCLI_PURE_PYTHON=1`` in
 the environment turns it off, to compare the two paths or to rule the C code out when something looks wrong.

@@ -132,7 +132,13 @@ def _assemble(rows: Rows, qrels: TrecColumns, queries: Queries, tag: str, notes:
                unranked_labels=unranked_labels, unranked_offsets=unranked_offsets, source=str(opts.run_path),
                notes=notes, queries_without_judged=unjudged, judged=hit,
                empty_qids=list(ids[n_eval:]), empty_labels=_labels_of(qrels, queries, empty_codes), runid=tag,
-               ranked=ranked)
+               ranked=ranked, qrels_positive=_positive_lines(qrels) if opts.complete else None)
+
+
+def _positive_lines(qrels: TrecColumns) -> int:
+    """The qrels lines whose label trec_eval reads as above 0: it truncates a label to an integer (``atol``), so a
+    label of 1 or more. Under ``-c`` trec_eval's summary ``num_rel`` is this count, whatever ``-l`` says."""
+    return int((qrels.values >= 1).sum())
 
 
 def rank(joined: Joined, *, ties: str, max_docs: int | None = None, judged_only: bool = False,

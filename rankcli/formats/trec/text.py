@@ -11,6 +11,7 @@ files' bytes, read once and checked as text, for the join stage (:mod:`rankcli.f
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,8 +46,6 @@ class TrecTexts:
 def in_parallel(first, second):
     """``(first(), second())``, the second run on another thread (numpy, Arrow and file reads release the GIL); an
     error of ``first`` is reported before one of ``second``, as when they run one after the other."""
-    from concurrent.futures import ThreadPoolExecutor
-
     with ThreadPoolExecutor(max_workers=1) as pool:
         later = pool.submit(second)
         try:

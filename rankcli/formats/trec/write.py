@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from rankcli.errors import SchemaError
+from rankcli.formats.atomic import atomic_path, kinds
 
 #: What cannot be part of a document name in a TREC file: the empty name, whitespace (Python's ``str.split`` set, a
 #: superset of the C whitespace the readers split on) and NUL (trec_eval's C strings end there). RE2 syntax, for
@@ -160,7 +161,6 @@ def write_qrels(path: Path | str, dataset_path: Path | str, *, overwrite: bool =
     overwrite : bool
         Replace an existing file that rankcli wrote.
     """
-    from rankcli.formats.atomic import atomic_path, kinds
     from rankcli.formats.parquet import column_names, iter_row_groups, require_columns
     from rankcli.formats.svmlight_writer import write_lines
 
@@ -193,8 +193,6 @@ def _qid_bytes(qids) -> np.ndarray:
 def _queries_averaged(ordered, per_query: dict, count: float) -> float:
     """num_q as trec_eval means it: the queries the means are over (those with a value for some averaged measure;
     a convention that leaves queries without a relevant document out averages over fewer than the run has)."""
-    import numpy as np
-
     columns = [np.asarray(per_query[str(s)], dtype=np.float64) for s in ordered
                if s.record.aggregate == "mean" and str(s) in per_query]
     if not columns:

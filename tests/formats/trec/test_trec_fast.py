@@ -281,7 +281,7 @@ def test_every_c_file_is_built_and_shipped():
     import fnmatch
     from pathlib import Path
 
-    repo = Path(__file__).resolve().parents[2]
+    repo = Path(__file__).resolve().parents[3]
     csrc = repo / "rankcli" / "formats" / "csrc"
     setup_py = (repo / "setup.py").read_text()
     includes = [line.split(None, 1)[1].strip() for line in (repo / "MANIFEST.in").read_text().splitlines()
