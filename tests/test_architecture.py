@@ -77,11 +77,10 @@ LIBRARIES: dict[str, set[str]] = {
     "experiment": {"train", "tune", "distributed", "compare", "simulate"},
 }
 
-#: Old paths kept, while the house moves, as ``sys.modules`` aliases of the new: old -> new.
+#: Old paths that docs/python-api.md shows, kept as ``sys.modules`` aliases of the new: old -> new (an old path no
+#: document shows is not kept).
 ALIASES: dict[str, str] = {
-    **{f"rankcli.{m}": f"rankcli.runtime.{m}" for m in ("compat", "cpus", "startup", "memory")},
-    "rankcli.pooling": "rankcli.dataset.pooling",
-    "rankcli.plot": "rankcli.display.plot", "rankcli.scoring": "rankcli.train.scoring",
+    "rankcli.scoring": "rankcli.train.scoring",
     "rankcli.formats.trec_read": "rankcli.formats.trec.parse",
 }
 
