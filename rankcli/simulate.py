@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 
-from rankcli.click_model.simulation import is_model_dir, simulate_with_model
 from rankcli.core import clicks as core
 from rankcli.core.groups import rank_within, sizes
 from rankcli.core.labels import require_integer_grades, to_grades
@@ -22,7 +21,6 @@ from rankcli.core.policies import RANDOMIZATIONS
 from rankcli.dataset import Dataset
 from rankcli.dataset.feature_transform import FOOTER_KEY
 from rankcli.errors import UsageError
-from rankcli.train import load_model
 
 #: The paper's click probabilities for grades 0..4 (Bruch 2021, Robustness 3).
 PAPER_CLICK_PROBS = (0.05, 0.3, 0.5, 0.7, 0.95)
@@ -183,6 +181,8 @@ def _take_feature_rows(features: np.ndarray, rows: np.ndarray) -> np.ndarray:
 def model_scores(ds: Dataset, model_dir: Path | str, what: str = "data") -> np.ndarray:
     """Scores of the trained rankcli model directory ``model_dir`` on ``ds`` (rank-then-click); ``what`` names ``ds``
     in errors."""
+    from rankcli.train import load_model  # the training library (~0.2 s) only for a logging ranker
+
     return load_model(model_dir).predict(ds, what)
 
 
@@ -214,6 +214,8 @@ def simulate_log(ds: Dataset, *, model: str = "cascade", click_probs=PAPER_CLICK
     table). The parameters (``model``, ``click_probs``, ``eta``, ``max_rank``, ``impressions``, ``ranker``,
     ``keep_no_click``, ``label_grades``, ``randomize``, ``rng``) are :func:`simulate_clicks`'s."""
     if model not in core.MODELS:
+        from rankcli.click_model.simulation import is_model_dir  # the click-model library only for a fitted one
+
         if not is_model_dir(model):
             raise UsageError(f"unknown click model {model!r}; expected one of {', '.join(core.MODELS)} or a "
                              "click-model directory (rankcli click-model fit)")
@@ -253,6 +255,8 @@ def simulate_log(ds: Dataset, *, model: str = "cascade", click_probs=PAPER_CLICK
 def _simulate_fitted(ds: Dataset, model_dir: str, *, max_rank, impressions, ranker, keep_no_click, randomize,
                      rng) -> tuple[core.ClickLog, ClickSummary]:
     """:func:`simulate_log` with a fitted click model (:mod:`rankcli.click_model.simulation`)."""
+    from rankcli.click_model.simulation import simulate_with_model  # as in simulate_log
+
     check_randomize(ranker, randomize, max_rank)
     check_simulation_size(ds.offsets, impressions, max_rank)
     ranks = display_ranks(ds, ranker)

@@ -29,8 +29,6 @@ from rankcli.evaluate import runs
 from rankcli.evaluate.runs import is_parquet, not_parquet_error, read_run, run_from_arrays
 from rankcli.formats.metric_file import write_metric_file
 from rankcli.formats.trec.write import row_names
-from rankcli.train import load_model
-from rankcli.train.scoring import DEFAULT_BATCH_ROWS, open_scoring, score_batches
 
 __all__ = ["EvalReport", "evaluate_input", "evaluate_model", "evaluate_path", "evaluate_run", "evaluate_trec",
            "is_parquet", "model_run", "not_parquet_error", "read_run", "run_from_arrays", "write_per_query"]
@@ -67,6 +65,7 @@ def model_run(data_path: Path | str, model_dir: Path | str, *, docids: bool = Fa
     """Score a Parquet dataset with a model written by ``rankcli train`` (its labels are the judgments); with
     ``docids`` its rows are named as TREC files name them (the docid, else ``<qid>-<row>``)."""
     from rankcli.formats.parquet import read_dataset
+    from rankcli.train import load_model  # a run's evaluation never loads the training library (~0.2 s)
 
     model = load_model(model_dir)
     ds = read_dataset(data_path)
@@ -145,6 +144,8 @@ def evaluate_model(data_path: Path | str, model_dir: Path | str, metrics: Sequen
     (:func:`rankcli.train.scoring.score_batches`), never whole; the labels and scores of every row (16 bytes a row) are
     then evaluated at once, exactly as :func:`model_run` and :func:`evaluate_run` evaluate them."""
     by_docid = convention.ties == "docid-desc"
+    from rankcli.train.scoring import DEFAULT_BATCH_ROWS, open_scoring, score_batches  # as load_model above
+
     source = open_scoring(model_dir, data_path, label_required=True, docids=by_docid)
     ds = source.index
     scores = np.empty(ds.n_rows, dtype=np.float64)
