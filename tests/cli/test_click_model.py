@@ -205,7 +205,7 @@ def test_fit_memory_grows_by_a_few_bytes_a_result(tmp_path):
     from tests.peak_memory import peak_mib, popen_rankcli
 
     peaks = {}
-    for sessions in (100_000, 600_000):
+    for sessions in (200_000, 1_000_000):
         log, report = tmp_path / f"{sessions}.parquet", tmp_path / f"{sessions}.peak"
         _table_log(log, sessions)
         proc = popen_rankcli(["click-model", "fit", log, "-o", tmp_path / f"{sessions}", "--model", "dbn",
@@ -214,7 +214,7 @@ def test_fit_memory_grows_by_a_few_bytes_a_result(tmp_path):
         assert proc.returncode == 0, err.decode()
         peaks[sessions] = peak_mib(report)
         log.unlink()
-    per_result = (peaks[600_000] - peaks[100_000]) * 2 ** 20 / (500_000 * 10)
+    per_result = (peaks[1_000_000] - peaks[200_000]) * 2 ** 20 / (800_000 * 10)
     # reading, coding and fitting each keep a few bytes a result (about 25 at the peak; 43 when the read held int64
     # copies of the codes and the fit float64 clicks): a fit of 10M sessions within 4 GB needs well under 40
     assert per_result <= 32, (peaks, per_result)
