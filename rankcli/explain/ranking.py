@@ -182,8 +182,7 @@ def tree_permuted_metrics(scorer, booster, features: np.ndarray, metric: Callabl
     (a slice) whose queries are ``offsets``; ``work``: a :class:`~rankcli.explain.progress.Work` advanced by each
     model call's tree-rows. ``features`` is not changed (each batch is permuted in a copy)."""
     reading = [scorer.trees_reading(g.columns) if used[k] else None for k, g in enumerate(groups)]
-    models = [None if r is None else scorer.submodel(r) if scorer.tree_arrays is not None or not r.all() else booster
-              for r in reading]
+    models = [None if r is None else scorer.submodel(r, whole=booster) for r in reading]
     sums = np.zeros((len(groups), base.shape[0]))
     q = 0
     for batch, boff in query_batches(features, offsets, batch_rows):

@@ -68,12 +68,15 @@ class TreeScorer:
         """(n_trees,) bool: the trees that split on any of ``columns``."""
         return self.reads[:, list(columns)].any(axis=1)
 
-    def submodel(self, trees: np.ndarray):
+    def submodel(self, trees: np.ndarray, whole=None):
         """What scores the trees where ``trees`` is True as a model of those trees alone (``predict(x,
-        raw_score=True, num_threads=...)``): the compiled leaf walk where it serves (:class:`WalkedTrees`), else a
-        ``lightgbm.Booster`` of those trees, in the model's order."""
+        raw_score=True, num_threads=...)``): the compiled leaf walk where it serves (:class:`WalkedTrees`), else
+        ``whole`` (the model's own booster, when given) for every tree, else a ``lightgbm.Booster`` of those trees,
+        in the model's order."""
         if self.tree_arrays is not None and leaf_indices_available():
             return WalkedTrees(from_tree_arrays([self.tree_arrays[t] for t in np.flatnonzero(trees)]))
+        if whole is not None and trees.all():
+            return whole
         body = "".join(f"Tree={k}\n{self.blocks[t]}\n\n" for k, t in enumerate(np.flatnonzero(trees)))
         return booster_from_text(self.header + body + self.tail)
 
