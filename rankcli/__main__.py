@@ -6,6 +6,7 @@ its status instead of a traceback from the middle of an import; in the last one 
 its output in place, so a late Ctrl-C or SIGTERM must not turn a success into a death by the signal.
 """
 
+import os
 import signal
 import sys
 
@@ -14,12 +15,16 @@ _EARLY = {signal.SIGINT: ("interrupted", 130), signal.SIGTERM: ("terminated (SIG
 
 
 def _early(signum: int, frame) -> None:
+    # Ends the process here instead of raising: a handler can run inside a callback (importlib's module-lock weakref
+    # callback, say), where a SystemExit is reported as an ignored exception with its traceback and the import goes
+    # on. Nothing has been written yet (the CLI installs its own handlers before it does anything), so nothing is lost.
     message, status = _EARLY[signum]
     try:
         sys.stderr.write(f"Error: {message}\n")
+        sys.stderr.flush()
     except (OSError, ValueError):
         pass
-    raise SystemExit(status)
+    os._exit(status)
 
 
 def run() -> None:

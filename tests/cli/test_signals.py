@@ -32,6 +32,21 @@ def test_a_signal_while_the_cli_loads_is_its_status_without_a_traceback(sig, sta
     assert (out.returncode, out.stdout, out.stderr) == (status, "", f"Error: {said}\n")
 
 
+def test_a_signal_inside_a_callback_while_the_cli_loads_still_ends_the_process():
+    # importlib releases a module lock through a weakref callback; a handler that raised there would only print
+    # "Exception ignored in ..." with a traceback, and the import would go on
+    code = ("import os, signal, weakref; import rankcli.__main__ as m\n"
+            "for s in m._EARLY: signal.signal(s, m._early)\n"
+            "class Lock: pass\n"
+            "def cb(_):\n"
+            "    os.kill(os.getpid(), signal.SIGINT)\n"
+            "    for _ in range(1000): pass\n"
+            "lock = Lock(); ref = weakref.ref(lock, cb); del lock\n"
+            "print('not reached')")
+    out = _python(code)
+    assert (out.returncode, out.stdout, out.stderr) == (130, "", "Error: interrupted\n")
+
+
 @pytest.mark.parametrize("delay", [0.0005, 0.005, 0.02, 0.05, 0.1])
 def test_ctrl_c_at_any_moment_of_start_up_is_never_a_traceback_or_a_signal_death(tmp_path, delay):
     """From the entry point's first line (before it, the interpreter itself is starting: no program can answer a
