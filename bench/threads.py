@@ -16,7 +16,7 @@ rankcli's default (no wait variable set: the CLI sets ``OMP_WAIT_POLICY=passive`
 without it (``GOMP_SPINCOUNT=300000``, libgomp's default, which the CLI leaves alone as a user's choice), and
 ``--threads 1``, alternating within every round, idle (``--busy 0``) and with every CPU taken (``--busy 2``). It
 prints the worst and the median of each; the target is the default's worst within 2.5x of ``--threads 1``'s median
-with both cores busy:
+with both cores busy (``--spins 3000,30000`` adds libgomp spinning that many iterations as more variants):
     flock /tmp/rankcli-bench.lock .venv/bin/python bench/threads.py --commands train,experiment,tune,explain \
         --rows 200000 --rounds 3 --busy 2
 """
@@ -58,6 +58,12 @@ VARIANTS = {"default (passive)": ({}, []), "spinning (300000)": ({"GOMP_SPINCOUN
             "--threads 1": ({}, ["--threads", "1"])}
 
 
+def variants(spins: str) -> dict:
+    """VARIANTS and, for each count in ``spins`` (comma-separated), libgomp spinning that many iterations."""
+    extra = {f"spinning ({n})": ({"GOMP_SPINCOUNT": n}, []) for n in spins.split(",") if n}
+    return {**VARIANTS, **extra}
+
+
 def command_lines(command: str, data: Path, out: Path, trees: int) -> list[str]:
     """The rankcli command line measured for ``command`` (an output under ``out``, replaced each run)."""
     cli = [sys.executable, "-m", "rankcli"]
@@ -91,9 +97,10 @@ def measure_commands(args: argparse.Namespace) -> None:
                        env=clean, capture_output=True)
         print(f"{'command':>11} {'variant':>18} {'worst s':>8} {'median s':>9}")
         for command in args.commands.split(","):
-            times: dict[str, list[float]] = {name: [] for name in VARIANTS}
+            compared = variants(args.spins)
+            times: dict[str, list[float]] = {name: [] for name in compared}
             for _ in range(args.rounds):
-                for name, (env, extra) in VARIANTS.items():
+                for name, (env, extra) in compared.items():
                     line = command_lines(command, data, out, args.trees)
                     if extra and command == "explain":  # no --threads option: the thread count rankcli reads
                         env, extra = {"OMP_NUM_THREADS": "1"}, []
@@ -113,6 +120,7 @@ def main() -> None:
     ap.add_argument("--trees", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--busy", type=int, default=0, help="processes kept spinning during the measurement")
+    ap.add_argument("--spins", default="", help="with --commands: more GOMP_SPINCOUNT values to compare")
     ap.add_argument("--commands", default="", help="measure these rankcli commands as whole processes (see above)")
     args = ap.parse_args()
 
