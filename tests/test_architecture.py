@@ -114,6 +114,8 @@ LOADED_AT_START = {
 }
 #: The one module that may use other modules' private names (it documents each).
 PRIVATE_NAMES_ALLOWED = {"rankcli.runtime.compat"}
+#: Names with a leading underscore that their library documents as public (os._exit: the exit without clean-up).
+DOCUMENTED_PUBLIC = {"os._exit"}
 CLI_SHARED = {"rankcli.cli", "rankcli.cli._common", "rankcli.cli.options"}
 
 
@@ -413,7 +415,8 @@ def private_uses() -> set[str]:
                         module_aliases[alias.asname or alias.name] = f"{target}.{alias.name}"
         for node in ast.walk(tree):
             if (isinstance(node, ast.Attribute) and _is_private(node.attr) and isinstance(node.value, ast.Name)
-                    and node.value.id in module_aliases):
+                    and node.value.id in module_aliases
+                    and f"{module_aliases[node.value.id]}.{node.attr}" not in DOCUMENTED_PUBLIC):
                 found.add(f"{name} uses {module_aliases[node.value.id]}.{node.attr}")
     return found
 

@@ -10,7 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
+from rankcli.click_model.evaluating import log_summary, score
 from rankcli.click_model.fitting import FitOptions
+from rankcli.click_model.logs import code_log
+from rankcli.click_model.stored import load_model
 from rankcli.compare import PairedComparisons, compare_values
 from rankcli.core.click_models import Layout, fit, get_model, subset
 from rankcli.core.click_models.evaluation import Evaluation, evaluate
@@ -107,8 +110,6 @@ def compare_models(held_out: Path | str, model_dirs: Sequence[Path | str], *, na
                    unknown_clicks: str = "error", **tests) -> CompareReport:
     """Score fitted model directories on the held-out log and test them pairwise. ``tests``: ``test``, ``alpha``,
     ``correction``, ``seed``, ``permutations`` (:func:`rankcli.compare.compare_values`)."""
-    from rankcli.click_model.evaluating import log_summary, score
-    from rankcli.click_model.stored import load_model
     from rankcli.formats.click_logs import read_session_log
 
     if len(model_dirs) < 2:
@@ -139,8 +140,6 @@ def compare_split(log_path: Path | str, models: Sequence[str], options: FitOptio
                   unknown_clicks: str = "error", **tests) -> CompareReport:
     """Fit each of ``models`` on a split of the log's sessions (``tests["seed"]`` draws it) and compare them on the
     rest."""
-    from rankcli.click_model.evaluating import log_summary
-    from rankcli.click_model.logs import code_log
     from rankcli.formats.click_logs import read_session_log
 
     if not 0.0 < split < 1.0:

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from rankcli.click_model.logs import session_of_row
+from rankcli.click_model.ctr_protocol import ctr_at_rank_1
+from rankcli.click_model.logs import code_log, session_of_row
+from rankcli.click_model.relevance import relevance_prediction
 from rankcli.click_model.stored import LoadedModel, load_model
 from rankcli.core.click_models import Sessions
 from rankcli.core.click_models.evaluation import Evaluation, evaluate
@@ -101,18 +103,15 @@ def evaluate_log(model_dir: Path | str, log_path: Path | str, *, fmt: str = "aut
     loaded = load_model(model_dir)
     log = read_session_log(log_path, fmt, unknown_clicks=unknown_clicks)
     scored = score(loaded, log)
-    from rankcli.click_model.logs import code_log
 
     coded = code_log(log, loaded.by) if (ctr or qrels is not None) else None
     info = loaded.info
     model = {k: info.get(k) for k in ("model", "title", "estimator", "by")}
     report = EvalReport(str(model_dir), model, coded.summary() if coded is not None else log_summary(log), scored)
     if ctr:
-        from rankcli.click_model.ctr_protocol import ctr_at_rank_1
 
         report.ctr = ctr_at_rank_1(loaded, coded)
     if qrels is not None:
-        from rankcli.click_model.relevance import relevance_prediction
 
         report.relevance = relevance_prediction(loaded, log, qrels, cutoff)
     return report

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rankcli.click_model.logs import session_of_row
 from rankcli.core.click_models import ITEM, RANK, RANK_PREV, SINGLE, ClickModel, FitResult, Layout, Prior, get_model
 from rankcli.errors import InputError
 
@@ -52,7 +53,6 @@ def _shown_per_rank(lengths: np.ndarray, R: int) -> np.ndarray:
 
 
 def _clicks_per_rank(sessions, R: int) -> np.ndarray:
-    from rankcli.click_model.logs import session_of_row
 
     rank = np.arange(sessions.offsets[-1]) - sessions.offsets[:-1][session_of_row(sessions.offsets)]
     return np.bincount(rank, weights=sessions.click, minlength=R)[:R].astype(np.int64)
