@@ -8,7 +8,7 @@ tables and JSON. The mathematics is :mod:`rankcli.core.click_models`; the files 
 
 The names below load their module when first used (PEP 562): ``simulate-clicks`` imports
 :mod:`rankcli.click_model.simulation`, which runs this file, and must not pay for the comparing module's import of
-``rankcli.compare`` (~0.1 s, the whole of simulate-clicks' slowdown against the package before its reorganisation).
+``rankcli.compare`` (~0.1 s of imports it never uses).
 """
 
 import importlib

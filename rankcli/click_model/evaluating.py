@@ -103,16 +103,13 @@ def evaluate_log(model_dir: Path | str, log_path: Path | str, *, fmt: str = "aut
     loaded = load_model(model_dir)
     log = read_session_log(log_path, fmt, unknown_clicks=unknown_clicks)
     scored = score(loaded, log)
-
     coded = code_log(log, loaded.by) if (ctr or qrels is not None) else None
     info = loaded.info
     model = {k: info.get(k) for k in ("model", "title", "estimator", "by")}
     report = EvalReport(str(model_dir), model, coded.summary() if coded is not None else log_summary(log), scored)
     if ctr:
-
         report.ctr = ctr_at_rank_1(loaded, coded)
     if qrels is not None:
-
         report.relevance = relevance_prediction(loaded, log, qrels, cutoff)
     return report
 

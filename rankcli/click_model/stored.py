@@ -53,7 +53,6 @@ def _shown_per_rank(lengths: np.ndarray, R: int) -> np.ndarray:
 
 
 def _clicks_per_rank(sessions, R: int) -> np.ndarray:
-
     rank = np.arange(sessions.offsets[-1]) - sessions.offsets[:-1][session_of_row(sessions.offsets)]
     return np.bincount(rank, weights=sessions.click, minlength=R)[:R].astype(np.int64)
 
