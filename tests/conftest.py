@@ -18,6 +18,18 @@ SAMPLE = REPO / "sample_data"
 SHARED = REPO.parent / "shared"
 
 
+def pytest_configure(config):
+    """Compile the package's bytecode once, before the workers start. The suite starts ``rankcli`` as a process a
+    thousand times or so; with PYTHONDONTWRITEBYTECODE set (as on CI's machines) and an editable install, which pip
+    does not compile, each of those processes compiled every module it imported from source: 0.1 s of each start-up
+    (``rankcli --version`` took 0.25 s rather than 0.12 s). The interpreter still reads bytecode it did not write."""
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: the controller compiled before starting it
+        return
+    import compileall
+
+    compileall.compile_dir(REPO / "rankcli", quiet=1, workers=1)
+
+
 def run_cli(*args: str, input: bytes | None = None, cwd: Path | None = None, env: dict | None = None,
             timeout: float = 300) -> subprocess.CompletedProcess:
     """Run ``python -m rankcli`` in a subprocess, as a user's shell would, capturing bytes."""
