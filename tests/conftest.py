@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-# ranx (tests/test_fuse_ranx.py, the fusion rankcli matches) runs its numba functions as Python: on a fresh install
+# ranx (tests/fuse/test_ranx.py, the fusion rankcli matches) runs its numba functions as Python: on a fresh install
 # numba compiles every method from nothing, minutes of a CI run for a test of small runs; the functions
 # and their results are the same, and bench/fuse.py times ranx compiled.
 os.environ.setdefault("NUMBA_DISABLE_JIT", "1")
@@ -95,7 +95,7 @@ def make_ranking_fixture(rng):
 
 #: Tests that take tens of seconds each (ranx's numba compilation on a fresh install; the docs' shell examples, which
 #: run whole pipelines): run first, so that pytest-xdist's workers do not end the suite waiting on one of them.
-LONG_TESTS = ("tests/test_fuse_ranx.py::", "tests/test_docs.py::test_shell_examples_run")
+LONG_TESTS = ("tests/fuse/test_ranx.py::", "tests/test_docs.py::test_shell_examples_run")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1,6 +1,6 @@
 """trec_eval's preference measures as its C code computes them, one query at a time, in plain loops: a slow,
 line-for-line reading of ``form_prefs_counts.c`` and the ``m_prefs_*.c`` files, which the vectorised code of
-``rankcli/core/trec_eval/prefs_*.py`` is tested against (tests/test_trec_eval_prefs.py). Where trec_eval reads past an
+``rankcli/core/trec_eval/prefs_*.py`` is tested against (tests/trec_eval/test_prefs.py). Where trec_eval reads past an
 array (``recalculate`` of ``m_prefs_avgjg_Rnonrel*.c`` with a short last class) it stops at the array's end, as
 rankcli does."""
 

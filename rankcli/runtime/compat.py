@@ -1,7 +1,8 @@
 """Every use rankcli makes of a private (underscore) name of a dependency, in one place, each with its reason.
 
 A private name can move or vanish in any release of the dependency. Keeping each use here, behind a function with a
-stable contract, means that a new release breaks one function and one test (``tests/test_compat.py``), not a command.
+stable contract, means that a new release breaks one function and one test (``tests/runtime/test_compat.py``), not a
+command.
 
 Uses
 ----

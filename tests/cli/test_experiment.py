@@ -15,7 +15,7 @@ import pytest
 
 from rankcli.formats.parquet import write_dataset
 from tests.conftest import REPO, run_main
-from tests.test_experiment import synthetic, write_folds
+from tests.experiment.test_experiment import synthetic, write_folds
 
 # Small and fast: 30 queries, 3 trees, no early stopping.
 FAST = ["--trees", "3", "--early-stopping", "0", "--no-plots"]

@@ -11,7 +11,7 @@ import pytest
 
 from rankcli.formats.parquet import read_dataset, write_dataset
 from tests.conftest import run_main
-from tests.test_experiment import synthetic, write_folds
+from tests.experiment.test_experiment import synthetic, write_folds
 
 FAST = ["--losses", "lambdamart,xendcg", "--trees", "2", "--early-stopping", "0", "--no-plots"]
 

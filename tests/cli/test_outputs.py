@@ -496,7 +496,7 @@ def test_a_run_skips_the_unit_another_run_is_training(tmp_path):
     from rankcli.formats import experiment_store
     from rankcli.formats.atomic import FileLock
     from rankcli.formats.parquet import write_dataset
-    from tests.test_experiment import synthetic
+    from tests.experiment.test_experiment import synthetic
 
     path = tmp_path / "d.parquet"
     write_dataset(path, synthetic(30))

@@ -12,7 +12,7 @@ import pytest
 
 from rankcli.formats.parquet import read_metadata, write_dataset
 from tests.conftest import run_main
-from tests.test_experiment import synthetic
+from tests.experiment.test_experiment import synthetic
 
 
 @pytest.fixture(scope="module")

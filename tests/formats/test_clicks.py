@@ -10,7 +10,7 @@ import pytest
 from rankcli.formats.clicks import click_batches, click_table
 from rankcli.formats.parquet import dataset_table
 from rankcli.simulate import simulate_clicks, simulate_log
-from tests.test_simulate import synthetic
+from tests.simulate.test_simulate import synthetic
 
 
 @pytest.mark.parametrize("docids", [False, True])

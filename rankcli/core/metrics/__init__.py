@@ -20,7 +20,7 @@ and the reference; :mod:`rankcli.core.metrics.specs` is the registry of every na
 - ``recall@k``: relevant documents in the top ``k`` divided by ``R``.
 - trec_eval's other measures (bpref, infAP, Rprec, success@k, ...): :mod:`rankcli.core.metrics.trec_eval_measures`.
   ``rankcli trec_eval`` computes the measures it shares with these again, in trec_eval's order of operations
-  (:mod:`rankcli.core.trec_eval`: the twins, checked equal by ``tests/test_measure_twins.py``).
+  (:mod:`rankcli.core.trec_eval`: the twins, checked equal by ``tests/evaluate/test_measure_twins.py``).
 
 A document is *relevant* for the binary metrics (mrr, map, precision, recall) when ``label >= relevance_threshold``.
 

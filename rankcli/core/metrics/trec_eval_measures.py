@@ -7,8 +7,8 @@ different contracts: these run under every convention ``eval`` offers (exponenti
 ``average``, any threshold, Parquet runs without judgment information), on size buckets with numpy's reductions and
 per-grade counts, at ``eval``'s speed; the twins add in trec_eval's order along each ranking, so that every value is
 trec_eval's double bit for bit (what ``rankcli trec_eval``'s byte-for-byte output and its differential tests against
-the binary need). ``tests/test_measure_twins.py`` checks the two equal per query on random inputs (to 1e-12 where
-the order of additions differs), and lists where they differ by design.
+the binary need). ``tests/evaluate/test_measure_twins.py`` checks the two equal per query on random inputs (to 1e-12
+where the order of additions differs), and lists where they differ by design.
 
 Every definition follows trec_eval 10.0's source (usnistgov/trec_eval, the ``m_<name>.c`` file named in each
 kernel's docstring). Notation, per query: the ranking in trec_eval's order (score descending, ties by the

@@ -10,7 +10,7 @@ the summary is the running sum trec_eval accumulates, query after query.
 Twins: ``rankcli eval`` and ``compare --qrels`` compute the measures they share with this package in
 :mod:`rankcli.core.metrics` (ndcg, map, P, recall, recip_rank) and :mod:`rankcli.core.metrics.trec_eval_measures`
 (the others), under eval's conventions and at its speed; this package keeps trec_eval's order of operations, bit for
-bit. ``tests/test_measure_twins.py`` checks the two equal per query.
+bit. ``tests/evaluate/test_measure_twins.py`` checks the two equal per query.
 
 - :mod:`.join`: runs and qrels (integer codes) -> the ranked judgments of the evaluated queries;
 - :mod:`.chunk`: a block of queries as padded matrices;

@@ -3,7 +3,7 @@
 
 The walk follows LightGBM's decision rule exactly (:mod:`rankcli.core.trees.ensemble` states it; the C source cites
 LightGBM's code), reading the rows as LightGBM's Python package hands them to its C library: float32 and float64 as
-they are, any other type as float32. ``tests/core/trees/test_leaves.py`` proves it equal to ``pred_leaf`` on every
+they are, any other type as float32. ``tests/core/test_tree_leaves.py`` proves it equal to ``pred_leaf`` on every
 (row, tree) pair of trained models, missing values, zeros, infinities and values on the thresholds included.
 
 It is faster than LightGBM's own walk because it goes tree by tree over blocks of rows that stay in cache, where

@@ -1,7 +1,7 @@
 """The C path of reading a TREC run with its qrels (rankcli.formats.trec_native, through trec_fast) against the numpy
 path, which is the reference: the same Run on every input it takes, None (and the numpy path's own error) on every
 input it leaves, no crash on any bytes. The measures themselves are checked against pytrec_eval in
-tests/test_trec_eval_parity.py, which goes through the C path too."""
+tests/evaluate/test_trec_eval_parity.py, which goes through the C path too."""
 
 from __future__ import annotations
 

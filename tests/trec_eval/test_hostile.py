@@ -1,6 +1,6 @@
 """``rankcli trec_eval`` and ``rankcli eval --format trec_eval`` on hostile inputs, line for line against trec_eval
 10.0's output committed in tests/data/trec_eval/hostile (its ``commands`` file names the command that made each output,
-as trec_eval's Makefile does for its quicktest; tests/test_trec_eval_differential.py reruns them with the binary):
+as trec_eval's Makefile does for its quicktest; tests/trec_eval/test_differential.py reruns them with the binary):
 
 - a qrels label of -9223372036854775808 (LONG_MIN, what ``atol`` saturates anything more negative to), with ``-J``,
   with ``-l`` at that value and with ``-R qrels_jg``: it used to hide the query's relevant documents (num_rel 0, map
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 import shlex
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,8 +23,9 @@ import pytest
 from rankcli.errors import InputFormatError, UsageError
 from rankcli.trec_eval import getopt
 from rankcli.trec_eval.pipeline import evaluate
+from tests.conftest import REPO
 
-HOSTILE = Path(__file__).parent / "data" / "trec_eval" / "hostile"
+HOSTILE = REPO / "tests" / "data" / "trec_eval" / "hostile"
 REFUSED = {"out.zdup"}  # trec_eval's output, kept to show its choice; rankcli refuses the input
 
 

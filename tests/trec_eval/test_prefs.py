@@ -1,7 +1,7 @@
 """``rankcli trec_eval -R prefs`` and ``-R qrels_prefs``: the preference measures against a plain-loop reading of
 trec_eval's C code (tests/reference_prefs.py) on random preference files, against the examples of ``get_prefs.c``'s
 own documentation, the records of the registry, and hostile preference files. The quicktest comparisons are in
-tests/test_trec_eval_command.py, the comparison with a trec_eval binary in tests/test_trec_eval_differential.py."""
+tests/trec_eval/test_command.py, the comparison with a trec_eval binary in tests/trec_eval/test_differential.py."""
 
 from __future__ import annotations
 
@@ -17,9 +17,10 @@ from rankcli.errors import InputFormatError
 from rankcli.trec_eval import getopt, prefs
 from rankcli.trec_eval.pipeline import STAND_IN, evaluate
 from tests import reference_prefs as ref
+from tests.conftest import REPO
 from tests.trec_eval_random import prefs_case
 
-SRC = Path(__file__).parent / "data" / "trec_eval" / "src"
+SRC = REPO / "tests" / "data" / "trec_eval" / "src"
 PREFS_MEASURES = [m for m in MEASURES if m.needs == "prefs"]
 
 

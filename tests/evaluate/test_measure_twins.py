@@ -6,11 +6,11 @@ through :mod:`rankcli.trec_eval.pipeline` (trec_eval's own reading, :mod:`rankcl
 them with the kernels of :mod:`rankcli.core.trec_eval` on padded blocks (:class:`rankcli.core.trec_eval.chunk.Chunk`).
 
 Each twin is checked against its own oracle elsewhere (pytrec_eval in test_trec_eval_parity.py, trec_eval itself in
-test_trec_eval_differential.py); here the two are checked against each other, per query, on the same text: graded,
+tests/trec_eval/test_differential.py); here the two are checked against each other, per query, on the same text: graded,
 negative (pooled but unjudged) and missing (not in the pool) judgments, ties, judged documents the run misses, queries
-the run lacks (``-c``), queries without a relevant document, one-document rankings, rankings that ``-J`` empties,
-``-l`` thresholds and ``-M`` cutoffs, through the C join and the numpy one. ``eval`` runs under the ``trec``
-convention with ``-l`` as its threshold: there it claims trec_eval's numbers.
+the run lacks (``-c``), queries without a relevant document, one-document rankings, rankings that ``-J`` empties, ``-l``
+thresholds and ``-M`` cutoffs, through the C join and the numpy one. ``eval`` runs under the ``trec`` convention with
+``-l`` as its threshold: there it claims trec_eval's numbers.
 
 Where the twins agree only to rounding (their sums run in different orders), the tolerance is 1e-12; the others are
 equal to the bit. A case where they disagree is marked ``xfail(strict=True)`` with what differs: when one

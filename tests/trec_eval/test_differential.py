@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,9 +16,10 @@ import pytest
 from rankcli.errors import InputError
 from rankcli.trec_eval import getopt
 from rankcli.trec_eval.pipeline import evaluate
+from tests.conftest import REPO
 from tests.trec_eval_random import case, flag_sets, prefs_case, prefs_flag_sets
 
-SRC = Path(__file__).parent / "data" / "trec_eval" / "src"
+SRC = REPO / "tests" / "data" / "trec_eval" / "src"
 CASES = 12
 
 
@@ -75,9 +75,9 @@ def test_every_preference_line_equals_trec_eval(trec_eval, tmp_path, seed):
 
 
 def test_the_hostile_cases_outputs_are_trec_evals(trec_eval):
-    """The outputs tests/test_trec_eval_hostile.py compares with are what the binary prints for each line of their
+    """The outputs tests/trec_eval/test_hostile.py compares with are what the binary prints for each line of their
     ``commands`` file (the LONG_MIN labels, -l 0, -Z duplicates): rerun here, byte for byte."""
-    from tests.test_trec_eval_hostile import COMMANDS, HOSTILE
+    from tests.trec_eval.test_hostile import COMMANDS, HOSTILE
 
     for args, expected in COMMANDS:
         got = subprocess.run([trec_eval, *args], capture_output=True, cwd=HOSTILE)

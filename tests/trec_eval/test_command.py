@@ -15,8 +15,9 @@ from rankcli.cli import main
 from rankcli.errors import InputError, UsageError
 from rankcli.trec_eval import getopt
 from rankcli.trec_eval.pipeline import evaluate
+from tests.conftest import REPO
 
-DATA = Path(__file__).parent / "data" / "trec_eval"
+DATA = REPO / "tests" / "data" / "trec_eval"
 
 
 def quicktests() -> list[tuple[str, str]]:

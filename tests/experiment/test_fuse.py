@@ -17,7 +17,7 @@ from rankcli.experiment.fusion import fuse_scores
 from rankcli.formats import experiment_store as store
 from rankcli.formats.parquet import write_dataset
 from tests import reference_fusion as ref
-from tests.test_experiment import synthetic, write_folds
+from tests.experiment.test_experiment import synthetic, write_folds
 
 CFG = dict(losses=["lambdamart", "xendcg"], trials=2, trees=3, early_stopping=0, fuse="rrf")
 
