@@ -13,7 +13,7 @@ Distributions (all with mean 0):
   test is exact; the permutation and Wilcoxon tests assume symmetry, and Wilcoxon tests a median (here ln 2 - 1 < 0),
   so it rejects more as n grows: it is not a test of the mean.
 
-For comparison the table also has the bootstrap rankcli offered before issue 11 (percentile interval of resampled
+For comparison the table also has the bootstrap rankcli once offered (percentile interval of resampled
 means, p = 2 (min(#mean* <= 0, #mean* >= 0) + 1) / (B + 1)), which was anti-conservative for few queries.
 
 Binomial noise of a rate near 0.05 over 10,000 data sets: standard error 0.0022 (0.001 near 0.01).
@@ -40,7 +40,7 @@ from rankcli.core.stats import TESTS, paired_tests  # noqa: E402
 SIZES = (5, 10, 20, 50)
 ALPHAS = (0.05, 0.01)
 DISTRIBUTIONS = ("normal", "t3", "exp")
-OLD_BOOTSTRAP = "bootstrap, percentile (before issue 11)"
+OLD_BOOTSTRAP = "bootstrap, percentile (rankcli's former bootstrap)"
 
 
 def draw(dist: str, rng: np.random.Generator, shape) -> np.ndarray:
@@ -52,7 +52,7 @@ def draw(dist: str, rng: np.random.Generator, shape) -> np.ndarray:
 
 
 def old_bootstrap_p(d: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
-    """The percentile bootstrap's p-value as rankcli computed it before issue 11, vectorised over the rows."""
+    """The percentile bootstrap's p-value as rankcli once computed it, vectorised over the rows."""
     n = d.shape[1]
     idx = rng.integers(0, n, size=(resamples, n))
     means = np.take(d, idx, axis=1).mean(axis=2)          # (rows, resamples)

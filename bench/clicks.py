@@ -1,6 +1,6 @@
 """Benchmark: cascade click simulation with a random ranker, per-query Python loop vs `rankcli simulate-clicks`.
 
-Workload (issue 5): 30,000 queries of 60..180 documents (mean ~120), 10 impressions each (300,000 impressions),
+Workload: 30,000 queries of 60..180 documents (mean ~120), 10 impressions each (300,000 impressions),
 grades 0..4 drawn with MSLR-WEB30K-like frequencies (.51, .32, .14, .02, .01), the paper's click probabilities
 (.05, .3, .5, .7, .95). The input Parquet file has only 10 feature columns (random values with three decimals, as in
 LETOR files) to keep it small; the output carries them, as it carries any feature columns.

@@ -5,7 +5,7 @@ Workload: per-query differences of 30,000 queries (MSLR-WEB30K's size), 10,000 p
 - permutation: `rankcli.core.stats.paired_test(test="permutation")` (random sign bits, sums read from per-byte
   tables) against `scipy.stats.permutation_test(..., permutation_type="samples", vectorized=True, batch=500)` on the
   same paired vectors with the same number of resamples (scipy's statistic: mean difference).
-- bootstrap: `paired_test(test="bootstrap")` (studentized, null-shifted since issue 11; scipy has no such test)
+- bootstrap: `paired_test(test="bootstrap")` (studentized and null-shifted; scipy has no such test)
   against `scipy.stats.bootstrap((d,), np.mean, method="percentile", batch=500)`.
 - ttest / wilcoxon: scipy's functions are what rankcli uses; timed for information.
 - end to end: `python -m rankcli compare A B` in a subprocess on two Parquet runs of 30,000 queries x 60..180

@@ -1,5 +1,5 @@
-"""Benchmark `rankcli eval` (issue 3): NDCG@10 on 30,000 queries x ~120 documents (3.6M rows) from a run on disk.
-With --trec (issue 14): a 30,000 x 100 TREC run and its qrels as text, trec_eval's official measures, end to end
+"""Benchmark `rankcli eval`: NDCG@10 on 30,000 queries x ~120 documents (3.6M rows) from a run on disk.
+With --trec: a 30,000 x 100 TREC run and its qrels as text, trec_eval's official measures, end to end
 (`flock /tmp/rankcli-bench.lock /work/venv/bin/python bench/eval.py --trec --repeat 3`).
 
 Run it alone on the machine (benchmarks share 2 cores with everything else):
@@ -13,7 +13,7 @@ Times, in one process, alternating rounds (best of --repeat):
   - ranx `evaluate` (warm: Qrels/Run built and its numba JIT compiled beforehand), if ranx is installed;
   - pytrec_eval (`RelevanceEvaluator.evaluate`, its dicts built beforehand; building them timed apart), if installed;
   - a plain per-query numpy loop;
-and prints the values (they must agree) and the ratios the issue asks for. Competitors that are not installed are
+and prints the values (they must agree) and the ratios the targets are stated in. Competitors that are not installed are
 skipped. The run is generated once into bench/data/ (seeded) and reused.
 """
 
@@ -204,7 +204,7 @@ print(t1 - t0, t2 - t1, res["map"])
 
 
 def trec_main(args) -> None:
-    """The TREC path (issue 14): text run and qrels, every measure of trec_eval's ``official`` set, end to end."""
+    """The TREC path: text run and qrels, every measure of trec_eval's ``official`` set, end to end."""
     run_path = HERE / "data" / f"trec_run_{args.queries}x{args.docs}_s{args.seed}.txt"
     qrels_path = HERE / "data" / f"trec_qrels_{args.queries}x{args.docs}_s{args.seed}.txt"
     if not run_path.exists() or not qrels_path.exists():
@@ -293,7 +293,7 @@ def trec_main(args) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--trec", action="store_true", help="the TREC path (issue 14): text run + qrels, trec_eval's "
+    ap.add_argument("--trec", action="store_true", help="the TREC path: text run + qrels, trec_eval's "
                     "official measures, end to end, against pytrec_eval and ranx (defaults: 30,000 x 100)")
     ap.add_argument("--queries", type=int, default=30_000)
     ap.add_argument("--docs", type=int, default=120, help="mean documents per query (uniform in [docs/2, 3docs/2])")

@@ -1,6 +1,6 @@
 """Benchmark `rankcli fuse` against ranx (`ranx.fuse`), in one process alternating, and whole processes file to file.
 
-The case (default: the issue's 5 runs x 5,000 queries x 500 documents): each run retrieves, for every query, 500 of
+The case (default: the target's 5 runs x 5,000 queries x 500 documents): each run retrieves, for every query, 500 of
 the query's pool of --pool documents (default 1,000) with normal scores written in full (no ties within a run: ranx
 ranks tied documents in an order of its own), as TREC files into bench/data/fuse/ (seeded, reused).
 

@@ -1,4 +1,4 @@
-"""Benchmark: what IPS adds to training time per tree (issue 15, part 5: "IPS adds no more than 5% to training time
+"""Benchmark: what IPS adds to training time per tree (the target: "IPS adds no more than 5% to training time
 per tree").
 
 Workload: ``--queries`` source queries of 10..40 documents (grades 0..4 with MSLR-like frequencies, ``--features``

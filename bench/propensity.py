@@ -1,6 +1,6 @@
 """Benchmark: `rankcli propensity` on 1M impressions against the `rankcli simulate-clicks` run that made them.
 
-Target (issue 15, part 5): propensity estimation on 1M impressions takes less time than the simulation that made them.
+Target: propensity estimation on 1M impressions takes less time than the simulation that made them.
 
 Workload: 100,000 queries of 10..40 documents, grades 0..4 with MSLR-like frequencies (.51, .32, .14, .02, .01), 10
 feature columns (three decimals, as in LETOR files); PBM clicks (eta 1, the paper's click probabilities) on a fully

@@ -3,7 +3,7 @@
 Generates a LETOR-like dataset (default 300k rows, 136 features, query sizes around 120 like MSLR-WEB30K, graded
 labels 0..4 that depend on a few features), then trains each loss for ``--trees`` trees per round, alternating the
 losses within every round, and reports the median time per tree (the time between the first and the last tree's
-end, so Dataset construction is excluded). Goal (issue 4): the library's ``xendcg`` at most 1.15x LightGBM's native
+end, so Dataset construction is excluded). Goal: the library's ``xendcg`` at most 1.15x LightGBM's native
 ``rank_xendcg``. Also times the objective alone (gradient + hessian for the whole dataset).
 
 Run with the flock rule:

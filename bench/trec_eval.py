@@ -2,7 +2,7 @@
 
 Builds trec_eval from NIST's source (tests/data/trec_eval/src, the copy of ../shared/reference/trec_eval with the
 one-line rbp fix of its PROVENANCE.md) twice, with its Makefile's flags (no optimisation) and with -O2, generates a
-seeded case (default: the issue's 30,000 queries x 1,000 documents and 3M qrels lines) into bench/data/, then runs
+seeded case (default: the target's 30,000 queries x 1,000 documents and 3M qrels lines) into bench/data/, then runs
 each command --repeat times, alternating, and prints the best and median wall time, the peak RSS (from
 wait4's rusage) and the ratios; every output is checked equal to trec_eval's.
 
