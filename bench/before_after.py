@@ -4,9 +4,15 @@ alternating in one run, best of --rounds: the check that a refactoring changed n
 Each checkout runs its own `python -m rankcli` (its own package, chosen by the working directory) on the same inputs
 and writes into its own temporary directory, so a model or run is always read by the code that wrote it. The inputs
 are bench/data's WEB30K-shaped text (made by bench/convert.py) and the TREC run and qrels made by
-`bench/eval.py --trec`; missing inputs skip their commands.
+`bench/eval.py --trec`; missing inputs skip their commands. Both checkouts' bytecode is compiled first, as an
+installed package has it: under PYTHONDONTWRITEBYTECODE an editable checkout would otherwise compile every module it
+imports in every timed process, and a checkout of more, smaller modules would be charged for its source layout.
 
-    flock /tmp/rankcli-bench.lock /work/venv/bin/python bench/before_after.py --baseline /tmp/before --rounds 3
+``--scale`` adds the workloads of the benchmark scripts at their default sizes, made with their own generators:
+bench/eval.py's NDCG@10 of a 30,000-query Parquet run (~3.6M rows) and bench/trec_eval.py's 30,000 queries x 1,000
+documents (3M qrels lines), trec_eval's official and all_trec sets.
+
+    flock /tmp/rankcli-bench.lock /work/venv/bin/python bench/before_after.py --baseline /tmp/before --rounds 5 --scale
 """
 
 from __future__ import annotations
@@ -47,6 +53,28 @@ def steps(work: Path) -> list[tuple[str, list[str], Path | None]]:
     ]
 
 
+def scale_steps() -> list[tuple[str, list[str], Path | None]]:
+    """The benchmark scripts' own workloads (generated on first use into bench/data)."""
+    sys.path.insert(0, str(REPO / "bench"))
+    import eval as eval_bench
+    import trec_eval as trec_eval_bench
+
+    run = DATA / "eval_run_30000x120_s0.parquet"
+    if not run.exists():
+        eval_bench.generate(run, 30_000, 120, 0)
+    qrels, trec_run = trec_eval_bench.generate(30_000, 1_000, 100)
+    return [
+        ("eval ndcg@10 3.6M rows", ["eval", run, "--metric", "ndcg@10", "--json"], run),
+        ("trec_eval 30k x 1000", ["trec_eval", qrels, trec_run], trec_run),
+        ("trec_eval all_trec 30k", ["trec_eval", "-m", "all_trec", qrels, trec_run], trec_run),
+    ]
+
+
+def compile_bytecode(tree: Path) -> None:
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "rankcli")], check=True,
+                   stdout=subprocess.DEVNULL)
+
+
 def timed(tree: Path, args: list) -> float:
     start = time.perf_counter()
     result = subprocess.run([sys.executable, "-m", "rankcli", *map(str, args)], cwd=tree, capture_output=True,
@@ -62,8 +90,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--baseline", type=Path, required=True)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--scale", action="store_true", help="add the benchmark scripts' workloads")
     args = parser.parse_args()
     trees = {"after": REPO, "before": args.baseline.resolve()}
+    for tree in trees.values():
+        compile_bytecode(tree)
+    extra = scale_steps() if args.scale else []
     best: dict[tuple[str, str], float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = {name: Path(tmp, name) for name in trees}
@@ -71,9 +103,9 @@ def main() -> None:
             path.mkdir()
         for r in range(args.rounds):
             order = list(trees) if r % 2 == 0 else list(reversed(trees))
-            for index in range(len(steps(Path(tmp)))):
+            for index in range(len(steps(Path(tmp)) + extra)):
                 for name in order:
-                    step, argv, needs = steps(work[name])[index]
+                    step, argv, needs = (steps(work[name]) + extra)[index]
                     if needs is not None and not needs.exists():
                         continue
                     seconds = timed(trees[name], argv)
@@ -81,7 +113,7 @@ def main() -> None:
     print(f"# {platform.machine()}, Python {platform.python_version()}, {os.cpu_count()} cores, best of "
           f"{args.rounds} alternating rounds; before = {trees['before']}")
     print(f"{'command':<24} {'before s':>9} {'after s':>9} {'after/before':>13}")
-    for step, _, _ in steps(Path(tmp)):
+    for step, _, _ in steps(Path(tmp)) + extra:
         if (step, "after") in best:
             before, after = best[step, "before"], best[step, "after"]
             print(f"{step:<24} {before:9.3f} {after:9.3f} {after / before:13.2f}")
