@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from pathlib import Path
 
 import pytest
 
@@ -15,14 +14,8 @@ pytest.importorskip("optuna")
 pytest.importorskip("sklearn")
 
 from tests.conftest import REPO  # noqa: E402
-from tests.letor_sample import write_letor  # noqa: E402
 
 FAST = ("--trees", "3", "--early-stopping", "0", "--threads", "1")
-
-
-@pytest.fixture(scope="module")
-def letor(tmp_path_factory) -> dict[str, Path]:
-    return write_letor(tmp_path_factory.mktemp("letor"))
 
 
 # ------------------------------------------------------------------------------------------- values refused

@@ -18,14 +18,8 @@ pytest.importorskip("optuna")
 pytest.importorskip("sklearn")
 
 from tests.conftest import REPO  # noqa: E402
-from tests.letor_sample import write_letor  # noqa: E402
 
 FAST = ("--trees", "15", "--early-stopping", "5", "--threads", "1")
-
-
-@pytest.fixture(scope="module")
-def letor(tmp_path_factory) -> dict[str, Path]:
-    return write_letor(tmp_path_factory.mktemp("letor"))
 
 
 def tune_args(letor, out, *extra, budget=4, losses=("lambdamart", "xendcg")):
