@@ -158,17 +158,24 @@ def _score_chunk(src, back: ReadBack, x: np.ndarray, bad: np.ndarray, onnx_out: 
 
 
 def _probes(src, back: ReadBack, plan: Plan):
-    """Every split's probe values, decided by LightGBM and by the engine (the synthetic rows)."""
+    """Every split's probe values, decided by LightGBM and by the engine: the splits where they disagree are those
+    the rows of DATA are walked again at, whatever values DATA holds."""
     n, dtype = src.ensemble.n_nodes, back.splits.precision
     lightgbm_cut, any_left = src.raw_cut(dtype)
     engine_cut, _ = breakpoints(_engine_rule(back), n, dtype)
     reach = reachable(src.ensemble, np.asarray(lightgbm_cut, dtype=np.float64), any_left, src.nan_left)
-    if back.splits.inf_is_missing:  # Elasticsearch's features are scores, finite: +-inf is not a value it holds
-        reach.pos_inf[:] = False
-        reach.neg_inf[:] = False
-    if np.all(back.splits.nan == sem.NAN_AS_ZERO):  # the engine turns a missing value into 0: it never holds NaN
-        reach.nan[:] = False
     return split_probes(n, src.raw_left, _engine_rule(back), reach, dtype, lightgbm_cut, engine_cut)
+
+
+def _held(back: ReadBack, values: np.ndarray) -> np.ndarray:
+    """Which probe values the engine holds (the synthetic rows): Elasticsearch's features are scores, finite, so not
+    +-inf; an engine that turns a missing value into 0 never holds NaN. DATA may hold them all the same."""
+    held = np.ones(values.shape[0], dtype=bool)
+    if back.splits.inf_is_missing:
+        held &= ~np.isinf(values)
+    if np.all(back.splits.nan == sem.NAN_AS_ZERO):
+        held &= ~np.isnan(values)
+    return held
 
 
 def run_check(plan: Plan, out: Path, back: ReadBack, data: Path | str) -> CheckResult:
@@ -180,20 +187,21 @@ def run_check(plan: Plan, out: Path, back: ReadBack, data: Path | str) -> CheckR
     probes = _probes(src, back, plan)
     named = np.zeros(src.ensemble.n_nodes, dtype=bool)
     named[[i.node for i in plan.inexact]] = True
-    disagree = probes.disagree
-    bad = np.unique(probes.nodes[disagree])
+    bad = np.unique(probes.nodes[probes.disagree])
+    held = _held(back, probes.values)
+    nodes, disagree = probes.nodes[held], probes.disagree[held]
     onnx_out = out if plan.target.name == "onnx" else None
     parts = [_score_chunk(src, back, ds.features[a:a + CHUNK_ROWS], bad, onnx_out, a == 0)
              for a in range(0, ds.n_rows, CHUNK_ROWS)] or [(np.zeros(0),) * 3 + (np.zeros(0, np.int64),)]
     reference, engine, bound = (np.concatenate([p[i] for p in parts]) for i in range(3))
     other_rows = sum(int(p[3].size) for p in parts)
     changes = ranking_changes(reference, engine, bound, ds.offsets)
-    off = disagree & ~named[probes.nodes]
-    splits = [src.split_name(int(n)) for n in np.unique(probes.nodes[off])[:20]]
+    off = disagree & ~named[nodes]
+    splits = [src.split_name(int(n)) for n in np.unique(nodes[off])[:20]]
     diff = np.abs(engine - reference)
     evaluator = ("onnxruntime " + _ort_version()) if onnx_out is not None else f"rankcli's {plan.target.name} evaluator"
-    return CheckResult(str(data), evaluator, ds.n_rows, ds.n_queries, other_rows, int(probes.nodes.size),
-                       int(off.sum()), int((disagree & named[probes.nodes]).sum()), splits,
+    return CheckResult(str(data), evaluator, ds.n_rows, ds.n_queries, other_rows, int(nodes.size),
+                       int(off.sum()), int((disagree & named[nodes]).sum()), splits,
                        float(diff.max()) if diff.size else 0.0, float(bound.max()) if bound.size else 0.0,
                        changes["beyond_bound_rows"], changes["changed"], changes["changed_beyond_bound"])
 

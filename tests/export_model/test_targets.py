@@ -168,3 +168,30 @@ def test_the_row_prefilter_keeps_every_diverging_row(models, tmp_path):
     rows, trees = diverging_pairs(ens, leaves[maybe], x[maybe], bad, src.raw_left, rule)
     assert every[0].size > 0 and maybe.size < x.shape[0]
     assert np.array_equal(np.sort(every[0] * ens.n_trees + every[1]), np.sort(maybe[rows] * ens.n_trees + trees))
+
+
+@pytest.mark.parametrize("target, name, value", [("elasticsearch", "lambdamart", np.inf),
+                                                 ("ranklib", "zscore", np.nan), ("solr", "zscore", np.nan)])
+def test_the_check_walks_the_data_values_its_probes_leave_out(models, tmp_path, target, name, value):
+    """The synthetic rows leave out the values the engine does not hold (Elasticsearch's +-inf, NaN where a missing
+    feature is 0), but DATA may hold them, and the engine decides them its way: on those rows the check's engine
+    scores are those of walking every tree with the engine's rule, and rows on another branch fail it."""
+    from rankcli.core.trees.semantics import engine_scores
+    from rankcli.export_model import WRITERS
+    from rankcli.predict import predict_dataset
+
+    ds = read_dataset(models["data"] / "test.parquet")
+    ds.features[::3, :] = value
+    write_dataset(tmp_path / "odd.parquet", ds)
+    result = export_model(models[name], target, tmp_path / "o", ExportOptions(check=tmp_path / "odd.parquet"))
+    from rankcli.export_model import plan_export
+
+    plan = plan_export(models[name], target, ExportOptions())
+    back = WRITERS[target].read(plan, tmp_path / "o")
+    engine = engine_scores(plan.source.ensemble, back.splits, back.feature, back.leaf, back.weight, back.summation,
+                           ds.features)
+    _, rankcli_scores, _ = predict_dataset(models[name], tmp_path / "odd.parquet")
+    diff = np.abs(engine - rankcli_scores)
+    assert diff.max() > 1e-3  # the engine scores these rows otherwise: the check must say so
+    assert result.check.max_abs_diff == pytest.approx(diff.max(), rel=1e-6, abs=1e-9)
+    assert result.check.rows_other_branch > 0 and not result.check.passed
