@@ -125,9 +125,9 @@ def _refuse_splits(ens: Ensemble, names: list[str], where: Path) -> tuple[np.nda
         n = int(np.flatnonzero(~ok)[0])
         side = "left" if ens.default_left[n] else "right"
         raise CannotExpress(f"{where}: tree {tree[n]} split {local[n]} ({names[ens.feature[n]]} <= "
-                            f"{ens.threshold[n]!r}) sends values within 1e-35 of zero {side} (missing type Zero) and "
-                            "the values beside them the other way; one threshold cannot state that (a missing rule "
-                            "no target can state): retrain without zero_as_missing")
+                            f"{float(ens.threshold[n])!r}) sends values within 1e-35 of zero {side} (missing type "
+                            "Zero) and the values beside them the other way; one threshold cannot state that (a "
+                            "missing rule no target can state): retrain without zero_as_missing")
     return t_eff, nan_left(ens)
 
 

@@ -84,6 +84,7 @@ def test_a_zero_as_missing_rule_no_threshold_states(models, tmp_path, run):
     model = _copy_with_text(models, tmp_path, "zero", lambda t: _first_decision(t, 4))
     status, _, err = run("export-model", model, "-t", "onnx", "-o", tmp_path / "o")
     assert status == 3 and "tree 0 split 0" in err and "zero_as_missing" in err
+    assert re.search(r"\(f\d+ <= \d\.\d+\)", err) and "np." not in err  # the threshold as a number, not numpy's repr
 
 
 def test_the_check_gate_exits_5(models, tmp_path, run):
