@@ -104,6 +104,9 @@ def _refuse_model_kind(text, where: Path) -> None:
         raise CannotExpress(f"{where}: a model of {text.num_tree_per_iteration} trees per iteration"
                             f"{' averaging its trees (boosting rf)' if text.average_output else ''}; export-model "
                             "writes a sum of single trees")
+    if not text.trees:
+        raise CannotExpress(f"{where}: holds no tree, so there is nothing to export (rankcli train writes at least "
+                            "one): retrain")
     for i, tree in enumerate(text.trees):
         if tree.is_linear:
             raise CannotExpress(f"{where}: tree {i} has linear models in its leaves (linear_tree); no target "

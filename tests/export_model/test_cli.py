@@ -178,3 +178,22 @@ def test_readme_holds_the_load_commands(models, tmp_path, run):
         assert run("export-model", models["lambdamart"], "-t", target, "-o", tmp_path / target)[0] == 0
         assert needle in (tmp_path / target / "README.md").read_text(), target
     shutil.rmtree(tmp_path / "vespa")
+
+
+@pytest.mark.parametrize("target", ["vespa", "onnx", "solr"])
+def test_a_model_without_trees_is_refused(models, tmp_path, run, target):
+    """A model.txt holding no tree (hand-made: train writes at least one) is refused by every target, not an
+    internal error or an empty expression the engine refuses."""
+    if target == "onnx":
+        pytest.importorskip("onnx")
+
+    def no_trees(text: str) -> str:
+        head, rest = text.split("Tree=0\n", 1)
+        head = re.sub(r"^tree_sizes=.*\n", "", head, flags=re.M)
+        return head + "end of trees" + rest.split("end of trees", 1)[1]
+
+    model = _copy_with_text(models, tmp_path, "empty", no_trees)
+    status, _, err = run("export-model", model, "-t", target, "-o", tmp_path / "o", "--check",
+                         models["data"] / "test.parquet")
+    assert status == 3 and "no tree" in err and "internal error" not in err
+    assert not (tmp_path / "o").exists()
