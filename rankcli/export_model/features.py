@@ -92,7 +92,7 @@ def read_feature_map(path: Path | str, target: str, names: list[str], engine_nam
     model's columns, ``engine_names`` the names the training data recorded (either may be a key)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte order mark (Windows editors) is no part of the map
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read the feature map ({getattr(exc, 'strerror', None) or exc})") from None
     entries = _entries_json(path, text) if text.lstrip().startswith("{") else _entries_tsv(path, text)
@@ -109,6 +109,8 @@ def read_feature_map(path: Path | str, target: str, names: list[str], engine_nam
             name, definition = value.get("name", key), _definition(value, target, where)
         else:
             raise InputError(f"{where}: expected a name or an object with a name, got {json.dumps(value)[:60]}")
+        if not name.strip():
+            raise InputError(f"{where}: the engine name is empty; an engine names each feature")
         out[index[key]] = (name, definition)
     return out
 

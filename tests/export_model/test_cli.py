@@ -197,3 +197,18 @@ def test_a_model_without_trees_is_refused(models, tmp_path, run, target):
                          models["data"] / "test.parquet")
     assert status == 3 and "no tree" in err and "internal error" not in err
     assert not (tmp_path / "o").exists()
+
+
+def test_feature_map_with_a_byte_order_mark_or_an_empty_name(models, tmp_path, run):
+    """A JSON feature map saved with a UTF-8 byte order mark is read as JSON; an empty engine name, which no
+    engine takes, is refused naming the feature, as a TSV line without a name is."""
+    (tmp_path / "bom.json").write_bytes(b"\xef\xbb\xbf" + json.dumps({"f1": "title_bm25"}).encode())
+    assert run("export-model", models["lambdamart"], "-t", "solr", "-o", tmp_path / "s", "--feature-map",
+               tmp_path / "bom.json")[0] == 0
+    assert "title_bm25" in [f["name"] for f in json.loads((tmp_path / "s" / "features.json").read_text())]
+    for name, body in (("empty.json", {"f1": ""}), ("blank.json", {"f1": {"name": "  "}})):
+        (tmp_path / name).write_text(json.dumps(body))
+        status, _, err = run("export-model", models["lambdamart"], "-t", "solr", "-o", tmp_path / "e",
+                             "--feature-map", tmp_path / name)
+        assert status == 3 and "feature 'f1'" in err and "empty" in err
+        assert not (tmp_path / "e").exists()
