@@ -55,14 +55,27 @@ def _definition(entry: dict, target: str, where: str) -> dict | None:
 
 
 def _entries_json(path: Path, text: str) -> list[tuple[str, object, str]]:
-    try:
-        data = json.loads(text)
+    try:  # the objects' pairs as written: a feature given twice is refused, not decided by the last
+        data = json.loads(text, object_pairs_hook=_Pairs)
     except ValueError as exc:
         raise InputFormatError(f"not JSON ({exc.msg})", str(path), exc.lineno) from None
-    if not isinstance(data, dict):
+    if not isinstance(data, _Pairs):
         raise InputError(f"{path}: a feature map is a JSON object of feature -> name or definition, got "
-                         f"{type(data).__name__}")
-    return [(k, v, f"{path}: feature {k!r}") for k, v in data.items()]
+                         f"{'array' if isinstance(data, list) else type(data).__name__}")
+    return [(k, _objects(v), f"{path}: feature {k!r}") for k, v in data]
+
+
+class _Pairs(list):
+    """A JSON object as its ``(key, value)`` pairs in file order."""
+
+
+def _objects(value):
+    """A JSON value read as :class:`_Pairs` with every object a dict again."""
+    if isinstance(value, _Pairs):
+        return {k: _objects(v) for k, v in value}
+    if isinstance(value, list):
+        return [_objects(v) for v in value]
+    return value
 
 
 def _entries_tsv(path: Path, text: str) -> list[tuple[str, object, str]]:
@@ -95,7 +108,7 @@ def read_feature_map(path: Path | str, target: str, names: list[str], engine_nam
         text = path.read_text(encoding="utf-8-sig")  # a byte order mark (Windows editors) is no part of the map
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read the feature map ({getattr(exc, 'strerror', None) or exc})") from None
-    entries = _entries_json(path, text) if text.lstrip().startswith("{") else _entries_tsv(path, text)
+    entries = _entries_json(path, text) if text.lstrip().startswith(("{", "[")) else _entries_tsv(path, text)
     index = {n: i for i, n in enumerate(engine_names)}
     index.update({n: i for i, n in enumerate(names)})
     out: dict[int, tuple] = {}
@@ -111,6 +124,8 @@ def read_feature_map(path: Path | str, target: str, names: list[str], engine_nam
             raise InputError(f"{where}: expected a name or an object with a name, got {json.dumps(value)[:60]}")
         if not name.strip():
             raise InputError(f"{where}: the engine name is empty; an engine names each feature")
+        if index[key] in out:
+            raise InputError(f"{where}: {names[index[key]]} is given twice; give each feature once")
         out[index[key]] = (name, definition)
     return out
 

@@ -212,3 +212,18 @@ def test_feature_map_with_a_byte_order_mark_or_an_empty_name(models, tmp_path, r
                              "--feature-map", tmp_path / name)
         assert status == 3 and "feature 'f1'" in err and "empty" in err
         assert not (tmp_path / "e").exists()
+
+
+def test_feature_map_giving_a_feature_twice_is_refused(models, tmp_path, run):
+    """A feature given twice (a repeated JSON key or TSV line) is refused naming it, not decided by the last."""
+    (tmp_path / "twice.json").write_text('{"f1": "title_bm25", "f1": "body_bm25"}')
+    (tmp_path / "twice.tsv").write_text("f1\ttitle_bm25\nf20\tx\nf1\tbody_bm25\n")
+    for name, where in (("twice.json", "twice.json: feature 'f1'"), ("twice.tsv", "twice.tsv:3")):
+        status, _, err = run("export-model", models["lambdamart"], "-t", "solr", "-o", tmp_path / "o",
+                             "--feature-map", tmp_path / name)
+        assert status == 3 and where in err and "twice" in err, err
+        assert not (tmp_path / "o").exists()
+    (tmp_path / "array.json").write_text('[{"f1": "title_bm25"}]')
+    status, _, err = run("export-model", models["lambdamart"], "-t", "solr", "-o", tmp_path / "o", "--feature-map",
+                         tmp_path / "array.json")
+    assert status == 3 and "a JSON object" in err and "got array" in err
