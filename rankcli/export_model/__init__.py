@@ -21,6 +21,7 @@ from rankcli.export_model.check import run_check
 from rankcli.export_model.features import feature_specs, read_feature_map
 from rankcli.export_model.model import load_for_export
 from rankcli.export_model.plan import Plan, make_plan, resolve_target
+from rankcli.export_model.readback import room_for
 from rankcli.export_model.targets import MODEL_TYPES, TARGET_NAMES
 from rankcli.formats.atomic import atomic_directory
 
@@ -114,7 +115,9 @@ def export_model(model_dir: Path | str, target: str, output: Path | str, options
     with atomic_directory(output, overwrite, kind="export") as tmp:
         files = writer.write(plan, tmp)
         if options.check is not None:
-            check = run_check(plan, tmp, writer.read(plan, tmp), options.check)
+            with room_for(plan.source.ensemble, str(output)):
+                back = writer.read(plan, tmp)
+            check = run_check(plan, tmp, back, options.check)
     src = plan.source
     return ExportResult(
         model=str(model_dir), target=target, output=str(output), files=files,

@@ -8,6 +8,9 @@ read-back arrays is node ``n`` of the model: a tree of another shape is an error
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -59,6 +62,36 @@ class Accessor:
     def leaf(self, node) -> float:  # pragma: no cover - interface
         """The leaf's value as the engine holds it."""
         raise NotImplementedError
+
+
+#: Python's recursion limit while a nested export is read back: the JSON decoder recurses in C, a frame or two per
+#: level of a tree, on the thread's stack, which holds some 80,000 (a tree about 25,000 levels deep).
+READ_RECURSION_LIMIT = 50000
+
+
+def tree_depth(ens: Ensemble) -> int:
+    """The number of split levels of the ensemble's deepest tree."""
+    level, depth = ens.roots[ens.roots >= 0], 0
+    while level.size:
+        kids = np.concatenate([ens.left[level], ens.right[level]])
+        level, depth = kids[kids >= 0], depth + 1
+    return depth
+
+
+@contextmanager
+def room_for(ens: Ensemble, where: str) -> Iterator[None]:
+    """Python's recursion limit raised for reading back nested trees as deep as ``ens``'s (the JSON decoder and the
+    Vespa expression reader recurse once or twice per level, and a tree can be thousands of levels deep), up to
+    :data:`READ_RECURSION_LIMIT`; a deeper tree is an error naming ``where``, not a crash."""
+    depth = tree_depth(ens)
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, min(4 * depth + 1000, READ_RECURSION_LIMIT)))
+    try:
+        yield
+    except RecursionError:
+        raise InputError(f"{where}: a tree {depth} levels deep is deeper than --check reads back") from None
+    finally:
+        sys.setrecursionlimit(old)
 
 
 def align(ens: Ensemble, roots: list, accessor: Accessor, where: str) -> tuple[list, list]:

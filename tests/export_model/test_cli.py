@@ -227,3 +227,33 @@ def test_feature_map_giving_a_feature_twice_is_refused(models, tmp_path, run):
     status, _, err = run("export-model", models["lambdamart"], "-t", "solr", "-o", tmp_path / "o", "--feature-map",
                          tmp_path / "array.json")
     assert status == 3 and "a JSON object" in err and "got array" in err
+
+
+def _chain_tree(text: str, leaves: int) -> str:
+    """``text`` with its trees replaced by one chain of ``leaves`` leaves: each split's left child a leaf, so the
+    tree is ``leaves - 1`` levels deep (LightGBM grows such trees on a large num_leaves)."""
+    head, rest = text.split("Tree=0\n", 1)
+    head = re.sub(r"^tree_sizes=.*\n", "", head, flags=re.M)
+    n = leaves - 1
+
+    def row(key, values):
+        return f"{key}=" + " ".join(str(v) for v in values)
+
+    tree = ["Tree=0", f"num_leaves={leaves}", "num_cat=0", row("split_feature", [i % 40 for i in range(n)]),
+            row("split_gain", [1] * n), row("threshold", [repr(0.001 * (i + 1)) for i in range(n)]),
+            row("decision_type", [2] * n), row("left_child", [-(i + 1) for i in range(n)]),
+            row("right_child", [i + 1 for i in range(n - 1)] + [-leaves]),
+            row("leaf_value", [repr(0.01 * i) for i in range(leaves)]), row("leaf_weight", [1] * leaves),
+            row("leaf_count", [1] * leaves), row("internal_value", [0] * n), row("internal_weight", [1] * n),
+            row("internal_count", [1] * n), "is_linear=0", "shrinkage=1", "", ""]
+    return head + "\n".join(tree) + "\nend of trees" + rest.split("end of trees", 1)[1]
+
+
+@pytest.mark.parametrize("target", ["elasticsearch-ltr", "solr", "vespa"])
+def test_a_tree_a_thousand_levels_deep_is_checked(models, tmp_path, run, target):
+    """The nested targets' files are read back for --check however deep the trees (Python's JSON reader and the
+    Vespa expression reader recurse per level), not an internal error."""
+    model = _copy_with_text(models, tmp_path, "deep", lambda t: _chain_tree(t, 1200))
+    status, out, err = run("export-model", model, "-t", target, "-o", tmp_path / "o", "--check",
+                           models["data"] / "test.parquet", "--json")
+    assert status == 0 and json.loads(out)["check"]["passed"], err
