@@ -78,13 +78,19 @@ def readme_features(plan: Plan, what: str) -> str:
     lines = [f"The trees use {len(plan.features)} features ({what}):", "",
              "| model column | engine name | definition |", "|---|---|---|"]
     for s in plan.features:
-        lines.append(f"| {s.model_name} | {s.name} | {'given' if s.definition is not None else '**fill in**'} |")
+        lines.append(f"| {s.model_name} | {_cell(s.name)} | "
+                     f"{'given' if s.definition is not None else '**fill in**'} |")
     missing = fill_in_list(plan)
     if missing:
         lines += ["", f"**{len(missing)} features have no definition yet** ({', '.join(missing[:12])}"
                   f"{', ...' if len(missing) > 12 else ''}): the files hold a placeholder that the engine refuses "
                   "until you replace it; or export again with `--feature-map` giving each one."]
     return "\n".join(lines)
+
+
+def _cell(text: str) -> str:
+    """``text`` in a Markdown table cell: ``|`` escaped, line breaks as spaces."""
+    return " ".join(text.replace("|", "\\|").splitlines())
 
 
 def readme_exactness(plan: Plan) -> str:

@@ -257,3 +257,13 @@ def test_a_tree_a_thousand_levels_deep_is_checked(models, tmp_path, run, target)
     status, out, err = run("export-model", model, "-t", target, "-o", tmp_path / "o", "--check",
                            models["data"] / "test.parquet", "--json")
     assert status == 0 and json.loads(out)["check"]["passed"], err
+
+
+def test_readme_feature_table_keeps_its_columns_whatever_the_names(models, tmp_path, run):
+    """A feature name holding ``|`` or a line break stays in its cell of README.md's table."""
+    (tmp_path / "map.json").write_text(json.dumps({"f1": "title|bm25", "f20": "body\nbm25"}))
+    assert run("export-model", models["lambdamart"], "-t", "solr", "-o", tmp_path / "s", "--feature-map",
+               tmp_path / "map.json")[0] == 0
+    rows = [ln for ln in (tmp_path / "s" / "README.md").read_text().splitlines() if ln.startswith("| f")]
+    assert rows and all(len(re.findall(r"(?<!\\)\|", ln)) == 4 for ln in rows), rows
+    assert "| f1 | title\\|bm25 |" in "\n".join(rows)
