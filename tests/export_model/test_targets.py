@@ -177,15 +177,13 @@ def test_the_check_walks_the_data_values_its_probes_leave_out(models, tmp_path, 
     feature is 0), but DATA may hold them, and the engine decides them its way: on those rows the check's engine
     scores are those of walking every tree with the engine's rule, and rows on another branch fail it."""
     from rankcli.core.trees.semantics import engine_scores
-    from rankcli.export_model import WRITERS
+    from rankcli.export_model import WRITERS, plan_export
     from rankcli.predict import predict_dataset
 
     ds = read_dataset(models["data"] / "test.parquet")
     ds.features[::3, :] = value
     write_dataset(tmp_path / "odd.parquet", ds)
     result = export_model(models[name], target, tmp_path / "o", ExportOptions(check=tmp_path / "odd.parquet"))
-    from rankcli.export_model import plan_export
-
     plan = plan_export(models[name], target, ExportOptions())
     back = WRITERS[target].read(plan, tmp_path / "o")
     engine = engine_scores(plan.source.ensemble, back.splits, back.feature, back.leaf, back.weight, back.summation,
