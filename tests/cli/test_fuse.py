@@ -214,3 +214,13 @@ def test_row_keyed_parquet_runs_must_score_one_dataset(tmp_path, run):
     assert run("fuse", a, b, "-o", tmp_path / "ok.txt")[0] == 0
     status, _, err = run("fuse", a, c, "-o", tmp_path / "no.txt")
     assert status == ExitStatus.INVALID_INPUT and "match only between runs of the same dataset" in err
+
+
+
+def test_folds_0_is_refused_like_folds_1(case, run):
+    tmp, runs, paths, qrels = case
+    opt = write_qrels(tmp / "opt.qrels", {q: qrels[q] for q in list(qrels)[:10]})
+    for folds in ("0", "1"):
+        status, _, err = run("fuse", *paths, "-o", tmp / "f.txt", "--method", "wsum", "--optimize", opt,
+                             "--folds", folds)
+        assert status == ExitStatus.USAGE and "--folds must be between 2 and" in err, (folds, err)
