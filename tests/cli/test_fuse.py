@@ -217,6 +217,19 @@ def test_row_keyed_parquet_runs_must_score_one_dataset(tmp_path, run):
 
 
 
+def test_standard_output_is_a_trec_run_even_when_every_run_is_parquet(tmp_path, run):
+    """-o - is a TREC run (the docs' contract), whatever the inputs' format; --format parquet asks for Parquet."""
+    paths = []
+    for r in range(2):
+        paths.append(tmp_path / f"m{r}.parquet")
+        pq.write_table(pa.table({"qid": [1, 1, 2], "docid": ["a", "b", "c"], "score": [1.0, 0.5 + r, 2.0]}),
+                       paths[-1])
+    status, out, err = run("fuse", *paths, "-o", "-")
+    assert status == 0, err
+    assert [line.split()[:3] for line in out.splitlines()] == [["1", "Q0", "b"], ["1", "Q0", "a"], ["2", "Q0", "c"]]
+
+
+
 def test_folds_0_is_refused_like_folds_1(case, run):
     tmp, runs, paths, qrels = case
     opt = write_qrels(tmp / "opt.qrels", {q: qrels[q] for q in list(qrels)[:10]})
