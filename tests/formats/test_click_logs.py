@@ -147,3 +147,21 @@ def test_a_log_read_in_pieces_is_coded_as_one_read_at_once(tmp_path, rng, monkey
         pq.write_table(again, path, row_group_size=333)
         with pytest.raises(InputError, match="reappears"):
             read_session_log(path)
+
+
+@pytest.mark.parametrize(("name", "data"), [
+    ("empty.txt", b""),
+    ("empty.txt.gz", gzip.compress(b"")),
+    ("binary.bin", b"\x00\x01garbage\xff\xfe\n"),
+    ("latin1.txt", b"1\t0\tQ\t5\t2\tu\xe9\n"),
+    ("truncated.txt.gz", gzip.compress(b"1\t0\tQ\t5\t2\tu1\tu2\n" * 2000)[:-40]),
+])
+def test_an_empty_or_unreadable_text_log_is_invalid_input(tmp_path, name, data):
+    """A file that is no text log at all (empty, binary, not UTF-8, a broken gzip stream) is exit 3 naming it,
+    whichever format reads it: auto takes any text file without the table's header for a Yandex log."""
+    path = tmp_path / name
+    path.write_bytes(data)
+    for fmt in ("auto", "yandex"):
+        with pytest.raises(InputError) as err:
+            read_session_log(path, fmt)
+        assert str(err.value).startswith(f"{path}"), str(err.value)
