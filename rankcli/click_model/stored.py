@@ -70,6 +70,11 @@ class LoadedModel:
     max_rank: int
 
     @property
+    def per_item(self) -> bool:
+        """Whether the model has per-item parameters (gctr and rctr have none: no document is looked up)."""
+        return any(f.kind == ITEM for f in self.model.families)
+
+    @property
     def info(self) -> dict:
         """The directory's model.json."""
         return self.stored.info
