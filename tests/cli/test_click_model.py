@@ -251,3 +251,17 @@ def test_models_without_per_item_parameters_are_scored_and_simulated(data, run, 
     sim = tmp_path / "sim.parquet"
     status, _, err = run("simulate-clicks", data["train"], "-o", sim, "--model", out, "--keep-no-click", "--seed", "2")
     assert status == 0, err
+
+
+def test_a_model_directory_naming_an_unknown_model_is_invalid_input(data, run, tmp_path):
+    """model.json is input: a model name this rankcli does not know (a damaged or newer directory) is exit 3 naming
+    the file, not a usage error about an option the user never gave."""
+    import shutil
+
+    out = tmp_path / "m"
+    shutil.copytree(data["pbm"], out)
+    info = json.loads((out / "model.json").read_text())
+    info["model"] = "nope"
+    (out / "model.json").write_text(json.dumps(info))
+    status, _, err = run("click-model", "eval", out, data["held"], "--no-ctr")
+    assert status == 3 and err.startswith(f"Error: {out}/model.json: unknown click model 'nope'"), err
