@@ -165,3 +165,16 @@ def test_an_empty_or_unreadable_text_log_is_invalid_input(tmp_path, name, data):
         with pytest.raises(InputError) as err:
             read_session_log(path, fmt)
         assert str(err.value).startswith(f"{path}"), str(err.value)
+
+
+@pytest.mark.parametrize("fmt", ["auto", "table"])
+def test_a_gzipped_table_is_read_as_the_table(tmp_path, fmt):
+    """The table's rows are read through Arrow's CSV reader, which gunzips a .gz file; its header line and the
+    format's detection read the same decompressed text."""
+    text = "session\tquery\trank\tdocument\tclick\ns1\tq1\t1\td1\t1\ns1\tq1\t2\td2\t0\ns2\tq1\t1\td2\t0\n"
+    plain, packed = tmp_path / "log.tsv", tmp_path / "log.tsv.gz"
+    plain.write_text(text)
+    packed.write_bytes(gzip.compress(text.encode()))
+    want, got = read_session_log(plain, fmt), read_session_log(packed, fmt)
+    assert got.format == "table" and got.offsets.tolist() == want.offsets.tolist() == [0, 2, 3]
+    assert np.array_equal(got.click, want.click) and got.documents.to_pylist() == want.documents.to_pylist()
