@@ -22,9 +22,9 @@ on every point of the simplex of --step, enumerated with integers; k 10..100 by 
 queries, which are then left out of the output; it prints the chosen parameters and the best candidates (--json: all).
 --folds K (seeded by --seed) cross-validates the choice by query and reports the out-of-fold score.
 
-Output: -o OUT, --format trec (default unless every run is Parquet) or parquet (qid, docid, label when the runs
-carry labels, score), --tag for TREC. rankcli eval, compare and trec_eval read it. --compare tests the fused run
-against each input (rankcli compare's paired t-test, Holm; TREC runs need --qrels QRELS).
+Output: -o OUT, --format trec (default unless every run is Parquet and OUT a file) or parquet (qid, docid, label
+when the runs carry labels, score), --tag for TREC. rankcli eval, compare and trec_eval read it. --compare tests the
+fused run against each input (rankcli compare's paired t-test, Holm; TREC runs need --qrels QRELS).
 
 Example: rankcli fuse bm25.txt dense.txt -o fused.txt --method rrf
 """
@@ -80,7 +80,7 @@ HELP = {
     "segments": "probfuse's number of segments per list.",
     "window": "slidefuse's window: positions on each side.",
     "depth": "Use each run's top N documents per query.",
-    "format": "trec or parquet (default: parquet when every run is Parquet, else trec).",
+    "format": "trec or parquet (default: parquet when every run is Parquet and -o a file, else trec).",
     "tag": "Run tag of a TREC run (default: the method's name).",
     "train-qrels": "TREC qrels of the training queries of a trained method (left out of the output).",
     "allow-overlap": "Keep the training or optimisation queries in the fused run.",
@@ -135,7 +135,7 @@ def _start(o: dict) -> None:
     from rankcli.cli._common import prepare_output, stdout_taken
     from rankcli.fuse import FuseOptions, default_format
 
-    fmt_name = o["fmt"].value if o["fmt"] is not None else default_format(o["runs"])
+    fmt_name = o["fmt"].value if o["fmt"] is not None else default_format(o["runs"], o["output"])
     inputs = [Path(r) for r in o["runs"] if r != "-"] + [
         p for p in (o["train_qrels"], o["optimize"], o["qrels"]) if p is not None]
     trec = fmt_name == "trec"

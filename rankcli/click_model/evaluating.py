@@ -30,6 +30,8 @@ def model_items(loaded: LoadedModel, log) -> np.ndarray:
     """The model's item for every result of ``log``; ``loaded.n_items`` (the prior's fallback) where it has none."""
     from rankcli.formats.click_model_dir import match_documents, match_grades
 
+    if not loaded.per_item:  # gctr, rctr: nothing to look up
+        return np.full(log.document.shape[0], loaded.n_items, dtype=np.int64)
     if loaded.by == "relevance":
         if log.relevance is None:
             raise InputError(f"{log.path}: the model's parameters are per relevance grade ({loaded.stored.path}), "
@@ -44,11 +46,13 @@ def model_items(loaded: LoadedModel, log) -> np.ndarray:
 def score(loaded: LoadedModel, log) -> Scored:
     """Score ``loaded`` on ``log`` (a :class:`~rankcli.formats.click_logs.SessionLog`)."""
     items = model_items(loaded, log)
-    missing = items == loaded.n_items
+    missing = (items == loaded.n_items) & loaded.per_item  # a model without per-item parameters misses nothing
     sessions = Sessions(log.offsets, items, log.click, loaded.n_items + 1)
     values, layout = loaded.extended(sessions.max_rank)
     evaluation = evaluate(loaded.model, sessions, values, layout)
-    if loaded.by == "relevance":
+    if not missing.any():
+        distinct = 0
+    elif loaded.by == "relevance":
         distinct = np.unique(log.relevance[missing]).shape[0]
     else:
         width = np.int64(max(len(log.documents), 1))

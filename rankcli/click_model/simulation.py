@@ -27,6 +27,8 @@ def is_model_dir(text: str) -> bool:
 def _items(loaded, ds) -> np.ndarray:
     from rankcli.formats.click_model_dir import match_dataset, match_grades
 
+    if not loaded.per_item:  # gctr, rctr: every row has the model's parameters
+        return np.full(ds.n_rows, loaded.n_items, dtype=np.int64)
     if loaded.by == "relevance":
         found = match_grades(loaded.stored, ds.labels)
     else:

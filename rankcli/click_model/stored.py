@@ -9,7 +9,7 @@ import numpy as np
 
 from rankcli.click_model.logs import session_of_row
 from rankcli.core.click_models import ITEM, RANK, RANK_PREV, SINGLE, ClickModel, FitResult, Layout, Prior, get_model
-from rankcli.errors import InputError
+from rankcli.errors import InputError, UsageError
 
 
 def parameter_tables(model: ClickModel, coded, result: FitResult) -> dict[str, dict]:
@@ -70,6 +70,11 @@ class LoadedModel:
     max_rank: int
 
     @property
+    def per_item(self) -> bool:
+        """Whether the model has per-item parameters (gctr and rctr have none: no document is looked up)."""
+        return any(f.kind == ITEM for f in self.model.families)
+
+    @property
     def info(self) -> dict:
         """The directory's model.json."""
         return self.stored.info
@@ -101,7 +106,10 @@ def load_model(path) -> LoadedModel:
 
     stored = read_click_model(path)
     info = stored.info
-    model = get_model(str(info.get("model")))
+    try:
+        model = get_model(str(info.get("model")))
+    except UsageError as exc:  # model.json is input: a damaged or newer directory
+        raise InputError(f"{stored.path}/model.json: {exc}") from None
     options = info.get("options") or {}
     try:
         num, den = options.get("prior", [1.0, 2.0])

@@ -8,10 +8,10 @@ Formats (``--format``; ``auto`` tells them apart by the file):
     its query ``source_qid``, its results in ``position`` order (1, 2, ... with no gap), the document ``docid`` (or
     ``source_row``), the click ``label`` (0 or 1) and, when present, the grade ``relevance``.
 ``table``
-    A Parquet or tab-separated file (a header line naming the columns) with ``session``, ``query``, ``rank``,
-    ``document``, ``click`` and optionally ``relevance``: a session's rows contiguous, ranks 1, 2, ... in order,
-    clicks 0 or 1. (rankcli's names: ``session`` is ``qid``, ``query`` is ``source_qid``, ``rank`` is ``position``,
-    ``document`` is ``docid``, ``click`` is ``label``.)
+    A Parquet or tab-separated file (a header line naming the columns; ``.gz`` and ``.bz2`` read as such) with
+    ``session``, ``query``, ``rank``, ``document``, ``click`` and optionally ``relevance``: a session's rows
+    contiguous, ranks 1, 2, ... in order, clicks 0 or 1. (rankcli's names: ``session`` is ``qid``, ``query`` is
+    ``source_qid``, ``rank`` is ``position``, ``document`` is ``docid``, ``click`` is ``label``.)
 ``yandex``
     Tab-separated records as PyClick's parser reads them (:mod:`rankcli.formats.yandex_clicks`).
 
@@ -45,7 +45,7 @@ def detect_format(path: Path | str) -> str:
         head = fh.read(1 << 12)
     if head[:4] == b"PAR1":
         return "table" if "session" in open_parquet(path).schema_arrow.names else "rankcli"
-    first = head.split(b"\n", 1)[0].rstrip(b"\r").split(b"\t")
+    first = _first_line(path).split(b"\t")
     return "table" if set(TABLE_COLUMNS) <= {f.decode("utf-8", "replace").strip() for f in first} else "yandex"
 
 
@@ -136,9 +136,19 @@ def _read_table(path: Path) -> SessionLog:
     return stream.finish()
 
 
+def _first_line(path: Path | str) -> bytes:
+    """The first line of a text file (without its line end), decompressed as the readers decompress it: by the file
+    name's extension (``.gz``, ``.bz2``); an unreadable compressed stream gives the empty line."""
+    try:
+        with pa.input_stream(str(path), compression="detect") as fh:
+            head = fh.read(1 << 16)
+    except (OSError, pa.ArrowInvalid):
+        head = b""
+    return head.split(b"\n", 1)[0].rstrip(b"\r")
+
+
 def _tsv_header(path: Path) -> list[str]:
-    with open(path, "rb") as fh:
-        return [f.strip() for f in fh.readline().decode("utf-8", "replace").rstrip("\r\n").split("\t")]
+    return [f.strip() for f in _first_line(path).decode("utf-8", "replace").split("\t")]
 
 
 def _stream_tsv(path: Path, stream: SessionStream, names: list[str]) -> None:

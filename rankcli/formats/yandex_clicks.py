@@ -169,15 +169,21 @@ def read_yandex(path: Path | str, *, unknown_clicks: str = "error"):
     if unknown_clicks not in ("error", "ignore"):
         raise UsageError(f"--unknown-clicks: expected error or ignore, got {unknown_clicks!r}")
     path = Path(path)
-    reader, bad = _open(path)
     parts = _Parts()
-    try:
+    bad: list = []
+    try:  # opening reads the first block: an empty or binary file fails there
+        reader, bad = _open(path)
         for batch in reader:
             _add_block(path, batch.column(0), parts)
     except pa.ArrowInvalid as exc:
         if bad:
             raise _malformed(path, bad[0].number, bad[0].text, "a record holds the byte 0x1e") from None
+        if "Empty CSV file" in str(exc):
+            raise InputError(f"{path}: the log is empty: no query record (SessionID TimePassed Q QueryID RegionID "
+                             "URL...)") from None
         raise InputError(f"{path}: not a readable text log ({exc})") from None
+    except OSError as exc:  # a broken compressed stream
+        raise InputError(f"{path}: cannot read ({exc})") from None
     if not parts.serps:
         raise InputError(f"{path}: no query record (SessionID TimePassed Q QueryID RegionID URL...) in the log")
     lengths = np.concatenate(parts.serp_length)

@@ -169,10 +169,13 @@ def fuse_runs(runs: Sequence[RunRows], query_names: np.ndarray, opts: FuseOption
     return Fused(ev, fused_runs, scores, keep, m, params, model, search, int(judged.shape[0]), notes)
 
 
-def default_format(paths: Sequence[str]) -> str:
-    """``parquet`` when every run is a Parquet file, else ``trec``."""
+def default_format(paths: Sequence[str], output: Path | str | None = None) -> str:
+    """``parquet`` when every run is a Parquet file and ``output`` is not standard output (``-``, a TREC run), else
+    ``trec``."""
     from rankcli.formats.run_rows import is_parquet_file
 
+    if str(output) == "-":
+        return "trec"
     return "parquet" if all(is_parquet_file(str(p)) for p in paths) else "trec"
 
 
@@ -182,7 +185,7 @@ def fuse_files(paths: Sequence[str], output: Path | str, opts: FuseOptions, *, f
     or ``parquet``, default :func:`default_format`; ``tag``: a TREC run's tag, default the method's name)."""
     from rankcli.fuse.reading import read_runs
 
-    fmt = fmt or default_format(paths)
+    fmt = fmt or default_format(paths, output)
     rs = read_runs([str(p) for p in paths])
     f = fuse_runs(rs.runs, rs.query_names, opts)
     meta = {"fused": f.method.name, "normalization": canonical(opts.normalization), "runs": rs.paths}

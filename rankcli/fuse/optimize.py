@@ -116,8 +116,8 @@ def optimize(ev: Evidence, method: Method, scorer: Scorer, trainer: Trainer | No
     values = grid_values(ev, method, sets, scorer, trainer, scorer.queries)
     best, means = best_of(values, everything)
     result = Optimization(str(scorer.spec), scorer.convention.as_dict(), sets, means, best, scorer.n_queries,
-                          seed=seed if folds else None)
-    if folds:
+                          seed=seed if folds is not None else None)
+    if folds is not None:
         fold_of = _deal(scorer.n_queries, folds, seed)
         held = np.full(scorer.n_queries, np.nan)
         for k in range(folds):

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from rankcli.core.fusion import Evidence, RunRows, ranking
-from rankcli.errors import InputError, UsageError
+from rankcli.errors import InputError, SchemaError, UsageError
 
 
 def as_text(names: np.ndarray) -> np.ndarray:
@@ -49,6 +49,22 @@ def _integer_qids(names: np.ndarray) -> np.ndarray:
                          ) from None
 
 
+def _check_trec_names(docids, order: np.ndarray, al, runs: Sequence[RunRows], query_names: np.ndarray,
+                      query_of: np.ndarray) -> None:
+    """A document name that a TREC line cannot hold (a Parquet run's docid with a space, or empty) is an
+    :class:`InputError` naming the run that lists it, its query and the name."""
+    from rankcli.formats.arrow import array_from_numpy
+    from rankcli.formats.trec.write import unwritable
+
+    bad = unwritable(docids.take(array_from_numpy(order)))
+    if bad is None:
+        return
+    c = int(order[bad[0]])
+    run = runs[int(np.argmax(al.listed[:, c]))]
+    raise InputError(f"{run.label}: query {query_names[query_of[c]]}: docid {docids[c].as_py()!r} cannot name a "
+                     f"document in a TREC file: {bad[1]}; write a Parquet run (--format parquet)")
+
+
 def write_fused(path: Path | str, fmt: str, ev: Evidence, runs: Sequence[RunRows], query_names: np.ndarray,
                 fused: np.ndarray, keep: np.ndarray, *, tag: str, metadata: dict, overwrite: bool) -> int:
     """Write the fused run of the queries ``keep`` (bool per query); returns the number of rows written."""
@@ -63,8 +79,13 @@ def write_fused(path: Path | str, fmt: str, ev: Evidence, runs: Sequence[RunRows
         from rankcli.formats.arrow import strings_from_bytes
 
         qtext = np.array([q.encode("utf-8", "surrogateescape") for q in query_names.tolist()], dtype="S")
-        write_trec_run(path, qtext[query_of], fused, order, ranks[order], docids=strings_from_bytes(al.names),
-                       tag=tag, source="the fused run", overwrite=overwrite)
+        docids = strings_from_bytes(al.names)
+        try:
+            write_trec_run(path, qtext[query_of], fused, order, ranks[order], docids=docids,
+                           tag=tag, source="the fused run", overwrite=overwrite)
+        except SchemaError:  # a name no TREC line can hold: said with the run and query that hold it
+            _check_trec_names(docids, order, al, runs, query_names, query_of)
+            raise
         return int(order.shape[0])
     docids = as_text(al.names)
     qids = _integer_qids(query_names)[query_of]

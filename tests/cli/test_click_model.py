@@ -218,3 +218,50 @@ def test_fit_memory_grows_by_a_few_bytes_a_result(tmp_path):
     # reading, coding and fitting each keep a few bytes a result (about 25 at the peak; 43 when the read held int64
     # copies of the codes and the fit float64 clicks): a fit of 10M sessions within 4 GB needs well under 40
     assert per_result <= 32, (peaks, per_result)
+
+
+@pytest.mark.parametrize("model", ["gctr", "rctr"])
+def test_models_without_per_item_parameters_are_scored_and_simulated(data, run, tmp_path, model):
+    """gctr and rctr have no per-document parameters (no items.parquet): eval, compare --log and simulate-clicks read
+    them without looking documents up, and no result counts as unseen."""
+    out = tmp_path / model
+    assert run("click-model", "fit", data["clicks"], "-o", out, "--model", model)[0] == 0
+    assert not (out / "items.parquet").exists()
+    status, stdout, err = run("click-model", "eval", out, data["held"], "--json", "--no-ctr")
+    assert status == 0, err
+    d = json.loads(stdout)
+    assert d["unseen"] == {"items": 0, "results": 0} and d["log_likelihood"] < 0
+    from rankcli.click_model import load_model
+
+    clicks = load_model(out).values["ctr"]
+    if model == "gctr":  # the log-likelihood of one click rate is its binomial one
+        from rankcli.formats.click_logs import read_session_log
+
+        log = read_session_log(data["held"])
+        c, n = int(log.click.sum()), int(log.click.shape[0])
+        assert abs(d["log_likelihood"] - (c * np.log(clicks[0]) + (n - c) * np.log(1 - clicks[0]))) < 1e-6
+    status, stdout, err = run("click-model", "compare", "--log", data["held"], data["pbm"], out, "--json")
+    assert status == 0, err
+    by_grade = tmp_path / f"{model}-rel"  # per grade too, on a log without grades: nothing is looked up
+    assert run("click-model", "fit", data["clicks"], "-o", by_grade, "--model", model, "--by", "relevance")[0] == 0
+    no_grades = tmp_path / "log.tsv"
+    no_grades.write_text("session\tquery\trank\tdocument\tclick\ns\tq\t1\td\t1\ns\tq\t2\te\t0\n")
+    status, stdout, err = run("click-model", "eval", by_grade, no_grades, "--json", "--no-ctr")
+    assert status == 0 and json.loads(stdout)["unseen"] == {"items": 0, "results": 0}, err
+    sim = tmp_path / "sim.parquet"
+    status, _, err = run("simulate-clicks", data["train"], "-o", sim, "--model", out, "--keep-no-click", "--seed", "2")
+    assert status == 0, err
+
+
+def test_a_model_directory_naming_an_unknown_model_is_invalid_input(data, run, tmp_path):
+    """model.json is input: a model name this rankcli does not know (a damaged or newer directory) is exit 3 naming
+    the file, not a usage error about an option the user never gave."""
+    import shutil
+
+    out = tmp_path / "m"
+    shutil.copytree(data["pbm"], out)
+    info = json.loads((out / "model.json").read_text())
+    info["model"] = "nope"
+    (out / "model.json").write_text(json.dumps(info))
+    status, _, err = run("click-model", "eval", out, data["held"], "--no-ctr")
+    assert status == 3 and err.startswith(f"Error: {out}/model.json: unknown click model 'nope'"), err

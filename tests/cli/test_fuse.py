@@ -214,3 +214,38 @@ def test_row_keyed_parquet_runs_must_score_one_dataset(tmp_path, run):
     assert run("fuse", a, b, "-o", tmp_path / "ok.txt")[0] == 0
     status, _, err = run("fuse", a, c, "-o", tmp_path / "no.txt")
     assert status == ExitStatus.INVALID_INPUT and "match only between runs of the same dataset" in err
+
+
+def test_standard_output_is_a_trec_run_even_when_every_run_is_parquet(tmp_path, run):
+    """-o - is a TREC run (the docs' contract), whatever the inputs' format; --format parquet asks for Parquet."""
+    paths = []
+    for r in range(2):
+        paths.append(tmp_path / f"m{r}.parquet")
+        pq.write_table(pa.table({"qid": [1, 1, 2], "docid": ["a", "b", "c"], "score": [1.0, 0.5 + r, 2.0]}),
+                       paths[-1])
+    status, out, err = run("fuse", *paths, "-o", "-")
+    assert status == 0, err
+    assert [line.split()[:3] for line in out.splitlines()] == [["1", "Q0", "b"], ["1", "Q0", "a"], ["2", "Q0", "c"]]
+
+
+def test_folds_0_is_refused_like_folds_1(case, run):
+    tmp, runs, paths, qrels = case
+    opt = write_qrels(tmp / "opt.qrels", {q: qrels[q] for q in list(qrels)[:10]})
+    for folds in ("0", "1"):
+        status, _, err = run("fuse", *paths, "-o", tmp / "f.txt", "--method", "wsum", "--optimize", opt,
+                             "--folds", folds)
+        assert status == ExitStatus.USAGE and "--folds must be between 2 and" in err, (folds, err)
+
+
+def test_a_docid_a_trec_run_cannot_hold_is_named_with_its_query_and_run(tmp_path, run):
+    """A Parquet docid with a space fuses into a Parquet run, but not into a TREC run: exit 3 naming the run, the
+    query (as text) and the document."""
+    a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    pq.write_table(pa.table({"qid": [7, 7], "docid": ["d1", "d2"], "score": [1.0, 0.5]}), a)
+    pq.write_table(pa.table({"qid": [7, 7], "docid": ["d1", "a b"], "score": [1.0, 0.5]}), b)
+    assert run("fuse", a, b, "-o", tmp_path / "f.parquet")[0] == 0
+    status, _, err = run("fuse", a, b, "-o", tmp_path / "f.txt", "--format", "trec")
+    assert status == ExitStatus.INVALID_INPUT, err
+    assert err.startswith(f"Error: {b}: query 7: docid 'a b' cannot name a document in a TREC file: it contains "
+                          "whitespace"), err
+    assert not (tmp_path / "f.txt").exists()

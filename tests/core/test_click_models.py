@@ -233,3 +233,42 @@ def test_chain_tail_is_the_probability_of_the_observed_clicks_below(rng):
             sb = sub.blocks()[0]
             part = chain.Chain.of((b.L - k, b.m), ch.a[k:], ch.q[k:], 0.7, 0.6, 0.2)
             assert np.allclose(np.exp(np.log(chain.forward(sb, part)[1]).sum(axis=0)), tails[k], atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["dbn", "ccm"])
+def test_sessions_whose_clicks_underflow_are_refused_not_fitted_to_nan(name, rng):
+    """The chain models' E-step multiplies the probabilities of every click below a rank: in a session of 1,500
+    results and ~750 clicks that product is below the smallest float, and the posteriors were 0/0 (NaN parameters,
+    numpy warnings, then a traceback writing them). Such a log is refused (exit 3) naming the longest session."""
+    import warnings
+
+    from rankcli.errors import InputError
+
+    L, n = 1500, 4
+    clicks = rng.random(n * L) < 0.5
+    sessions = cm.Sessions(np.arange(n + 1) * L, rng.integers(0, 3000, n * L), clicks, 3000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(InputError, match="underflow"):
+            cm.fit(cm.get_model(name), sessions, iterations=2)
+    short = cm.Sessions(np.arange(n + 1) * 10, rng.integers(0, 30, n * 10), rng.random(n * 10) < 0.5, 30)
+    fitted = cm.fit(cm.get_model(name), short, iterations=2)  # a usual log: finite, no warning
+    assert all(np.isfinite(v).all() for v in fitted.values.values())
+
+
+@pytest.mark.parametrize("name", ["pbm", "ubm", "dbn", "ccm"])
+def test_a_prior_so_near_0_that_clicks_underflow_is_refused(name, rng):
+    """--prior 1e-300/1 passes 0 < a < b, but attractiveness times examination (1e-600) is 0 in floating point: the
+    starting log-likelihood was -inf, which model.json could not hold (a traceback). It is a usage error now; a small
+    prior that floating point holds still fits."""
+    import warnings
+
+    from rankcli.errors import UsageError
+
+    sessions = cm.Sessions(np.arange(21) * 10, rng.integers(0, 30, 200), rng.random(200) < 0.4, 30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(UsageError, match="prior: the log-likelihood under the starting value 1e-300 is -inf"):
+            cm.fit(cm.get_model(name), sessions, iterations=2, prior=cm.Prior(1e-300, 1.0))
+    fitted = cm.fit(cm.get_model(name), sessions, iterations=2, prior=cm.Prior(1e-4, 1.0))
+    assert np.isfinite(fitted.log_likelihood).all()

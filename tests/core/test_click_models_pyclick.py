@@ -151,3 +151,47 @@ def test_exact_e_step_differs_from_pyclicks_dbn(pyclick):
     exact = cm.fit(cm.DBN(), ours, iterations=4).values["cont"][0]
     pyclick_like = cm.fit(cm.DBN(), ours, iterations=4, e_step="pyclick").values["cont"][0]
     assert abs(exact - pyclick_like) > 1e-3
+
+
+def _sessions_of_lengths(pyclick, lengths, seed=3):
+    """Sessions of the given lengths (queries 0..2, documents of 12, clicks at 0.35), for both libraries."""
+    rng = np.random.default_rng(seed)
+    sessions, keys, clicks = [], [], []
+    for n in lengths:
+        q, docs, c = int(rng.integers(0, 3)), rng.choice(12, n, replace=False), rng.random(n) < 0.35
+        session = pyclick["session"](str(q))
+        session.web_results = [pyclick["result"](str(d), int(x)) for d, x in zip(docs, c)]
+        sessions.append(session)
+        keys.append(q * 1000 + docs)
+        clicks.append(c)
+    pairs, item = np.unique(np.concatenate(keys), return_inverse=True)
+    ours = cm.Sessions(np.concatenate(([0], np.cumsum(lengths))), item.ravel(), np.concatenate(clicks),
+                       pairs.shape[0])
+    return sessions, ours, pairs
+
+
+def test_pyclick_ubm_files_no_click_above_under_the_sessions_last_rank(pyclick):
+    """PyClick's UBM examines a result with no click above it under "previous click at rank M - 1" (0-based, M the
+    session's length): on a log of one session length that slot is never a real previous click and the fits agree
+    (rankcli's slot is previous click rank 0); with sessions of several lengths a short session's slot is a longer
+    session's real click, and PyClick's estimates mix the two."""
+    def fits(lengths):
+        sessions, ours, pairs = _sessions_of_lengths(pyclick, lengths)
+        theirs = pyclick["models"]["ubm"]()
+        theirs._inference = pyclick["em"](5)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            theirs.train(sessions)
+        mine = cm.fit(cm.get_model("ubm"), ours, iterations=5).values
+        names = {p.name: theirs.params[p] for p in theirs.params}
+        attr = np.array([names["attr"].get(str(k // 1000), str(k % 1000)).value() for k in pairs])
+        return mine, names["exam"], attr, ours.max_rank
+
+    mine, exam, attr, R = fits([5] * 25)
+    assert np.max(np.abs(mine["attr"] - attr)) < 1e-9
+    for k in range(R):
+        assert abs(mine["exam"][k * R] - exam.get(k, R - 1).value()) < 1e-9  # no click above
+        for j in range(1, k + 1):
+            assert abs(mine["exam"][k * R + j] - exam.get(k, j - 1).value()) < 1e-9
+    mine, _, attr, _ = fits([int(n) for n in np.random.default_rng(4).integers(1, 11, 25)])
+    assert np.max(np.abs(mine["attr"] - attr)) > 1e-3

@@ -242,3 +242,17 @@ def test_every_method_has_a_definition_and_a_reference():
         doc = m.fn.__doc__ or ""
         assert "f(d)" in doc or "sorted by" in doc, name
         assert re.search(r"Reference: .+\(\d{4}\)", doc), name
+
+
+def test_rrf_with_k_0_warns_of_nothing(rng):
+    """k = 0 gives a listed document 1 / rank; the cells of documents a run does not list (rank 0) are never read,
+    and dividing by them must not reach the user as a RuntimeWarning."""
+    import warnings
+
+    runs = random_runs(rng, missing_queries=True)
+    rows, names = all_rows(runs)
+    ev, _ = prepare(rows, len(names))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fused = combine(ev, METHODS["rrf"], resolve_params(METHODS["rrf"], {"k": 0}, len(runs)))
+    assert close(as_dict(ev, fused, names), ref.fuse(runs, "rrf", params={"k": 0})) < 1e-12

@@ -147,3 +147,34 @@ def test_a_log_read_in_pieces_is_coded_as_one_read_at_once(tmp_path, rng, monkey
         pq.write_table(again, path, row_group_size=333)
         with pytest.raises(InputError, match="reappears"):
             read_session_log(path)
+
+
+@pytest.mark.parametrize(("name", "data"), [
+    ("empty.txt", b""),
+    ("empty.txt.gz", gzip.compress(b"")),
+    ("binary.bin", b"\x00\x01garbage\xff\xfe\n"),
+    ("latin1.txt", b"1\t0\tQ\t5\t2\tu\xe9\n"),
+    ("truncated.txt.gz", gzip.compress(b"1\t0\tQ\t5\t2\tu1\tu2\n" * 2000)[:-40]),
+])
+def test_an_empty_or_unreadable_text_log_is_invalid_input(tmp_path, name, data):
+    """A file that is no text log at all (empty, binary, not UTF-8, a broken gzip stream) is exit 3 naming it,
+    whichever format reads it: auto takes any text file without the table's header for a Yandex log."""
+    path = tmp_path / name
+    path.write_bytes(data)
+    for fmt in ("auto", "yandex"):
+        with pytest.raises(InputError) as err:
+            read_session_log(path, fmt)
+        assert str(err.value).startswith(f"{path}"), str(err.value)
+
+
+@pytest.mark.parametrize("fmt", ["auto", "table"])
+def test_a_gzipped_table_is_read_as_the_table(tmp_path, fmt):
+    """The table's rows are read through Arrow's CSV reader, which gunzips a .gz file; its header line and the
+    format's detection read the same decompressed text."""
+    text = "session\tquery\trank\tdocument\tclick\ns1\tq1\t1\td1\t1\ns1\tq1\t2\td2\t0\ns2\tq1\t1\td2\t0\n"
+    plain, packed = tmp_path / "log.tsv", tmp_path / "log.tsv.gz"
+    plain.write_text(text)
+    packed.write_bytes(gzip.compress(text.encode()))
+    want, got = read_session_log(plain, fmt), read_session_log(packed, fmt)
+    assert got.format == "table" and got.offsets.tolist() == want.offsets.tolist() == [0, 2, 3]
+    assert np.array_equal(got.click, want.click) and got.documents.to_pylist() == want.documents.to_pylist()

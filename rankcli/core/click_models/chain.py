@@ -133,6 +133,14 @@ def tail_pyclick(b: Block, ch: Chain) -> np.ndarray:
 
 
 def posteriors(b: Block, ch: Chain, e_step: str = "exact", satisfied_goes_on: bool = True) -> dict[str, np.ndarray]:
+    """The E-step of a chain model on one block (:func:`_posteriors`). In a session with hundreds of clicks the
+    probability of the clicks below a rank underflows to 0 and some posteriors are 0/0: they come out NaN, silently
+    (numpy's warnings off), and :func:`rankcli.core.click_models.em.fit` refuses the log."""
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore", under="ignore"):
+        return _posteriors(b, ch, e_step, satisfied_goes_on)
+
+
+def _posteriors(b: Block, ch: Chain, e_step: str, satisfied_goes_on: bool) -> dict[str, np.ndarray]:
     """The E-step of a chain model on one block.
 
     ``satisfied_goes_on``: whether a satisfied user may go on (CCM's ``tau_3``; DBN's user leaves), i.e. whether

@@ -33,7 +33,7 @@ from rankcli.core.click_models.base import (
     family_size,
 )
 from rankcli.core.click_models.sessions import Block, Sessions
-from rankcli.errors import UsageError
+from rankcli.errors import InputError, UsageError
 
 #: Cells an item family's contributions are buffered for before they are summed per item (one ``bincount``).
 ITEM_BUFFER = 1 << 22
@@ -257,6 +257,27 @@ class LocalRunner:
                                   lambda a, b: a + b))
 
 
+def _finite_loglik(loglik: float, prior: Prior) -> float:
+    """``loglik``, finite: -inf means a click's probability underflowed to 0, which only a start near 0 does (EM's
+    values stay at least ``numerator / (denominator + n)``)."""
+    if not np.isfinite(loglik):
+        raise UsageError(f"prior: the log-likelihood under the starting value {prior.mean:g} is {loglik}: the "
+                         "probability of a click is below 1e-308 in floating point; start nearer 1/2")
+    return loglik
+
+
+def _check_finite(model: ClickModel, values: dict[str, np.ndarray], sessions: Sessions | None, prior: Prior) -> None:
+    """EM's new values are all finite, or the log is refused: a chain model's posteriors are 0/0 where the
+    probability of a session's clicks below a rank underflows (hundreds of clicks in one session, or a prior near 0)."""
+    bad = [f.name for f in model.families if not np.isfinite(values[f.name]).all()]
+    if bad:
+        longest = f"sessions of up to {sessions.max_rank:,} results" if sessions is not None else "long sessions"
+        raise InputError(f"{model.name}: the E-step's probabilities underflow floating point, and {', '.join(bad)} "
+                         "cannot be estimated: the probability of a session's clicks below some rank is below 1e-308 "
+                         f"({longest}, prior {prior.mean:g}); cut the sessions to fewer results, start nearer 1/2, "
+                         "or fit pbm")
+
+
 def fit(model: ClickModel, sessions: Sessions | None, *, iterations: int = 50, tolerance: float = 0.0,
         prior: Prior | None = None, e_step: str = "exact", layout: Layout | None = None,
         progress: Callable[[int, int, float], None] | None = None, runner=None, threads: int = 1) -> FitResult:
@@ -304,13 +325,14 @@ def fit(model: ClickModel, sessions: Sessions | None, *, iterations: int = 50, t
     converged, done = False, iterations
     for it in range(iterations):
         sums = runner.sums(values, not static)
-        history.append(sums.loglik)
+        history.append(_finite_loglik(sums.loglik, prior))
         if tolerance > 0 and it > 0 and history[-1] - history[-2] < tolerance * max(runner.n_sessions, 1):
             converged, done = True, it
             break
         if not static:
             static = {f.name: sums.den[f.name] for f in model.families if f.static_den}
         values = ratio(sums, {**static, **sums.den}, prior, capped=True)
+        _check_finite(model, values, sessions, prior)
         if progress is not None:
             progress(it + 1, iterations, history[-1])
     if not converged:

@@ -27,7 +27,8 @@ def examination_e_step(b: Block, a: np.ndarray, g: np.ndarray):
     ag = a * g
     attr = np.where(b.click, 1.0, skip_posterior(a, g))
     exam = np.where(b.click, 1.0, skip_posterior(g, a))
-    ll = np.log(np.where(b.click, ag, 1.0 - ag)).sum(axis=0)
+    with np.errstate(divide="ignore"):  # a click's probability underflowed to 0: -inf, which em.fit refuses
+        ll = np.log(np.where(b.click, ag, 1.0 - ag)).sum(axis=0)
     return {"attr": (attr, 1.0), "exam": (exam, 1.0)}, ll
 
 

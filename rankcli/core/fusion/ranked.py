@@ -65,7 +65,8 @@ def rrf(ev: Evidence, params: dict) -> np.ndarray:
     and individual rank learning methods. SIGIR 2009, 758-759.
     """
     k = params["k"]
-    return _listed_sum(ev, 1.0 / (k + ev.aligned.ranks))
+    with np.errstate(divide="ignore"):  # k = 0: the unlisted cells' rank 0, never read
+        return _listed_sum(ev, 1.0 / (k + ev.aligned.ranks))
 
 
 def int_power(base: float, exponents: np.ndarray) -> np.ndarray:

@@ -40,7 +40,21 @@ def _arrow_strings(values):
     values = np.asarray(values)
     if values.dtype.kind in "iuf":
         return array_from_numpy(values).cast(pa.string())
-    return strings_array([None if v is None else str(v).encode() for v in values.tolist()])
+    return strings_array([None if v is None else v if isinstance(v, bytes) else str(v).encode()
+                          for v in values.tolist()])
+
+
+def unwritable(names) -> tuple[int, str] | None:
+    """The first of ``names`` (an Arrow string array) that a TREC line cannot hold, and why; None when all can."""
+    import pyarrow.compute as pc
+
+    bad = pc.match_substring_regex(names, _UNWRITABLE)
+    if not pc.any(bad).as_py():
+        return None
+    i = bad.to_pylist().index(True)
+    name = names[i].as_py()
+    return i, ("it is empty" if name == "" else "it contains a NUL byte, where trec_eval's strings end"
+               if "\x00" in name else "it contains whitespace, which separates the fields of a TREC line")
 
 
 def document_names(qids, docids=None, rows=None, *, source: str = "", check: bool = True):
@@ -71,12 +85,10 @@ def document_names(qids, docids=None, rows=None, *, source: str = "", check: boo
             raise ValueError(f"document_names: {len(given)} docids for {n} query ids")
         names = pc.coalesce(given, names)  # a row without a docid is named <qid>-<row>
     if check and n:
-        bad = pc.match_substring_regex(names, _UNWRITABLE)
-        if pc.any(bad).as_py():
-            i = bad.to_pylist().index(True)
+        bad = unwritable(names)
+        if bad is not None:
+            i, why = bad
             name = names[i].as_py()
-            why = ("it is empty" if name == "" else "it contains a NUL byte, where trec_eval's strings end"
-                   if "\x00" in name else "it contains whitespace, which separates the fields of a TREC line")
             where = f"{source}: " if source else ""
             raise SchemaError(f"{where}row {int(rows[i])} (qid {qid_text[i].as_py()}): docid {name!r} cannot name a "
                               f"document in a TREC file: {why}")
