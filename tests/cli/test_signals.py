@@ -52,8 +52,11 @@ def test_ctrl_c_at_any_moment_of_start_up_is_never_a_traceback_or_a_signal_death
     """From the entry point's first line (before it, the interpreter itself is starting: no program can answer a
     signal there), a SIGINT at any moment, here a timer's started once run() has set SIGINT's handler, is exit 130
     or the command's own result."""
-    code = ("import os, signal, sys; import rankcli.__main__ as m\n"
+    # The timer is cancelled at exit: the interpreter's shutdown puts SIGALRM back to its default action (death by
+    # the alarm), and a timer outliving a fast command would otherwise fire there, a death the test itself caused.
+    code = ("import atexit, os, signal, sys; import rankcli.__main__ as m\n"
             "signal.signal(signal.SIGALRM, lambda *_: os.kill(os.getpid(), signal.SIGINT))\n"
+            "atexit.register(signal.setitimer, signal.ITIMER_REAL, 0)\n"
             "real = signal.getsignal\n"
             "def then_timer(sig):\n"
             "    if sig == signal.SIGHUP:  # run() asks for SIGHUP's handler after it has set SIGINT's\n"
