@@ -44,13 +44,15 @@ TEXT_SUFFIXES = svmlight_text.TEXT_SUFFIXES
 
 @dataclass
 class ConvertOptions:
-    """The options of ``rankcli convert``: ``zero_based`` feature indices, a fixed ``num_features``,
-    ``keep_comments`` in a comment column, ``sort_queries`` by qid (in memory) instead of requiring contiguous
-    queries, a ``query_file`` of group sizes for one input without ``qid:``, the ``block_bytes`` read at a time, and
-    the features' ``normalize`` method ``per`` query or dataset (:mod:`rankcli.core.normalize`; None: raw), and
-    ``float64`` storage of the features (LightGBM's parsed values; the footer says so) instead of float32."""
+    """The options of ``rankcli convert``: ``zero_based`` feature indices (None: 1-based, read for a command that
+    has no ``--zero-based``, whose error for a 0 index points to ``rankcli convert --zero-based``), a fixed
+    ``num_features``, ``keep_comments`` in a comment column, ``sort_queries`` by qid (in memory) instead of
+    requiring contiguous queries, a ``query_file`` of group sizes for one input without ``qid:``, the
+    ``block_bytes`` read at a time, and the features' ``normalize`` method ``per`` query or dataset
+    (:mod:`rankcli.core.normalize`; None: raw), and ``float64`` storage of the features (LightGBM's parsed
+    values; the footer says so) instead of float32."""
 
-    zero_based: bool = False
+    zero_based: bool | None = False
     num_features: int | None = None
     keep_comments: bool = False
     sort_queries: bool = False
@@ -398,7 +400,8 @@ def _read_into(writer: ChunkWriter, sources: list[str], options: ConvertOptions,
 
 
 def _metadata(options: ConvertOptions, source: str) -> dict:
-    return {"kind": "dataset", "zero_based": options.zero_based, "converted_by": "rankcli convert", "source": source}
+    return {"kind": "dataset", "zero_based": bool(options.zero_based), "converted_by": "rankcli convert",
+            "source": source}
 
 
 def convert(inputs: list[str], output: Path | str, options: ConvertOptions | None = None, *,

@@ -354,7 +354,7 @@ def parquet_inputs(paths: list[Any], *, model: Any = None, float64: bool = False
     from rankcli.convert import ConvertOptions, convert  # only for text input: the converter costs ~0.1 s to load
 
     num_features, float64 = _model_features(model, float64)
-    options = ConvertOptions(num_features=num_features, float64=float64)
+    options = ConvertOptions(zero_based=None, num_features=num_features, float64=float64)
     tmp = tempfile.mkdtemp(prefix="rankcli-text-")
     _CONVERTED.append(tmp)
     result = convert(texts, Path(tmp) / ("converted" if len(texts) > 1 else "data.parquet"), options,
@@ -415,7 +415,7 @@ def parquet_data(path: Any) -> Any:
         out.mkdir()
     width = None
     for _attempt in range(2):  # again with the largest feature count when the folds' counts differ
-        counts = [convert([str(d)], out / d.name if folds else out, ConvertOptions(num_features=width),
+        counts = [convert([str(d)], out / d.name if folds else out, ConvertOptions(zero_based=None, num_features=width),
                           directory=True, overwrite=True).features for d in dirs]
         if len(set(counts)) == 1:
             break

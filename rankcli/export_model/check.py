@@ -87,7 +87,7 @@ def read_data(path: Path | str, model, width: int) -> Dataset:
 
         with tempfile.TemporaryDirectory(prefix="rankcli-check-") as tmp:
             target = Path(tmp) / "data.parquet"
-            convert([str(path)], target, ConvertOptions(num_features=width))
+            convert([str(path)], target, ConvertOptions(zero_based=None, num_features=width))
             return _raw(read_dataset(target, label_required=False), model, str(path))
     return _raw(read_dataset(path, label_required=False), model, str(path))
 

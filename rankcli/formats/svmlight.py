@@ -176,7 +176,7 @@ def _dense(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, n_rows: int, 
     return np.asfortranarray(dense)
 
 
-def parse_block(data: bytes, first_line: int = 1, *, name: str = "<input>", zero_based: bool = False,
+def parse_block(data: bytes, first_line: int = 1, *, name: str = "<input>", zero_based: bool | None = False,
                 num_features: int | None = None, keep_comments: bool = True, float64: bool = False) -> Block:
     """Parse ``data``, whole lines ending with a newline, whose first line is line ``first_line`` of ``name``.
 
@@ -203,7 +203,7 @@ def _parse_earliest(data: bytes, first_line: int, name: str, options: tuple) -> 
         raise
 
 
-def _parse(src: Source, zero_based: bool, num_features: int | None, keep_comments: bool, float64: bool) -> Block:
+def _parse(src: Source, zero_based: bool | None, num_features: int | None, keep_comments: bool, float64: bool) -> Block:
     check_line_ends(src)
     b, comment_lines, comment_texts = blank_comments(src, keep_comments)
     small, sep_pos, sep_bytes = check_text_bytes(src, b)
@@ -360,15 +360,21 @@ def _feature_values(src: Source, b: np.ndarray, small: np.ndarray, tok: Tokens, 
     return stored
 
 
+#: The error for a feature index below 1, by whether the reading command lacks convert's --zero-based.
+_ONE_BASED = {False: "feature index must be >= 1 (pass --zero-based for 0-based files)",
+              True: "feature index must be >= 1 (a 0-based file: convert it with rankcli convert --zero-based and "
+                    "pass the Parquet file)"}
+
+
 def _check_columns(src: Source, tok: Tokens, feat_tok: np.ndarray, rows: np.ndarray, cols: np.ndarray,
-                   zero_based: bool, num_features: int | None) -> int:
+                   zero_based: bool | None, num_features: int | None) -> int:
     """Column numbers in range and not repeated on a line; returns the block's width (largest column + 1)."""
     if not cols.size:
         return 0
     low = np.flatnonzero(cols < 0)
     if low.size:
-        tok.error(src, "feature index must be >= 0" if zero_based else
-                  "feature index must be >= 1 (pass --zero-based for 0-based files)", int(feat_tok[low[0]]))
+        tok.error(src, "feature index must be >= 0" if zero_based else _ONE_BASED[zero_based is None],
+                  int(feat_tok[low[0]]))
     limit = num_features if num_features is not None else MAX_FEATURES
     high = np.flatnonzero(cols >= limit)
     if high.size:

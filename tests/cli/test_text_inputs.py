@@ -167,3 +167,23 @@ def test_text_that_does_not_parse_names_the_line_and_leaves_nothing(capsys, tmp_
     status, out, err = run(capsys, "info", bad)
     assert (status, out) == (3, "")
     assert f"{bad}:2: non-numeric feature value" in err
+
+
+@pytest.mark.parametrize("command", ["train", "predict", "eval", "info", "export-model"])
+def test_a_zero_based_file_is_pointed_to_convert_which_has_the_option(capsys, tmp_path, letor, command):
+    """Only convert has --zero-based: a command reading text on the fly names the conversion that reads the file,
+    not an option it lacks; what it names works."""
+    zero = tmp_path / "zero.txt"
+    zero.write_text("1 qid:1 0:0.5 1:0.2\n0 qid:1 0:0.1 1:0.3\n")
+    args = {"train": ["train", zero, "-o", tmp_path / "m", *FAST],
+            "predict": ["predict", letor / "model", zero, "-o", tmp_path / "m"],
+            "eval": ["eval", zero, "--model", letor / "model"], "info": ["info", zero],
+            "export-model": ["export-model", letor / "model", "--target", "onnx", "-o", tmp_path / "x",
+                             "--check", zero]}[command]
+    status, out, err = run(capsys, *args)
+    assert (status, out) == (3, "")
+    assert err.splitlines()[-1] == (f"Error: {zero}:1: feature index must be >= 1 (a 0-based file: convert it with "
+                                    "rankcli convert --zero-based and pass the Parquet file), got '0:0.5'"), err
+    assert not (tmp_path / "m").exists() and not (tmp_path / "x").exists()
+    status, _, _ = run(capsys, "convert", zero, "-o", tmp_path / "zero.parquet", "--zero-based")
+    assert status == 0 and pq.read_table(tmp_path / "zero.parquet").num_rows == 2
