@@ -104,7 +104,7 @@ def check_validation(feature_names: list[str], valid: Dataset, config: TrainConf
     if diff:
         raise SchemaError(f"validation feature columns differ from the training data's: {diff}")
     check_valid_rows(valid, name)
-    check_finite_labels(valid, "validation data")
+    check_finite_labels(valid, name)
     check_validation_gain(valid, config, name)
     # The metric depends on the scores only through the order; with every query skipped (no relevant document,
     # under --no-relevant skip) it is NaN for any scores: model selection and early stopping would be blind
@@ -138,7 +138,7 @@ def check_inputs(train: Dataset, valid: Dataset | None, config: TrainConfig,
         raise SchemaError(f"{train_name}: no feature columns (f1, f2, ...): a ranker needs at least one feature")
     if valid is not None:
         check_validation(train.feature_names, valid, config, valid_name)
-    check_finite_labels(train, "training data")
+    check_finite_labels(train, train_name)
     labels, label_values = trainable_labels(train.labels, config)
     return Checked(labels, label_values, metric_name, metric_fn)
 

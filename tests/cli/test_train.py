@@ -345,6 +345,10 @@ def hostile(data, tmp_path_factory):
                                    pa.array(vali.column("label").to_numpy() * 250_000.0)), d / "bigv.parquet")
     pq.write_table(table.select(["qid", "label"]).replace_schema_metadata(table.schema.metadata), d / "nofeat.parquet")
     pq.write_table(pq.read_table(data["vali"]).slice(0, 0), d / "empty.parquet")
+    labels = table.column("label").to_numpy().copy()
+    labels[3] = np.nan
+    nan_label = table.set_column(table.schema.get_field_index("label"), "label", pa.array(labels))
+    pq.write_table(nan_label.replace_schema_metadata(table.schema.metadata), d / "nanlabel.parquet")
     return d
 
 
@@ -369,6 +373,10 @@ def hostile(data, tmp_path_factory):
                                                           "validation file with queries, or leave out --valid"),
     (["train", "TRAIN", "--valid", "H/empty.parquet", "--loss", "lambdamart", "--dask", "local:1"], 3,
      "Error: H/empty.parquet: no rows to validate on"),  # refused before a cluster starts
+    # these named "training data" and "validation data", not the file
+    (["train", "H/nanlabel.parquet"], 3, "Error: H/nanlabel.parquet: label of row 3 is not a finite number, got nan\n"),
+    (["train", "TRAIN", "--valid", "H/nanlabel.parquet"], 3,
+     "Error: H/nanlabel.parquet: label of row 3 is not a finite number, got nan\n"),
 ])
 def test_hostile_inputs_exit_cleanly(cli, data, hostile, tmp_path, args, status, message):
     """Each was a traceback (exit 1) or LightGBM's own words ('Forced splits file includes feature index 0',
