@@ -433,3 +433,15 @@ def test_every_new_loss_trains_and_its_options_are_recorded(cli, data, tmp_path,
     assert info["params"]["objective"] == f"rankcli:{loss}"
     r = cli("predict", tmp_path / "m", data["train"], "-o", tmp_path / "run.parquet")
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("loss", ["xendcg", "lambdamart", "listnet"])
+def test_a_learning_rate_that_overflows_the_scores_is_refused_not_written(cli, data, tmp_path, loss):
+    """--learning-rate 1e308 made leaves of inf: train said exit 0 and wrote a model that predict then called
+    damaged ("the model file holds a value that is not a number")."""
+    out = tmp_path / "m"
+    r = cli("train", data["train"], "-o", out, "--loss", loss, "--learning-rate", "1e308", *FAST)
+    err = r.stderr.decode()
+    assert r.returncode == 3, err
+    assert "Error: training diverged: a leaf of tree " in err and "--learning-rate" in err, err
+    assert "Traceback" not in err and not out.exists()
