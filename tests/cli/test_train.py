@@ -114,6 +114,8 @@ def test_too_little_data_says_why(cli, tmp_path):
     (["--preset", "paper-web"], 2, "Error: unknown preset 'paper-web'; did you mean 'paper-web30k'?"),
     (["--learning-rate", "-1"], 2, "Error: --learning-rate must be positive, got -1\n"),
     (["--num-leaves", "1"], 2, "Error: --num-leaves must be at least 2, got 1\n"),
+    # was exit 3, "LightGBM refused the training data or parameters: Check failed: (num_leaves) <= (131072)"
+    (["--num-leaves", "131073"], 2, "Error: --num-leaves must be at most 131072 (LightGBM's limit), got 131073\n"),
     (["--min-data-in-leaf", "-3"], 2, "Error: --min-data-in-leaf must be 0 or more, got -3\n"),
     (["--valid", "NARROW"], 3, "Error: validation feature columns differ from the training data's: missing f46 "
                                "(expected 46 features, got 45)"),
