@@ -59,9 +59,11 @@ SAMPLE_DRAWN = ("{n} of {of} queries uniformly without replacement: sorted(numpy
 FIELDS = EXPLAIN_COLUMNS
 
 
-def _share(values: np.ndarray) -> np.ndarray:
+def _share(values: np.ndarray) -> list[float | None]:
+    """Each value's share of the total; None for all when the total is 0 (a model without a split has nothing to
+    share out: zeros would be shares that sum to 0, not 1)."""
     total = float(values.sum())
-    return values / total if total > 0 else np.zeros_like(values, dtype=np.float64)
+    return [float(v) / total for v in values] if total > 0 else [None] * len(values)
 
 
 @dataclass
@@ -99,8 +101,8 @@ class Explanation:
         for k in self.order:
             g = self.groups[k]
             row = {"feature": g.name, "members": list(g.members), "gain": float(self.gain[k]),
-                   "gain_share": float(gain_share[k]), "splits": int(self.splits[k]),
-                   "splits_share": float(split_share[k]), "drop": None, "drop_stderr": None, "p_value": None,
+                   "gain_share": gain_share[k], "splits": int(self.splits[k]),
+                   "splits_share": split_share[k], "drop": None, "drop_stderr": None, "p_value": None,
                    "p_raw": None, "n": None, "not_testable": None, "mean_abs_contribution": None,
                    "mean_abs_contribution_stderr": None}
             if self.ranking is not None:
@@ -142,6 +144,8 @@ class Explanation:
         rows = self.rows()
         cols = {f: [row[f] for row in rows] for f in FIELDS}
         cols["members"] = [",".join(m) for m in cols["members"]]
+        for f in ("gain_share", "splits_share"):  # float columns even when every share is null (no split)
+            cols[f] = np.array([np.nan if v is None else v for v in cols[f]], dtype=np.float64)
         return cols
 
     def per_query(self) -> dict[str, np.ndarray]:

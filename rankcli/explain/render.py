@@ -34,7 +34,7 @@ def explain_table(explanation, top: int):
         cells = [name]
         if r is not None:
             cells += [number(row["drop"]), number(row["drop_stderr"]), p_value(row["p_value"])]
-        cells += [f"{row['gain']:.4g}", f"{row['gain_share']:.1%}", str(row["splits"])]
+        cells += [f"{row['gain']:.4g}", _percent(row["gain_share"]), str(row["splits"])]
         if explanation.contributions is not None:
             cells.append(number(row["mean_abs_contribution"]))
         table.add_row(*cells)
@@ -50,6 +50,10 @@ def explain_table(explanation, top: int):
                      + _contributions_note(explanation))
         lines.append(f"convention: {_convention(r.convention)}")
     return Group(table, Text("\n".join(lines)))
+
+
+def _percent(share: float | None) -> str:
+    return "n/a" if share is None else f"{share:.1%}"
 
 
 def _contributions_note(explanation) -> str:

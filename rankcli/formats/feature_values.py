@@ -58,6 +58,16 @@ def precision_name(dtype: np.dtype) -> str:
     return "float64" if np.dtype(dtype) == np.float64 else "float32"
 
 
+def _label_problem(arrow_type) -> bool:
+    """Whether a column of ``arrow_type`` cannot be the label column: numbers only (every reader of labels casts them
+    to float64; a string, even of numbers, is refused rather than parsed by some readers and not others)."""
+    import pyarrow as pa
+
+    t = arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
+    return not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+                or pa.types.is_decimal(t) or pa.types.is_null(t))
+
+
 def _type_problem(arrow_type, docid: bool) -> str | None:
     """Why a column of ``arrow_type`` cannot be a feature (``docid``: the docid column) column, or None."""
     import pyarrow as pa
@@ -77,10 +87,14 @@ def _type_problem(arrow_type, docid: bool) -> str | None:
 
 def check_types(schema, feature_names: list[str], path: Path | str) -> None:
     """Refuse (:class:`SchemaError`, exit 3, naming the file and the column) a ``docid`` column that is not strings
-    (int64, binary) and a feature column among ``feature_names`` that does not hold numbers (a list, a struct,
-    binary, a date) in the Arrow ``schema`` of the dataset file ``path``."""
+    (int64, binary), a ``label`` column that does not hold numbers, and a feature column among ``feature_names``
+    that does not hold numbers (a list, a struct, binary, a date) in the Arrow ``schema`` of the dataset file
+    ``path``."""
     wanted = set(feature_names)
     for field in schema:
+        if field.name == "label" and _label_problem(field.type):
+            raise SchemaError(f"{path}: column label: {field.type} is not a label type; a label column holds one "
+                              "number per row (integer or floating point)")
         if field.name == "docid" or field.name in wanted:
             problem = _type_problem(field.type, field.name == "docid")
             if problem is not None:

@@ -22,6 +22,8 @@ from rankcli.train.params import check_params, parse_params
 DEFAULT_LEARNING_RATE = 0.05
 DEFAULT_NUM_LEAVES = 31
 DEFAULT_MIN_DATA_IN_LEAF = 20
+#: The most leaves LightGBM grows in a tree (its config check: num_leaves <= 131072).
+MAX_NUM_LEAVES = 131072
 DEFAULT_TREES = 500
 #: ``--early-stopping`` with a validation set (without one, every tree is trained).
 DEFAULT_EARLY_STOPPING = 50
@@ -165,6 +167,8 @@ class TrainConfig:
             raise UsageError(f"--learning-rate must be finite, got {self.learning_rate:g}")
         if self.num_leaves is not None and self.num_leaves < 2:
             raise UsageError(f"--num-leaves must be at least 2, got {self.num_leaves}")
+        if self.num_leaves is not None and self.num_leaves > MAX_NUM_LEAVES:
+            raise UsageError(f"--num-leaves must be at most {MAX_NUM_LEAVES} (LightGBM's limit), got {self.num_leaves}")
         if self.min_data_in_leaf is not None and self.min_data_in_leaf < 0:
             raise UsageError(f"--min-data-in-leaf must be 0 or more, got {self.min_data_in_leaf}")
         metric_function(self.select_by, self.convention)

@@ -13,6 +13,7 @@ data, configuration and seed give byte-identical ``model.txt`` (for a given thre
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -104,7 +105,7 @@ def check_validation(feature_names: list[str], valid: Dataset, config: TrainConf
     if diff:
         raise SchemaError(f"validation feature columns differ from the training data's: {diff}")
     check_valid_rows(valid, name)
-    check_finite_labels(valid, "validation data")
+    check_finite_labels(valid, name)
     check_validation_gain(valid, config, name)
     # The metric depends on the scores only through the order; with every query skipped (no relevant document,
     # under --no-relevant skip) it is NaN for any scores: model selection and early stopping would be blind
@@ -138,7 +139,7 @@ def check_inputs(train: Dataset, valid: Dataset | None, config: TrainConfig,
         raise SchemaError(f"{train_name}: no feature columns (f1, f2, ...): a ranker needs at least one feature")
     if valid is not None:
         check_validation(train.feature_names, valid, config, valid_name)
-    check_finite_labels(train, "training data")
+    check_finite_labels(train, train_name)
     labels, label_values = trainable_labels(train.labels, config)
     return Checked(labels, label_values, metric_name, metric_fn)
 
@@ -211,9 +212,27 @@ def keep_trees(booster: Any, best_iteration: int) -> Any:
     gradients, histograms and a row-wise copy of the binned training set, as large as the Dataset itself)."""
     import lightgbm
 
-    booster = lightgbm.Booster(model_str=booster.model_to_string(num_iteration=best_iteration))
+    text = booster.model_to_string(num_iteration=best_iteration)
+    check_finite_leaves(text)
+    booster = lightgbm.Booster(model_str=text)
     booster.best_iteration = best_iteration
     return booster
+
+
+def check_finite_leaves(model_text: str) -> None:
+    """:class:`InputError` when a LightGBM text model's scores may not be numbers: a leaf value that is not finite,
+    or leaves whose largest magnitudes add up beyond float64 (a bound on every score). Boosting with a learning rate
+    such as 1e308 gives such leaves; the model would be written and every command reading it would refuse it."""
+    bound = 0.0
+    for tree, line in enumerate(re.findall(r"^leaf_value=(.*)$", model_text, flags=re.MULTILINE)):
+        leaves = np.array(line.split(), dtype=np.float64)
+        bad = leaves[~np.isfinite(leaves)]
+        bound += float(np.max(np.abs(leaves))) if bad.size == 0 else math.inf
+        if not math.isfinite(bound):
+            what = f"is {bad[0]}" if bad.size else "makes the leaves' sum overflow float64"
+            raise InputError(f"training diverged: a leaf of tree {tree} {what}, so the model's scores would not be "
+                             "numbers; lower --learning-rate (or --param values that scale the steps), or rescale "
+                             "the labels")
 
 
 def train_model(train: Dataset, valid: Dataset | None, config: TrainConfig, on_iteration: OnIteration | None = None,

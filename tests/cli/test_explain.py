@@ -7,6 +7,7 @@ import csv
 import json
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -197,3 +198,37 @@ def test_labels_beyond_the_exponential_gain_get_advice_in_explain_s_options(run,
     assert got == 0, err                                  # the advice works
     got, _, err = run("explain", model, tmp_path / "big.parquet", "-m", "err", "--repeats", "1")
     assert got == 3 and "exceeds err's maximum grade" in err and "--max-grade" not in err, err
+
+
+def test_a_model_without_any_split_has_no_gain_shares(run, trained, tmp_path):
+    """A model whose trees never split (every label equal: no gradient) has no total gain to share out: its shares
+    are null and n/a, not 0.0 for every feature (shares that summed to 0, not 1)."""
+    model, test = trained
+    table = pq.read_table(test)
+    same = table.set_column(table.schema.get_field_index("label"), "label",
+                            pa.array(np.ones(table.num_rows)))
+    pq.write_table(same.replace_schema_metadata(table.schema.metadata), tmp_path / "same.parquet")
+    flat = tmp_path / "flat"
+    status, _, err = run("train", tmp_path / "same.parquet", "-o", flat, "--loss", "lambdamart", *FAST)
+    assert status == 0, err
+    status, out, err = run("explain", flat, "--json")
+    assert status == 0, err
+    feats = json.loads(out)["features"]
+    assert all(f["gain"] == 0 and f["splits"] == 0 for f in feats)
+    assert all(f["gain_share"] is None and f["splits_share"] is None for f in feats)
+    status, out, err = run("explain", flat, "--top", "2")
+    assert status == 0, err
+    assert "0.0%" not in out and "n/a" in out
+    status, _, err = run("explain", flat, test, "-o", tmp_path / "flat.csv", "--no-contributions")
+    assert status == 0, err
+    with open(tmp_path / "flat.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert rows and all(r["gain_share"] == "" and r["splits_share"] == "" for r in rows)
+    status, _, err = run("explain", flat, "-o", tmp_path / "flat.parquet")
+    assert status == 0, err
+    shares = pq.read_table(tmp_path / "flat.parquet").column("gain_share")
+    assert shares.type == pa.float64() and shares.null_count == len(shares)
+    # a model that splits keeps shares summing to 1
+    status, out, err = run("explain", model, "--json")
+    feats = json.loads(out)["features"]
+    assert abs(sum(f["gain_share"] for f in feats) - 1) < 1e-9 and abs(sum(f["splits_share"] for f in feats) - 1) < 1e-9

@@ -39,6 +39,11 @@ CASES = {
     "list feature": (dict(f1=F1, f2=pa.array([[1.0, 2.0]] * N, pa.list_(pa.float64()))),
                      "column f2: list<element: double> is not a feature type; a feature column holds one number per "
                      "row (integer or floating point); a list of numbers is one column per number (f1, f2, ...)"),
+    "list label": (dict(label=pa.array([[1.0]] * N, pa.list_(pa.float64())), f1=F1, f2=F1),  # was a traceback
+                   "column label: list<element: double> is not a label type; a label column holds one number per "
+                   "row (integer or floating point)"),
+    "string label": (dict(label=pa.array(["1", "abc"] * (N // 2)), f1=F1, f2=F1),  # was a traceback
+                     "column label: string is not a label type; a label column holds one number per row"),
     "string not a number": (dict(f1=F1, f2=_strings(27)),
                             "column f2: 'abc' at row 27 is not a number (a string feature column holds numbers)"),
 }

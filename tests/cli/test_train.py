@@ -114,6 +114,8 @@ def test_too_little_data_says_why(cli, tmp_path):
     (["--preset", "paper-web"], 2, "Error: unknown preset 'paper-web'; did you mean 'paper-web30k'?"),
     (["--learning-rate", "-1"], 2, "Error: --learning-rate must be positive, got -1\n"),
     (["--num-leaves", "1"], 2, "Error: --num-leaves must be at least 2, got 1\n"),
+    # was exit 3, "LightGBM refused the training data or parameters: Check failed: (num_leaves) <= (131072)"
+    (["--num-leaves", "131073"], 2, "Error: --num-leaves must be at most 131072 (LightGBM's limit), got 131073\n"),
     (["--min-data-in-leaf", "-3"], 2, "Error: --min-data-in-leaf must be 0 or more, got -3\n"),
     (["--valid", "NARROW"], 3, "Error: validation feature columns differ from the training data's: missing f46 "
                                "(expected 46 features, got 45)"),
@@ -345,6 +347,10 @@ def hostile(data, tmp_path_factory):
                                    pa.array(vali.column("label").to_numpy() * 250_000.0)), d / "bigv.parquet")
     pq.write_table(table.select(["qid", "label"]).replace_schema_metadata(table.schema.metadata), d / "nofeat.parquet")
     pq.write_table(pq.read_table(data["vali"]).slice(0, 0), d / "empty.parquet")
+    labels = table.column("label").to_numpy().copy()
+    labels[3] = np.nan
+    nan_label = table.set_column(table.schema.get_field_index("label"), "label", pa.array(labels))
+    pq.write_table(nan_label.replace_schema_metadata(table.schema.metadata), d / "nanlabel.parquet")
     return d
 
 
@@ -369,6 +375,10 @@ def hostile(data, tmp_path_factory):
                                                           "validation file with queries, or leave out --valid"),
     (["train", "TRAIN", "--valid", "H/empty.parquet", "--loss", "lambdamart", "--dask", "local:1"], 3,
      "Error: H/empty.parquet: no rows to validate on"),  # refused before a cluster starts
+    # these named "training data" and "validation data", not the file
+    (["train", "H/nanlabel.parquet"], 3, "Error: H/nanlabel.parquet: label of row 3 is not a finite number, got nan\n"),
+    (["train", "TRAIN", "--valid", "H/nanlabel.parquet"], 3,
+     "Error: H/nanlabel.parquet: label of row 3 is not a finite number, got nan\n"),
 ])
 def test_hostile_inputs_exit_cleanly(cli, data, hostile, tmp_path, args, status, message):
     """Each was a traceback (exit 1) or LightGBM's own words ('Forced splits file includes feature index 0',
@@ -425,3 +435,15 @@ def test_every_new_loss_trains_and_its_options_are_recorded(cli, data, tmp_path,
     assert info["params"]["objective"] == f"rankcli:{loss}"
     r = cli("predict", tmp_path / "m", data["train"], "-o", tmp_path / "run.parquet")
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("loss", ["xendcg", "lambdamart", "listnet"])
+def test_a_learning_rate_that_overflows_the_scores_is_refused_not_written(cli, data, tmp_path, loss):
+    """--learning-rate 1e308 made leaves of inf: train said exit 0 and wrote a model that predict then called
+    damaged ("the model file holds a value that is not a number")."""
+    out = tmp_path / "m"
+    r = cli("train", data["train"], "-o", out, "--loss", loss, "--learning-rate", "1e308", *FAST)
+    err = r.stderr.decode()
+    assert r.returncode == 3, err
+    assert "Error: training diverged: a leaf of tree " in err and "--learning-rate" in err, err
+    assert "Traceback" not in err and not out.exists()
