@@ -406,7 +406,9 @@ def read_query_index(path: Path | str) -> tuple[np.ndarray, np.ndarray, list[str
 
 
 def labels_all_missing(path: Path | str) -> bool:
-    """Whether a dataset file has no ``label`` column or only NaN labels (read a row group at a time)."""
+    """Whether a dataset file has no ``label`` column, or has rows and only NaN labels (read a row group at a time).
+
+    A file of zero rows with a ``label`` column has its labels (none of them missing): its run keeps the column."""
     pf = open_parquet(path)
     if "label" not in pf.schema_arrow.names:
         return True
@@ -416,7 +418,7 @@ def labels_all_missing(path: Path | str) -> bool:
         values = column_to_numpy(table.column("label")).astype(np.float64)
         if not np.all(np.isnan(values)):
             return False
-    return True
+    return pf.metadata.num_rows > 0
 
 
 def check_query_aligned(path: Path | str) -> None:

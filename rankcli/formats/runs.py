@@ -46,7 +46,8 @@ def write_run(path: Path | str, qids: np.ndarray, scores: np.ndarray, *, docids:
     docids : (n,) object array of str, optional
         Document ids; without them a ``row`` column numbers the rows ``0..n-1``.
     labels : (n,) float, optional
-        The rows' labels; left out when ``None`` or all NaN (a dataset without labels).
+        The rows' labels; left out when ``None`` or, for one row or more, all NaN (a dataset without labels). An
+        empty array (a labelled dataset of zero rows) keeps the column, as :func:`stream_run` does.
     metadata : dict, optional
         Footer keys besides ``kind = run``.
     overwrite : bool
@@ -57,7 +58,7 @@ def write_run(path: Path | str, qids: np.ndarray, scores: np.ndarray, *, docids:
         columns["docid"] = pa.array(docids, pa.string())
     else:
         columns["row"] = pa.array(np.arange(np.shape(qids)[0], dtype=np.int64))
-    if labels is not None and not np.all(np.isnan(labels)):
+    if labels is not None and (np.shape(labels)[0] == 0 or not np.all(np.isnan(labels))):
         columns["label"] = pa.array(labels, pa.float64())
     columns["score"] = pa.array(np.asarray(scores, dtype=np.float64))
     parquet.write_table(path, pa.table(columns), metadata={"kind": "run", **(metadata or {})}, overwrite=overwrite)

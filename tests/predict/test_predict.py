@@ -44,3 +44,26 @@ def test_trec_run_is_best_first_per_query(trained, tmp_path):
         scores = [float(line[4]) for line in mine]
         assert scores == sorted(scores, reverse=True)
         assert [int(line[3]) for line in mine] == list(range(1, len(mine) + 1))
+
+
+def test_run_of_a_labelled_dataset_of_zero_rows_keeps_the_label_column(trained, tmp_path, capsys):
+    import pyarrow.parquet as pq
+
+    from rankcli.formats.runs import write_run
+    from rankcli.predict import write_run as write_whole_run
+
+    model, data = trained
+    empty = tmp_path / "empty.parquet"
+    pq.write_table(pq.read_table(data).slice(0, 0), empty)
+    streamed, whole = tmp_path / "streamed.parquet", tmp_path / "whole.parquet"
+    predict_file(model, empty, streamed)
+    ds, scores, _ = predict_dataset(model, empty)
+    write_whole_run(whole, ds, scores, metadata=read_metadata(streamed))
+    schema = pq.read_schema(streamed)
+    assert schema.names == ["qid", "docid", "label", "score"] and str(schema.field("label").type) == "double"
+    assert pq.read_schema(whole) == schema
+    write_run(tmp_path / "direct.parquet", np.zeros(0, np.int64), np.zeros(0), labels=np.zeros(0))
+    assert pq.read_schema(tmp_path / "direct.parquet").names == ["qid", "row", "label", "score"]
+    capsys.readouterr()
+    assert main(["eval", str(streamed)]) == 3  # a run of no queries, not a run without labels
+    assert capsys.readouterr().err == f"Error: {streamed}: the run has no rows\n"
