@@ -81,6 +81,11 @@ def metric_function(select_by: str, convention: str) -> tuple[str, Callable[[np.
     convention : a convention preset; ``trec`` (ties by document id) is a :class:`UsageError`.
     """
     spec = metrics.parse_metric(select_by)
+    if spec.record.family == "info":  # runid: the run's tag
+        raise UsageError(f"--select-by {select_by}: {spec.record.name} is not a metric; it cannot select a model")
+    if spec.record.aggregate in ("sum", "count"):  # every validation document is ranked: the counts are constant
+        raise UsageError(f"--select-by {select_by}: {spec.record.name} is a count of queries or documents, which does "
+                         "not change with the model; it cannot select a model")
     conv = metrics.Convention.preset(convention)
     if conv.ties == "docid-desc":  # the trec preset orders ties by document id, which training data need not have
         raise UsageError(f"--convention {convention} is for evaluating TREC runs (it breaks ties by document id); "

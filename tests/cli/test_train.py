@@ -236,6 +236,26 @@ def test_loss_and_metric_typos_are_both_usage_errors(cli, data, tmp_path, comman
         assert r.returncode == 2 and r.stderr.decode().startswith("Error: unknown metric 'mrrr'; did you mean 'mrr'?")
 
 
+@pytest.mark.parametrize("command", ["train", "experiment", "tune"])
+@pytest.mark.parametrize("metric, why", [
+    ("num_q", "num_q is a count of queries or documents, which does not change with the model"),
+    ("num_ret", "num_ret is a count of queries or documents, which does not change with the model"),
+    ("num_rel", "num_rel is a count of queries or documents, which does not change with the model"),
+    ("num_rel_ret", "num_rel_ret is a count of queries or documents, which does not change with the model"),
+    ("num_nonrel_judged_ret", "num_nonrel_judged_ret is a count of queries or documents, which does not change with "
+                              "the model"),
+    ("runid", "runid is not a metric"),
+])
+def test_select_by_a_count_is_a_usage_error(cli, data, tmp_path, command, metric, why):
+    """Every tree scores the same count, so the first would be kept: refused before anything is written."""
+    extra = {"train": [*FAST, "--valid", data["train"]], "experiment": ["--trials", "1", "--trees", "2"],
+             "tune": ["--valid", data["train"], "--budget", "1", "--loss", "xendcg", "--trees", "2"]}[command]
+    r = cli(command, data["train"], "-o", tmp_path / "m", *extra, "--select-by", metric)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.decode() == f"Error: --select-by {metric}: {why}; it cannot select a model\n"
+    assert r.stdout == b"" and not (tmp_path / "m").exists()
+
+
 @pytest.mark.parametrize("command", ["train", "experiment", "convert"])
 def test_dask_help_shows_the_extra(cli, command):
     """rich markup ate `[dask]` in `pip install "rankcli[dask]"`."""
