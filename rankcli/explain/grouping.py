@@ -56,6 +56,7 @@ def feature_groups(feature_names: Sequence[str], groups: Sequence[str] = (), fil
     index = {name: j for j, name in enumerate(feature_names)}
     owner: dict[str, str] = {}
     named: dict[str, list[str]] = {}
+    defined: dict[str, str] = {}  # group name -> where it is defined, for messages
     for where, text in items:
         name, members = _parse_one(text, where)
         if name in named:
@@ -73,12 +74,14 @@ def feature_groups(feature_names: Sequence[str], groups: Sequence[str] = (), fil
                                  "with one group")
             owner[m] = name
         named[name] = list(dict.fromkeys(members))
+        defined[name] = where
     out, done = [], set()
     for j, feature in enumerate(feature_names):
         group = owner.get(feature)
         if group is None:
             if feature in named:
-                raise UsageError(f"group name {feature!r} is also a feature not in it; name the group otherwise")
+                raise UsageError(f"{defined[feature]}: group name {feature!r} is also a feature not in it; name the "
+                                 "group otherwise")
             if reserved and feature in reserved:
                 raise UsageError(f"feature {feature!r}, a group of its own, is named as {reserved[feature]}, which "
                                  f"its column would overwrite; put it in a named group (--group NAME={feature})")

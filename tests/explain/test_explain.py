@@ -120,3 +120,17 @@ def test_options_are_checked(model_and_data):
         explain(model, test, metric="ERR@5", groups=["err@5=f1"], repeats=1)
     assert explain(model, test, test="wilcoxon", repeats=1, contributions=False).ranking.test == "wilcoxon"
     assert explain(model, groups=["ndcg@10=f1"]).groups[0].name == "ndcg@10"   # no data, no per-query table
+
+
+def test_every_group_error_names_the_group_definition(tmp_path):
+    """A group named like a feature left out of it says which --group (or file line) defines it, as the others do."""
+    names = ["f1", "f2", "f3"]
+    with pytest.raises(UsageError) as exc:
+        feature_groups(names, ["f2=f1"])
+    assert str(exc.value) == "--group 'f2=f1': group name 'f2' is also a feature not in it; name the group otherwise"
+    (tmp_path / "groups.txt").write_text("# groups\nf3=f1,f2\n")
+    with pytest.raises(UsageError) as exc:
+        feature_groups(names, files=[tmp_path / "groups.txt"])
+    assert str(exc.value).startswith(f"{tmp_path / 'groups.txt'}:2: group name 'f3' is also a feature not in it")
+    with pytest.raises(UsageError, match=r"^--group 'g=f1,zz': the model has no feature 'zz'"):
+        feature_groups(names, ["g=f1,zz"])
