@@ -149,13 +149,15 @@ def test_a_log_read_in_pieces_is_coded_as_one_read_at_once(tmp_path, rng, monkey
             read_session_log(path)
 
 
+# The cases are named by their files: pytest-xdist's workers must collect the same ids, and gzip's header holds the
+# time it was written (mtime=0 makes the bytes the same in every process too).
 @pytest.mark.parametrize(("name", "data"), [
     ("empty.txt", b""),
-    ("empty.txt.gz", gzip.compress(b"")),
+    ("empty.txt.gz", gzip.compress(b"", mtime=0)),
     ("binary.bin", b"\x00\x01garbage\xff\xfe\n"),
     ("latin1.txt", b"1\t0\tQ\t5\t2\tu\xe9\n"),
-    ("truncated.txt.gz", gzip.compress(b"1\t0\tQ\t5\t2\tu1\tu2\n" * 2000)[:-40]),
-])
+    ("truncated.txt.gz", gzip.compress(b"1\t0\tQ\t5\t2\tu1\tu2\n" * 2000, mtime=0)[:-40]),
+], ids=["empty.txt", "empty.txt.gz", "binary.bin", "latin1.txt", "truncated.txt.gz"])
 def test_an_empty_or_unreadable_text_log_is_invalid_input(tmp_path, name, data):
     """A file that is no text log at all (empty, binary, not UTF-8, a broken gzip stream) is exit 3 naming it,
     whichever format reads it: auto takes any text file without the table's header for a Yandex log."""
