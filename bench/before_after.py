@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bytecode import compile_bytecode
+
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "bench" / "data"
 TEXT = DATA / "web30k-like-100000.txt"
@@ -70,11 +72,6 @@ def scale_steps() -> list[tuple[str, list[str], Path | None]]:
     ]
 
 
-def compile_bytecode(tree: Path) -> None:
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "rankcli")], check=True,
-                   stdout=subprocess.DEVNULL)
-
-
 def timed(tree: Path, args: list) -> float:
     start = time.perf_counter()
     result = subprocess.run([sys.executable, "-m", "rankcli", *map(str, args)], cwd=tree, capture_output=True,
@@ -101,11 +98,12 @@ def main() -> None:
         work = {name: Path(tmp, name) for name in trees}
         for path in work.values():
             path.mkdir()
+        plans = {name: steps(work[name]) + extra for name in trees}  # the same steps, each in its own directory
         for r in range(args.rounds):
             order = list(trees) if r % 2 == 0 else list(reversed(trees))
-            for index in range(len(steps(Path(tmp)) + extra)):
+            for index in range(len(plans["after"])):
                 for name in order:
-                    step, argv, needs = (steps(work[name]) + extra)[index]
+                    step, argv, needs = plans[name][index]
                     if needs is not None and not needs.exists():
                         continue
                     seconds = timed(trees[name], argv)
@@ -113,7 +111,7 @@ def main() -> None:
     print(f"# {platform.machine()}, Python {platform.python_version()}, {os.cpu_count()} cores, best of "
           f"{args.rounds} alternating rounds; before = {trees['before']}")
     print(f"{'command':<24} {'before s':>9} {'after s':>9} {'after/before':>13}")
-    for step, _, _ in steps(Path(tmp)) + extra:
+    for step, _, _ in plans["after"]:
         if (step, "after") in best:
             before, after = best[step, "before"], best[step, "after"]
             print(f"{step:<24} {before:9.3f} {after:9.3f} {after / before:13.2f}")

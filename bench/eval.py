@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from bytecode import compile_bytecode
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -214,10 +215,7 @@ def trec_main(args) -> None:
           f", qrels {qrels_path.stat().st_size / 1e6:.0f} MB; trec_eval's 'official' measures")
     print(f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, numpy {np.__version__}")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    # Bytecode as an installed package has it (pip compiles it; an editable checkout under PYTHONDONTWRITEBYTECODE
-    # would otherwise compile rankcli's ~60 imported modules in every timed process).
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "rankcli")], check=True,
-                   stdout=subprocess.DEVNULL)
+    compile_bytecode(REPO)
     probe = "from rankcli.formats.trec import join_native; print(join_native.available())"
     native = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO,
                             env=env).stdout.strip()

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from bytecode import compile_bytecode
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -94,10 +95,7 @@ def main() -> None:
     optimised = build(["-O2"], DATA / "trec_eval_O2")
     qrels, run = generate(args.queries, args.docs, args.judged)
     rankcli = [sys.executable, "-m", "rankcli", "trec_eval"]
-    # Bytecode as an installed package has it (pip compiles it; an editable checkout under PYTHONDONTWRITEBYTECODE
-    # would otherwise compile rankcli's imported modules in every timed process).
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "rankcli")], check=True,
-                   stdout=subprocess.DEVNULL)
+    compile_bytecode(REPO)
     print(f"case: {args.queries} queries x {args.docs} documents, {args.queries * args.judged} qrels lines; "
           f"load {os.getloadavg()}")
     sets = {"all_prefs": ["-q", "-R", "qrels_prefs", "-m", "all_prefs"]} if args.prefs else \
